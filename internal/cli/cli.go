@@ -1,0 +1,47 @@
+// Package cli implements sluice's subcommands: flags, signals and exit codes.
+package cli
+
+import (
+	"fmt"
+	"io"
+)
+
+// Version is set at build time with -ldflags "-X github.com/sluicedb/sluice/internal/cli.Version=...".
+var Version = "dev"
+
+const usage = `sluice: a read/write-splitting proxy for MySQL and MariaDB
+
+Usage:
+  sluice serve [--config FILE] [--check]   run the proxy (default config ./sluice.yaml)
+  sluice sandbox [SUBCOMMAND] [FLAGS]      start and control a local primary + replicas cluster
+  sluice version                           print the version
+  sluice help [COMMAND]                    show help for a command
+
+Run 'sluice COMMAND --help' for the flags of one command.
+`
+
+// Run runs the subcommand named by args[0] and returns the process exit code.
+func Run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "serve":
+		return runServe(args[1:], stdout, stderr)
+	case "sandbox":
+		return runSandbox(args[1:], stdout, stderr)
+	case "version", "--version", "-v":
+		fmt.Fprintf(stdout, "sluice %s\n", Version)
+		return 0
+	case "help", "-h", "--help":
+		if len(args) > 1 {
+			return Run([]string{args[1], "--help"}, stdout, stderr)
+		}
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "sluice: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+}

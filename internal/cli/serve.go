@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/sluicedb/sluice/internal/app"
+	"github.com/sluicedb/sluice/internal/config"
+)
+
+const serveUsage = `Usage: sluice serve [--config FILE] [--check]
+
+Runs the proxy with the configuration in FILE (default ./sluice.yaml) until SIGTERM or SIGINT,
+then stops accepting, lets running statements finish for up to timeouts.shutdown, and exits.
+
+Flags:
+`
+
+func runServe(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "sluice.yaml", "configuration file")
+	check := fs.Bool("check", false, "validate the configuration and exit")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), serveUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			fs.SetOutput(stdout)
+			fs.Usage()
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "sluice serve: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	cfg, err := config.Load(*path)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	if *check {
+		fmt.Fprintf(stdout, "%s: configuration is valid\n", *path)
+		return 0
+	}
+	logger := NewLogger(cfg.Log, stderr)
+	a, err := app.New(cfg, logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice serve: %v\n", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := a.Run(ctx); err != nil {
+		logger.Error("sluice stopped", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// NewLogger builds the process logger from the log section of the configuration.
+func NewLogger(c config.Log, w io.Writer) *slog.Logger {
+	level := slog.LevelInfo
+	switch strings.ToLower(c.Level) {
+	case "debug":
+		level = slog.LevelDebug
+	case "warn":
+		level = slog.LevelWarn
+	case "error":
+		level = slog.LevelError
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

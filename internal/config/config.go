@@ -1,0 +1,210 @@
+package config
+
+import (
+	"os"
+	"time"
+)
+
+// Accepted values of the enumerated string settings. They are exported so
+// that other packages compare against the same spelling Validate accepts.
+const (
+	RolePrimary = "primary"
+	RoleReplica = "replica"
+
+	ModeReadWrite = "read-write"
+	ModeReadOnly  = "read-only"
+
+	BalanceLeastActive = "least-active"
+	BalanceWeighted    = "weighted"
+
+	AuthNativePassword = "mysql_native_password"
+	AuthCachingSHA2    = "caching_sha2_password"
+
+	LogFormatText = "text"
+	LogFormatJSON = "json"
+
+	LogLevelDebug = "debug"
+	LogLevelInfo  = "info"
+	LogLevelWarn  = "warn"
+	LogLevelError = "error"
+)
+
+// Limits and defaults that are not plain zero values.
+const (
+	// MaxReadWeight is the largest accepted read_weights value.
+	MaxReadWeight = 10000
+	// DefaultReplicaWeight is the read weight every replica gets when an
+	// endpoint has no read_weights; the primary then gets 0, so reads go
+	// to replicas only.
+	DefaultReplicaWeight = 100
+
+	DefaultMonitorInterval = time.Second
+	DefaultConnectTimeout  = 5 * time.Second
+	DefaultWriteTimeout    = 30 * time.Second
+	DefaultShutdownTimeout = 30 * time.Second
+)
+
+// Config is a whole configuration file.
+type Config struct {
+	Path      string     `yaml:"-"` // file it was loaded from
+	Users     []User     `yaml:"users"`
+	Backends  []Backend  `yaml:"backends"`
+	Monitor   Monitor    `yaml:"monitor"`
+	Endpoints []Endpoint `yaml:"endpoints"`
+	Log       Log        `yaml:"log"`
+	Timeouts  Timeouts   `yaml:"timeouts"`
+
+	// pos remembers where each key was written so that Validate can point
+	// at the offending line; nil for a Config built in Go code.
+	pos *positions
+}
+
+// User is an account clients log in to sluice with.
+type User struct {
+	Name         string `yaml:"name"`
+	Password     string `yaml:"password"`      // plaintext (usually "${APP_PASSWORD}")
+	PasswordHash string `yaml:"password_hash"` // "*" + 40 hex = mysql_native_password hash (SHA1(SHA1(pw))), upper or lower hex
+	AuthPlugin   string `yaml:"auth_plugin"`   // "" (accept whichever of mysql_native_password or caching_sha2_password the client uses) | mysql_native_password | caching_sha2_password
+}
+
+// Backend is one MySQL/MariaDB server behind the proxy.
+type Backend struct {
+	Name    string `yaml:"name"`
+	Address string `yaml:"address"` // host:port, required
+	Role    string `yaml:"role"`    // primary | replica
+	Zone    string `yaml:"zone"`    // optional
+}
+
+// Monitor is the account and cadence used to health-check backends.
+type Monitor struct {
+	User     string   `yaml:"user"` // empty = no monitor account configured
+	Password string   `yaml:"password"`
+	Interval Duration `yaml:"interval"` // default 1s
+}
+
+// Endpoint is one listening socket clients connect to.
+type Endpoint struct {
+	Name           string         `yaml:"name"`
+	Listen         string         `yaml:"listen"`          // host:port
+	Mode           string         `yaml:"mode"`            // read-write (default) | read-only
+	ReadWeights    map[string]int `yaml:"read_weights"`    // backend name -> 0..10000; after defaults every backend has an entry
+	Balance        string         `yaml:"balance"`         // least-active (default) | weighted
+	MaxConnections int            `yaml:"max_connections"` // 0 = unlimited
+}
+
+// Log configures sluice's own log output.
+type Log struct {
+	Format string `yaml:"format"` // text (default) | json
+	Level  string `yaml:"level"`  // debug | info (default) | warn | error
+}
+
+// Timeouts bounds the time spent on network operations.
+type Timeouts struct {
+	Connect  Duration `yaml:"connect"`  // dial + handshake to a node, default 5s
+	Read     Duration `yaml:"read"`     // max wait for a node's response bytes once a statement was sent; 0 = none (default: long queries are legitimate)
+	Write    Duration `yaml:"write"`    // max time for one write to a socket, default 30s
+	Shutdown Duration `yaml:"shutdown"` // graceful drain on SIGTERM, default 30s
+	Idle     Duration `yaml:"idle"`     // idle client connection timeout; 0 = none (default)
+}
+
+// Load reads the file at path and parses it with Parse.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data)
+}
+
+// Parse decodes data, expands ${NAME} references from the environment,
+// fills in defaults for keys that are absent and validates the result. path
+// is only used in error messages and stored in Config.Path. On error the
+// returned Config is nil and the error reports every problem found, one per
+// line: a single *Error, or several *Errors joined with errors.Join.
+func Parse(path string, data []byte) (*Config, error) {
+	return parse(path, data, os.LookupEnv)
+}
+
+// Primary returns the backend whose role is primary, or nil if there is none.
+func (c *Config) Primary() *Backend {
+	for i := range c.Backends {
+		if c.Backends[i].Role == RolePrimary {
+			return &c.Backends[i]
+		}
+	}
+	return nil
+}
+
+// Backend returns the backend called name, or nil.
+func (c *Config) Backend(name string) *Backend {
+	for i := range c.Backends {
+		if c.Backends[i].Name == name {
+			return &c.Backends[i]
+		}
+	}
+	return nil
+}
+
+// User returns the user called name, or nil. Names are compared exactly,
+// because MySQL account names are case-sensitive.
+func (c *Config) User(name string) *User {
+	for i := range c.Users {
+		if c.Users[i].Name == name {
+			return &c.Users[i]
+		}
+	}
+	return nil
+}
+
+// ApplyDefaults fills in the default of every setting that holds its zero
+// value. It is meant for a Config built in Go code (Parse already applies
+// defaults, but only to keys absent from the file, so that an explicit
+// "interval: 0s" is reported instead of silently replaced). It also gives
+// every endpoint a read weight for every backend: the defaults when
+// read_weights is nil, 0 for backends not listed otherwise.
+func (c *Config) ApplyDefaults() {
+	c.applyDefaults(func(_ string, zero bool) bool { return zero })
+}
+
+// applyDefaults sets each default whose key unset reports as not set. The
+// callback receives the key path and whether the field holds its zero value,
+// so Parse can decide by presence in the file and ApplyDefaults by value.
+func (c *Config) applyDefaults(unset func(key string, zero bool) bool) {
+	dur := func(d *Duration, key string, def time.Duration) {
+		if unset(key, d.Duration == 0) {
+			d.Duration = def
+		}
+	}
+	str := func(s *string, key, def string) {
+		if unset(key, *s == "") {
+			*s = def
+		}
+	}
+	dur(&c.Monitor.Interval, "monitor.interval", DefaultMonitorInterval)
+	dur(&c.Timeouts.Connect, "timeouts.connect", DefaultConnectTimeout)
+	dur(&c.Timeouts.Write, "timeouts.write", DefaultWriteTimeout)
+	dur(&c.Timeouts.Shutdown, "timeouts.shutdown", DefaultShutdownTimeout)
+	str(&c.Log.Format, "log.format", LogFormatText)
+	str(&c.Log.Level, "log.level", LogLevelInfo)
+	for i := range c.Endpoints {
+		e := &c.Endpoints[i]
+		p := indexKey("endpoints", i)
+		str(&e.Mode, p+".mode", ModeReadWrite)
+		str(&e.Balance, p+".balance", BalanceLeastActive)
+		if e.ReadWeights == nil {
+			e.ReadWeights = make(map[string]int, len(c.Backends))
+			for _, b := range c.Backends {
+				if b.Role == RoleReplica && b.Name != "" {
+					e.ReadWeights[b.Name] = DefaultReplicaWeight
+				}
+			}
+		}
+		// A complete map saves every reader of ReadWeights from treating
+		// "missing" and "0" as two cases.
+		for _, b := range c.Backends {
+			if _, ok := e.ReadWeights[b.Name]; !ok && b.Name != "" {
+				e.ReadWeights[b.Name] = 0
+			}
+		}
+	}
+}

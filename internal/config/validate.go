@@ -1,0 +1,300 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"sort"
+	"strconv"
+)
+
+// Validate checks the whole configuration and returns every problem found,
+// sorted by line and joined with errors.Join, or nil. It does not apply
+// defaults: a Config built in code should call ApplyDefaults first.
+func (c *Config) Validate() error {
+	return joinErrors(c.validate())
+}
+
+// given reports whether key was written in the file c was parsed from.
+func (c *Config) given(key string) bool { return c.pos.given(key) }
+
+// checker collects validation problems for one Config.
+type checker struct {
+	c    *Config
+	errs []*Error
+}
+
+func (k *checker) errorf(key, format string, args ...any) {
+	k.errs = append(k.errs, &Error{
+		File: k.c.Path,
+		Line: k.c.pos.lineOf(key),
+		Key:  key,
+		Msg:  fmt.Sprintf(format, args...),
+	})
+}
+
+func (c *Config) validate() []*Error {
+	k := &checker{c: c}
+	k.users()
+	replicas, named := k.backends()
+	k.monitor()
+	k.endpoints(replicas, named)
+	k.oneOf("log.format", c.Log.Format, LogFormatText, LogFormatJSON)
+	k.oneOf("log.level", c.Log.Level, LogLevelDebug, LogLevelInfo, LogLevelWarn, LogLevelError)
+	// connect and write must be positive: the proxy uses them as socket
+	// deadlines, where 0 would mean "already expired", not "none".
+	k.duration("timeouts.connect", c.Timeouts.Connect, true)
+	k.duration("timeouts.read", c.Timeouts.Read, false)
+	k.duration("timeouts.write", c.Timeouts.Write, true)
+	k.duration("timeouts.shutdown", c.Timeouts.Shutdown, false)
+	k.duration("timeouts.idle", c.Timeouts.Idle, false)
+	return k.errs
+}
+
+func (k *checker) users() {
+	c := k.c
+	if len(c.Users) == 0 {
+		k.errorf("users", "at least one user is required")
+	}
+	k.uniqueNames("users", len(c.Users), func(i int) string { return c.Users[i].Name })
+	for i, u := range c.Users {
+		p := indexKey("users", i)
+		// Presence of the key, not a non-empty value, is what counts, so
+		// that an account without a password can be written as password: "".
+		hasPassword := u.Password != "" || c.given(p+".password")
+		hasHash := u.PasswordHash != "" || c.given(p+".password_hash")
+		switch {
+		case hasPassword && hasHash:
+			k.errorf(p+".password_hash", "give either password or password_hash, not both")
+		case !hasPassword && !hasHash:
+			k.errorf(p, "needs password or password_hash")
+		}
+		// The hash is never echoed: it is as good as the password for
+		// mysql_native_password.
+		if hasHash && !validNativeHash(u.PasswordHash) {
+			k.errorf(p+".password_hash", `invalid value (want "*" followed by 40 hex digits, as in SELECT authentication_string FROM mysql.user)`)
+		}
+		switch u.AuthPlugin {
+		case "", AuthNativePassword:
+		case AuthCachingSHA2:
+			if hasHash {
+				k.errorf(p+".auth_plugin", "caching_sha2_password needs password, not password_hash (a mysql_native_password hash cannot verify a caching_sha2_password scramble)")
+			}
+		default:
+			k.errorf(p+".auth_plugin", "invalid value %q (want %s or %s, or leave it out to accept either)", u.AuthPlugin, AuthNativePassword, AuthCachingSHA2)
+		}
+	}
+}
+
+// validNativeHash reports whether h looks like a mysql_native_password
+// hash: "*" and the hex of SHA1(SHA1(password)), in either case.
+func validNativeHash(h string) bool {
+	if len(h) != 41 || h[0] != '*' {
+		return false
+	}
+	for i := 1; i < len(h); i++ {
+		c := h[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// backends checks the backends and returns how many replicas there are,
+// and how many of them have a name (and so can be given a read weight).
+func (k *checker) backends() (replicas, named int) {
+	c := k.c
+	if len(c.Backends) == 0 {
+		k.errorf("backends", "at least one backend is required")
+	}
+	k.uniqueNames("backends", len(c.Backends), func(i int) string { return c.Backends[i].Name })
+	var primaries []int
+	for i, b := range c.Backends {
+		p := indexKey("backends", i)
+		k.address(p+".address", b.Address, false)
+		k.oneOf(p+".role", b.Role, RolePrimary, RoleReplica)
+		switch b.Role {
+		case RolePrimary:
+			primaries = append(primaries, i)
+		case RoleReplica:
+			replicas++
+			if b.Name != "" {
+				named++
+			}
+		}
+	}
+	if len(c.Backends) > 0 && len(primaries) == 0 {
+		k.errorf("backends", "no backend has role primary (exactly one is required)")
+	}
+	for j := 1; j < len(primaries); j++ {
+		i := primaries[j]
+		k.errorf(indexKey("backends", i)+".role", "%s is already the primary (exactly one backend must have role primary)", indexKey("backends", primaries[0]))
+	}
+	return replicas, named
+}
+
+func (k *checker) monitor() {
+	m := k.c.Monitor
+	if m.User == "" && m.Password != "" {
+		k.errorf("monitor.password", "set without monitor.user")
+	}
+	// 0 would make the monitor poll in a busy loop.
+	k.duration("monitor.interval", m.Interval, true)
+}
+
+func (k *checker) endpoints(replicas, namedReplicas int) {
+	c := k.c
+	if len(c.Endpoints) == 0 {
+		k.errorf("endpoints", "at least one endpoint is required")
+	}
+	k.uniqueNames("endpoints", len(c.Endpoints), func(i int) string { return c.Endpoints[i].Name })
+	listens := map[string]int{}
+	for i, e := range c.Endpoints {
+		p := indexKey("endpoints", i)
+		if addr, ok := k.address(p+".listen", e.Listen, true); ok {
+			// Several ":0" listeners each get their own port, so only
+			// fixed ports can clash.
+			if _, port, _ := net.SplitHostPort(addr); port != "0" {
+				if j, dup := listens[addr]; dup {
+					k.errorf(p+".listen", "address %s is already used by %s", addr, indexKey("endpoints", j))
+				} else {
+					listens[addr] = i
+				}
+			}
+		}
+		k.oneOf(p+".mode", e.Mode, ModeReadWrite, ModeReadOnly)
+		if replicas == 0 && (e.Mode == ModeReadWrite || e.Mode == ModeReadOnly) {
+			k.errorf(p+".mode", "a %s endpoint needs at least one backend with role replica", e.Mode)
+		}
+		k.oneOf(p+".balance", e.Balance, BalanceLeastActive, BalanceWeighted)
+		if e.MaxConnections < 0 {
+			k.errorf(p+".max_connections", "invalid value %d (want 0 for unlimited, or more)", e.MaxConnections)
+		}
+		k.readWeights(p+".read_weights", e.ReadWeights, namedReplicas)
+	}
+}
+
+func (k *checker) readWeights(key string, weights map[string]int, namedReplicas int) {
+	if weights == nil {
+		k.errorf(key, "not set (ApplyDefaults fills in the default)")
+		return
+	}
+	names := make([]string, 0, len(weights))
+	for name := range weights {
+		names = append(names, name)
+	}
+	// Map order is random; report in file order so output is stable.
+	sort.Slice(names, func(i, j int) bool {
+		li, lj := k.c.pos.lineOf(childKey(key, names[i])), k.c.pos.lineOf(childKey(key, names[j]))
+		if li != lj {
+			return li < lj
+		}
+		return names[i] < names[j]
+	})
+	total, bad := 0, false
+	for _, name := range names {
+		w, wk := weights[name], childKey(key, name)
+		switch {
+		case k.c.Backend(name) == nil:
+			k.errorf(wk, "no backend is named %q", name)
+			bad = true
+		case w < 0 || w > MaxReadWeight:
+			k.errorf(wk, "invalid value %d (want 0 to %d)", w, MaxReadWeight)
+			bad = true
+		default:
+			total += w
+		}
+	}
+	// Without a (named) replica the endpoint or the backend is already
+	// reported, and the zero total would only be a consequence of that.
+	if total == 0 && !bad && namedReplicas > 0 {
+		k.errorf(key, "every weight is 0, so reads could not be sent anywhere")
+	}
+}
+
+// uniqueNames checks that every item of a list has a name and no name is
+// used twice.
+func (k *checker) uniqueNames(list string, n int, name func(int) string) {
+	seen := make(map[string]int, n)
+	for i := range n {
+		key := indexKey(list, i) + ".name"
+		nm := name(i)
+		if nm == "" {
+			k.errorf(key, "required")
+			continue
+		}
+		if j, dup := seen[nm]; dup {
+			k.errorf(key, "duplicate name %q (already used by %s)", nm, indexKey(list, j))
+			continue
+		}
+		seen[nm] = i
+	}
+}
+
+// oneOf checks an enumerated setting.
+func (k *checker) oneOf(key, value string, allowed ...string) {
+	if slices.Contains(allowed, value) {
+		return
+	}
+	if value == "" && !k.c.given(key) {
+		k.errorf(key, "required (want %s)", wantList(allowed))
+		return
+	}
+	k.errorf(key, "invalid value %q (want %s)", value, wantList(allowed))
+}
+
+// address checks a host:port setting and returns it in canonical form
+// (so "[::1]:06033" and "[::1]:6033" compare equal). A listen address may
+// leave out the host (all interfaces) and use port 0 (any free port, for
+// tests); a backend address needs both.
+func (k *checker) address(key, addr string, listen bool) (string, bool) {
+	if addr == "" {
+		if k.c.given(key) {
+			k.errorf(key, "invalid value \"\" (want host:port)")
+		} else {
+			k.errorf(key, "required (want host:port)")
+		}
+		return "", false
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		k.errorf(key, "invalid value %q (want host:port)", addr)
+		return "", false
+	}
+	minPort := 1
+	if listen {
+		minPort = 0
+	}
+	// Service names such as "mysql" are refused: they depend on the
+	// host's /etc/services, and a number is what everyone means.
+	n, err := strconv.Atoi(port)
+	if err != nil || !isDigits(port) || n < minPort || n > 65535 {
+		k.errorf(key, "invalid value %q (the port must be a number from %d to 65535)", addr, minPort)
+		return "", false
+	}
+	if host == "" && !listen {
+		k.errorf(key, "invalid value %q (want host:port with a host)", addr)
+		return "", false
+	}
+	return net.JoinHostPort(host, strconv.Itoa(n)), true
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// duration checks that d is not negative and, if positive is set, not 0.
+func (k *checker) duration(key string, d Duration, positive bool) {
+	switch {
+	case d.Duration < 0:
+		k.errorf(key, "invalid value %s (must not be negative)", d.Duration)
+	case d.Duration == 0 && positive:
+		k.errorf(key, "invalid value 0s (must be greater than 0)")
+	}
+}

@@ -1,0 +1,50 @@
+package mysql
+
+import "fmt"
+
+// SQLError is a MySQL error as an ERR packet carries it: code, SQLSTATE and message. It is the one
+// error type sluice uses for anything a client should see as a server error; find it with errors.As.
+type SQLError struct {
+	Code    uint16
+	State   string // five characters
+	Message string
+}
+
+func (e *SQLError) Error() string {
+	return fmt.Sprintf("ERROR %d (%s): %s", e.Code, e.State, e.Message)
+}
+
+// Error codes sluice itself sends (the server's own errors are relayed as they are).
+const (
+	ErrConCount          = 1040 // Too many connections
+	ErrHandshake         = 1043 // Bad handshake
+	ErrAccessDenied      = 1045
+	ErrUnknownCom        = 1047
+	ErrUnknown           = 1105
+	ErrNetPacketTooLarge = 1153
+	ErrNetReadError      = 1158
+	ErrOptionPreventsStm = 1290 // --read-only style refusals
+	ErrServerShutdown    = 1053
+	CRConnectionError    = 2002
+	CRConnHostError      = 2003
+	CRServerGone         = 2006
+	CRServerLost         = 2013
+)
+
+// NewError returns an SQLError; the message is formatted with fmt.Sprintf when args are given.
+func NewError(code uint16, state, format string, args ...any) *SQLError {
+	msg := format
+	if len(args) > 0 {
+		msg = fmt.Sprintf(format, args...)
+	}
+	return &SQLError{Code: code, State: state, Message: msg}
+}
+
+// AccessDenied words error 1045 exactly as the server does.
+func AccessDenied(user, host string, usedPassword bool) *SQLError {
+	yes := "NO"
+	if usedPassword {
+		yes = "YES"
+	}
+	return NewError(ErrAccessDenied, "28000", "Access denied for user '%s'@'%s' (using password: %s)", user, host, yes)
+}

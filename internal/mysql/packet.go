@@ -1,0 +1,251 @@
+package mysql
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+)
+
+// ErrPacketSequence is returned when a peer sends a packet with an unexpected sequence id.
+var ErrPacketSequence = errors.New("mysql: packet out of sequence")
+
+// ErrPacketTooLarge is returned when a logical packet exceeds the reader's limit.
+var ErrPacketTooLarge = errors.New("mysql: packet larger than the allowed maximum")
+
+// Conn is one end of a MySQL protocol connection: buffered packet IO with sequence ids.
+//
+// Ownership: the slice ReadPacket returns belongs to the Conn and is valid until the next read.
+// Writes are buffered; nothing reaches the socket before Flush (or before the write buffer
+// fills), so a whole response goes out in one system call where it fits.
+//
+// A Conn is used by one goroutine at a time.
+type Conn struct {
+	nc  net.Conn
+	br  *bufio.Reader
+	bw  *bufio.Writer
+	seq uint8
+
+	payload []byte // reused buffer for ReadPacket
+	hdr     [4]byte
+
+	// MaxPacket bounds the size of one logical packet ReadPacket assembles (0: 1 GiB).
+	MaxPacket int
+	// WriteTimeout, when set, bounds every Flush.
+	WriteTimeout time.Duration
+}
+
+// Buffer sizes. A session's client side mostly reads small commands and writes results; a
+// backend side reads results and writes small commands.
+const (
+	DefaultReadBuffer  = 16 << 10
+	DefaultWriteBuffer = 16 << 10
+)
+
+// NewConn wraps nc with read and write buffers of the given sizes (0 = default).
+func NewConn(nc net.Conn, readBuf, writeBuf int) *Conn {
+	if readBuf <= 0 {
+		readBuf = DefaultReadBuffer
+	}
+	if writeBuf <= 0 {
+		writeBuf = DefaultWriteBuffer
+	}
+	return &Conn{nc: nc, br: bufio.NewReaderSize(nc, readBuf), bw: bufio.NewWriterSize(nc, writeBuf)}
+}
+
+// NetConn returns the underlying connection.
+func (c *Conn) NetConn() net.Conn { return c.nc }
+
+// Close closes the underlying connection.
+func (c *Conn) Close() error { return c.nc.Close() }
+
+// Seq returns the sequence id the next packet will carry.
+func (c *Conn) Seq() uint8 { return c.seq }
+
+// SetSeq sets the sequence id of the next packet (0 at the start of a command).
+func (c *Conn) SetSeq(s uint8) { c.seq = s }
+
+// Buffered reports how many bytes are waiting in the read buffer.
+func (c *Conn) Buffered() int { return c.br.Buffered() }
+
+// ReadPacket reads one logical packet (joining 16 MiB continuation packets) and checks its
+// sequence id. The returned slice is valid until the next read on c.
+func (c *Conn) ReadPacket() ([]byte, error) {
+	c.payload = c.payload[:0]
+	limit := c.MaxPacket
+	if limit <= 0 {
+		limit = defaultMaxPacketClient
+	}
+	for {
+		n, seq, err := c.readHeader()
+		if err != nil {
+			return nil, err
+		}
+		if seq != c.seq {
+			return nil, fmt.Errorf("%w: got %d, want %d", ErrPacketSequence, seq, c.seq)
+		}
+		c.seq++
+		if len(c.payload)+n > limit {
+			return nil, ErrPacketTooLarge
+		}
+		start := len(c.payload)
+		if cap(c.payload)-start < n {
+			grown := make([]byte, start, start+n)
+			copy(grown, c.payload)
+			c.payload = grown
+		}
+		c.payload = c.payload[:start+n]
+		if _, err := io.ReadFull(c.br, c.payload[start:]); err != nil {
+			return nil, unexpectedEOF(err)
+		}
+		if n < maxPacketPayload {
+			return c.payload, nil
+		}
+	}
+}
+
+func (c *Conn) readHeader() (n int, seq uint8, err error) {
+	if _, err := io.ReadFull(c.br, c.hdr[:]); err != nil {
+		return 0, 0, err
+	}
+	return int(c.hdr[0]) | int(c.hdr[1])<<8 | int(c.hdr[2])<<16, c.hdr[3], nil
+}
+
+func unexpectedEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// PeekHeader returns the payload length and sequence id of the next physical packet without
+// consuming it.
+func (c *Conn) PeekHeader() (n int, seq uint8, err error) {
+	h, err := c.br.Peek(4)
+	if err != nil {
+		return 0, 0, err
+	}
+	return int(h[0]) | int(h[1])<<8 | int(h[2])<<16, h[3], nil
+}
+
+// PeekPayload returns up to max bytes of the next physical packet's payload (the header must
+// have been peeked already) without consuming anything. max is capped by the read buffer size.
+func (c *Conn) PeekPayload(n, max int) ([]byte, error) {
+	if n > max {
+		n = max
+	}
+	if lim := c.br.Size() - 4; n > lim {
+		n = lim
+	}
+	b, err := c.br.Peek(4 + n)
+	if err != nil {
+		return nil, unexpectedEOF(err)
+	}
+	return b[4:], nil
+}
+
+// Discard drops n bytes from the read side.
+func (c *Conn) Discard(n int) error {
+	_, err := c.br.Discard(n)
+	return unexpectedEOF(err)
+}
+
+// CopyPacket relays one physical packet of payload length n (header included) from c to dst
+// byte for byte, without allocating. It sets both sides' next sequence ids past the packet.
+func (c *Conn) CopyPacket(dst *Conn, n int) error {
+	remaining := 4 + n
+	seq := uint8(0)
+	if h, err := c.br.Peek(4); err == nil {
+		seq = h[3]
+	}
+	size := c.br.Size()
+	for remaining > 0 {
+		chunk := remaining
+		if chunk > size {
+			chunk = size
+		}
+		if b := c.br.Buffered(); b > 0 && b < chunk {
+			chunk = b
+		}
+		b, err := c.br.Peek(chunk)
+		if err != nil {
+			return unexpectedEOF(err)
+		}
+		if _, err := dst.bw.Write(b); err != nil {
+			return &WriteError{err}
+		}
+		if _, err := c.br.Discard(chunk); err != nil {
+			return unexpectedEOF(err)
+		}
+		remaining -= chunk
+	}
+	c.seq = seq + 1
+	dst.seq = seq + 1
+	return nil
+}
+
+// WriteError marks an error that happened writing to the destination side of a relay, so a
+// caller can tell which peer broke.
+type WriteError struct{ Err error }
+
+func (e *WriteError) Error() string { return "write: " + e.Err.Error() }
+func (e *WriteError) Unwrap() error { return e.Err }
+
+// WritePacket writes payload as one logical packet (splitting it into 16 MiB physical packets)
+// into the write buffer.
+func (c *Conn) WritePacket(payload []byte) error {
+	for {
+		n := len(payload)
+		if n > maxPacketPayload {
+			n = maxPacketPayload
+		}
+		h := [4]byte{byte(n), byte(n >> 8), byte(n >> 16), c.seq}
+		c.seq++
+		if _, err := c.bw.Write(h[:]); err != nil {
+			return err
+		}
+		if _, err := c.bw.Write(payload[:n]); err != nil {
+			return err
+		}
+		payload = payload[n:]
+		if n < maxPacketPayload {
+			return nil
+		}
+	}
+}
+
+// WriteRaw writes bytes (headers included) into the write buffer as they are.
+func (c *Conn) WriteRaw(b []byte) error {
+	_, err := c.bw.Write(b)
+	return err
+}
+
+// Flush sends what is buffered.
+func (c *Conn) Flush() error {
+	if c.bw.Buffered() == 0 {
+		return nil
+	}
+	if c.WriteTimeout > 0 {
+		if err := c.nc.SetWriteDeadline(time.Now().Add(c.WriteTimeout)); err != nil {
+			return err
+		}
+	}
+	return c.bw.Flush()
+}
+
+// WritePacketFlush writes one packet and flushes.
+func (c *Conn) WritePacketFlush(payload []byte) error {
+	if err := c.WritePacket(payload); err != nil {
+		return err
+	}
+	return c.Flush()
+}
+
+// Scratch returns the Conn's reusable buffer, emptied, for building a packet to write. It is
+// the same buffer ReadPacket fills: do not hold a read packet across a call to Scratch.
+func (c *Conn) Scratch() []byte { return c.payload[:0] }
+
+// KeepScratch stores a grown scratch buffer so its capacity is reused.
+func (c *Conn) KeepScratch(b []byte) { c.payload = b[:0] }

@@ -1,0 +1,147 @@
+package proxy
+
+import (
+	"crypto/subtle"
+	"errors"
+	"fmt"
+
+	"github.com/sluicedb/sluice/internal/backend"
+	"github.com/sluicedb/sluice/internal/mysql"
+)
+
+var errAuth = errors.New("authentication failed")
+
+// targetPlugin picks the plugin the client must authenticate with: the user's own if configured,
+// else the client's choice when sluice can verify it for this user, else mysql_native_password.
+func targetPlugin(u *User, clientPlugin string) string {
+	if u != nil && u.Plugin != "" {
+		return u.Plugin
+	}
+	if clientPlugin == mysql.AuthCachingSHA2 && (u == nil || !u.HasHash) {
+		return mysql.AuthCachingSHA2
+	}
+	return mysql.AuthNativePassword
+}
+
+// authenticate verifies the client's credentials against the configuration, switching the
+// client to another plugin first when needed (always, with a fresh nonce, when force is set, as
+// for COM_CHANGE_USER). On failure the client has been sent error 1045 and no node was touched.
+// On success it returns what sluice logs in to the nodes with.
+func (s *session) authenticate(name, clientPlugin string, resp []byte, force bool) (*User, backend.Credentials, error) {
+	u := s.p.users[name]
+	plugin := targetPlugin(u, clientPlugin)
+	if force || plugin != clientPlugin {
+		s.nonce = newNonce()
+		s.scratch = mysql.AppendAuthSwitchRequest(s.scratch[:0], plugin, s.nonce)
+		if err := s.client.WritePacketFlush(s.scratch); err != nil {
+			return nil, backend.Credentials{}, err
+		}
+		p, err := s.client.ReadPacket()
+		if err != nil {
+			return nil, backend.Credentials{}, err
+		}
+		resp = append([]byte(nil), p...)
+	}
+	deny := func() (*User, backend.Credentials, error) {
+		_ = s.writeErr(mysql.AccessDenied(name, s.host, len(resp) > 0))
+		return nil, backend.Credentials{}, fmt.Errorf("%w for user %q", errAuth, name)
+	}
+	if u == nil {
+		return deny()
+	}
+	creds := backend.Credentials{User: u.Name}
+	if u.HasPassword {
+		creds.Password, creds.HasPassword = u.Password, true
+	}
+	switch plugin {
+	case mysql.AuthNativePassword:
+		if u.HasHash {
+			stage1, ok := mysql.VerifyNative(u.Hash, s.nonce, resp)
+			if !ok {
+				return deny()
+			}
+			creds.Stage1, creds.HasStage1 = stage1, true
+			return u, creds, nil
+		}
+		if u.Password == "" {
+			if len(resp) != 0 {
+				return deny()
+			}
+			return u, creds, nil
+		}
+		if _, ok := mysql.VerifyNative(mysql.NativeHash(u.Password), s.nonce, resp); !ok {
+			return deny()
+		}
+		return u, creds, nil
+	case mysql.AuthCachingSHA2:
+		if !u.HasPassword {
+			return deny() // a hash-configured user cannot verify caching_sha2 (config forbids it)
+		}
+		if u.Password == "" {
+			if len(resp) != 0 {
+				return deny()
+			}
+			return u, creds, nil
+		}
+		if len(resp) == 0 {
+			return deny()
+		}
+		if s.p.sha2Cached(u.Name, u.Password) && mysql.VerifyCachingSHA2(u.Password, s.nonce, resp) {
+			// Fast path: the server (here sluice) has seen this password since it started.
+			s.scratch = mysql.AppendAuthMoreData(s.scratch[:0], mysql.CachingSHA2FastOK)
+			if err := s.client.WritePacket(s.scratch); err != nil {
+				return nil, creds, err
+			}
+			return u, creds, nil
+		}
+		password, err := s.fullAuth()
+		if err != nil {
+			if errors.Is(err, errAuth) {
+				return deny()
+			}
+			return nil, creds, err
+		}
+		if subtle.ConstantTimeCompare([]byte(password), []byte(u.Password)) != 1 {
+			return deny()
+		}
+		s.p.sha2Remember(u.Name, u.Password)
+		return u, creds, nil
+	}
+	return deny()
+}
+
+// fullAuth runs caching_sha2_password's full authentication: the client sends its password,
+// encrypted with sluice's RSA public key (which it may ask for first), since this connection is
+// not TLS and a cleartext password must not cross it.
+func (s *session) fullAuth() (string, error) {
+	s.scratch = mysql.AppendAuthMoreData(s.scratch[:0], mysql.CachingSHA2FullAuth)
+	if err := s.client.WritePacketFlush(s.scratch); err != nil {
+		return "", err
+	}
+	p, err := s.client.ReadPacket()
+	if err != nil {
+		return "", err
+	}
+	key, pem, err := s.p.rsa()
+	if err != nil {
+		return "", err
+	}
+	if len(p) == 1 && p[0] == mysql.CachingSHA2RequestKey {
+		s.scratch = mysql.AppendAuthMoreData(s.scratch[:0], pem...)
+		if err := s.client.WritePacketFlush(s.scratch); err != nil {
+			return "", err
+		}
+		if p, err = s.client.ReadPacket(); err != nil {
+			return "", err
+		}
+	}
+	if len(p) != key.Size() {
+		// Not an RSA block: a cleartext password over an insecure connection is refused.
+		return "", errAuth
+	}
+	password, err := mysql.DecryptPassword(key, p, s.nonce)
+	if err != nil {
+		return "", errAuth
+	}
+	return password, nil
+}

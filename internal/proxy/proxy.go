@@ -1,0 +1,328 @@
+package proxy
+
+import (
+	"context"
+	"crypto/rsa"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicedb/sluice/internal/backend"
+	"github.com/sluicedb/sluice/internal/mysql"
+)
+
+// User is an account clients log in with. sluice logs in to the nodes as the same user.
+type User struct {
+	Name        string
+	Password    string
+	HasPassword bool     // Password is set (it may be empty)
+	Hash        [20]byte // mysql_native_password hash, when configured by hash
+	HasHash     bool
+	Plugin      string // "" (whichever of the two the client uses), mysql_native_password or caching_sha2_password
+}
+
+// Node is one backend server.
+type Node struct {
+	Name    string
+	Address string
+	Role    string // primary | replica
+}
+
+// Endpoint is one listening address with its policy.
+type Endpoint struct {
+	Name           string
+	Listen         string
+	Mode           string // read-write | read-only
+	MaxConnections int
+	ReadWeights    map[string]int // node name -> read weight
+}
+
+// Options configure the proxy.
+type Options struct {
+	Users          []User
+	Nodes          []Node
+	ConnectTimeout time.Duration // dial + handshake to a node
+	ReadTimeout    time.Duration // wait for a node's response; 0 = none
+	WriteTimeout   time.Duration // one flush to either side
+	IdleTimeout    time.Duration // close idle clients; 0 = never
+	Logger         *slog.Logger
+}
+
+// Proxy owns what all endpoints share: users, nodes, connection ids, the RSA key and the
+// caching_sha2_password cache, and the set of live sessions.
+type Proxy struct {
+	opts    Options
+	log     *slog.Logger
+	users   map[string]*User
+	primary *Node
+
+	nextID atomic.Uint32
+	rr     atomic.Uint32 // round-robin cursor for binding read-only sessions
+	server atomic.Pointer[serverInfo]
+
+	rsaOnce sync.Once
+	rsaKey  *rsa.PrivateKey
+	rsaPEM  []byte
+	rsaErr  error
+
+	sha2Mu    sync.Mutex
+	sha2Cache map[string][32]byte // user -> SHA256(SHA256(password)) after a full authentication
+
+	mu        sync.Mutex
+	sessions  map[*session]struct{}
+	listeners map[net.Listener]struct{}
+	closing   bool
+	wg        sync.WaitGroup
+}
+
+// serverInfo is what sluice presents to clients in its handshake, taken from the primary's.
+type serverInfo struct {
+	version string
+	caps    uint32
+	charset uint8
+}
+
+// frontCaps are the capabilities sluice offers clients (before intersecting with the primary's).
+const frontCaps = mysql.ClientLongPassword | mysql.ClientFoundRows | mysql.ClientLongFlag |
+	mysql.ClientConnectWithDB | mysql.ClientLocalFiles | mysql.ClientIgnoreSpace |
+	mysql.ClientProtocol41 | mysql.ClientInteractive | mysql.ClientIgnoreSIGPIPE |
+	mysql.ClientTransactions | mysql.ClientSecureConnection | mysql.ClientMultiStatements |
+	mysql.ClientMultiResults | mysql.ClientPSMultiResults | mysql.ClientPluginAuth |
+	mysql.ClientConnectAttrs | mysql.ClientPluginAuthLenencClientData | mysql.ClientSessionTrack |
+	mysql.ClientDeprecateEOF
+
+// protocolCaps are always offered: they concern sluice's own side of the conversation.
+const protocolCaps = mysql.ClientLongPassword | mysql.ClientProtocol41 | mysql.ClientSecureConnection |
+	mysql.ClientPluginAuth | mysql.ClientPluginAuthLenencClientData | mysql.ClientConnectAttrs |
+	mysql.ClientTransactions | mysql.ClientConnectWithDB
+
+// New builds a proxy.
+func New(opts Options) (*Proxy, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	p := &Proxy{
+		opts:      opts,
+		log:       opts.Logger,
+		users:     make(map[string]*User, len(opts.Users)),
+		sha2Cache: make(map[string][32]byte),
+		sessions:  make(map[*session]struct{}),
+		listeners: make(map[net.Listener]struct{}),
+	}
+	for i := range opts.Users {
+		u := &opts.Users[i]
+		p.users[u.Name] = u
+	}
+	for i := range opts.Nodes {
+		if opts.Nodes[i].Role == "primary" {
+			p.primary = &opts.Nodes[i]
+		}
+	}
+	if p.primary == nil {
+		return nil, errors.New("proxy: no primary node")
+	}
+	// Until the primary answers, present a MariaDB-like identity; it is replaced as soon as a
+	// handshake from the primary is seen.
+	p.server.Store(&serverInfo{version: "5.5.5-10.11.0-MariaDB-sluice", caps: frontCaps, charset: 45})
+	return p, nil
+}
+
+// Probe reads the primary's handshake so clients see its version string and capabilities.
+func (p *Proxy) Probe(ctx context.Context) error {
+	hs, err := backend.ReadHandshake(ctx, p.primary.Address, p.connectTimeout())
+	if err != nil {
+		return err
+	}
+	p.learnServer(hs)
+	return nil
+}
+
+func (p *Proxy) learnServer(hs *mysql.Handshake) {
+	cur := p.server.Load()
+	caps := frontCaps&hs.Capabilities | protocolCaps
+	if cur.version == hs.ServerVersion && cur.caps == caps && cur.charset == hs.Charset {
+		return
+	}
+	p.server.Store(&serverInfo{version: hs.ServerVersion, caps: caps, charset: hs.Charset})
+}
+
+func (p *Proxy) connectTimeout() time.Duration {
+	if p.opts.ConnectTimeout > 0 {
+		return p.opts.ConnectTimeout
+	}
+	return 5 * time.Second
+}
+
+// rsa returns the key for caching_sha2_password's public-key exchange, made on first use.
+func (p *Proxy) rsa() (*rsa.PrivateKey, []byte, error) {
+	p.rsaOnce.Do(func() {
+		p.rsaKey, p.rsaErr = mysql.GenerateRSAKey()
+		if p.rsaErr == nil {
+			p.rsaPEM = mysql.PublicKeyPEM(p.rsaKey)
+		}
+	})
+	return p.rsaKey, p.rsaPEM, p.rsaErr
+}
+
+func sha2Digest(password string) [32]byte {
+	a := sha256.Sum256([]byte(password))
+	return sha256.Sum256(a[:])
+}
+
+// sha2Cached reports whether user completed a full caching_sha2_password authentication with
+// this password since sluice started (the server's fast-path cache).
+func (p *Proxy) sha2Cached(user, password string) bool {
+	p.sha2Mu.Lock()
+	defer p.sha2Mu.Unlock()
+	d, ok := p.sha2Cache[user]
+	return ok && d == sha2Digest(password)
+}
+
+func (p *Proxy) sha2Remember(user, password string) {
+	p.sha2Mu.Lock()
+	p.sha2Cache[user] = sha2Digest(password)
+	p.sha2Mu.Unlock()
+}
+
+// Listen opens an endpoint's listener.
+func (p *Proxy) Listen(ep Endpoint) (net.Listener, error) {
+	ln, err := net.Listen("tcp", ep.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("endpoint %s: %w", ep.Name, err)
+	}
+	return ln, nil
+}
+
+// Serve accepts clients on ln for endpoint ep until the listener is closed.
+func (p *Proxy) Serve(ep Endpoint, ln net.Listener) error {
+	p.mu.Lock()
+	if p.closing {
+		p.mu.Unlock()
+		ln.Close()
+		return nil
+	}
+	p.listeners[ln] = struct{}{}
+	p.mu.Unlock()
+	var active atomic.Int64
+	backoff := 5 * time.Millisecond
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			p.mu.Lock()
+			closing := p.closing
+			delete(p.listeners, ln)
+			p.mu.Unlock()
+			if closing || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				time.Sleep(backoff)
+				backoff = min(backoff*2, time.Second)
+				p.mu.Lock()
+				p.listeners[ln] = struct{}{}
+				p.mu.Unlock()
+				continue
+			}
+			return err
+		}
+		backoff = 5 * time.Millisecond
+		if tc, ok := nc.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+			_ = tc.SetKeepAlive(true)
+		}
+		s := p.newSession(ep, nc)
+		if !p.track(s) {
+			nc.Close()
+			continue
+		}
+		n := active.Add(1)
+		go func() {
+			defer p.wg.Done()
+			defer p.untrack(s)
+			defer active.Add(-1)
+			s.run(ep.MaxConnections > 0 && n > int64(ep.MaxConnections))
+		}()
+	}
+}
+
+func (p *Proxy) track(s *session) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closing {
+		return false
+	}
+	p.sessions[s] = struct{}{}
+	p.wg.Add(1)
+	return true
+}
+
+func (p *Proxy) untrack(s *session) {
+	p.mu.Lock()
+	delete(p.sessions, s)
+	p.mu.Unlock()
+}
+
+// Sessions returns the number of live client sessions.
+func (p *Proxy) Sessions() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.sessions)
+}
+
+// Shutdown stops accepting, closes idle sessions at once, lets running statements finish until
+// ctx ends, then closes whatever is left.
+func (p *Proxy) Shutdown(ctx context.Context) error {
+	p.mu.Lock()
+	p.closing = true
+	for ln := range p.listeners {
+		ln.Close()
+	}
+	for s := range p.sessions {
+		s.drain()
+	}
+	p.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		p.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		p.mu.Lock()
+		for s := range p.sessions {
+			s.kill()
+		}
+		p.mu.Unlock()
+		<-done
+		return ctx.Err()
+	}
+}
+
+// candidates lists the nodes a new session of ep may be bound to, in the order to try them: the
+// primary on a read-write endpoint; on a read-only endpoint the replicas with a read weight,
+// starting at a rotating position so sessions spread over them.
+func (p *Proxy) candidates(ep Endpoint) []*Node {
+	if ep.Mode != "read-only" {
+		return []*Node{p.primary}
+	}
+	var rs []*Node
+	for i := range p.opts.Nodes {
+		n := &p.opts.Nodes[i]
+		if n.Role == "replica" && ep.ReadWeights[n.Name] > 0 {
+			rs = append(rs, n)
+		}
+	}
+	if len(rs) == 0 {
+		return nil
+	}
+	k := int(p.rr.Add(1)) % len(rs)
+	return append(rs[k:], rs[:k]...)
+}

@@ -1,0 +1,284 @@
+package proxy
+
+import (
+	"errors"
+
+	"github.com/sluicedb/sluice/internal/backend"
+	"github.com/sluicedb/sluice/internal/mysql"
+)
+
+// respKind says what shape of response a command gets.
+type respKind uint8
+
+const (
+	respResult    respKind = iota // OK, ERR, LOCAL INFILE request, or result sets (COM_QUERY)
+	respSingle                    // exactly one packet: OK, ERR, EOF or a string
+	respFieldList                 // column definitions up to EOF, or ERR
+)
+
+type relayState uint8
+
+const (
+	stFirst relayState = iota
+	stColumns
+	stColumnsEOF
+	stRows
+)
+
+// errBackend marks a failure of the node's connection while relaying; errClient one of the
+// client's. The session decides from them what the client sees.
+type relayError struct {
+	client bool
+	err    error
+}
+
+func (e *relayError) Error() string { return e.err.Error() }
+func (e *relayError) Unwrap() error { return e.err }
+
+func backendFailure(err error) error {
+	var we *mysql.WriteError
+	if errors.As(err, &we) {
+		return &relayError{client: true, err: we.Err}
+	}
+	return &relayError{err: err}
+}
+
+// relay reads the node's response to one command and writes it to the client, packet by packet,
+// without decoding rows, then flushes once. It records the final server status in s.status.
+func (s *session) relay(bc *backend.Conn, kind respKind) error {
+	state := stFirst
+	var columns uint64
+	continuation := false
+	deprecateEOF := bc.Caps&mysql.ClientDeprecateEOF != 0
+	for {
+		n, _, err := bc.PeekHeader()
+		if err != nil {
+			return backendFailure(err)
+		}
+		if continuation {
+			continuation = n == mysql.MaxPacketPayload
+			if err := bc.CopyPacket(s.client, n); err != nil {
+				return backendFailure(err)
+			}
+			continue
+		}
+		var first byte
+		if n > 0 {
+			p, err := bc.PeekPayload(n, 1)
+			if err != nil {
+				return backendFailure(err)
+			}
+			first = p[0]
+		}
+		switch state {
+		case stFirst:
+			switch {
+			case n == 0:
+				return backendFailure(errors.New("empty packet from node"))
+			case first == 0xff:
+				return s.copyLast(bc, n)
+			case first == 0x00 && kind != respFieldList:
+				more, err := s.relayOK(bc, n)
+				if err != nil || !more || kind != respResult {
+					return s.finish(err)
+				}
+				continue
+			case kind == respSingle:
+				return s.copyLast(bc, n)
+			case kind == respFieldList:
+				if first == 0xfe && n < mysql.MaxPacketPayload {
+					_, err := s.relayOK(bc, n)
+					return s.finish(err)
+				}
+				if err := bc.CopyPacket(s.client, n); err != nil {
+					return backendFailure(err)
+				}
+				continue
+			case first == 0xfb:
+				if err := s.relayLocalInfile(bc, n); err != nil {
+					return err
+				}
+				continue
+			}
+			p, err := bc.PeekPayload(n, 9)
+			if err != nil {
+				return backendFailure(err)
+			}
+			v, _, _, err := mysql.ReadLenEncInt(p)
+			if err != nil {
+				return backendFailure(err)
+			}
+			columns = v
+			state = stColumns
+			continuation = n == mysql.MaxPacketPayload
+			if err := bc.CopyPacket(s.client, n); err != nil {
+				return backendFailure(err)
+			}
+		case stColumns:
+			continuation = n == mysql.MaxPacketPayload
+			if err := bc.CopyPacket(s.client, n); err != nil {
+				return backendFailure(err)
+			}
+			columns--
+			if columns == 0 {
+				if deprecateEOF {
+					state = stRows
+				} else {
+					state = stColumnsEOF
+				}
+			}
+		case stColumnsEOF:
+			if first == 0xff {
+				return s.copyLast(bc, n)
+			}
+			if err := bc.CopyPacket(s.client, n); err != nil {
+				return backendFailure(err)
+			}
+			state = stRows
+		case stRows:
+			if first == 0xfe && n < mysql.MaxPacketPayload {
+				more, err := s.relayOK(bc, n)
+				if err != nil || !more {
+					return s.finish(err)
+				}
+				state = stFirst
+				continue
+			}
+			if first == 0xff && n < mysql.MaxPacketPayload {
+				return s.copyLast(bc, n)
+			}
+			continuation = n == mysql.MaxPacketPayload
+			if err := bc.CopyPacket(s.client, n); err != nil {
+				return backendFailure(err)
+			}
+		}
+	}
+}
+
+// copyLast relays the last packet of a response (an ERR or a single-packet answer) and flushes.
+func (s *session) copyLast(bc *backend.Conn, n int) error {
+	if err := bc.CopyPacket(s.client, n); err != nil {
+		return backendFailure(err)
+	}
+	return s.finish(nil)
+}
+
+func (s *session) finish(err error) error {
+	if err != nil {
+		return err
+	}
+	if err := s.client.Flush(); err != nil {
+		return &relayError{client: true, err: err}
+	}
+	return nil
+}
+
+// relayOK relays an OK packet (header 0x00, or 0xfe as a result-set terminator) or a classic EOF,
+// records the status, and reports whether more results follow. A node connection always has
+// SESSION_TRACK; for a client without it the packet is re-encoded, since the info field is laid
+// out differently and the session-state block must not reach it.
+func (s *session) relayOK(bc *backend.Conn, n int) (more bool, err error) {
+	_, seq, err := bc.PeekHeader()
+	if err != nil {
+		return false, backendFailure(err)
+	}
+	p, err := bc.PeekPayload(n, n)
+	if err != nil {
+		return false, backendFailure(err)
+	}
+	consumed := false
+	if len(p) < n {
+		// Larger than the read buffer: only a huge info string does that. Read it whole.
+		if p, err = bc.ReadPacket(); err != nil {
+			return false, backendFailure(err)
+		}
+		consumed = true
+	}
+	classicEOF := p[0] == 0xfe && (bc.Caps&mysql.ClientDeprecateEOF == 0 || n < 7)
+	var ok mysql.OK
+	if classicEOF {
+		ok.Status = mysql.ParseEOF(p).Status
+	} else if ok, err = mysql.ParseOK(p, bc.Caps); err != nil {
+		return false, backendFailure(err)
+	}
+	s.status = ok.Status
+	if len(ok.SessionState) > 0 {
+		s.trackSessionState(ok.SessionState)
+	}
+	more = ok.Status&mysql.StatusMoreResultsExists != 0
+	// The client gets the same bytes when it tracks session state too, or when nothing follows
+	// the warnings field (then both layouts agree).
+	rewrite := !classicEOF && s.caps&mysql.ClientSessionTrack == 0 && bc.Caps&mysql.ClientSessionTrack != 0 &&
+		len(ok.Info)+len(ok.SessionState) > 0
+	switch {
+	case rewrite:
+		s.scratch = mysql.AppendOK(s.scratch[:0], ok, s.caps)
+		if !consumed {
+			if err := bc.Discard(4 + n); err != nil {
+				return false, backendFailure(err)
+			}
+			bc.SetSeq(seq + 1)
+		}
+		return more, s.writeClient(seq, s.scratch)
+	case consumed:
+		return more, s.writeClient(seq, p)
+	default:
+		if err := bc.CopyPacket(s.client, n); err != nil {
+			return false, backendFailure(err)
+		}
+		return more, nil
+	}
+}
+
+func (s *session) writeClient(seq uint8, payload []byte) error {
+	s.client.SetSeq(seq)
+	if err := s.client.WritePacket(payload); err != nil {
+		return &relayError{client: true, err: err}
+	}
+	return nil
+}
+
+// trackSessionState follows the changes the node reported that the session must remember.
+func (s *session) trackSessionState(block []byte) {
+	for len(block) > 0 {
+		sc, rest, err := mysql.NextSessionChange(block)
+		if err != nil {
+			return
+		}
+		if sc.Type == mysql.SessionTrackSchema {
+			s.db = string(sc.Value)
+		}
+		block = rest
+	}
+}
+
+// relayLocalInfile handles LOAD DATA LOCAL INFILE: the node's file request goes to the client,
+// and the client's file packets, up to the empty one that ends them, go to the node.
+func (s *session) relayLocalInfile(bc *backend.Conn, n int) error {
+	if err := bc.CopyPacket(s.client, n); err != nil {
+		return backendFailure(err)
+	}
+	if err := s.client.Flush(); err != nil {
+		return &relayError{client: true, err: err}
+	}
+	for {
+		m, _, err := s.client.PeekHeader()
+		if err != nil {
+			return &relayError{client: true, err: err}
+		}
+		if err := s.client.CopyPacket(bc.Conn, m); err != nil {
+			var we *mysql.WriteError
+			if errors.As(err, &we) {
+				return &relayError{err: we.Err}
+			}
+			return &relayError{client: true, err: err}
+		}
+		if m == 0 {
+			break
+		}
+	}
+	if err := bc.Flush(); err != nil {
+		return &relayError{err: err}
+	}
+	return nil
+}

@@ -1,0 +1,552 @@
+package proxy
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicedb/sluice/internal/backend"
+	"github.com/sluicedb/sluice/internal/mysql"
+)
+
+// Session life states, changed with compare-and-swap so that shutdown and the session's own
+// goroutine agree on who closes the connection.
+const (
+	stateIdle     int32 = iota // waiting for the client's next command
+	stateBusy                  // running a command
+	stateDraining              // shutdown asked while busy: stop after the command
+	stateClosed
+)
+
+// session is one client connection and everything it carries. All fields but state are owned by
+// the session's goroutine.
+type session struct {
+	p      *Proxy
+	ep     Endpoint
+	id     uint32
+	nc     net.Conn
+	client *mysql.Conn
+	log    *slog.Logger
+	host   string
+	state  atomic.Int32
+
+	caps    uint32 // negotiated with the client
+	nonce   []byte
+	user    *User
+	creds   backend.Credentials
+	db      string
+	charset uint8
+	attrs   []byte
+	options uint16 // last COM_SET_OPTION value
+
+	node   *Node         // the node this session's statements go to
+	bc     *backend.Conn // the session's connection to node
+	status uint16        // last server status reported to the client
+
+	scratch []byte
+	watch   idleWatch
+}
+
+func (p *Proxy) newSession(ep Endpoint, nc net.Conn) *session {
+	id := p.nextID.Add(1)
+	host, _, err := net.SplitHostPort(nc.RemoteAddr().String())
+	if err != nil {
+		host = nc.RemoteAddr().String()
+	}
+	s := &session{
+		p:      p,
+		ep:     ep,
+		id:     id,
+		nc:     nc,
+		client: mysql.NewConn(nc, 0, 0),
+		host:   host,
+		log:    p.log.With("conn", id, "endpoint", ep.Name, "client", nc.RemoteAddr().String()),
+	}
+	s.client.WriteTimeout = p.opts.WriteTimeout
+	return s
+}
+
+// run serves the connection until the client quits, a connection breaks, or shutdown.
+func (s *session) run(overLimit bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("session panic", "panic", r, "stack", string(debug.Stack()))
+		}
+		s.close()
+	}()
+	if overLimit {
+		s.client.SetSeq(0)
+		_ = s.writeErr(mysql.NewError(mysql.ErrConCount, "08004", "Too many connections"))
+		return
+	}
+	if err := s.handshake(); err != nil {
+		s.log.Debug("handshake failed", "err", err)
+		return
+	}
+	s.log.Debug("session started", "user", s.user.Name, "node", s.node.Name)
+	s.loop()
+}
+
+func (s *session) close() {
+	s.state.Store(stateClosed)
+	s.nc.Close()
+	if s.bc != nil {
+		s.bc.Close()
+	}
+}
+
+// drain is called by Shutdown: an idle session closes now, a busy one after its command.
+func (s *session) drain() {
+	if s.state.CompareAndSwap(stateIdle, stateClosed) {
+		s.nc.Close()
+		return
+	}
+	s.state.CompareAndSwap(stateBusy, stateDraining)
+}
+
+// kill closes the session's connections whatever it is doing.
+func (s *session) kill() {
+	s.state.Store(stateClosed)
+	s.nc.Close()
+}
+
+func (s *session) writeErr(e *mysql.SQLError) error {
+	s.scratch = mysql.AppendERR(s.scratch[:0], e)
+	return s.client.WritePacketFlush(s.scratch)
+}
+
+func (s *session) writeOKPacket(status uint16) error {
+	s.scratch = mysql.AppendOK(s.scratch[:0], mysql.OK{Status: status}, s.caps)
+	return s.client.WritePacketFlush(s.scratch)
+}
+
+func newNonce() []byte {
+	b := make([]byte, 20)
+	_, _ = rand.Read(b)
+	for i := range b {
+		// Printable ASCII without NUL or '$', as servers send it: some clients treat the nonce
+		// as a C string.
+		b[i] = b[i]%94 + 33
+		if b[i] == '$' {
+			b[i] = '%'
+		}
+	}
+	return b
+}
+
+// handshake greets the client, authenticates it, and connects the session to its node.
+func (s *session) handshake() error {
+	info := s.p.server.Load()
+	s.nonce = newNonce()
+	hs := &mysql.Handshake{
+		ServerVersion: info.version,
+		ConnectionID:  s.id,
+		Nonce:         s.nonce,
+		Capabilities:  info.caps,
+		Charset:       info.charset,
+		Status:        mysql.StatusAutocommit,
+		AuthPlugin:    mysql.AuthNativePassword,
+	}
+	_ = s.nc.SetReadDeadline(time.Now().Add(s.p.connectTimeout() * 2))
+	s.client.SetSeq(0)
+	if err := s.client.WritePacketFlush(mysql.AppendHandshake(nil, hs)); err != nil {
+		return err
+	}
+	p, err := s.client.ReadPacket()
+	if err != nil {
+		return err
+	}
+	resp, err := mysql.ParseHandshakeResponse(p)
+	if err != nil {
+		_ = s.writeErr(mysql.NewError(mysql.ErrHandshake, "08S01", "Bad handshake"))
+		return err
+	}
+	if resp.SSLRequest {
+		_ = s.writeErr(mysql.NewError(mysql.ErrHandshake, "08S01", "Bad handshake: TLS is not enabled on this endpoint"))
+		return errors.New("client asked for TLS")
+	}
+	s.caps = resp.Capabilities & info.caps
+	u, creds, err := s.authenticate(resp.User, resp.AuthPlugin, resp.AuthResponse, false)
+	if err != nil {
+		return err
+	}
+	_ = s.nc.SetReadDeadline(time.Time{})
+	s.user, s.creds = u, creds
+	s.db, s.charset, s.attrs = resp.Database, resp.Charset, resp.Attrs
+	if err := s.connectNode(); err != nil {
+		return err
+	}
+	return s.writeOKPacket(s.bc.Status)
+}
+
+// connectNode opens the session's connection to its node (the primary on a read-write endpoint,
+// one replica on a read-only endpoint) and reports a failure to the client.
+func (s *session) connectNode() error {
+	var lastErr error
+	for _, n := range s.p.candidates(s.ep) {
+		bc, err := s.dial(n)
+		if err == nil {
+			s.node, s.bc = n, bc
+			s.status = bc.Status
+			if n.Role == "primary" {
+				s.p.learnServer(bc.Handshake)
+			}
+			return nil
+		}
+		lastErr = err
+		var se *mysql.SQLError
+		if errors.As(err, &se) {
+			// The node itself refused (unknown database, access denied there, too many
+			// connections): the client sees that error as the node worded it.
+			_ = s.writeErr(se)
+			return err
+		}
+		s.log.Warn("cannot connect to node", "node", n.Name, "err", err)
+	}
+	if lastErr == nil {
+		lastErr = errors.New("no node available for this endpoint")
+	}
+	_ = s.writeErr(mysql.NewError(mysql.CRConnHostError, "HY000", "sluice: cannot connect to a node for endpoint %q: %v", s.ep.Name, lastErr))
+	return lastErr
+}
+
+func (s *session) dial(n *Node) (*backend.Conn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.p.connectTimeout())
+	defer cancel()
+	o := backend.Options{
+		Address:        n.Address,
+		Credentials:    s.creds,
+		Database:       s.db,
+		Charset:        s.charset,
+		Capabilities:   s.caps,
+		Attrs:          s.attrs,
+		ConnectTimeout: s.p.connectTimeout(),
+		WriteTimeout:   s.p.opts.WriteTimeout,
+	}
+	if n.Role != "primary" {
+		// A statement misrouted to a replica must fail, never fork the data.
+		o.InitSQL = []string{"SET SESSION TRANSACTION READ ONLY"}
+	}
+	return backend.Dial(ctx, o)
+}
+
+// loop reads and runs the client's commands.
+func (s *session) loop() {
+	for {
+		if err := s.waitCommand(); err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				s.log.Debug("session ends", "reason", err)
+			}
+			return
+		}
+		if !s.state.CompareAndSwap(stateIdle, stateBusy) {
+			return // shutdown closed us while the command arrived
+		}
+		quit, err := s.command()
+		if err != nil {
+			s.log.Debug("session ends", "reason", err)
+			return
+		}
+		if quit || !s.state.CompareAndSwap(stateBusy, stateIdle) {
+			return
+		}
+	}
+}
+
+// command runs one client command. A non-nil error ends the session.
+func (s *session) command() (quit bool, err error) {
+	n, seq, err := s.client.PeekHeader()
+	if err != nil {
+		return false, err
+	}
+	if seq != 0 {
+		return false, fmt.Errorf("command packet with sequence id %d", seq)
+	}
+	if n == 0 {
+		_ = s.client.Discard(4)
+		s.client.SetSeq(1)
+		return false, s.writeErr(mysql.NewError(mysql.ErrUnknownCom, "08S01", "Unknown command"))
+	}
+	p, err := s.client.PeekPayload(n, 1)
+	if err != nil {
+		return false, err
+	}
+	switch cmd := p[0]; cmd {
+	case mysql.ComQuit:
+		return true, nil
+	case mysql.ComQuery:
+		return false, s.forward(n, respResult)
+	case mysql.ComPing, mysql.ComStatistics, mysql.ComRefresh:
+		return false, s.forward(n, respSingle)
+	case mysql.ComInitDB:
+		return false, s.forward(n, respSingle)
+	case mysql.ComSetOption:
+		if q, err := s.client.PeekPayload(n, 3); err == nil && len(q) == 3 {
+			s.options = uint16(q[1]) | uint16(q[2])<<8
+		}
+		return false, s.forward(n, respSingle)
+	case mysql.ComResetConnection:
+		return false, s.forward(n, respSingle)
+	case mysql.ComFieldList:
+		return false, s.forward(n, respFieldList)
+	case mysql.ComChangeUser:
+		return false, s.changeUser()
+	case mysql.ComStmtClose, mysql.ComStmtSendLongData:
+		// These get no response; with no statement prepared there is nothing to act on.
+		return false, s.discardCommand(n)
+	default:
+		if err := s.discardCommand(n); err != nil {
+			return false, err
+		}
+		s.client.SetSeq(1)
+		return false, s.writeErr(mysql.NewError(mysql.ErrUnknownCom, "08S01", "Unknown command"))
+	}
+}
+
+// discardCommand drops a command packet (and its continuations) unread.
+func (s *session) discardCommand(n int) error {
+	for {
+		if err := s.client.Discard(4 + n); err != nil {
+			return err
+		}
+		if n < mysql.MaxPacketPayload {
+			return nil
+		}
+		var err error
+		if n, _, err = s.client.PeekHeader(); err != nil {
+			return err
+		}
+	}
+}
+
+// forward sends the client's command to the session's node and relays the response.
+func (s *session) forward(n int, kind respKind) error {
+	bc := s.bc
+	for {
+		if err := s.client.CopyPacket(bc.Conn, n); err != nil {
+			var we *mysql.WriteError
+			if errors.As(err, &we) {
+				return s.nodeLost(we.Err)
+			}
+			return err // the client broke mid-command; the node got half a packet: drop both
+		}
+		if n < mysql.MaxPacketPayload {
+			break
+		}
+		var err error
+		if n, _, err = s.client.PeekHeader(); err != nil {
+			return err
+		}
+	}
+	if err := bc.Flush(); err != nil {
+		return s.nodeLost(err)
+	}
+	if t := s.p.opts.ReadTimeout; t > 0 {
+		_ = bc.NetConn().SetReadDeadline(time.Now().Add(t))
+		defer bc.NetConn().SetReadDeadline(time.Time{})
+	}
+	if err := s.relay(bc, kind); err != nil {
+		var re *relayError
+		if errors.As(err, &re) && !re.client {
+			return s.nodeLost(re.err)
+		}
+		return err
+	}
+	return nil
+}
+
+// nodeLost tells the client its node connection broke, then ends the session, so that the
+// client's driver sees a broken connection instead of a hang.
+func (s *session) nodeLost(cause error) error {
+	s.log.Warn("lost connection to node", "node", s.node.Name, "err", cause)
+	msg := fmt.Sprintf("Lost connection to backend server '%s' during query", s.node.Name)
+	if errors.Is(cause, os.ErrDeadlineExceeded) {
+		msg = fmt.Sprintf("Timed out waiting for backend server '%s' (read timeout %s)", s.node.Name, s.p.opts.ReadTimeout)
+	}
+	_ = s.writeErr(mysql.NewError(mysql.CRServerLost, "HY000", "%s", msg))
+	return fmt.Errorf("node %s: %w", s.node.Name, cause)
+}
+
+// changeUser handles COM_CHANGE_USER: authenticate the new user against the configuration, then
+// replace the session's node connection with one logged in as that user (which also resets the
+// session state, as the server would).
+func (s *session) changeUser() error {
+	p, err := s.client.ReadPacket()
+	if err != nil {
+		return err
+	}
+	name, authResp, db, charset, plugin, attrs, err := parseChangeUser(p, s.caps)
+	if err != nil {
+		s.client.SetSeq(1)
+		return s.writeErr(mysql.NewError(mysql.ErrHandshake, "08S01", "Bad handshake"))
+	}
+	_ = authResp
+	_ = plugin
+	u, creds, err := s.authenticate(name, "", nil, true)
+	if err != nil {
+		return err // authenticate told the client; the session ends as a failed login would
+	}
+	if s.bc != nil {
+		s.bc.Close()
+		s.bc = nil
+	}
+	s.user, s.creds, s.db = u, creds, db
+	if charset != 0 {
+		s.charset = charset
+	}
+	if attrs != nil {
+		s.attrs = attrs
+	}
+	if err := s.connectNode(); err != nil {
+		return err
+	}
+	return s.writeOKPacket(s.bc.Status)
+}
+
+func parseChangeUser(p []byte, caps uint32) (user string, auth []byte, db string, charset uint8, plugin string, attrs []byte, err error) {
+	errShort := errors.New("short COM_CHANGE_USER")
+	p = p[1:]
+	i := indexNul(p)
+	if i < 0 {
+		return "", nil, "", 0, "", nil, errShort
+	}
+	user, p = string(p[:i]), p[i+1:]
+	if caps&mysql.ClientSecureConnection != 0 {
+		if len(p) < 1 || len(p) < 1+int(p[0]) {
+			return "", nil, "", 0, "", nil, errShort
+		}
+		auth, p = p[1:1+int(p[0])], p[1+int(p[0]):]
+	} else {
+		i = indexNul(p)
+		if i < 0 {
+			return "", nil, "", 0, "", nil, errShort
+		}
+		auth, p = p[:i], p[i+1:]
+	}
+	i = indexNul(p)
+	if i < 0 {
+		return user, auth, string(p), 0, "", nil, nil
+	}
+	db, p = string(p[:i]), p[i+1:]
+	if len(p) >= 2 {
+		charset, p = p[0], p[2:]
+	}
+	if caps&mysql.ClientPluginAuth != 0 && len(p) > 0 {
+		if i = indexNul(p); i >= 0 {
+			plugin, p = string(p[:i]), p[i+1:]
+		} else {
+			plugin, p = string(p), nil
+		}
+	}
+	if caps&mysql.ClientConnectAttrs != 0 && len(p) > 0 {
+		a, _, e := mysql.ReadLenEncString(p)
+		if e == nil {
+			attrs = append([]byte(nil), a...)
+		}
+	}
+	return user, append([]byte(nil), auth...), db, charset, plugin, attrs, nil
+}
+
+func indexNul(b []byte) int {
+	for i, c := range b {
+		if c == 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// idleWatch notices, while the client is idle, that a node closed the session's connection
+// (wait_timeout, a restart), and then closes the client's connection at once, as the server
+// would have: drivers check for that before reusing a pooled connection.
+type idleWatch struct {
+	active bool
+	dead   atomic.Bool
+	wg     sync.WaitGroup
+}
+
+// idleProbe is how long a client may be idle before the session starts watching its node.
+const idleProbe = time.Second
+
+// waitCommand waits for the client's next command, watching the node and the idle timeout.
+func (s *session) waitCommand() error {
+	if s.client.Buffered() > 0 {
+		return nil
+	}
+	idleLimit := s.p.opts.IdleTimeout
+	start := time.Now()
+	wait := idleProbe
+	if idleLimit > 0 && idleLimit < wait {
+		wait = idleLimit
+	}
+	_ = s.nc.SetReadDeadline(start.Add(wait))
+	for {
+		_, _, err := s.client.PeekHeader()
+		if err == nil {
+			_ = s.nc.SetReadDeadline(time.Time{})
+			return s.stopWatch()
+		}
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			s.stopWatch()
+			return err
+		}
+		idle := time.Since(start)
+		if idleLimit > 0 && idle >= idleLimit {
+			s.stopWatch()
+			return fmt.Errorf("idle for %s (timeouts.idle)", idle.Round(time.Second))
+		}
+		if !s.watch.active {
+			s.startWatch()
+		}
+		if idleLimit > 0 {
+			_ = s.nc.SetReadDeadline(start.Add(idleLimit))
+		} else {
+			_ = s.nc.SetReadDeadline(time.Time{})
+		}
+	}
+}
+
+func (s *session) startWatch() {
+	s.watch.active = true
+	s.watch.dead.Store(false)
+	if s.bc == nil {
+		return
+	}
+	nc := s.bc.NetConn()
+	s.watch.wg.Add(1)
+	go func() {
+		defer s.watch.wg.Done()
+		var b [1]byte
+		_, err := nc.Read(b[:])
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return
+		}
+		// The node sent something unasked (a disconnect notice) or closed the connection.
+		s.watch.dead.Store(true)
+		s.log.Debug("node closed the idle session's connection", "node", s.node.Name, "err", err)
+		s.nc.Close()
+	}()
+}
+
+func (s *session) stopWatch() error {
+	if !s.watch.active {
+		return nil
+	}
+	s.watch.active = false
+	nc := s.bc.NetConn()
+	_ = nc.SetReadDeadline(time.Unix(1, 0))
+	s.watch.wg.Wait()
+	_ = nc.SetReadDeadline(time.Time{})
+	if s.watch.dead.Load() {
+		return errors.New("node closed the connection while the client was idle")
+	}
+	return nil
+}

@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# test.sh: sluice's test command. Run from anywhere: ./scripts/test.sh
+#
+# Steps: install MariaDB, mariadb-test and sysbench when missing (Debian/Ubuntu, as root or
+# with password-less sudo; otherwise it prints the command and integration tests skip), gofmt,
+# go vet, staticcheck, build, go test ./..., and scripts/driver-suite.sh (go-sql-driver/mysql's
+# test suite directly against MariaDB and through sluice).
+#
+# Every step runs even when an earlier one failed; the exit status is non-zero if any failed.
+# With CI=true nothing may be skipped: a missing server is a failure, and CI=true is passed to
+# the Go tests, whose integration tests then fail instead of skipping.
+#
+# Environment:
+#   CI=true            strict mode (see above)
+#   RACE=1             run go test with -race (needs cgo and a C compiler; about twice as slow)
+#   SKIP_DRIVER_SUITE=1  leave out scripts/driver-suite.sh (not allowed with CI=true)
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+# shellcheck source=scripts/lib.sh
+. "$root/scripts/lib.sh"
+
+case ${CI:-} in
+true | TRUE | True | 1 | yes)
+	ci=true
+	export CI=true
+	;;
+*) ci=false ;;
+esac
+
+readonly staticcheck_version=0.8.2
+bin_dir=$root/.cache/bin
+start=$SECONDS
+summary=()
+failed=()
+have_server=true
+
+# step NAME FUNCTION: runs FUNCTION with errexit in force (a subshell outside any '||'
+# context, where bash would silently disable errexit), and records the outcome.
+step() {
+	local name=$1 t0=$SECONDS rc
+	shift
+	printf '\n==> %s\n' "$name"
+	set +e
+	(
+		set -e
+		"$@"
+	)
+	rc=$?
+	set -e
+	local took=$((SECONDS - t0))
+	case $rc in
+	0) summary+=("$name ok (${took}s)") ;;
+	3) summary+=("$name skipped") ;;
+	*)
+		summary+=("$name FAILED (${took}s)")
+		failed+=("$name")
+		printf '!!! %s FAILED (exit %d)\n' "$name" "$rc"
+		;;
+	esac
+}
+
+deps() {
+	if ensure_packages "mariadbd mariadb mariadb-test sysbench" \
+		"mariadb-server mariadb-client mariadb-test sysbench"; then
+		return 0
+	fi
+	if [[ $ci == true ]]; then
+		echo "CI=true: the packages above are required" >&2
+		return 1
+	fi
+	echo "continuing: integration tests will skip" >&2
+	return 3
+}
+
+check_gofmt() {
+	local list
+	local -a out=()
+	list=$(find . -type d \( -name .git -o -name .cache -o -name vendor -o -name testdata \) -prune \
+		-o -type f -name '*.go' -print0 | xargs -0 -r gofmt -l)
+	[[ -z $list ]] || mapfile -t out <<<"$list"
+	if ((${#out[@]} > 0)); then
+		echo "gofmt -l lists files that need formatting (run gofmt -w on them):"
+		printf '  %s\n' "${out[@]}"
+		return 1
+	fi
+}
+
+# staticcheck_bin prints the path of staticcheck $staticcheck_version, installing it into
+# .cache/bin when neither PATH nor $(go env GOPATH)/bin has that version.
+staticcheck_bin() {
+	local c
+	for c in "$(command -v staticcheck || true)" "$(go env GOPATH)/bin/staticcheck" "$bin_dir/staticcheck"; do
+		[[ -n $c && -x $c ]] || continue
+		if "$c" -version 2>/dev/null | grep -qF "($staticcheck_version)"; then
+			echo "$c"
+			return 0
+		fi
+	done
+	echo "installing staticcheck v$staticcheck_version into $bin_dir" >&2
+	GOBIN=$bin_dir go install "honnef.co/go/tools/cmd/staticcheck@v$staticcheck_version" >&2
+	echo "$bin_dir/staticcheck"
+}
+
+run_staticcheck() {
+	local sc
+	sc=$(staticcheck_bin)
+	"$sc" ./...
+}
+
+build() {
+	go build ./...
+	go build -o "$bin_dir/sluice" ./cmd/sluice
+}
+
+go_test() {
+	local -a flags=(-count=1)
+	if [[ ${RACE:-0} == 1 ]]; then
+		flags+=(-race)
+	fi
+	echo "+ go test ${flags[*]} ./...   (CI=${CI:-})"
+	go test "${flags[@]}" ./...
+}
+
+driver_suite() {
+	if [[ ${SKIP_DRIVER_SUITE:-0} == 1 && $ci != true ]]; then
+		echo "SKIP_DRIVER_SUITE=1: skipped"
+		return 3
+	fi
+	if [[ $have_server != true && $ci != true ]]; then
+		echo "no MariaDB server installed: skipped"
+		return 3
+	fi
+	SLUICE_BIN=$bin_dir/sluice "$root/scripts/driver-suite.sh"
+}
+
+if ! command -v go >/dev/null 2>&1; then
+	echo "test.sh: go not found on PATH (nor in /usr/local/go/bin)" >&2
+	exit 1
+fi
+mkdir -p "$bin_dir"
+echo "test.sh: $(go version), CI=$ci, in $root"
+
+step deps deps
+have_bin mariadbd || have_server=false
+step gofmt check_gofmt
+step vet go vet ./...
+step staticcheck run_staticcheck
+step build build
+step go-test go_test
+step driver-suite driver_suite
+
+took=$((SECONDS - start))
+printf '\n==> summary\n'
+printf '  %s\n' "${summary[@]}"
+if ((${#failed[@]} > 0)); then
+	printf 'test.sh: FAIL (%dm%02ds): %s failed\n' $((took / 60)) $((took % 60)) "${failed[*]}"
+	exit 1
+fi
+printf 'test.sh: PASS (%dm%02ds)\n' $((took / 60)) $((took % 60))
