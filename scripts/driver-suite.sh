@@ -13,6 +13,7 @@
 #   DRIVER_SUITE_CONCURRENT=1    also run TestConcurrent (MYSQL_TEST_CONCURRENT=1)
 #   DRIVER_SUITE_MIN_PASS=N      minimum number of direct passes (default 100)
 #   DRIVER_SUITE_TIMEOUT=D       go test -timeout for each run (default 5m)
+#   DRIVER_SUITE_EXPECTED=file   expectations file (default scripts/driver-suite-expected.txt)
 #
 # Everything talks to 127.0.0.1 only. TestConnectorReturnsTimeout dials a public address and is
 # therefore always skipped.
@@ -23,7 +24,7 @@ readonly driver_version=v1.10.1
 readonly skip_tests='TestConnectorReturnsTimeout'
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-expected_file=$root/scripts/driver-suite-expected.txt
+expected_file=${DRIVER_SUITE_EXPECTED:-$root/scripts/driver-suite-expected.txt}
 min_pass=${DRIVER_SUITE_MIN_PASS:-100}
 run_timeout=${DRIVER_SUITE_TIMEOUT:-5m}
 keep=${KEEP:-0}
@@ -51,9 +52,26 @@ show_tail() { # file...
 	local f
 	for f in "$@"; do
 		[[ -s $f ]] || continue
-		printf '\n----- last 40 lines of %s -----\n' "$f" >&2
-		tail -n 40 "$f" >&2
+		printf '\n----- last 30 lines of %s -----\n' "$f" >&2
+		tail -n 30 "$f" >&2
 	done
+}
+
+# show_test_log FILE: the outcome lines of a go test log (its tail is goroutine dumps after a
+# panic or timeout, and fuzz seeds otherwise).
+show_test_log() {
+	[[ -s $1 ]] || return 0
+	printf '\n----- failures and panics in %s -----\n' "$1" >&2
+	grep -nE '^(--- FAIL|panic:|FAIL|ok  |PASS$)' "$1" | head -n 60 >&2 || true
+}
+
+# test_errors LOG TEST: the first distinct error lines a top-level test (and its subtests)
+# logged.
+test_errors() {
+	awk -v t="$2" '
+		$0 ~ "^=== (RUN|CONT|NAME|PAUSE) +" t "(/|$)" { on = 1; next }
+		/^=== (RUN|CONT|NAME|PAUSE) / { on = 0 }
+		on && /_test\.go:[0-9]+:/ && !seen[$0]++ { print; if (++n == 3) exit }' "$1"
 }
 
 cleanup() {
@@ -70,7 +88,9 @@ cleanup() {
 		wait "$sluice_pid" 2>/dev/null
 	fi
 	if [[ $status != ok ]]; then
-		show_tail "$work/sandbox.log" "$work/direct.log" "$work/sluice-run.log" "$work/sluice.log"
+		show_tail "$work/sandbox.log" "$work/sluice.log"
+		show_test_log "$work/direct.log"
+		show_test_log "$work/sluice-run.log"
 	fi
 	if [[ $keep == 1 ]]; then
 		log "KEEP=1: work directory $work kept (logs: direct.log, sluice-run.log, sluice.log)"
@@ -247,6 +267,7 @@ printf '  %-14s %8s %8s\n' "go test exit" "$direct_rc" "$sluice_rc"
 printf '  %-14s %7ss %7ss\n' time "$direct_secs" "$sluice_secs"
 
 unexpected=()
+unexpected_names=()
 allowed=()
 while read -r n; do
 	[[ ${direct[$n]} == PASS ]] || continue
@@ -256,6 +277,7 @@ while read -r n; do
 		allowed+=("$(printf '%-40s %-7s expected: %s' "$n" "$got" "${expected[$n]}")")
 	else
 		unexpected+=("$(printf '%-40s %-7s NOT EXPECTED' "$n" "$got")")
+		unexpected_names+=("$n")
 	fi
 done < <(printf '%s\n' "${!direct[@]}" | sort)
 
@@ -263,6 +285,10 @@ printf '\nPass direct, not through sluice: %d (%d expected, %d unexpected)\n' \
 	$((${#allowed[@]} + ${#unexpected[@]})) "${#allowed[@]}" "${#unexpected[@]}"
 for l in ${allowed[@]+"${allowed[@]}"} ${unexpected[@]+"${unexpected[@]}"}; do
 	printf '  %s\n' "$l"
+done
+for n in ${unexpected_names[@]+"${unexpected_names[@]}"}; do
+	printf '\n  %s through sluice:\n' "$n"
+	test_errors "$work/sluice-run.log" "$n" | sed 's/^[[:space:]]*/    /' | cut -c1-240
 done
 
 fixed=()

@@ -379,17 +379,18 @@ func (s *session) nodeLost(cause error) error {
 // replace the session's node connection with one logged in as that user (which also resets the
 // session state, as the server would).
 func (s *session) changeUser() error {
+	s.client.SetSeq(0)
 	p, err := s.client.ReadPacket()
 	if err != nil {
 		return err
 	}
-	name, authResp, db, charset, plugin, attrs, err := parseChangeUser(p, s.caps)
+	// The auth data in the packet answers the connection's first nonce; sluice always switches
+	// the client to a fresh nonce instead, so it is not used.
+	name, db, charset, attrs, err := parseChangeUser(p, s.caps)
 	if err != nil {
 		s.client.SetSeq(1)
 		return s.writeErr(mysql.NewError(mysql.ErrHandshake, "08S01", "Bad handshake"))
 	}
-	_ = authResp
-	_ = plugin
 	u, creds, err := s.authenticate(name, "", nil, true)
 	if err != nil {
 		return err // authenticate told the client; the session ends as a failed login would
@@ -411,48 +412,46 @@ func (s *session) changeUser() error {
 	return s.writeOKPacket(s.bc.Status)
 }
 
-func parseChangeUser(p []byte, caps uint32) (user string, auth []byte, db string, charset uint8, plugin string, attrs []byte, err error) {
+// parseChangeUser decodes COM_CHANGE_USER: user, auth data (skipped), database, character set,
+// plugin name (skipped) and connection attributes.
+func parseChangeUser(p []byte, caps uint32) (user, db string, charset uint8, attrs []byte, err error) {
 	errShort := errors.New("short COM_CHANGE_USER")
 	p = p[1:]
 	i := indexNul(p)
 	if i < 0 {
-		return "", nil, "", 0, "", nil, errShort
+		return "", "", 0, nil, errShort
 	}
 	user, p = string(p[:i]), p[i+1:]
 	if caps&mysql.ClientSecureConnection != 0 {
 		if len(p) < 1 || len(p) < 1+int(p[0]) {
-			return "", nil, "", 0, "", nil, errShort
+			return "", "", 0, nil, errShort
 		}
-		auth, p = p[1:1+int(p[0])], p[1+int(p[0]):]
+		p = p[1+int(p[0]):]
 	} else {
-		i = indexNul(p)
-		if i < 0 {
-			return "", nil, "", 0, "", nil, errShort
+		if i = indexNul(p); i < 0 {
+			return "", "", 0, nil, errShort
 		}
-		auth, p = p[:i], p[i+1:]
+		p = p[i+1:]
 	}
-	i = indexNul(p)
-	if i < 0 {
-		return user, auth, string(p), 0, "", nil, nil
+	if i = indexNul(p); i < 0 {
+		return user, string(p), 0, nil, nil
 	}
 	db, p = string(p[:i]), p[i+1:]
 	if len(p) >= 2 {
 		charset, p = p[0], p[2:]
 	}
 	if caps&mysql.ClientPluginAuth != 0 && len(p) > 0 {
-		if i = indexNul(p); i >= 0 {
-			plugin, p = string(p[:i]), p[i+1:]
-		} else {
-			plugin, p = string(p), nil
+		if i = indexNul(p); i < 0 {
+			return user, db, charset, nil, nil
 		}
+		p = p[i+1:]
 	}
 	if caps&mysql.ClientConnectAttrs != 0 && len(p) > 0 {
-		a, _, e := mysql.ReadLenEncString(p)
-		if e == nil {
+		if a, _, err := mysql.ReadLenEncString(p); err == nil {
 			attrs = append([]byte(nil), a...)
 		}
 	}
-	return user, append([]byte(nil), auth...), db, charset, plugin, attrs, nil
+	return user, db, charset, attrs, nil
 }
 
 func indexNul(b []byte) int {

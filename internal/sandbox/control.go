@@ -284,8 +284,12 @@ func (c *Cluster) Start(ctx context.Context, name string) error {
 	if pid := c.pid(n); alive(pid, n.cnf()) {
 		return fmt.Errorf("sandbox: %s is already running (pid %d)", name, pid)
 	}
-	if !PortFree(n.Port) {
-		return fmt.Errorf("sandbox: cannot start %s: port %d is in use on 127.0.0.1", name, n.Port)
+	// Give a transient holder (another process probing for free ports) a moment to let go.
+	for wait := 0; !PortFree(n.Port); wait++ {
+		if wait == 50 || ctx.Err() != nil {
+			return fmt.Errorf("sandbox: cannot start %s: port %d is in use on 127.0.0.1", name, n.Port)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	return c.launch(ctx, n)
 }

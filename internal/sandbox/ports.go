@@ -2,14 +2,45 @@ package sandbox
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net"
+	"os"
 	"strconv"
+	"strings"
 )
 
-// FreePorts returns n distinct TCP ports on 127.0.0.1 that were free a moment ago. All n
-// listeners stay open until every port is picked, so the kernel cannot hand out the same port
-// twice; after they close, another process may take a port before we use it, which is why Up
-// retries a node whose port was taken in between.
+// Free ports are drawn at random from [freeLow, ephemeral low end), not from the kernel's
+// ephemeral range that listening on port 0 uses. A port in the ephemeral range can be taken
+// at any moment by some process's outgoing connection or another port-0 listener; that made
+// Start fail now and then for a node that had been stopped for a few seconds on a busy host.
+// Below the ephemeral range only an explicit bind can take it.
+const (
+	freeLow       = 20000
+	ephemeralLow  = 32768 // Linux default; IANA (BSD, macOS, Windows) starts at 49152
+	defaultBase   = 23306 // sluice sandbox's default base port: keep free draws off it
+	reservedAbove = 70    // nodes and proxy ports of a default cluster
+)
+
+// ephemeralStart returns where the kernel's ephemeral port range begins.
+func ephemeralStart() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return ephemeralLow
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return ephemeralLow
+	}
+	lo, err := strconv.Atoi(f[0])
+	if err != nil {
+		return ephemeralLow
+	}
+	return min(lo, ephemeralLow)
+}
+
+// FreePorts returns n distinct TCP ports on 127.0.0.1 that were free a moment ago. Each is
+// held open until all n are picked, so none is returned twice; after they close, another
+// process may still bind one first, which is why Up retries a node whose port was taken.
 func FreePorts(n int) ([]int, error) {
 	ports := make([]int, 0, n)
 	var ls []net.Listener
@@ -18,13 +49,29 @@ func FreePorts(n int) ([]int, error) {
 			_ = l.Close()
 		}
 	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	hold := func(addr string) bool {
+		l, err := net.Listen("tcp", addr)
 		if err != nil {
-			return nil, fmt.Errorf("sandbox: find a free port: %w", err)
+			return false
 		}
 		ls = append(ls, l)
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		return true
+	}
+	if hi := ephemeralStart(); hi-freeLow >= 1000 {
+		for try := 0; len(ports) < n && try < 100*n; try++ {
+			p := freeLow + rand.IntN(hi-freeLow)
+			if p >= defaultBase && p < defaultBase+reservedAbove {
+				continue
+			}
+			hold(net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		}
+	}
+	// Where there is no room below the ephemeral range, let the kernel choose.
+	for len(ports) < n {
+		if !hold("127.0.0.1:0") {
+			return nil, fmt.Errorf("sandbox: cannot find a free port on 127.0.0.1")
+		}
 	}
 	return ports, nil
 }
@@ -54,6 +101,6 @@ func checkPortsFree(ports []int, what []string) error {
 	case 1:
 		return fmt.Errorf("sandbox: port %s is already in use on 127.0.0.1; stop what uses it or choose another base port", busy[0])
 	default:
-		return fmt.Errorf("sandbox: ports %v are already in use on 127.0.0.1; stop what uses them or choose another base port", busy)
+		return fmt.Errorf("sandbox: ports %s are already in use on 127.0.0.1; stop what uses them or choose another base port", strings.Join(busy, ", "))
 	}
 }

@@ -1,0 +1,218 @@
+package proxy_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/sluicedb/sluice/internal/backend"
+	smysql "github.com/sluicedb/sluice/internal/mysql"
+	"github.com/sluicedb/sluice/internal/testutil"
+)
+
+// command sends one command packet and returns every packet of the response, read up to its
+// end according to shape: "single" (one packet), "fields" (up to EOF or ERR), "result" (OK, ERR
+// or one text result set).
+func command(t testing.TB, bc *backend.Conn, payload []byte, shape string) [][]byte {
+	t.Helper()
+	bc.SetSeq(0)
+	if err := bc.WritePacketFlush(payload); err != nil {
+		t.Fatal(err)
+	}
+	var out [][]byte
+	read := func() []byte {
+		p, err := bc.ReadPacket()
+		if err != nil {
+			t.Fatalf("reading response to 0x%02x: %v", payload[0], err)
+		}
+		c := append([]byte(nil), p...)
+		out = append(out, c)
+		return c
+	}
+	switch shape {
+	case "single":
+		read()
+	case "fields":
+		for {
+			p := read()
+			if p[0] == 0xfe || p[0] == 0xff {
+				break
+			}
+		}
+	case "result":
+		p := read()
+		if p[0] == 0x00 || p[0] == 0xff {
+			break
+		}
+		eofs := 0
+		want := 2
+		if bc.Caps&smysql.ClientDeprecateEOF != 0 {
+			want = 1
+		}
+		for eofs < want {
+			p := read()
+			if p[0] == 0xff {
+				break
+			}
+			if p[0] == 0xfe && len(p) < 0xffffff {
+				eofs++
+			}
+		}
+	}
+	return out
+}
+
+// lastRow returns the first column of the last row of a one-column text result.
+func firstValue(t testing.TB, packets [][]byte) string {
+	t.Helper()
+	for _, p := range packets[1:] {
+		if p[0] == 0xfe || bytes.HasPrefix(p, []byte("\x03def")) {
+			continue
+		}
+		v, _, err := smysql.ReadLenEncString(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(v)
+	}
+	t.Fatalf("no row in %q", packets)
+	return ""
+}
+
+func query(t testing.TB, bc *backend.Conn, q string) string {
+	t.Helper()
+	ps := command(t, bc, append([]byte{smysql.ComQuery}, q...), "result")
+	if smysql.IsERR(ps[0]) {
+		t.Fatalf("%s: %v", q, smysql.ParseERR(ps[0]))
+	}
+	return firstValue(t, ps)
+}
+
+// TestCommandsLikeDirect sends each supported command straight to the primary and through
+// sluice and compares the responses.
+func TestCommandsLikeDirect(t *testing.T) {
+	s := startSluice(t, nil)
+	c := testutil.Cluster(t)
+	direct := rawConnect(t, c.Primary().Address, "app", "app")
+	defer direct.Close()
+	via := rawConnect(t, s.rw, "app", "app")
+	defer via.Close()
+	for _, bc := range []*backend.Conn{direct, via} {
+		query(t, bc, "SELECT 1")
+		if err := bc.Exec("CREATE TABLE IF NOT EXISTS test.t_fields (id INT PRIMARY KEY, name VARCHAR(20) NOT NULL DEFAULT 'x')"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		payload []byte
+		shape   string
+	}{
+		{"ping", []byte{smysql.ComPing}, "single"},
+		{"init db", append([]byte{smysql.ComInitDB}, "test"...), "single"},
+		{"init db unknown", append([]byte{smysql.ComInitDB}, "no_such_db"...), "single"},
+		{"field list", append([]byte{smysql.ComFieldList}, "t_fields\x00"...), "fields"},
+		{"field list unknown", append([]byte{smysql.ComFieldList}, "no_such_table\x00"...), "fields"},
+		{"set option on", []byte{smysql.ComSetOption, 0, 0}, "single"},
+		{"set option off", []byte{smysql.ComSetOption, 1, 0}, "single"},
+		{"reset connection", []byte{smysql.ComResetConnection}, "single"},
+		{"query error", append([]byte{smysql.ComQuery}, "SELECT * FROM no_such_table"...), "result"},
+		{"query ok", append([]byte{smysql.ComQuery}, "DO 1"...), "result"},
+		{"query rows", append([]byte{smysql.ComQuery}, "SELECT 1 AS a, 'b' AS b, NULL AS c"...), "result"},
+	} {
+		d := command(t, direct, tc.payload, tc.shape)
+		v := command(t, via, tc.payload, tc.shape)
+		if len(d) != len(v) {
+			t.Errorf("%s: %d packets direct, %d through sluice", tc.name, len(d), len(v))
+			continue
+		}
+		for i := range d {
+			if !bytes.Equal(d[i], v[i]) {
+				t.Errorf("%s: packet %d differs:\ndirect %q\nsluice %q", tc.name, i, d[i], v[i])
+			}
+		}
+	}
+	// COM_STATISTICS: one string packet whose numbers change; compare its shape.
+	d := command(t, direct, []byte{smysql.ComStatistics}, "single")
+	v := command(t, via, []byte{smysql.ComStatistics}, "single")
+	if !strings.HasPrefix(string(v[0]), "Uptime: ") || !strings.HasPrefix(string(d[0]), "Uptime: ") {
+		t.Errorf("statistics: %q vs %q", v[0], d[0])
+	}
+	// The session is still usable after all of it.
+	if got := query(t, via, "SELECT 41+1"); got != "42" {
+		t.Fatalf("got %q", got)
+	}
+}
+
+// TestResetConnection: COM_RESET_CONNECTION clears session state on the node.
+func TestResetConnection(t *testing.T) {
+	s := startSluice(t, nil)
+	via := rawConnect(t, s.rw, "app", "app")
+	defer via.Close()
+	query(t, via, "SELECT @x := 5")
+	if got := query(t, via, "SELECT @x"); got != "5" {
+		t.Fatalf("@x = %q", got)
+	}
+	ps := command(t, via, []byte{smysql.ComResetConnection}, "single")
+	if !smysql.IsOK(ps[0]) {
+		t.Fatalf("reset: %q", ps[0])
+	}
+	ps = command(t, via, append([]byte{smysql.ComQuery}, "SELECT @x IS NULL"...), "result")
+	if got := firstValue(t, ps); got != "1" {
+		t.Fatalf("@x survived the reset: %q", got)
+	}
+}
+
+// TestChangeUser: COM_CHANGE_USER authenticates the new user against sluice's configuration
+// and gives a fresh session as that user.
+func TestChangeUser(t *testing.T) {
+	s := startSluice(t, nil)
+	via := rawConnect(t, s.rw, "app", "app")
+	defer via.Close()
+	query(t, via, "SELECT @y := 7")
+	changeUser := func(user, password string) []byte {
+		// The auth data in COM_CHANGE_USER answers the connection's first nonce; sluice switches
+		// to a fresh one, which the client answers again.
+		p := []byte{smysql.ComChangeUser}
+		p = append(p, user...)
+		p = append(p, 0)
+		auth := smysql.NativeScramble(password, via.Handshake.Nonce)
+		p = append(p, byte(len(auth)))
+		p = append(p, auth...)
+		p = append(p, "test"...)
+		p = append(p, 0, 45, 0)
+		p = append(p, smysql.AuthNativePassword...)
+		p = append(p, 0)
+		via.SetSeq(0)
+		if err := via.WritePacketFlush(p); err != nil {
+			t.Fatal(err)
+		}
+		r, err := via.ReadPacket()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r[0] == 0xfe {
+			plugin, nonce, err := smysql.ParseAuthSwitchRequest(r)
+			if err != nil || plugin != smysql.AuthNativePassword {
+				t.Fatalf("switch to %q: %v", plugin, err)
+			}
+			if err := via.WritePacketFlush(smysql.NativeScramble(password, nonce)); err != nil {
+				t.Fatal(err)
+			}
+			if r, err = via.ReadPacket(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return append([]byte(nil), r...)
+	}
+	if r := changeUser("app", "app"); !smysql.IsOK(r) {
+		t.Fatalf("change user: %v", smysql.ParseERR(r))
+	}
+	if got := query(t, via, "SELECT CONCAT(DATABASE(), ':', @y IS NULL)"); got != "test:1" {
+		t.Fatalf("after change user: %q", got)
+	}
+	r := changeUser("app", "wrong")
+	if !smysql.IsERR(r) || smysql.ParseERR(r).Code != 1045 {
+		t.Fatalf("change user with a wrong password: %q", r)
+	}
+}

@@ -1,0 +1,65 @@
+package proxy_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/sluicedb/sluice/internal/testutil"
+)
+
+// TestPrimaryKilledMidQuery: the primary dies while a statement runs; the client gets an error
+// promptly (no hang), new connections fail with a clear error while it is down, and sessions
+// work again once it is back.
+func TestPrimaryKilledMidQuery(t *testing.T) {
+	s := startSluice(t, nil)
+	c := testutil.Cluster(t)
+	db := open(t, dsn(s.rw, "app", "app", "", ""))
+	errc := make(chan error, 1)
+	go func() {
+		var x int
+		errc <- db.QueryRow("SELECT SLEEP(30)").Scan(&x)
+	}()
+	time.Sleep(300 * time.Millisecond)
+	ctx := context.Background()
+	if err := c.Stop(ctx, "primary"); err != nil {
+		t.Fatal(err)
+	}
+	restarted := false
+	defer func() {
+		if !restarted {
+			_ = c.Start(ctx, "primary")
+		}
+	}()
+	select {
+	case err := <-errc:
+		if err == nil {
+			t.Fatal("statement succeeded on a killed primary")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("client hangs after the primary was killed")
+	}
+	down := open(t, dsn(s.rw, "app", "app", "", ""))
+	start := time.Now()
+	err := down.Ping()
+	if err == nil {
+		t.Fatal("ping succeeded with the primary down")
+	}
+	if me := mysqlErr(t, err); me.Number != 2003 {
+		t.Errorf("connecting while the primary is down: %v", me)
+	}
+	if d := time.Since(start); d > 8*time.Second {
+		t.Errorf("connection error took %s", d)
+	}
+	if err := c.Start(ctx, "primary"); err != nil {
+		t.Fatal(err)
+	}
+	restarted = true
+	if err := c.WaitCaughtUp(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	var one int
+	if err := db.QueryRow("SELECT 1").Scan(&one); err != nil {
+		t.Fatalf("after the primary came back: %v", err)
+	}
+}
