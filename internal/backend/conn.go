@@ -92,7 +92,7 @@ func Dial(ctx context.Context, o Options) (*Conn, error) {
 	deadline, _ := ctx.Deadline()
 	_ = nc.SetDeadline(deadline)
 	c := &Conn{Conn: mysql.NewConn(nc, 0, 4<<10), Addr: o.Address}
-	c.WriteTimeout = o.WriteTimeout
+	c.SetWriteTimeout(o.WriteTimeout)
 	if err := c.handshake(o); err != nil {
 		nc.Close()
 		var se *mysql.SQLError

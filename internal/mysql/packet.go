@@ -30,12 +30,32 @@ type Conn struct {
 
 	payload []byte // reused buffer for ReadPacket
 	hdr     [4]byte
+	whdr    [4]byte
+	dw      deadlineWriter
 
 	// MaxPacket bounds the size of one logical packet ReadPacket assembles (0: 1 GiB).
 	MaxPacket int
-	// WriteTimeout, when set, bounds every Flush.
-	WriteTimeout time.Duration
 }
+
+// deadlineWriter gives every write to the socket its own deadline, so that a write the buffer
+// makes by itself in the middle of a large response is bounded the same way as a Flush, and an
+// old deadline never cuts a healthy connection.
+type deadlineWriter struct {
+	nc      net.Conn
+	timeout time.Duration
+}
+
+func (w *deadlineWriter) Write(p []byte) (int, error) {
+	if w.timeout > 0 {
+		if err := w.nc.SetWriteDeadline(time.Now().Add(w.timeout)); err != nil {
+			return 0, err
+		}
+	}
+	return w.nc.Write(p)
+}
+
+// SetWriteTimeout bounds every write to the socket (0: no bound).
+func (c *Conn) SetWriteTimeout(d time.Duration) { c.dw.timeout = d }
 
 // Buffer sizes. A session's client side mostly reads small commands and writes results; a
 // backend side reads results and writes small commands.
@@ -52,7 +72,10 @@ func NewConn(nc net.Conn, readBuf, writeBuf int) *Conn {
 	if writeBuf <= 0 {
 		writeBuf = DefaultWriteBuffer
 	}
-	return &Conn{nc: nc, br: bufio.NewReaderSize(nc, readBuf), bw: bufio.NewWriterSize(nc, writeBuf)}
+	c := &Conn{nc: nc, br: bufio.NewReaderSize(nc, readBuf)}
+	c.dw.nc = nc
+	c.bw = bufio.NewWriterSize(&c.dw, writeBuf)
+	return c
 }
 
 // NetConn returns the underlying connection.
@@ -81,6 +104,9 @@ func (c *Conn) ReadPacket() ([]byte, error) {
 	for {
 		n, seq, err := c.readHeader()
 		if err != nil {
+			if len(c.payload) > 0 {
+				return nil, unexpectedEOF(err)
+			}
 			return nil, err
 		}
 		if seq != c.seq {
@@ -125,6 +151,9 @@ func unexpectedEOF(err error) error {
 func (c *Conn) PeekHeader() (n int, seq uint8, err error) {
 	h, err := c.br.Peek(4)
 	if err != nil {
+		if len(h) > 0 {
+			return 0, 0, unexpectedEOF(err)
+		}
 		return 0, 0, err
 	}
 	return int(h[0]) | int(h[1])<<8 | int(h[2])<<16, h[3], nil
@@ -135,6 +164,9 @@ func (c *Conn) PeekHeader() (n int, seq uint8, err error) {
 func (c *Conn) PeekPayload(n, max int) ([]byte, error) {
 	if n > max {
 		n = max
+	}
+	if n < 0 {
+		n = 0
 	}
 	if lim := c.br.Size() - 4; n > lim {
 		n = lim
@@ -201,9 +233,9 @@ func (c *Conn) WritePacket(payload []byte) error {
 		if n > maxPacketPayload {
 			n = maxPacketPayload
 		}
-		h := [4]byte{byte(n), byte(n >> 8), byte(n >> 16), c.seq}
+		c.whdr = [4]byte{byte(n), byte(n >> 8), byte(n >> 16), c.seq}
 		c.seq++
-		if _, err := c.bw.Write(h[:]); err != nil {
+		if _, err := c.bw.Write(c.whdr[:]); err != nil {
 			return err
 		}
 		if _, err := c.bw.Write(payload[:n]); err != nil {
@@ -226,11 +258,6 @@ func (c *Conn) WriteRaw(b []byte) error {
 func (c *Conn) Flush() error {
 	if c.bw.Buffered() == 0 {
 		return nil
-	}
-	if c.WriteTimeout > 0 {
-		if err := c.nc.SetWriteDeadline(time.Now().Add(c.WriteTimeout)); err != nil {
-			return err
-		}
 	}
 	return c.bw.Flush()
 }

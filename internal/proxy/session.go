@@ -70,7 +70,7 @@ func (p *Proxy) newSession(ep Endpoint, nc net.Conn) *session {
 		host:   host,
 		log:    p.log.With("conn", id, "endpoint", ep.Name, "client", nc.RemoteAddr().String()),
 	}
-	s.client.WriteTimeout = p.opts.WriteTimeout
+	s.client.SetWriteTimeout(p.opts.WriteTimeout)
 	return s
 }
 

@@ -284,14 +284,27 @@ func (c *Cluster) Start(ctx context.Context, name string) error {
 	if pid := c.pid(n); alive(pid, n.cnf()) {
 		return fmt.Errorf("sandbox: %s is already running (pid %d)", name, pid)
 	}
-	// Give a transient holder (another process probing for free ports) a moment to let go.
-	for wait := 0; !PortFree(n.Port); wait++ {
-		if wait == 50 || ctx.Err() != nil {
-			return fmt.Errorf("sandbox: cannot start %s: port %d is in use on 127.0.0.1", name, n.Port)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !waitPortFree(ctx, n.Port, 5*time.Second) {
+		return fmt.Errorf("sandbox: cannot start %s: port %d is in use on 127.0.0.1", name, n.Port)
 	}
 	return c.launch(ctx, n)
+}
+
+// waitPortFree waits up to d for port to be free: a transient holder (another process probing
+// for free ports) lets go within moments.
+func waitPortFree(ctx context.Context, port int, d time.Duration) bool {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for !PortFree(port) {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+	return true
 }
 
 // replica returns the named node, which must be a replica.

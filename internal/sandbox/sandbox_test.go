@@ -3,6 +3,8 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"database/sql"
 	"errors"
 	"net"
@@ -87,7 +89,7 @@ func TestCluster(t *testing.T) {
 	// Take replica1's free port after Up checked it: Up must notice the bind failure and
 	// retry that node on another port.
 	var grabbed net.Listener
-	o := Options{Dir: dir, Log: logWriter{t}, beforeStart: func(ports []int) {
+	o := Options{Dir: dir, TLS: true, Log: logWriter{t}, beforeStart: func(ports []int) {
 		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(ports[1]))
 		if err != nil {
 			t.Errorf("grab port %d: %v", ports[1], err)
@@ -189,6 +191,32 @@ func TestCluster(t *testing.T) {
 		}
 		if _, err := mon.Exec("SHOW PROCESSLIST"); err != nil {
 			t.Error(err)
+		}
+	})
+
+	t.Run("TLS", func(t *testing.T) {
+		pem, err := os.ReadFile(c.CertFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			t.Fatal("cert.pem holds no certificate")
+		}
+		if err := mysql.RegisterTLSConfig("sandbox-test", &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}); err != nil {
+			t.Fatal(err)
+		}
+		db := openDB(t, c.DSN("replica2", AppUser, AppPassword, "")+"?tls=sandbox-test")
+		var name, cipher string
+		if err := db.QueryRow("SHOW SESSION STATUS LIKE 'Ssl_cipher'").Scan(&name, &cipher); err != nil || cipher == "" {
+			t.Fatalf("TLS session: cipher %q, %v", cipher, err)
+		}
+		rows, err := openDB(t, c.DSN("replica2", MonitorUser, MonitorPassword, "")).Query(c.fl.replicaStatusSQL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := scanAll(rows); len(st) != 1 || st[0]["Master_SSL_Allowed"] != "Yes" {
+			t.Errorf("replication link without TLS: %v", st)
 		}
 	})
 

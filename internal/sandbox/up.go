@@ -97,7 +97,10 @@ func Up(ctx context.Context, o Options) (_ *Cluster, err error) {
 	if err := c.WaitCaughtUp(ctx, catchUpTimeout); err != nil {
 		return nil, err
 	}
-	if err := c.save(); err != nil {
+	c.mu.Lock()
+	err = c.save()
+	c.mu.Unlock()
+	if err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(c.Dir, ConfigFile), []byte(c.yaml()), 0o644); err != nil {
