@@ -110,8 +110,8 @@ cleanup() {
 	exit "$rc"
 }
 trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+trap 'log interrupted; exit 130' INT
+trap 'log terminated; exit 143' TERM
 
 # json_fields FILE prints "key=value" for the top-level string/number fields of sandbox.json
 # and "primary=ADDRESS" for the node whose role is primary. It relies only on sed and awk: the

@@ -461,7 +461,6 @@ func TestIdleNodeDisconnect(t *testing.T) {
 
 func TestMaxConnections(t *testing.T) {
 	s := startSluice(t, func(c *config.Config) { c.Endpoints[0].MaxConnections = 2 })
-	var conns []*sql.Conn
 	db := open(t, dsn(s.rw, "app", "app", "", ""))
 	for i := 0; i < 2; i++ {
 		cn, err := db.Conn(context.Background())
@@ -469,7 +468,6 @@ func TestMaxConnections(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer cn.Close()
-		conns = append(conns, cn)
 	}
 	_, err := db.Conn(context.Background())
 	var me *mysql.MySQLError

@@ -339,7 +339,8 @@ func (c *Cluster) Resume(ctx context.Context, name string) error {
 }
 
 // Lag makes a replica apply each event only seconds after the primary wrote it
-// (MASTER_DELAY); 0 turns the delay off.
+// (MASTER_DELAY); 0 turns the delay off. It restarts both replication threads, so it also
+// resumes a paused replica.
 func (c *Cluster) Lag(ctx context.Context, name string, seconds int) error {
 	if seconds < 0 {
 		return fmt.Errorf("sandbox: lag must be 0 or more seconds, got %d", seconds)
