@@ -11,9 +11,9 @@
 # the Go tests, whose integration tests then fail instead of skipping.
 #
 # Environment:
-#   CI=true            strict mode (see above)
-#   RACE=1             run go test with -race (needs cgo and a C compiler; about twice as slow)
-#   SKIP_DRIVER_SUITE=1  leave out scripts/driver-suite.sh (not allowed with CI=true)
+#   CI=true              strict mode (see above)
+#   RACE=0|1             go test without/with -race (default: with -race when cgo is available)
+#   SKIP_DRIVER_SUITE=1  leave out scripts/driver-suite.sh (ignored with CI=true)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -114,12 +114,22 @@ build() {
 	go build -o "$bin_dir/sluice" ./cmd/sluice
 }
 
+# The race detector needs cgo (a C compiler). By default it is used when cgo is available: it
+# makes the suite about 1.3x slower (35-45s instead of 30s here), mostly in internal/mysql.
 go_test() {
 	local -a flags=(-count=1)
-	if [[ ${RACE:-0} == 1 ]]; then
-		flags+=(-race)
-	fi
-	echo "+ go test ${flags[*]} ./...   (CI=${CI:-})"
+	case ${RACE:-auto} in
+	1) flags+=(-race) ;;
+	0) ;;
+	*)
+		if [[ $(go env CGO_ENABLED) == 1 ]]; then
+			flags+=(-race)
+		else
+			echo "cgo is not available (no C compiler?): running without -race"
+		fi
+		;;
+	esac
+	echo "+ go test ${flags[*]} ./...   (CI=${CI:-unset})"
 	go test "${flags[@]}" ./...
 }
 

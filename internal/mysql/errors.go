@@ -25,6 +25,7 @@ const (
 	ErrNetReadError      = 1158
 	ErrOptionPreventsStm = 1290 // --read-only style refusals
 	ErrServerShutdown    = 1053
+	ErrMalformedPacket   = 1835
 	CRConnectionError    = 2002
 	CRConnHostError      = 2003
 	CRServerGone         = 2006

@@ -50,6 +50,11 @@ type Options struct {
 	ReadTimeout    time.Duration // wait for a node's response; 0 = none
 	WriteTimeout   time.Duration // one flush to either side
 	IdleTimeout    time.Duration // close idle clients; 0 = never
+	// MaxPreparedStatements bounds one session's binary prepared statements (0: 16382).
+	MaxPreparedStatements int
+	// MaxLongData bounds the COM_STMT_SEND_LONG_DATA bytes one session may have waiting for an
+	// EXECUTE (0: 64 MiB).
+	MaxLongData int
 	Logger         *slog.Logger
 }
 

@@ -14,6 +14,7 @@ const (
 	respResult    respKind = iota // OK, ERR, LOCAL INFILE request, or result sets (COM_QUERY)
 	respSingle                    // exactly one packet: OK, ERR, EOF or a string
 	respFieldList                 // column definitions up to EOF, or ERR
+	respRows                      // rows up to EOF/OK, or ERR (COM_STMT_FETCH)
 )
 
 type relayState uint8
@@ -47,6 +48,9 @@ func backendFailure(err error) error {
 // without decoding rows, then flushes once. It records the final server status in s.status.
 func (s *session) relay(bc *backend.Conn, kind respKind) error {
 	state := stFirst
+	if kind == respRows {
+		state = stRows
+	}
 	var columns uint64
 	continuation := false
 	deprecateEOF := bc.Caps&mysql.ClientDeprecateEOF != 0
@@ -130,6 +134,13 @@ func (s *session) relay(bc *backend.Conn, kind respKind) error {
 		case stColumnsEOF:
 			if first == 0xff {
 				return s.copyLast(bc, n)
+			}
+			if p, err := bc.PeekPayload(n, 5); err == nil && len(p) == 5 {
+				if mysql.ParseEOF(p).Status&mysql.StatusCursorExists != 0 {
+					// EXECUTE opened a cursor: rows come with COM_STMT_FETCH.
+					_, err := s.relayOK(bc, n)
+					return s.finish(err)
+				}
 			}
 			if err := bc.CopyPacket(s.client, n); err != nil {
 				return backendFailure(err)

@@ -53,6 +53,10 @@ type session struct {
 
 	scratch []byte
 	watch   idleWatch
+
+	stmts      map[uint32]*stmt // binary prepared statements by sluice's id
+	nextStmtID uint32
+	lastStmtID uint32
 }
 
 func (p *Proxy) newSession(ep Endpoint, nc net.Conn) *session {
@@ -68,6 +72,7 @@ func (p *Proxy) newSession(ep Endpoint, nc net.Conn) *session {
 		nc:     nc,
 		client: mysql.NewConn(nc, 0, 0),
 		host:   host,
+		stmts:  make(map[uint32]*stmt),
 		log:    p.log.With("conn", id, "endpoint", ep.Name, "client", nc.RemoteAddr().String()),
 	}
 	s.client.SetWriteTimeout(p.opts.WriteTimeout)
@@ -294,14 +299,17 @@ func (s *session) command() (quit bool, err error) {
 		}
 		return false, s.forward(n, respSingle)
 	case mysql.ComResetConnection:
+		// The node drops the session's prepared statements; so does sluice.
+		clear(s.stmts)
 		return false, s.forward(n, respSingle)
+	case mysql.ComStmtPrepare:
+		return false, s.prepare()
+	case mysql.ComStmtExecute, mysql.ComStmtFetch, mysql.ComStmtReset, mysql.ComStmtClose, mysql.ComStmtSendLongData:
+		return false, s.stmtCommand(cmd, n)
 	case mysql.ComFieldList:
 		return false, s.forward(n, respFieldList)
 	case mysql.ComChangeUser:
 		return false, s.changeUser()
-	case mysql.ComStmtClose, mysql.ComStmtSendLongData:
-		// These get no response; with no statement prepared there is nothing to act on.
-		return false, s.discardCommand(n)
 	default:
 		if err := s.discardCommand(n); err != nil {
 			return false, err
@@ -399,6 +407,7 @@ func (s *session) changeUser() error {
 		s.bc.Close()
 		s.bc = nil
 	}
+	clear(s.stmts)
 	s.user, s.creds, s.db = u, creds, db
 	if charset != 0 {
 		s.charset = charset

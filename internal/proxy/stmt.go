@@ -1,0 +1,454 @@
+package proxy
+
+import (
+	"errors"
+
+	"github.com/sluicedb/sluice/internal/backend"
+	"github.com/sluicedb/sluice/internal/mysql"
+)
+
+// Binary-protocol prepared statements.
+//
+// The client sees sluice's own statement ids. Each statement remembers its SQL text and, per node
+// connection it has been prepared on, that connection's statement id, so it can be prepared
+// lazily on another connection the first time it runs there. Long data (COM_STMT_SEND_LONG_DATA)
+// is kept in the session until the next EXECUTE, then sent to whichever connection runs it.
+
+// stmt is one prepared statement of a session.
+type stmt struct {
+	id      uint32
+	query   []byte // SQL text, for preparing on another connection
+	params  uint16
+	columns uint16
+	// types are the parameter types of the last EXECUTE that bound them (new-params-bound flag
+	// 1); a connection that prepares the statement lazily needs them with its first EXECUTE.
+	types []byte
+	on    []stmtBinding
+	// longData holds COM_STMT_SEND_LONG_DATA payloads (without the command byte and the id)
+	// until the next EXECUTE or RESET.
+	longData [][]byte
+	longSize int
+	longErr  *mysql.SQLError
+	// cursorConn is the connection where the last EXECUTE opened a cursor, for FETCH.
+	cursorConn *backend.Conn
+}
+
+// stmtBinding is the statement's id on one node connection.
+type stmtBinding struct {
+	bc *backend.Conn
+	id uint32
+	// typed reports whether this connection has been sent parameter types.
+	typed bool
+}
+
+func (st *stmt) binding(bc *backend.Conn) *stmtBinding {
+	for i := range st.on {
+		if st.on[i].bc == bc {
+			return &st.on[i]
+		}
+	}
+	return nil
+}
+
+// Limits that protect the proxy's memory from one session.
+const (
+	defaultMaxStatements = 16382    // MySQL's default max_prepared_stmt_count
+	defaultMaxLongData   = 64 << 20 // per session, across its statements
+)
+
+func (s *session) maxStatements() int {
+	if n := s.p.opts.MaxPreparedStatements; n > 0 {
+		return n
+	}
+	return defaultMaxStatements
+}
+
+func (s *session) maxLongData() int {
+	if n := s.p.opts.MaxLongData; n > 0 {
+		return n
+	}
+	return defaultMaxLongData
+}
+
+// lastPrepared is the id MariaDB clients use for "the statement just prepared" when they send
+// PREPARE and EXECUTE together.
+const lastPrepared = 0xffffffff
+
+func (s *session) lookupStmt(id uint32) *stmt {
+	if id == lastPrepared {
+		id = s.lastStmtID
+	}
+	return s.stmts[id]
+}
+
+// prepare handles COM_STMT_PREPARE: prepare on the session's node, answer with sluice's id.
+func (s *session) prepare() error {
+	s.client.SetSeq(0)
+	p, err := s.client.ReadPacket()
+	if err != nil {
+		return err
+	}
+	if len(s.stmts) >= s.maxStatements() {
+		s.client.SetSeq(1)
+		return s.writeErr(mysql.NewError(1461, "42000", "Can't create more than max_prepared_stmt_count statements (current value: %d)", s.maxStatements()))
+	}
+	st := &stmt{query: append([]byte(nil), p[1:]...)}
+	bc := s.bc
+	bc.SetSeq(0)
+	if err := bc.WritePacket(p); err != nil {
+		return s.nodeLost(err)
+	}
+	if err := bc.Flush(); err != nil {
+		return s.nodeLost(err)
+	}
+	n, _, err := bc.PeekHeader()
+	if err != nil {
+		return s.nodeLost(err)
+	}
+	first, err := bc.PeekPayload(n, 12)
+	if err != nil {
+		return s.nodeLost(err)
+	}
+	if len(first) == 0 || first[0] != 0x00 || len(first) < 12 {
+		// ERR (or anything unexpected): relay it as it is.
+		if err := bc.CopyPacket(s.client, n); err != nil {
+			return s.relayFailure(backendFailure(err))
+		}
+		return s.relayFailure(s.finish(nil))
+	}
+	backendID := getUint32(first[1:])
+	st.columns = uint16(first[5]) | uint16(first[6])<<8
+	st.params = uint16(first[7]) | uint16(first[8])<<8
+	s.nextStmtID++
+	st.id = s.nextStmtID
+	// The OK with sluice's id in place of the node's.
+	_, seq, _ := bc.PeekHeader()
+	s.client.SetSeq(seq)
+	if err := s.client.WriteRaw([]byte{byte(n), byte(n >> 8), byte(n >> 16), seq, 0x00,
+		byte(st.id), byte(st.id >> 8), byte(st.id >> 16), byte(st.id >> 24)}); err != nil {
+		return &relayError{client: true, err: err}
+	}
+	if err := bc.Discard(9); err != nil {
+		return s.nodeLost(err)
+	}
+	if err := bc.CopyN(s.client, n-5); err != nil {
+		return s.relayFailure(backendFailure(err))
+	}
+	bc.SetSeq(seq + 1)
+	s.client.SetSeq(seq + 1)
+	if err := s.relayPacketsOf(bc, st, s.client); err != nil {
+		return s.relayFailure(err)
+	}
+	st.on = append(st.on, stmtBinding{bc: bc, id: backendID})
+	s.stmts[st.id] = st
+	s.lastStmtID = st.id
+	return s.relayFailure(s.finish(nil))
+}
+
+// relayPacketsOf relays (dst != nil) or skips the parameter and column definitions that follow
+// a prepare OK.
+func (s *session) relayPacketsOf(bc *backend.Conn, st *stmt, dst *mysql.Conn) error {
+	count := int(st.params) + int(st.columns)
+	if bc.Caps&mysql.ClientDeprecateEOF == 0 {
+		if st.params > 0 {
+			count++
+		}
+		if st.columns > 0 {
+			count++
+		}
+	}
+	for i := 0; i < count; i++ {
+		n, _, err := bc.PeekHeader()
+		if err != nil {
+			return backendFailure(err)
+		}
+		if dst != nil {
+			if err := bc.CopyPacket(dst, n); err != nil {
+				return backendFailure(err)
+			}
+			continue
+		}
+		if err := bc.Discard(4 + n); err != nil {
+			return backendFailure(err)
+		}
+		bc.SetSeq(bc.Seq() + 1)
+	}
+	return nil
+}
+
+// relayFailure turns a broken node connection into the error the client sees.
+func (s *session) relayFailure(err error) error {
+	var re *relayError
+	if errors.As(err, &re) && !re.client {
+		return s.nodeLost(re.err)
+	}
+	return err
+}
+
+// prepareOn prepares st on bc (a connection that has not seen it), reading the node's answer
+// without relaying it.
+func (s *session) prepareOn(bc *backend.Conn, st *stmt) (*stmtBinding, error) {
+	bc.SetSeq(0)
+	s.scratch = append(append(s.scratch[:0], mysql.ComStmtPrepare), st.query...)
+	if err := bc.WritePacketFlush(s.scratch); err != nil {
+		return nil, &relayError{err: err}
+	}
+	p, err := bc.ReadPacket()
+	if err != nil {
+		return nil, &relayError{err: err}
+	}
+	if mysql.IsERR(p) {
+		return nil, mysql.ParseERR(p)
+	}
+	if len(p) < 12 || p[0] != 0 {
+		return nil, &relayError{err: errors.New("malformed prepare response")}
+	}
+	id := getUint32(p[1:])
+	if err := s.relayPacketsOf(bc, st, nil); err != nil {
+		return nil, err
+	}
+	st.on = append(st.on, stmtBinding{bc: bc, id: id})
+	return &st.on[len(st.on)-1], nil
+}
+
+func getUint32(b []byte) uint32 {
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
+
+// stmtCommand handles the commands that name a statement: EXECUTE, FETCH, RESET, CLOSE,
+// SEND_LONG_DATA.
+func (s *session) stmtCommand(cmd byte, n int) error {
+	head, err := s.client.PeekPayload(n, 5)
+	if err != nil {
+		return err
+	}
+	if len(head) < 5 {
+		if err := s.discardCommand(n); err != nil {
+			return err
+		}
+		if cmd == mysql.ComStmtClose || cmd == mysql.ComStmtSendLongData {
+			return nil
+		}
+		s.client.SetSeq(1)
+		return s.writeErr(mysql.NewError(mysql.ErrMalformedPacket, "HY000", "Malformed communication packet"))
+	}
+	id := getUint32(head[1:])
+	st := s.lookupStmt(id)
+	switch cmd {
+	case mysql.ComStmtClose:
+		if err := s.discardCommand(n); err != nil {
+			return err
+		}
+		if st != nil {
+			s.closeStmt(st)
+		}
+		return nil
+	case mysql.ComStmtSendLongData:
+		return s.sendLongData(st, n)
+	}
+	if st == nil {
+		if err := s.discardCommand(n); err != nil {
+			return err
+		}
+		s.client.SetSeq(1)
+		names := map[byte]string{mysql.ComStmtExecute: "mysqld_stmt_execute", mysql.ComStmtFetch: "mysqld_stmt_fetch", mysql.ComStmtReset: "mysqld_stmt_reset"}
+		return s.writeErr(mysql.NewError(1243, "HY000", "Unknown prepared statement handler (%d) given to %s", id, names[cmd]))
+	}
+	switch cmd {
+	case mysql.ComStmtExecute:
+		return s.execute(st, n)
+	case mysql.ComStmtFetch:
+		bc := st.cursorConn
+		if bc == nil {
+			bc = s.bc
+		}
+		b := st.binding(bc)
+		if b == nil {
+			if err := s.discardCommand(n); err != nil {
+				return err
+			}
+			s.client.SetSeq(1)
+			return s.writeErr(mysql.NewError(1421, "HY000", "The statement (%d) has no open cursor.", id))
+		}
+		return s.forwardStmt(bc, b.id, n, respRows)
+	default: // COM_STMT_RESET
+		st.longData, st.longSize, st.longErr = st.longData[:0], 0, nil
+		b := st.binding(s.bc)
+		if b == nil {
+			// Never prepared on this connection: nothing to reset there.
+			if err := s.discardCommand(n); err != nil {
+				return err
+			}
+			s.client.SetSeq(1)
+			return s.writeOKPacket(s.status)
+		}
+		return s.forwardStmt(s.bc, b.id, n, respSingle)
+	}
+}
+
+// closeStmt closes st on every connection it was prepared on (COM_STMT_CLOSE has no response).
+func (s *session) closeStmt(st *stmt) {
+	for _, b := range st.on {
+		b.bc.SetSeq(0)
+		s.scratch = append(s.scratch[:0], mysql.ComStmtClose, byte(b.id), byte(b.id>>8), byte(b.id>>16), byte(b.id>>24))
+		if err := b.bc.WritePacket(s.scratch); err != nil {
+			continue
+		}
+		// Flushed with the connection's next command.
+	}
+	delete(s.stmts, st.id)
+}
+
+// sendLongData keeps one COM_STMT_SEND_LONG_DATA chunk for the next EXECUTE.
+func (s *session) sendLongData(st *stmt, n int) error {
+	if st == nil || st.longErr != nil || n >= mysql.MaxPacketPayload || st.longSize+n > s.maxLongData() {
+		if st != nil && st.longErr == nil {
+			st.longErr = mysql.NewError(mysql.ErrNetPacketTooLarge, "08S01",
+				"Long data for prepared statement exceeds sluice's limit of %d bytes per session", s.maxLongData())
+			st.longData, st.longSize = st.longData[:0], 0
+		}
+		return s.discardCommand(n)
+	}
+	s.client.SetSeq(0)
+	p, err := s.client.ReadPacket()
+	if err != nil {
+		return err
+	}
+	st.longData = append(st.longData, append([]byte(nil), p[5:]...))
+	st.longSize += len(p)
+	return nil
+}
+
+// execute handles COM_STMT_EXECUTE on the session's node.
+func (s *session) execute(st *stmt, n int) error {
+	bc := s.bc
+	if st.longErr != nil {
+		e := st.longErr
+		st.longData, st.longSize, st.longErr = st.longData[:0], 0, nil
+		if err := s.discardCommand(n); err != nil {
+			return err
+		}
+		s.client.SetSeq(1)
+		return s.writeErr(e)
+	}
+	b := st.binding(bc)
+	if b == nil {
+		var err error
+		if b, err = s.prepareOn(bc, st); err != nil {
+			var se *mysql.SQLError
+			if errors.As(err, &se) {
+				if err := s.discardCommand(n); err != nil {
+					return err
+				}
+				s.client.SetSeq(1)
+				return s.writeErr(se)
+			}
+			return s.relayFailure(err)
+		}
+	}
+	// Long data goes first, with this connection's id.
+	for _, chunk := range st.longData {
+		bc.SetSeq(0)
+		s.scratch = append(s.scratch[:0], mysql.ComStmtSendLongData, byte(b.id), byte(b.id>>8), byte(b.id>>16), byte(b.id>>24))
+		s.scratch = append(s.scratch, chunk...)
+		if err := bc.WritePacket(s.scratch); err != nil {
+			return s.nodeLost(err)
+		}
+	}
+	st.longData, st.longSize = st.longData[:0], 0
+	// Parameter types: remember them when bound; supply them when this connection lacks them.
+	typesAt := -1
+	if st.params > 0 {
+		typesAt = 1 + 4 + 1 + 4 + (int(st.params)+7)/8 // the new-params-bound flag
+	}
+	if typesAt > 0 {
+		head, err := s.client.PeekPayload(n, typesAt+1+2*int(st.params))
+		if err != nil {
+			return err
+		}
+		if len(head) > typesAt && head[typesAt] == 1 && len(head) >= typesAt+1+2*int(st.params) {
+			st.types = append(st.types[:0], head[typesAt+1:typesAt+1+2*int(st.params)]...)
+			b.typed = true
+		} else if len(head) > typesAt && head[typesAt] == 0 && !b.typed && len(st.types) > 0 {
+			return s.executeWithTypes(st, b, n, typesAt)
+		}
+	}
+	head, err := s.client.PeekPayload(n, 10)
+	if err != nil {
+		return err
+	}
+	if len(head) > 5 && head[5]&0x0f != 0 {
+		st.cursorConn = bc // a cursor type was asked for: FETCH goes here
+	}
+	return s.forwardStmt(bc, b.id, n, respResult)
+}
+
+// executeWithTypes rewrites an EXECUTE that relies on types bound earlier on another connection,
+// adding them, for a connection that prepared the statement lazily.
+func (s *session) executeWithTypes(st *stmt, b *stmtBinding, n, typesAt int) error {
+	s.client.SetSeq(0)
+	p, err := s.client.ReadPacket()
+	if err != nil {
+		return err
+	}
+	out := append(s.scratch[:0], p[0], byte(b.id), byte(b.id>>8), byte(b.id>>16), byte(b.id>>24))
+	out = append(out, p[5:typesAt]...)
+	out = append(out, 1)
+	out = append(out, st.types...)
+	out = append(out, p[typesAt+1:]...)
+	s.scratch = out
+	b.typed = true
+	bc := b.bc
+	bc.SetSeq(0)
+	if err := bc.WritePacket(out); err != nil {
+		return s.nodeLost(err)
+	}
+	if err := bc.Flush(); err != nil {
+		return s.nodeLost(err)
+	}
+	s.client.SetSeq(bc.Seq())
+	return s.relayFailure(s.relay(bc, respResult))
+}
+
+// forwardStmt relays a statement command to bc with the statement id replaced by the node's.
+func (s *session) forwardStmt(bc *backend.Conn, id uint32, n int, kind respKind) error {
+	hdr, err := s.client.PeekPayload(n, 1)
+	if err != nil {
+		return err
+	}
+	cmd := hdr[0]
+	if err := s.client.Discard(9); err != nil {
+		return err
+	}
+	if err := bc.WriteRaw([]byte{byte(n), byte(n >> 8), byte(n >> 16), 0, cmd,
+		byte(id), byte(id >> 8), byte(id >> 16), byte(id >> 24)}); err != nil {
+		return s.nodeLost(err)
+	}
+	if err := s.client.CopyN(bc.Conn, n-5); err != nil {
+		var we *mysql.WriteError
+		if errors.As(err, &we) {
+			return s.nodeLost(we.Err)
+		}
+		return err
+	}
+	seq := uint8(1)
+	for n == mysql.MaxPacketPayload {
+		if n, _, err = s.client.PeekHeader(); err != nil {
+			return err
+		}
+		if err := s.client.CopyPacket(bc.Conn, n); err != nil {
+			var we *mysql.WriteError
+			if errors.As(err, &we) {
+				return s.nodeLost(we.Err)
+			}
+			return err
+		}
+		seq++
+	}
+	bc.SetSeq(seq)
+	s.client.SetSeq(seq)
+	if err := bc.Flush(); err != nil {
+		return s.nodeLost(err)
+	}
+	return s.relayFailure(s.relay(bc, kind))
+}

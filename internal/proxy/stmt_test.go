@@ -1,0 +1,168 @@
+package proxy_test
+
+import (
+	"bytes"
+	"crypto/md5"
+	"encoding/hex"
+	"database/sql"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	smysql "github.com/sluicedb/sluice/internal/mysql"
+)
+
+func TestPreparedStatements(t *testing.T) {
+	s := startSluice(t, nil)
+	db := open(t, dsn(s.rw, "app", "app", "test", "parseTime=true"))
+	db.SetMaxOpenConns(2)
+	mustExec(t, db, "DROP TABLE IF EXISTS t_ps")
+	mustExec(t, db, `CREATE TABLE t_ps (id INT PRIMARY KEY, i BIGINT, u BIGINT UNSIGNED, f DOUBLE, d DECIMAL(20,5),
+		s VARCHAR(50), b BLOB, t DATETIME(6), n INT NULL)`)
+	ins, err := db.Prepare("INSERT INTO t_ps VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ins.Close()
+	when := time.Date(2024, 2, 29, 13, 14, 15, 123456000, time.UTC)
+	for i := 1; i <= 50; i++ {
+		var n any
+		if i%2 == 0 {
+			n = i
+		}
+		if _, err := ins.Exec(i, -int64(i)*1e12, uint64(1<<63)+uint64(i), float64(i)/3, fmt.Sprintf("%d.12345", i),
+			strings.Repeat("é", i%10), bytes.Repeat([]byte{0, byte(i)}, i), when, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sel, err := db.Prepare("SELECT i, u, f, d, s, b, t, n FROM t_ps WHERE id = ?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sel.Close()
+	for i := 1; i <= 50; i++ {
+		var (
+			iv int64
+			uv uint64
+			fv float64
+			dv string
+			sv string
+			bv []byte
+			tv time.Time
+			nv sql.NullInt64
+		)
+		if err := sel.QueryRow(i).Scan(&iv, &uv, &fv, &dv, &sv, &bv, &tv, &nv); err != nil {
+			t.Fatal(err)
+		}
+		if iv != -int64(i)*1e12 || uv != uint64(1<<63)+uint64(i) || dv != fmt.Sprintf("%d.12345", i) ||
+			sv != strings.Repeat("é", i%10) || !bytes.Equal(bv, bytes.Repeat([]byte{0, byte(i)}, i)) ||
+			!tv.Equal(when) || nv.Valid != (i%2 == 0) {
+			t.Fatalf("row %d: %v %v %v %v %q %x %v %v", i, iv, uv, fv, dv, sv, bv, tv, nv)
+		}
+	}
+	// Errors in prepare and execute come back as the server words them.
+	_, err = db.Prepare("SELECT * FROM no_such_table WHERE id = ?")
+	if me := mysqlErr(t, err); me.Number != 1146 {
+		t.Fatal(me)
+	}
+	if _, err := ins.Exec(1, 0, 0, 0, "0", "", nil, when, nil); mysqlErr(t, err).Number != 1062 {
+		t.Fatalf("duplicate key: %v", err)
+	}
+	// Transactions driven by prepared statements.
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec("UPDATE t_ps SET n = ? WHERE id = ?", 99, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	var nv sql.NullInt64
+	if err := db.QueryRow("SELECT n FROM t_ps WHERE id = ?", 1).Scan(&nv); err != nil || nv.Valid {
+		t.Fatalf("rollback did not undo: %v %v", nv, err)
+	}
+}
+
+// TestPreparedStatementIDs: clients see sluice's ids, unknown ids get the server's error, and
+// the session survives.
+func TestPreparedStatementIDs(t *testing.T) {
+	s := startSluice(t, nil)
+	via := rawConnect(t, s.rw, "app", "app")
+	defer via.Close()
+	prep := func(q string) uint32 {
+		ps := command(t, via, append([]byte{smysql.ComStmtPrepare}, q...), "single")
+		if ps[0][0] != 0 {
+			t.Fatalf("prepare %q: %v", q, smysql.ParseERR(ps[0]))
+		}
+		id := uint32(ps[0][1]) | uint32(ps[0][2])<<8 | uint32(ps[0][3])<<16 | uint32(ps[0][4])<<24
+		params := int(ps[0][7]) | int(ps[0][8])<<8
+		cols := int(ps[0][5]) | int(ps[0][6])<<8
+		// Skip the definitions.
+		skip := params + cols
+		if via.Caps&smysql.ClientDeprecateEOF == 0 {
+			if params > 0 {
+				skip++
+			}
+			if cols > 0 {
+				skip++
+			}
+		}
+		for i := 0; i < skip; i++ {
+			if _, err := via.ReadPacket(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return id
+	}
+	a, b := prep("SELECT 1"), prep("SELECT 2")
+	if a != 1 || b != 2 {
+		t.Fatalf("statement ids %d, %d; want sluice's own 1, 2", a, b)
+	}
+	exec := func(id uint32) [][]byte {
+		return command(t, via, []byte{smysql.ComStmtExecute, byte(id), byte(id >> 8), byte(id >> 16), byte(id >> 24), 0, 1, 0, 0, 0}, "result")
+	}
+	if r := exec(b); smysql.IsERR(r[0]) {
+		t.Fatal(smysql.ParseERR(r[0]))
+	}
+	r := exec(77)
+	if e := smysql.ParseERR(r[0]); e.Code != 1243 || !strings.Contains(e.Message, "(77)") {
+		t.Fatalf("unknown statement: %v", e)
+	}
+	// Close, then executing the closed id fails the same way.
+	via.SetSeq(0)
+	if err := via.WritePacketFlush([]byte{smysql.ComStmtClose, byte(a), 0, 0, 0}); err != nil {
+		t.Fatal(err)
+	}
+	if e := smysql.ParseERR(exec(a)[0]); e.Code != 1243 {
+		t.Fatalf("closed statement: %v", e)
+	}
+	// Long data: sent in pieces, used by the next EXECUTE.
+	id := prep("SELECT LENGTH(?), MD5(?)")
+	for _, param := range []byte{0, 1} {
+		for i := 0; i < 3; i++ {
+			via.SetSeq(0)
+			p := []byte{smysql.ComStmtSendLongData, byte(id), 0, 0, 0, param, 0}
+			p = append(p, bytes.Repeat([]byte("x"), 100000)...)
+			if err := via.WritePacketFlush(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// EXECUTE: flags 0, iterations 1, null bitmap 0, new-params-bound 1, types BLOB, BLOB, no values.
+	res := command(t, via, []byte{smysql.ComStmtExecute, byte(id), 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0xfc, 0, 0xfc, 0}, "result")
+	if smysql.IsERR(res[0]) {
+		t.Fatal(smysql.ParseERR(res[0]))
+	}
+	// The binary row carries LENGTH as a 4-byte integer and the MD5 as text.
+	sum := md5.Sum(bytes.Repeat([]byte("x"), 300000))
+	want := append([]byte{0xe0, 0x93, 0x04, 0, 32}, hex.EncodeToString(sum[:])...)
+	if !bytes.Contains(bytes.Join(res, nil), want) {
+		t.Fatalf("long data did not reach the statement: %q", res)
+	}
+	if got := query(t, via, "SELECT 'still here'"); got != "still here" {
+		t.Fatal(got)
+	}
+}
