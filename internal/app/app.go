@@ -4,10 +4,13 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"time"
 
@@ -39,9 +42,30 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		WriteTimeout:   cfg.Timeouts.Write.Duration,
 		IdleTimeout:    cfg.Timeouts.Idle.Duration,
 		Logger:         log,
+
+		MaxPreparedStatements: cfg.Limits.MaxPreparedStatements,
+		MaxLongData:           cfg.Limits.MaxLongData,
+		BackendTLS:            cfg.BackendTLS.Mode,
 	}
+	if cfg.TLS.Cert != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.TLS.Cert, cfg.TLS.Key)
+		if err != nil {
+			return nil, fmt.Errorf("tls: %w", err)
+		}
+		opts.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	btls := &tls.Config{InsecureSkipVerify: !cfg.BackendTLS.Verify, ServerName: cfg.BackendTLS.ServerName, MinVersion: tls.VersionTLS12}
+	if cfg.BackendTLS.CA != "" {
+		pem, err := os.ReadFile(cfg.BackendTLS.CA)
+		if err != nil {
+			return nil, fmt.Errorf("backend_tls.ca: %w", err)
+		}
+		btls.RootCAs = x509.NewCertPool()
+		btls.RootCAs.AppendCertsFromPEM(pem)
+	}
+	opts.BackendTLSConfig = btls
 	for _, u := range cfg.Users {
-		pu := proxy.User{Name: u.Name, Plugin: u.AuthPlugin}
+		pu := proxy.User{Name: u.Name, Plugin: u.AuthPlugin, RequireTLS: u.RequireTLS}
 		if u.PasswordHash != "" {
 			h, err := mysql.ParseNativeHash(u.PasswordHash)
 			if err != nil {
@@ -64,7 +88,7 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 	for _, e := range cfg.Endpoints {
 		a.eps = append(a.eps, proxy.Endpoint{
 			Name: e.Name, Listen: e.Listen, Mode: e.Mode,
-			MaxConnections: e.MaxConnections, ReadWeights: e.ReadWeights,
+			MaxConnections: e.MaxConnections, ReadWeights: e.ReadWeights, TLS: e.TLS,
 		})
 	}
 	return a, nil

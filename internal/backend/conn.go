@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -34,6 +35,10 @@ type Options struct {
 	// ConnectTimeout bounds dial plus handshake (0: 5 s).
 	ConnectTimeout time.Duration
 	WriteTimeout   time.Duration
+	// TLS, when set, upgrades the connection to TLS if the node offers it; with TLSRequired a
+	// node that does not offer it is an error.
+	TLS         *tls.Config
+	TLSRequired bool
 	// InitSQL runs once the connection is authenticated (e.g. SET SESSION TRANSACTION READ ONLY
 	// on replicas).
 	InitSQL []string
@@ -48,6 +53,8 @@ type Conn struct {
 	Caps uint32
 	// Status is the last server status the node reported.
 	Status uint16
+	// TLS reports whether the connection to the node is encrypted.
+	TLS bool
 }
 
 // AlwaysCaps are requested from every node regardless of the client: the protocol sluice speaks,
@@ -153,6 +160,29 @@ func (c *Conn) handshake(o Options) error {
 		caps |= mysql.ClientConnectAttrs
 	}
 	caps &= hs.Capabilities | mysql.ClientLongPassword
+	charset := o.Charset
+	if charset == 0 {
+		charset = hs.Charset
+	}
+	if o.TLS != nil && hs.Capabilities&mysql.ClientSSL != 0 {
+		caps |= mysql.ClientSSL
+		req := mysql.AppendHandshakeResponse(nil, &mysql.HandshakeResponse{
+			Capabilities: caps, MaxPacketSize: 1 << 30, Charset: charset, SSLRequest: true,
+		})
+		if err := c.WritePacketFlush(req); err != nil {
+			return err
+		}
+		tc := tls.Client(c.Upgradable(), o.TLS)
+		if err := tc.Handshake(); err != nil {
+			return fmt.Errorf("TLS handshake with node: %w", err)
+		}
+		seq := c.Seq()
+		c.Conn = mysql.NewConn(tc, 0, 4<<10)
+		c.SetSeq(seq)
+		c.TLS = true
+	} else if o.TLSRequired {
+		return errors.New("node does not offer TLS, which backend_tls.mode required needs")
+	}
 	c.Caps = caps
 	plugin := hs.AuthPlugin
 	if plugin != mysql.AuthCachingSHA2 {
@@ -161,10 +191,6 @@ func (c *Conn) handshake(o Options) error {
 	auth, err := scramble(plugin, o.Credentials, hs.Nonce)
 	if err != nil {
 		return err
-	}
-	charset := o.Charset
-	if charset == 0 {
-		charset = hs.Charset
 	}
 	resp := &mysql.HandshakeResponse{
 		Capabilities:  caps,
@@ -220,6 +246,13 @@ func (c *Conn) handshake(o Options) error {
 			case mysql.CachingSHA2FullAuth:
 				if !o.Credentials.HasPassword {
 					return fmt.Errorf("node %s asks for caching_sha2_password full authentication, which needs the plaintext password of user %q: configure password instead of password_hash", o.Address, o.Credentials.User)
+				}
+				if c.TLS {
+					// Over TLS the password goes as it is.
+					if err := c.WritePacketFlush(append([]byte(o.Credentials.Password), 0)); err != nil {
+						return err
+					}
+					continue
 				}
 				if err := c.WritePacketFlush([]byte{mysql.CachingSHA2RequestKey}); err != nil {
 					return err

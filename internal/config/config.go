@@ -23,6 +23,15 @@ const (
 	LogFormatText = "text"
 	LogFormatJSON = "json"
 
+	TLSOff      = "off"
+	TLSOptional = "optional"
+	TLSRequired = "required"
+
+	BackendTLSMirror    = "mirror"
+	BackendTLSOff       = "off"
+	BackendTLSPreferred = "preferred"
+	BackendTLSRequired  = "required"
+
 	LogLevelDebug = "debug"
 	LogLevelInfo  = "info"
 	LogLevelWarn  = "warn"
@@ -42,17 +51,23 @@ const (
 	DefaultConnectTimeout  = 5 * time.Second
 	DefaultWriteTimeout    = 30 * time.Second
 	DefaultShutdownTimeout = 30 * time.Second
+
+	DefaultMaxPreparedStatements = 16382    // MySQL's default max_prepared_stmt_count
+	DefaultMaxLongData           = 64 << 20 // bytes
 )
 
 // Config is a whole configuration file.
 type Config struct {
-	Path      string     `yaml:"-"` // file it was loaded from
-	Users     []User     `yaml:"users"`
-	Backends  []Backend  `yaml:"backends"`
-	Monitor   Monitor    `yaml:"monitor"`
-	Endpoints []Endpoint `yaml:"endpoints"`
-	Log       Log        `yaml:"log"`
-	Timeouts  Timeouts   `yaml:"timeouts"`
+	Path       string     `yaml:"-"` // file it was loaded from
+	Users      []User     `yaml:"users"`
+	Backends   []Backend  `yaml:"backends"`
+	Monitor    Monitor    `yaml:"monitor"`
+	Endpoints  []Endpoint `yaml:"endpoints"`
+	Log        Log        `yaml:"log"`
+	Timeouts   Timeouts   `yaml:"timeouts"`
+	TLS        TLS        `yaml:"tls"`
+	BackendTLS BackendTLS `yaml:"backend_tls"`
+	Limits     Limits     `yaml:"limits"`
 
 	// pos remembers where each key was written so that Validate can point
 	// at the offending line; nil for a Config built in Go code.
@@ -65,6 +80,7 @@ type User struct {
 	Password     string `yaml:"password"`      // plaintext (usually "${APP_PASSWORD}")
 	PasswordHash string `yaml:"password_hash"` // "*" + 40 hex = mysql_native_password hash (SHA1(SHA1(pw))), upper or lower hex
 	AuthPlugin   string `yaml:"auth_plugin"`   // "" (accept whichever of mysql_native_password or caching_sha2_password the client uses) | mysql_native_password | caching_sha2_password
+	RequireTLS   bool   `yaml:"require_tls"`   // refuse this user on connections without TLS
 }
 
 // Backend is one MySQL/MariaDB server behind the proxy.
@@ -90,6 +106,30 @@ type Endpoint struct {
 	ReadWeights    map[string]int `yaml:"read_weights"`    // backend name -> 0..10000; after defaults every backend has an entry
 	Balance        string         `yaml:"balance"`         // least-active (default) | weighted
 	MaxConnections int            `yaml:"max_connections"` // 0 = unlimited
+	TLS            string         `yaml:"tls"`             // off | optional | required; default optional when tls.cert is set, else off
+}
+
+// TLS is the certificate sluice presents to clients.
+type TLS struct {
+	Cert string `yaml:"cert"` // PEM certificate (chain) file
+	Key  string `yaml:"key"`  // PEM private key file
+}
+
+// BackendTLS is how sluice connects to the nodes.
+type BackendTLS struct {
+	// Mode: mirror (default: TLS to the node exactly when the client's own connection uses TLS,
+	// so what a client sees of TLS is consistent), off, preferred (whenever the node offers it),
+	// required (fail when the node does not offer it).
+	Mode       string `yaml:"mode"`
+	Verify     bool   `yaml:"verify"`      // verify the node's certificate (against ca, or the system roots)
+	CA         string `yaml:"ca"`          // PEM CA file
+	ServerName string `yaml:"server_name"` // name to verify; default the host of the backend address
+}
+
+// Limits protect the proxy's memory from one session.
+type Limits struct {
+	MaxPreparedStatements int `yaml:"max_prepared_statements"` // binary prepared statements per session (default 16382)
+	MaxLongData           int `yaml:"max_long_data"`           // bytes of COM_STMT_SEND_LONG_DATA a session may hold until EXECUTE (default 64 MiB)
 }
 
 // Log configures sluice's own log output.
@@ -185,12 +225,24 @@ func (c *Config) applyDefaults(unset func(key string, zero bool) bool) {
 	dur(&c.Timeouts.Write, "timeouts.write", DefaultWriteTimeout)
 	dur(&c.Timeouts.Shutdown, "timeouts.shutdown", DefaultShutdownTimeout)
 	str(&c.Log.Format, "log.format", LogFormatText)
+	str(&c.BackendTLS.Mode, "backend_tls.mode", BackendTLSMirror)
+	if unset("limits.max_prepared_statements", c.Limits.MaxPreparedStatements == 0) {
+		c.Limits.MaxPreparedStatements = DefaultMaxPreparedStatements
+	}
+	if unset("limits.max_long_data", c.Limits.MaxLongData == 0) {
+		c.Limits.MaxLongData = DefaultMaxLongData
+	}
 	str(&c.Log.Level, "log.level", LogLevelInfo)
 	for i := range c.Endpoints {
 		e := &c.Endpoints[i]
 		p := indexKey("endpoints", i)
 		str(&e.Mode, p+".mode", ModeReadWrite)
 		str(&e.Balance, p+".balance", BalanceLeastActive)
+		defTLS := TLSOff
+		if c.TLS.Cert != "" {
+			defTLS = TLSOptional
+		}
+		str(&e.TLS, p+".tls", defTLS)
 		if e.ReadWeights == nil {
 			e.ReadWeights = make(map[string]int, len(c.Backends))
 			for _, b := range c.Backends {

@@ -45,6 +45,7 @@ func TestLoadExample(t *testing.T) {
 			Mode:        "read-write",
 			ReadWeights: map[string]int{"primary": 0, "replica1": 100},
 			Balance:     "least-active",
+			TLS:         "off",
 		}},
 		Log: Log{Format: "text", Level: "info"},
 		Timeouts: Timeouts{
@@ -52,6 +53,8 @@ func TestLoadExample(t *testing.T) {
 			Write:    dur(30 * time.Second),
 			Shutdown: dur(30 * time.Second),
 		},
+		BackendTLS: BackendTLS{Mode: "mirror"},
+		Limits:     Limits{MaxPreparedStatements: 16382, MaxLongData: 64 << 20},
 	}
 	got.pos = nil
 	if !reflect.DeepEqual(got, want) {

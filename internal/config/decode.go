@@ -251,6 +251,19 @@ func (d *decoder) value(n *yaml.Node, key string, line int, v reflect.Value) {
 		if s, ok := d.scalar(n, key, line, "a string"); ok {
 			v.SetString(s)
 		}
+	case reflect.Bool:
+		s, ok := d.scalar(n, key, line, "true or false")
+		if !ok {
+			return
+		}
+		switch s {
+		case "true":
+			v.SetBool(true)
+		case "false":
+			v.SetBool(false)
+		default:
+			d.fail(line, key, "invalid value %q (want true or false)", s)
+		}
 	case reflect.Int:
 		s, ok := d.scalar(n, key, line, "an integer")
 		if !ok {

@@ -1,8 +1,11 @@
 package config
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
+	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -48,6 +51,13 @@ func (c *Config) validate() []*Error {
 	k.duration("timeouts.write", c.Timeouts.Write, true)
 	k.duration("timeouts.shutdown", c.Timeouts.Shutdown, false)
 	k.duration("timeouts.idle", c.Timeouts.Idle, false)
+	k.tls()
+	if c.Limits.MaxPreparedStatements < 1 {
+		k.errorf("limits.max_prepared_statements", "must be at least 1")
+	}
+	if c.Limits.MaxLongData < 1 {
+		k.errorf("limits.max_long_data", "must be at least 1")
+	}
 	return k.errs
 }
 
@@ -296,5 +306,37 @@ func (k *checker) duration(key string, d Duration, positive bool) {
 		k.errorf(key, "invalid value %s (must not be negative)", d.Duration)
 	case d.Duration == 0 && positive:
 		k.errorf(key, "invalid value 0s (must be greater than 0)")
+	}
+}
+
+// tls checks the certificate settings and that the files they name can be used, so that a
+// typo fails at startup with the line of the key rather than at the first TLS client.
+func (k *checker) tls() {
+	c := k.c
+	switch {
+	case c.TLS.Cert != "" && c.TLS.Key == "":
+		k.errorf("tls.key", "is required with tls.cert")
+	case c.TLS.Key != "" && c.TLS.Cert == "":
+		k.errorf("tls.cert", "is required with tls.key")
+	case c.TLS.Cert != "":
+		if _, err := tls.LoadX509KeyPair(c.TLS.Cert, c.TLS.Key); err != nil {
+			k.errorf("tls.cert", "cannot load the certificate and key: %v", err)
+		}
+	}
+	for i, e := range c.Endpoints {
+		p := indexKey("endpoints", i)
+		k.oneOf(p+".tls", e.TLS, TLSOff, TLSOptional, TLSRequired)
+		if e.TLS != TLSOff && e.TLS != "" && c.TLS.Cert == "" {
+			k.errorf(p+".tls", "%s needs a certificate: set tls.cert and tls.key", e.TLS)
+		}
+	}
+	k.oneOf("backend_tls.mode", c.BackendTLS.Mode, BackendTLSMirror, BackendTLSOff, BackendTLSPreferred, BackendTLSRequired)
+	if c.BackendTLS.CA != "" {
+		data, err := os.ReadFile(c.BackendTLS.CA)
+		if err != nil {
+			k.errorf("backend_tls.ca", "cannot read: %v", err)
+		} else if !x509.NewCertPool().AppendCertsFromPEM(data) {
+			k.errorf("backend_tls.ca", "no PEM certificate in %s", c.BackendTLS.CA)
+		}
 	}
 }

@@ -110,9 +110,9 @@ func (s *session) authenticate(name, clientPlugin string, resp []byte, force boo
 	return deny()
 }
 
-// fullAuth runs caching_sha2_password's full authentication: the client sends its password,
-// encrypted with sluice's RSA public key (which it may ask for first), since this connection is
-// not TLS and a cleartext password must not cross it.
+// fullAuth runs caching_sha2_password's full authentication: the client sends its password, as
+// it is over TLS, else encrypted with sluice's RSA public key (which it may ask for first), since
+// a cleartext password must not cross an unencrypted connection.
 func (s *session) fullAuth() (string, error) {
 	s.scratch = mysql.AppendAuthMoreData(s.scratch[:0], mysql.CachingSHA2FullAuth)
 	if err := s.client.WritePacketFlush(s.scratch); err != nil {
@@ -121,6 +121,13 @@ func (s *session) fullAuth() (string, error) {
 	p, err := s.client.ReadPacket()
 	if err != nil {
 		return "", err
+	}
+	if s.tls {
+		// Over TLS the client sends the password itself, NUL-terminated.
+		if n := len(p); n > 0 && p[n-1] == 0 {
+			p = p[:n-1]
+		}
+		return string(p), nil
 	}
 	key, pem, err := s.p.rsa()
 	if err != nil {

@@ -19,7 +19,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(testutil.Main(m, sandbox.Options{PerformanceSchema: true}))
+	os.Exit(testutil.Main(m, sandbox.Options{PerformanceSchema: true, TLS: true}))
 }
 
 // sluice is a proxy running in the test process in front of the package's cluster.

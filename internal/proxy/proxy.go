@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rsa"
 	"crypto/sha256"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,6 +25,7 @@ type User struct {
 	Hash        [20]byte // mysql_native_password hash, when configured by hash
 	HasHash     bool
 	Plugin      string // "" (whichever of the two the client uses), mysql_native_password or caching_sha2_password
+	RequireTLS  bool
 }
 
 // Node is one backend server.
@@ -40,6 +42,7 @@ type Endpoint struct {
 	Mode           string // read-write | read-only
 	MaxConnections int
 	ReadWeights    map[string]int // node name -> read weight
+	TLS            string         // off | optional | required
 }
 
 // Options configure the proxy.
@@ -55,7 +58,13 @@ type Options struct {
 	// MaxLongData bounds the COM_STMT_SEND_LONG_DATA bytes one session may have waiting for an
 	// EXECUTE (0: 64 MiB).
 	MaxLongData int
-	Logger         *slog.Logger
+	// TLS is the server configuration for clients (nil: no TLS offered).
+	TLS *tls.Config
+	// BackendTLS is how node connections use TLS: mirror (when the client's does), off,
+	// preferred or required. BackendTLSConfig is the client configuration for it.
+	BackendTLS       string
+	BackendTLSConfig *tls.Config
+	Logger           *slog.Logger
 }
 
 // Proxy owns what all endpoints share: users, nodes, connection ids, the RSA key and the
@@ -330,4 +339,29 @@ func (p *Proxy) candidates(ep Endpoint) []*Node {
 	}
 	k := int(p.rr.Add(1)) % len(rs)
 	return append(rs[k:], rs[:k]...)
+}
+
+// backendTLS returns the TLS configuration for a connection to n, for a client whose own
+// connection is (or is not) TLS, and whether TLS is required.
+func (p *Proxy) backendTLS(n *Node, clientTLS bool) (*tls.Config, bool) {
+	base := p.opts.BackendTLSConfig
+	if base == nil {
+		base = &tls.Config{InsecureSkipVerify: true}
+	}
+	switch p.opts.BackendTLS {
+	case "off":
+		return nil, false
+	case "preferred", "required":
+	default: // mirror
+		if !clientTLS {
+			return nil, false
+		}
+	}
+	cfg := base.Clone()
+	if cfg.ServerName == "" {
+		if host, _, err := net.SplitHostPort(n.Address); err == nil {
+			cfg.ServerName = host
+		}
+	}
+	return cfg, p.opts.BackendTLS == "required"
 }

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -39,6 +40,7 @@ type session struct {
 	state  atomic.Int32
 
 	caps    uint32 // negotiated with the client
+	tls     bool   // the client's connection is TLS
 	nonce   []byte
 	user    *User
 	creds   backend.Credentials
@@ -151,11 +153,16 @@ func newNonce() []byte {
 func (s *session) handshake() error {
 	info := s.p.server.Load()
 	s.nonce = newNonce()
+	offered := info.caps
+	tlsOffered := s.ep.TLS != "off" && s.ep.TLS != "" && s.p.opts.TLS != nil
+	if tlsOffered {
+		offered |= mysql.ClientSSL
+	}
 	hs := &mysql.Handshake{
 		ServerVersion: info.version,
 		ConnectionID:  s.id,
 		Nonce:         s.nonce,
-		Capabilities:  info.caps,
+		Capabilities:  offered,
 		Charset:       info.charset,
 		Status:        mysql.StatusAutocommit,
 		AuthPlugin:    mysql.AuthNativePassword,
@@ -175,13 +182,26 @@ func (s *session) handshake() error {
 		return err
 	}
 	if resp.SSLRequest {
-		_ = s.writeErr(mysql.NewError(mysql.ErrHandshake, "08S01", "Bad handshake: TLS is not enabled on this endpoint"))
-		return errors.New("client asked for TLS")
+		if !tlsOffered {
+			_ = s.writeErr(mysql.NewError(mysql.ErrHandshake, "08S01", "Bad handshake: TLS is not enabled on this endpoint"))
+			return errors.New("client asked for TLS")
+		}
+		if resp, err = s.upgradeTLS(); err != nil {
+			return err
+		}
 	}
-	s.caps = resp.Capabilities & info.caps
+	if s.ep.TLS == "required" && !s.tls {
+		_ = s.writeErr(mysql.NewError(3159, "HY000", "Connections using insecure transport are prohibited on endpoint %s (tls: required)", s.ep.Name))
+		return errors.New("client without TLS on a TLS-only endpoint")
+	}
+	s.caps = resp.Capabilities & offered
 	u, creds, err := s.authenticate(resp.User, resp.AuthPlugin, resp.AuthResponse, false)
 	if err != nil {
 		return err
+	}
+	if u.RequireTLS && !s.tls {
+		_ = s.writeErr(mysql.AccessDenied(u.Name, s.host, len(resp.AuthResponse) > 0))
+		return fmt.Errorf("user %s requires TLS", u.Name)
 	}
 	_ = s.nc.SetReadDeadline(time.Time{})
 	s.user, s.creds = u, creds
@@ -190,6 +210,31 @@ func (s *session) handshake() error {
 		return err
 	}
 	return s.writeOKPacket(s.bc.Status)
+}
+
+// upgradeTLS runs the TLS handshake after the client's SSL request and reads the handshake
+// response the client then sends over TLS.
+func (s *session) upgradeTLS() (*mysql.HandshakeResponse, error) {
+	tc := tls.Server(s.client.Upgradable(), s.p.opts.TLS)
+	if err := tc.Handshake(); err != nil {
+		return nil, fmt.Errorf("TLS handshake: %w", err)
+	}
+	seq := s.client.Seq()
+	s.nc = tc
+	s.client = mysql.NewConn(tc, 0, 0)
+	s.client.SetWriteTimeout(s.p.opts.WriteTimeout)
+	s.client.SetSeq(seq)
+	s.tls = true
+	p, err := s.client.ReadPacket()
+	if err != nil {
+		return nil, err
+	}
+	resp, err := mysql.ParseHandshakeResponse(p)
+	if err != nil || resp.SSLRequest {
+		_ = s.writeErr(mysql.NewError(mysql.ErrHandshake, "08S01", "Bad handshake"))
+		return nil, fmt.Errorf("handshake response over TLS: %v", err)
+	}
+	return resp, nil
 }
 
 // connectNode opens the session's connection to its node (the primary on a read-write endpoint,
@@ -236,6 +281,7 @@ func (s *session) dial(n *Node) (*backend.Conn, error) {
 		ConnectTimeout: s.p.connectTimeout(),
 		WriteTimeout:   s.p.opts.WriteTimeout,
 	}
+	o.TLS, o.TLSRequired = s.p.backendTLS(n, s.tls)
 	if n.Role != "primary" {
 		// A statement misrouted to a replica must fail, never fork the data.
 		o.InitSQL = []string{"SET SESSION TRANSACTION READ ONLY"}

@@ -3,14 +3,16 @@ package proxy_test
 import (
 	"bytes"
 	"crypto/md5"
-	"encoding/hex"
 	"database/sql"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sluicedb/sluice/internal/config"
 	smysql "github.com/sluicedb/sluice/internal/mysql"
+	"github.com/sluicedb/sluice/internal/testutil"
 )
 
 func TestPreparedStatements(t *testing.T) {
@@ -164,5 +166,46 @@ func TestPreparedStatementIDs(t *testing.T) {
 	}
 	if got := query(t, via, "SELECT 'still here'"); got != "still here" {
 		t.Fatal(got)
+	}
+}
+
+func TestTLS(t *testing.T) {
+	s := startSluice(t, func(c *config.Config) {
+		c.Users = append(c.Users, config.User{Name: "tlsonly", Password: "app", RequireTLS: true, AuthPlugin: smysql.AuthCachingSHA2})
+	})
+	c := testutil.Cluster(t)
+	admin, err := c.AdminDB("primary")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, admin, "CREATE USER IF NOT EXISTS 'tlsonly'@'127.0.0.1' IDENTIFIED BY 'app'")
+	mustExec(t, admin, "GRANT SELECT ON *.* TO 'tlsonly'@'127.0.0.1'")
+	cipher := func(d string) (string, error) {
+		db := open(t, d)
+		var name, v string
+		err := db.QueryRow("SHOW STATUS LIKE 'Ssl_cipher'").Scan(&name, &v)
+		return v, err
+	}
+	// A TLS client sees a TLS session (the node link is TLS too), a plain one does not.
+	if v, err := cipher(dsn(s.rw, "app", "app", "", "tls=skip-verify")); err != nil || v == "" {
+		t.Fatalf("Ssl_cipher over TLS = %q, %v", v, err)
+	}
+	if v, err := cipher(dsn(s.rw, "app", "app", "", "")); err != nil || v != "" {
+		t.Fatalf("Ssl_cipher without TLS = %q, %v", v, err)
+	}
+	// caching_sha2_password full authentication over TLS (no RSA), and require_tls.
+	if _, err := cipher(dsn(s.rw, "tlsonly", "app", "", "tls=skip-verify")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cipher(dsn(s.rw, "tlsonly", "app", "", "")); mysqlErr(t, err).Number != 1045 {
+		t.Fatalf("require_tls user without TLS: %v", err)
+	}
+	// An endpoint with tls: required refuses plain clients.
+	req := startSluice(t, func(c *config.Config) { c.Endpoints[0].TLS = "required" })
+	if _, err := cipher(dsn(req.rw, "app", "app", "", "")); mysqlErr(t, err).Number != 3159 {
+		t.Fatalf("plain client on a TLS-only endpoint: %v", err)
+	}
+	if _, err := cipher(dsn(req.rw, "app", "app", "", "tls=skip-verify")); err != nil {
+		t.Fatal(err)
 	}
 }

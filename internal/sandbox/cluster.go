@@ -229,6 +229,10 @@ func (c *Cluster) yaml() string {
 		c.RW, strings.Join(rw, ", "))
 	fmt.Fprintf(&b, "  - name: ro\n    listen: %s\n    mode: read-only\n    read_weights: {%s}\n    balance: least-active\n",
 		c.RO, strings.Join(ro, ", "))
+	if c.TLS {
+		// The nodes' certificate serves the proxy too, so TLS clients work out of the box.
+		fmt.Fprintf(&b, "tls:\n  cert: %s\n  key: %s\n", c.CertFile, c.KeyFile)
+	}
 	b.WriteString("log: {format: text, level: info}\n")
 	return b.String()
 }
