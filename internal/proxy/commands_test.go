@@ -2,10 +2,13 @@ package proxy_test
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicedb/sluice/internal/backend"
+	"github.com/sluicedb/sluice/internal/proxy"
 	smysql "github.com/sluicedb/sluice/internal/mysql"
 	"github.com/sluicedb/sluice/internal/testutil"
 )
@@ -214,5 +217,84 @@ func TestChangeUser(t *testing.T) {
 	r := changeUser("app", "wrong")
 	if !smysql.IsERR(r) || smysql.ParseERR(r).Code != 1045 {
 		t.Fatalf("change user with a wrong password: %q", r)
+	}
+}
+
+// TestKill: KILL QUERY and KILL CONNECTION with sluice's connection ids act on the node thread
+// of that session, from another connection (how drivers cancel a query).
+func TestKill(t *testing.T) {
+	s := startSluice(t, nil)
+	victim := rawConnect(t, s.rw, "app", "app")
+	defer victim.Close()
+	killer := rawConnect(t, s.rw, "app", "app")
+	defer killer.Close()
+	id := victim.Handshake.ConnectionID
+	run := func(q string) (time.Duration, []byte) {
+		start := time.Now()
+		ps := command(t, victim, append([]byte{smysql.ComQuery}, q...), "result")
+		return time.Since(start), ps[0]
+	}
+	done := make(chan []byte, 1)
+	go func() { _, p := run("SELECT SLEEP(20)"); done <- p }()
+	time.Sleep(300 * time.Millisecond)
+	if err := killer.Exec(fmt.Sprintf("KILL QUERY %d", id)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case p := <-done:
+		// MariaDB ends SLEEP early with result 1 (or error 1317).
+		if smysql.IsERR(p) && smysql.ParseERR(p).Code != 1317 {
+			t.Fatalf("killed query: %v", smysql.ParseERR(p))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("KILL QUERY did not interrupt the statement")
+	}
+	if got := query(t, victim, "SELECT 'alive'"); got != "alive" {
+		t.Fatalf("victim after KILL QUERY: %q", got)
+	}
+	// An unknown id gets the server's wording.
+	err := killer.Exec("KILL 999999")
+	if se, ok := err.(*smysql.SQLError); !ok || se.Code != 1094 {
+		t.Fatalf("KILL of an unknown id: %v", err)
+	}
+	// COM_PROCESS_KILL closes the victim's connection.
+	killer.SetSeq(0)
+	if err := killer.WritePacketFlush([]byte{smysql.ComProcessKill, byte(id), byte(id >> 8), byte(id >> 16), byte(id >> 24)}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := killer.ReadPacket()
+	if err != nil || !smysql.IsOK(p) {
+		t.Fatalf("COM_PROCESS_KILL: %q %v", p, err)
+	}
+	victim.SetSeq(0)
+	_ = victim.WritePacketFlush(append([]byte{smysql.ComQuery}, "SELECT 1"...))
+	if _, err := victim.ReadPacket(); err == nil {
+		t.Fatal("killed connection still answers")
+	}
+	if got := query(t, killer, "SELECT 'killer ok'"); got != "killer ok" {
+		t.Fatal(got)
+	}
+}
+
+func TestParseKill(t *testing.T) {
+	for _, tc := range []struct {
+		q     string
+		id    uint64
+		query bool
+		ok    bool
+	}{
+		{"KILL 5", 5, false, true},
+		{"kill connection 7;", 7, false, true},
+		{"  KILL QUERY 12 ", 12, true, true},
+		{"KILL HARD QUERY 3", 3, true, true},
+		{"KILL USER app", 0, false, false},
+		{"KILL QUERY ID 4", 0, false, false},
+		{"KILLX 4", 0, false, false},
+		{"KILL 4 5", 0, false, false},
+	} {
+		id, q, ok := proxy.ParseKill(tc.q)
+		if id != tc.id || q != tc.query || ok != tc.ok {
+			t.Errorf("%q: %d %v %v", tc.q, id, q, ok)
+		}
 	}
 }

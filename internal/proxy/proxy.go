@@ -89,6 +89,7 @@ type Proxy struct {
 
 	mu        sync.Mutex
 	sessions  map[*session]struct{}
+	byID      map[uint32]*session
 	listeners map[net.Listener]struct{}
 	closing   bool
 	wg        sync.WaitGroup
@@ -126,6 +127,7 @@ func New(opts Options) (*Proxy, error) {
 		users:     make(map[string]*User, len(opts.Users)),
 		sha2Cache: make(map[string][32]byte),
 		sessions:  make(map[*session]struct{}),
+		byID:      make(map[uint32]*session),
 		listeners: make(map[net.Listener]struct{}),
 	}
 	for i := range opts.Users {
@@ -272,6 +274,7 @@ func (p *Proxy) track(s *session) bool {
 		return false
 	}
 	p.sessions[s] = struct{}{}
+	p.byID[s.id] = s
 	p.wg.Add(1)
 	return true
 }
@@ -279,6 +282,7 @@ func (p *Proxy) track(s *session) bool {
 func (p *Proxy) untrack(s *session) {
 	p.mu.Lock()
 	delete(p.sessions, s)
+	delete(p.byID, s.id)
 	p.mu.Unlock()
 }
 

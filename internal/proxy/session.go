@@ -56,6 +56,9 @@ type session struct {
 	scratch []byte
 	watch   idleWatch
 
+	// killTarget is the node thread serving this session, for KILL from other sessions.
+	killTarget atomic.Pointer[killTarget]
+
 	stmts      map[uint32]*stmt // binary prepared statements by sluice's id
 	nextStmtID uint32
 	lastStmtID uint32
@@ -246,6 +249,7 @@ func (s *session) connectNode() error {
 		if err == nil {
 			s.node, s.bc = n, bc
 			s.status = bc.Status
+			s.killTarget.Store(&killTarget{node: n, threadID: bc.Handshake.ConnectionID})
 			if n.Role == "primary" {
 				s.p.learnServer(bc.Handshake)
 			}
@@ -334,7 +338,12 @@ func (s *session) command() (quit bool, err error) {
 	case mysql.ComQuit:
 		return true, nil
 	case mysql.ComQuery:
+		if handled, err := s.maybeKill(n); handled || err != nil {
+			return false, err
+		}
 		return false, s.forward(n, respResult)
+	case mysql.ComProcessKill:
+		return false, s.processKill(n)
 	case mysql.ComPing, mysql.ComStatistics, mysql.ComRefresh:
 		return false, s.forward(n, respSingle)
 	case mysql.ComInitDB:
@@ -452,6 +461,7 @@ func (s *session) changeUser() error {
 	if s.bc != nil {
 		s.bc.Close()
 		s.bc = nil
+		s.killTarget.Store(nil)
 	}
 	clear(s.stmts)
 	s.user, s.creds, s.db = u, creds, db

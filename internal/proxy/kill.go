@@ -1,0 +1,187 @@
+package proxy
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/sluicedb/sluice/internal/backend"
+	"github.com/sluicedb/sluice/internal/mysql"
+)
+
+// KILL through sluice. Clients know sluice's connection ids (from the handshake), so
+// `KILL [CONNECTION|QUERY] id` and COM_PROCESS_KILL name a sluice session; sluice kills that
+// session's thread on its node. SHOW PROCESSLIST is forwarded and shows the node's threads.
+
+// errKilled ends a session that killed its own connection.
+var errKilled = errors.New("connection killed by its own KILL")
+
+// killTarget is what a session exposes to another one that kills it.
+type killTarget struct {
+	node     *Node
+	threadID uint32
+}
+
+// parseKill recognises `KILL [HARD|SOFT] [CONNECTION|QUERY] <number>` (case-insensitive, with
+// optional surrounding whitespace and a trailing semicolon). Other forms (KILL USER, KILL QUERY
+// ID) return ok=false and go to the node as they are.
+func parseKill(q []byte) (id uint64, query bool, ok bool) {
+	i := 0
+	word := func() []byte {
+		for i < len(q) && (q[i] == ' ' || q[i] == '\t' || q[i] == '\n' || q[i] == '\r') {
+			i++
+		}
+		start := i
+		for i < len(q) && q[i] != ' ' && q[i] != '\t' && q[i] != '\n' && q[i] != '\r' && q[i] != ';' {
+			i++
+		}
+		return q[start:i]
+	}
+	if !eqFold(word(), "KILL") {
+		return 0, false, false
+	}
+	w := word()
+	if eqFold(w, "HARD") || eqFold(w, "SOFT") {
+		w = word()
+	}
+	switch {
+	case eqFold(w, "CONNECTION"):
+		w = word()
+	case eqFold(w, "QUERY"):
+		query = true
+		w = word()
+	}
+	n, err := strconv.ParseUint(string(w), 10, 32)
+	if err != nil {
+		return 0, false, false
+	}
+	for i < len(q) && (q[i] == ' ' || q[i] == '\t' || q[i] == '\n' || q[i] == '\r' || q[i] == ';') {
+		i++
+	}
+	if i != len(q) {
+		return 0, false, false
+	}
+	return n, query, true
+}
+
+func eqFold(b []byte, upper string) bool {
+	if len(b) != len(upper) {
+		return false
+	}
+	for i := range b {
+		c := b[i]
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		if c != upper[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// isKill is the cheap check on the statement path: does the text start with K after blanks?
+func isKill(q []byte) bool {
+	for _, c := range q {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case 'k', 'K':
+			return true
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+func (p *Proxy) session(id uint32) *session {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.byID[id]
+}
+
+// kill runs KILL for sluice session id on behalf of s and answers the client.
+func (s *session) killSession(id uint32, queryOnly bool) error {
+	target := s.p.session(id)
+	var t *killTarget
+	if target != nil {
+		t = target.killTarget.Load()
+	}
+	if t == nil {
+		return s.writeErr(mysql.NewError(1094, "HY000", "Unknown thread id: %d", id))
+	}
+	stmt := "KILL CONNECTION " + strconv.FormatUint(uint64(t.threadID), 10)
+	if queryOnly {
+		stmt = "KILL QUERY " + strconv.FormatUint(uint64(t.threadID), 10)
+	}
+	var err error
+	switch {
+	case target == s:
+		// Killing oneself: the node answers and closes; the session ends with it.
+		err = s.bc.Exec(stmt)
+	case s.bc != nil && s.node == t.node:
+		err = s.bc.Exec(stmt)
+	default:
+		var bc *backend.Conn
+		if bc, err = s.dial(t.node); err == nil {
+			err = bc.Exec(stmt)
+			bc.Close()
+		}
+	}
+	if err != nil {
+		if se, ok := err.(*mysql.SQLError); ok {
+			if target == s && !queryOnly {
+				_ = s.writeErr(se)
+				return errKilled
+			}
+			return s.writeErr(se)
+		}
+		return s.nodeLost(err)
+	}
+	if !queryOnly {
+		target.kill()
+		if target == s {
+			return errKilled
+		}
+	}
+	return s.writeOKPacket(s.status)
+}
+
+// processKill handles COM_PROCESS_KILL (a 4-byte connection id).
+func (s *session) processKill(n int) error {
+	p, err := s.client.PeekPayload(n, 5)
+	if err != nil {
+		return err
+	}
+	if len(p) < 5 {
+		if err := s.discardCommand(n); err != nil {
+			return err
+		}
+		s.client.SetSeq(1)
+		return s.writeErr(mysql.NewError(mysql.ErrMalformedPacket, "HY000", "Malformed communication packet"))
+	}
+	id := getUint32(p[1:])
+	if err := s.discardCommand(n); err != nil {
+		return err
+	}
+	s.client.SetSeq(1)
+	return s.killSession(id, false)
+}
+
+// maybeKill intercepts a COM_QUERY that is a KILL of a sluice connection id. It reports whether
+// it handled the command.
+func (s *session) maybeKill(n int) (bool, error) {
+	q, err := s.client.PeekPayload(n, 128)
+	if err != nil || len(q) < 2 || len(q) < n || !isKill(q[1:]) {
+		return false, err
+	}
+	id, queryOnly, ok := parseKill(q[1:])
+	if !ok {
+		return false, nil
+	}
+	if err := s.discardCommand(n); err != nil {
+		return true, err
+	}
+	s.client.SetSeq(1)
+	return true, s.killSession(uint32(id), queryOnly)
+}
