@@ -37,13 +37,23 @@ command -v go >/dev/null 2>&1 || { echo "driver-suite: go not found on PATH" >&2
 log() { printf 'driver-suite: %s\n' "$*" >&2; }
 die() { log "FAIL: $*"; exit 1; }
 
+# SLUICE_BIN made absolute, so the commands printed for KEEP=1 work from any directory.
+sluice_bin=
+if [[ -n ${SLUICE_BIN:-} ]]; then
+	case $SLUICE_BIN in
+	*/*) sluice_bin=$(cd "$(dirname "$SLUICE_BIN")" && pwd)/$(basename "$SLUICE_BIN") ;;
+	*) sluice_bin=$(command -v "$SLUICE_BIN") || die "SLUICE_BIN=$SLUICE_BIN: not found" ;;
+	esac
+	[[ -x $sluice_bin ]] || die "SLUICE_BIN=$SLUICE_BIN: not an executable"
+fi
+
 start=$SECONDS
 # The sandbox puts unix sockets below this directory, so keep its path short, and let the
 # server user reach it when we run as root (the sandbox then runs the servers as another user).
 work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-drv.XXXXXX")
 chmod 755 "$work"
 sbx=$work/sandbox
-sluice=${SLUICE_BIN:-$work/sluice}
+sluice=${sluice_bin:-$work/sluice}
 sluice_pid=
 sandbox_up=0
 status=failed
@@ -150,7 +160,7 @@ wait_port() {
 }
 
 # 1. sluice binary.
-if [[ -z ${SLUICE_BIN:-} ]]; then
+if [[ -z $sluice_bin ]]; then
 	log "building sluice"
 	(cd "$root" && go build -o "$sluice" ./cmd/sluice)
 fi

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/sluicedb/sluice/internal/backend"
-	"github.com/sluicedb/sluice/internal/proxy"
 	smysql "github.com/sluicedb/sluice/internal/mysql"
+	"github.com/sluicedb/sluice/internal/proxy"
 	"github.com/sluicedb/sluice/internal/testutil"
 )
 
