@@ -35,6 +35,10 @@ type Conn struct {
 
 	// MaxPacket bounds the size of one logical packet ReadPacket assembles (0: 1 GiB).
 	MaxPacket int
+
+	// cz is the compressed-protocol layer under br and bw, once EnableCompression (compress.go)
+	// has been called.
+	cz *compressLayer
 }
 
 // deadlineWriter gives every write to the socket its own deadline, so that a write the buffer

@@ -370,7 +370,19 @@ func (s *session) command() (quit bool, err error) {
 			return false, err
 		}
 		s.client.SetSeq(1)
-		return false, s.writeErr(mysql.NewError(mysql.ErrUnknownCom, "08S01", "Unknown command"))
+		return false, s.writeErr(unsupported(cmd))
+	}
+}
+
+// unsupported words the error for a command sluice does not carry out; the session stays usable.
+func unsupported(cmd byte) *mysql.SQLError {
+	switch cmd {
+	case mysql.ComBinlogDump, mysql.ComBinlogDumpGTID, mysql.ComRegisterSlave, mysql.ComTableDump:
+		return mysql.NewError(mysql.ErrUnknownCom, "08S01", "sluice does not relay the replication protocol (command 0x%02x): connect a replica to the primary directly", cmd)
+	case mysql.ComShutdown:
+		return mysql.NewError(mysql.ErrUnknownCom, "08S01", "sluice does not relay COM_SHUTDOWN: shut the node down on the node itself")
+	default:
+		return mysql.NewError(mysql.ErrUnknownCom, "08S01", "Unknown command")
 	}
 }
 
