@@ -82,7 +82,7 @@ const (
 // Compression state is pooled: a deflater holds about 1 MiB (levels 2-9) and an inflater about
 // 40 KiB, needed only while a frame is being written or read.
 var (
-	inflaters sync.Pool                                            // io.ReadCloser from flate.NewReader
+	inflaters sync.Pool                                              // io.ReadCloser from flate.NewReader
 	deflaters [zlib.BestCompression - zlib.HuffmanOnly + 1]sync.Pool // *zlib.Writer, by level
 )
 
@@ -119,9 +119,10 @@ func (c *Conn) EnableCompression(role CompressRole, level int) error {
 		sum:     adler32.New(),
 		rNext:   c.seq,
 		wLast:   c.seq - 1,
-		readPkt: true,
+		wOut:    c.seq - 1,
+		// A client's first write is a command, a server's a reply to one.
+		readPkt: role == CompressClient,
 	}
-	z.held = z.heldBuf[:0]
 	c.cz = z
 	c.br.Reset(z)
 	c.bw.Reset(z)
@@ -174,15 +175,14 @@ type compressLayer struct {
 	readPkt    bool    // a packet was read since the last one written
 
 	// Packets written.
-	wHdr     [4]byte
-	wHdrN    int
-	wLeft    int
-	wCont    bool
-	wLast    uint8 // id of the last packet written
-	wrotePkt bool  // a packet was written since the last one read
-	held     []byte
-	heldBuf  [4]byte
-	out      sink
+	plain    []byte // bytes written and not yet sent: an unfinished packet header at most
+	wHdrN    int    // how many bytes of a header plain ends with
+	wLeft    int    // payload bytes of the current packet still to come
+	wCont    bool   // the current packet is 16 MiB - 1 long: the next one continues it
+	wLast    uint8  // id of the last packet written, as the caller wrote it
+	wOut     uint8  // id of the last packet written, as sent
+	wrotePkt bool   // a packet was written since the last one read
+	out      sink   // the frame being sent
 }
 
 // sink collects a frame for writing.
@@ -195,9 +195,7 @@ func (s *sink) Write(p []byte) (int, error) {
 
 func (z *compressLayer) fail(format string, args ...any) error {
 	z.err = fmt.Errorf("%w: "+format, append([]any{ErrCompressedFrame}, args...)...)
-	if z.infl != nil {
-		z.infl = nil // its state is unknown: leave it to the garbage collector
-	}
+	z.infl = nil // its state is unknown: leave it to the garbage collector
 	return z.err
 }
 
@@ -458,96 +456,106 @@ func (z *compressLayer) renumber(b []byte) {
 	}
 }
 
-// Write sends p, the next bytes of the uncompressed stream, as one or more frames. As a client,
-// a command (a packet with sequence id 0 that does not continue the packets before it) starts a
-// new frame numbered 0. The 1 to 3 bytes of a packet header that p ends inside of are held back
-// and sent with the rest of the header: only a whole header tells whether it starts a command.
+// Write sends p, the next bytes of the uncompressed stream, as one or more frames (one, unless
+// p is larger than maxWriteFrame or holds a command after other packets). The bytes are copied
+// into the Conn's own frame buffer, where packet ids are renumbered as MySQL numbers them; the
+// 1 to 3 bytes of a packet header that p ends inside of stay there until the rest of the header
+// comes, since only a whole header tells whether a new frame must start with it.
 func (z *compressLayer) Write(p []byte) (int, error) {
-	inHeld := len(z.held) > 0 // the header being read began in an earlier write
-	from, hdrAt := 0, 0
-	for i := 0; i < len(p); {
+	total := len(p)
+	for len(p) > 0 {
+		k := min(len(p), maxWriteFrame-len(z.plain))
+		from := len(z.plain)
+		z.plain = append(z.plain, p[:k]...)
+		p = p[k:]
+		if err := z.sendPlain(from); err != nil {
+			return 0, err
+		}
+	}
+	if cap(z.plain) > keepBuffer {
+		z.plain = append(make([]byte, 0, 64), z.plain...)
+	}
+	if cap(z.out.b) > keepBuffer {
+		z.out.b = nil
+	}
+	return total, nil
+}
+
+// sendPlain follows the packet headers in plain[i:] (plain[:i] was followed before), renumbers
+// them and sends plain in frames, keeping back only an unfinished header.
+//
+// The ids written are MySQL's: the first packet after reading carries the frame counter (one
+// past the last frame read), the next ones count on from it; a client's command starts at 0.
+// Peers ignore them (go-sql-driver logs a mismatch), but that is what they see from MySQL.
+// wLast keeps the id the caller wrote, which the reply is numbered from.
+func (z *compressLayer) sendPlain(i int) error {
+	b := z.plain
+	start := 0
+	hdrAt := i - z.wHdrN // plain starts with the unfinished header, if any
+	for i < len(b) {
 		if z.wLeft > 0 {
-			k := min(z.wLeft, len(p)-i)
+			k := min(z.wLeft, len(b)-i)
 			z.wLeft -= k
 			i += k
 			continue
 		}
 		if z.wHdrN == 0 {
 			hdrAt = i
-			inHeld = false
 		}
-		z.wHdr[z.wHdrN] = p[i]
 		z.wHdrN++
 		i++
 		if z.wHdrN < 4 {
 			continue
 		}
 		z.wHdrN = 0
-		n := int(z.wHdr[0]) | int(z.wHdr[1])<<8 | int(z.wHdr[2])<<16
-		seq := z.wHdr[3]
+		n := int(b[hdrAt]) | int(b[hdrAt+1])<<8 | int(b[hdrAt+2])<<16
+		seq := b[hdrAt+3]
+		var out uint8
+		switch {
+		case z.wCont:
+			out = z.wOut + 1
 		// Id 0 after 255 with nothing read in between is the counter wrapping in a long
 		// upload, not a new command.
-		if z.role == CompressClient && seq == 0 && !z.wCont && (z.wLast != 255 || z.readPkt) {
-			if !inHeld && hdrAt > from {
-				if err := z.frames(p[from:hdrAt]); err != nil {
-					return 0, err
+		case z.role == CompressClient && seq == 0 && (z.wLast != 255 || z.readPkt):
+			if hdrAt > start {
+				if err := z.frame(b[start:hdrAt]); err != nil {
+					return err
 				}
-				from = hdrAt
+				start = hdrAt
 			}
 			z.fseq = 0
+			out = 0
+		case z.readPkt:
+			out = z.fseq
+		default:
+			out = z.wOut + 1
 		}
-		inHeld = false
+		b[hdrAt+3] = out
+		z.wOut = out
 		z.wLast = seq
 		z.wCont = n == maxPacketPayload
 		z.wLeft = n
 		z.wrotePkt = true
 		z.readPkt = false
 	}
-	end := len(p)
-	if z.wHdrN > 0 {
-		if inHeld {
-			end = 0
-		} else {
-			end = hdrAt
-		}
-	}
-	if end > from {
-		if err := z.frames(p[from:end]); err != nil {
-			return 0, err
-		}
-	}
-	z.held = append(z.held, p[max(end, from):]...)
-	if cap(z.out.b) > keepBuffer {
-		z.out.b = nil
-	}
-	return len(p), nil
-}
-
-// frames sends the held header bytes and b in frames of at most maxWriteFrame bytes.
-func (z *compressLayer) frames(b []byte) error {
-	a := z.held
-	z.held = z.heldBuf[:0]
-	for {
-		k := min(len(b), maxWriteFrame-len(a))
-		if err := z.frame(a, b[:k]); err != nil {
+	end := len(b) - z.wHdrN
+	if end > start {
+		if err := z.frame(b[start:end]); err != nil {
 			return err
 		}
-		a, b = nil, b[k:]
-		if len(b) == 0 {
-			return nil
-		}
 	}
+	z.plain = append(b[:0], b[end:]...)
+	return nil
 }
 
-// frame sends a followed by b as one frame, compressed if that makes it smaller.
-func (z *compressLayer) frame(a, b []byte) error {
-	n := len(a) + len(b)
+// frame sends data as one frame, compressed if that makes it smaller.
+func (z *compressLayer) frame(data []byte) error {
+	n := len(data)
 	z.out.b = append(z.out.b[:0], 0, 0, 0, z.fseq, 0, 0, 0)
 	ulen := 0
 	if n >= minCompressLength {
 		zw := getDeflater(z.level, &z.out)
-		_, _ = zw.Write(a)
-		_, _ = zw.Write(b)
+		_, _ = zw.Write(data)
 		err := zw.Close() // writes to a sink: cannot fail
 		deflaters[z.level-zlib.HuffmanOnly].Put(zw)
 		if err == nil && len(z.out.b)-frameHeader < n {
@@ -555,7 +563,7 @@ func (z *compressLayer) frame(a, b []byte) error {
 		}
 	}
 	if ulen == 0 {
-		z.out.b = append(append(z.out.b[:frameHeader], a...), b...)
+		z.out.b = append(z.out.b[:frameHeader], data...)
 	}
 	out := z.out.b
 	clen := len(out) - frameHeader
