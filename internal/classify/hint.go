@@ -1,0 +1,134 @@
+package classify
+
+// hint reads a routing hint comment at the very start of the statement (after whitespace):
+// /*FORCE_MASTER*/, /*FORCE_SLAVE*/, /*FORCE_NODE='name'*/ ("name" or a bare name also),
+// with spaces allowed inside the comment and the words in any case. FORCE_PRIMARY and
+// FORCE_REPLICA are accepted as the same hints under today's names. Only the first comment
+// can be a hint: a hint in a later comment may sit inside code the application did not
+// write for routing (a query builder's fragment), so it is ignored.
+//
+// On a hint, the lexer starts after the comment; otherwise it starts at 0 and skips the
+// comment as usual.
+func (c *classifier) hint() {
+	s := c.lx.s
+	i := skipSpace(s, 0)
+	if i+1 >= len(s) || s[i] != '/' || s[i+1] != '*' {
+		return
+	}
+	i = skipSpace(s, i+2)
+	w := i
+	for i < len(s) && isWordByte(s[i]) {
+		i++
+	}
+	var h Hint
+	switch word := s[w:i]; {
+	case eqFold(word, "FORCE_MASTER"), eqFold(word, "FORCE_PRIMARY"):
+		h = HintForceMaster
+	case eqFold(word, "FORCE_SLAVE"), eqFold(word, "FORCE_REPLICA"):
+		h = HintForceSlave
+	case eqFold(word, "FORCE_NODE"):
+		h = HintForceNode
+	default:
+		return
+	}
+	var name [2]int32
+	if h == HintForceNode {
+		i = skipSpace(s, i)
+		if i >= len(s) || s[i] != '=' {
+			return
+		}
+		i = skipSpace(s, i+1)
+		if i >= len(s) {
+			return
+		}
+		start := i
+		if q := s[i]; q == '\'' || q == '"' {
+			start++
+			i++
+			for i < len(s) && s[i] != q {
+				i++
+			}
+			if i >= len(s) {
+				return
+			}
+			name = [2]int32{int32(start), int32(i)}
+			i++
+		} else {
+			for i < len(s) && charClass[s[i]] != cSpace && s[i] != '*' && s[i] != '\'' && s[i] != '"' && s[i] != '/' {
+				i++
+			}
+			name = [2]int32{int32(start), int32(i)}
+		}
+		if name[0] == name[1] {
+			return
+		}
+	}
+	i = skipSpace(s, i)
+	if i+1 >= len(s) || s[i] != '*' || s[i+1] != '/' {
+		return
+	}
+	c.res.Hint, c.res.NodeName = h, name
+	c.lx.i = i + 2
+}
+
+// skipSpace returns the index of the first non-whitespace byte at or after i.
+func skipSpace(s []byte, i int) int {
+	for i < len(s) && charClass[s[i]] == cSpace {
+		i++
+	}
+	return i
+}
+
+// ProxyCommand is a statement that sluice answers itself instead of sending it to a node.
+type ProxyCommand uint8
+
+// The proxy commands.
+const (
+	ProxyNone     ProxyCommand = iota
+	ShowLastRoute              // /*PROXY_INTERNAL*/ SHOW LAST ROUTE: where the session's previous statement went, and why
+)
+
+// IsProxyInternal recognises /*PROXY_INTERNAL*/ SHOW LAST ROUTE, in any case, with any
+// whitespace around and between the words and inside the comment, and an optional trailing
+// ';'. The marker comment keeps the command from ever meaning something to a real server.
+func IsProxyInternal(stmt []byte) (cmd ProxyCommand, ok bool) {
+	i := skipSpace(stmt, 0)
+	if i+1 >= len(stmt) || stmt[i] != '/' || stmt[i+1] != '*' {
+		return ProxyNone, false
+	}
+	i = skipSpace(stmt, i+2)
+	w := i
+	for i < len(stmt) && isWordByte(stmt[i]) {
+		i++
+	}
+	if !eqFold(stmt[w:i], "PROXY_INTERNAL") {
+		return ProxyNone, false
+	}
+	i = skipSpace(stmt, i)
+	if i+1 >= len(stmt) || stmt[i] != '*' || stmt[i+1] != '/' {
+		return ProxyNone, false
+	}
+	i += 2
+	for _, want := range [...]string{"SHOW", "LAST", "ROUTE"} {
+		j := skipSpace(stmt, i)
+		if j == i && want != "SHOW" {
+			return ProxyNone, false // words must be separated
+		}
+		i = j
+		for j < len(stmt) && isWordByte(stmt[j]) {
+			j++
+		}
+		if !eqFold(stmt[i:j], want) {
+			return ProxyNone, false
+		}
+		i = j
+	}
+	i = skipSpace(stmt, i)
+	if i < len(stmt) && stmt[i] == ';' {
+		i = skipSpace(stmt, i+1)
+	}
+	if i != len(stmt) {
+		return ProxyNone, false
+	}
+	return ShowLastRoute, true
+}

@@ -1,0 +1,265 @@
+package classify
+
+import "bytes"
+
+// tokType is the type of one token. The lexer only distinguishes what the classifier looks
+// at: words (which may be keywords), the quoted things whose contents must never count as
+// keywords, variables, and the few punctuation marks that carry structure.
+type tokType uint8
+
+const (
+	tEOF     tokType = iota
+	tWord            // unquoted identifier or keyword
+	tIdent           // `quoted identifier`
+	tString          // '…' or "…" (a "…" identifier under ANSI_QUOTES is also never a keyword)
+	tNumber          // anything starting with a digit, including identifiers such as 1abc
+	tUserVar         // @name, @'name', @"name", @`name`, or a lone @
+	tSysVar          // @@name, @@scope.name
+	tParam           // ?
+	tLParen          // (
+	tRParen          // )
+	tSemi            // ;
+	tComma           // ,
+	tDot             // .
+	tEq              // =
+	tAssign          // :=
+	tOp              // any other byte
+)
+
+// token is a half-open byte range [start, end) of the statement.
+type token struct {
+	typ        tokType
+	start, end int
+}
+
+// Character classes for the lexer's inner loops.
+const (
+	cOther uint8 = iota
+	cSpace
+	cWord  // may start and continue a word: letters, '_', '$', bytes >= 0x80 (UTF-8)
+	cDigit // starts a number, continues a word
+)
+
+var charClass = func() (t [256]uint8) {
+	for c := 0; c < 256; c++ {
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
+			t[c] = cSpace
+		case c >= '0' && c <= '9':
+			t[c] = cDigit
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c == '_', c == '$', c >= 0x80:
+			t[c] = cWord
+		}
+	}
+	return t
+}()
+
+// isWordByte reports whether c continues an identifier.
+func isWordByte(c byte) bool { return charClass[c] >= cWord }
+
+// lexer splits a statement into tokens in one forward pass with one token of lookahead.
+// It skips whitespace and comments, and treats executable comments (/*!…*/, /*!NNNNN…*/,
+// /*M!…*/, /*M!NNNNNN…*/) as statement text: the markers are skipped, the content is lexed,
+// because the server runs it (mysqldump wraps SET and CREATE statements in them).
+type lexer struct {
+	s    []byte
+	i    int  // next byte to lex
+	exec bool // inside an executable comment, whose "*/" is skipped like whitespace
+
+	peeked  token
+	hasPeek bool
+
+	// prev and cur are the last two tokens next returned; the classifier looks back one
+	// token to see qualified names (t.update) and user@host.
+	prev, cur token
+}
+
+// next returns the next token and makes it cur.
+func (l *lexer) next() token {
+	var t token
+	if l.hasPeek {
+		t, l.hasPeek = l.peeked, false
+	} else {
+		t = l.scan()
+	}
+	l.prev, l.cur = l.cur, t
+	return t
+}
+
+// peek returns the token next will return, lexing it once.
+func (l *lexer) peek() token {
+	if !l.hasPeek {
+		l.peeked, l.hasPeek = l.scan(), true
+	}
+	return l.peeked
+}
+
+// scan lexes one token from l.i.
+func (l *lexer) scan() token {
+	s, i := l.s, l.i
+skip:
+	for i < len(s) {
+		c := s[i]
+		switch {
+		case charClass[c] == cSpace:
+			i++
+		case c == '#':
+			i = skipLine(s, i+1)
+		case c == '-' && i+1 < len(s) && s[i+1] == '-' && (i+2 == len(s) || s[i+2] <= ' '):
+			// "--" starts a comment only when a space or control character follows, so
+			// that 1--1 stays arithmetic, as in the server.
+			i = skipLine(s, i+2)
+		case c == '/' && i+1 < len(s) && s[i+1] == '*':
+			switch {
+			case i+2 < len(s) && s[i+2] == '!':
+				i, l.exec = skipVersion(s, i+3), true
+			case i+3 < len(s) && s[i+2] == 'M' && s[i+3] == '!':
+				i, l.exec = skipVersion(s, i+4), true
+			default:
+				i = skipComment(s, i+2)
+			}
+		case c == '*' && l.exec && i+1 < len(s) && s[i+1] == '/':
+			i, l.exec = i+2, false
+		default:
+			break skip
+		}
+	}
+	if i >= len(s) {
+		l.i = len(s)
+		return token{typ: tEOF, start: len(s), end: len(s)}
+	}
+	start := i
+	c := s[i]
+	typ := tOp
+	switch charClass[c] {
+	case cWord:
+		i++
+		for i < len(s) && isWordByte(s[i]) {
+			i++
+		}
+		typ = tWord
+	case cDigit:
+		// Numbers, hex literals, and identifiers that start with digits: none can be a
+		// keyword, so one loop that also takes '.' (decimals) covers them all.
+		i++
+		for i < len(s) && (isWordByte(s[i]) || s[i] == '.') {
+			i++
+		}
+		typ = tNumber
+	default:
+		i++
+		switch c {
+		case '\'', '"':
+			i, typ = skipString(s, i, c), tString
+		case '`':
+			i, typ = skipQuoted(s, i, '`'), tIdent
+		case '@':
+			if i < len(s) && s[i] == '@' {
+				i++
+				for i < len(s) && (isWordByte(s[i]) || s[i] == '.') {
+					i++
+				}
+				typ = tSysVar
+				break
+			}
+			typ = tUserVar
+			if i < len(s) {
+				switch s[i] {
+				case '\'', '"':
+					i = skipString(s, i+1, s[i])
+				case '`':
+					i = skipQuoted(s, i+1, '`')
+				default:
+					for i < len(s) && (isWordByte(s[i]) || s[i] == '.') {
+						i++
+					}
+				}
+			}
+		case '?':
+			typ = tParam
+		case '(':
+			typ = tLParen
+		case ')':
+			typ = tRParen
+		case ';':
+			typ = tSemi
+		case ',':
+			typ = tComma
+		case '.':
+			typ = tDot
+		case '=':
+			typ = tEq
+		case ':':
+			if i < len(s) && s[i] == '=' {
+				i, typ = i+1, tAssign
+			}
+		}
+	}
+	l.i = i
+	return token{typ: typ, start: start, end: i}
+}
+
+// skipLine returns the index after the next newline at or after i, or len(s).
+func skipLine(s []byte, i int) int {
+	if j := bytes.IndexByte(s[i:], '\n'); j >= 0 {
+		return i + j + 1
+	}
+	return len(s)
+}
+
+// skipComment returns the index after the "*/" that closes a comment whose body starts at i,
+// or len(s) when it is unterminated.
+func skipComment(s []byte, i int) int {
+	if j := bytes.Index(s[i:], []byte("*/")); j >= 0 {
+		return i + j + 2
+	}
+	return len(s)
+}
+
+// skipVersion skips the server version of an executable comment: five digits (MySQL's
+// 40101) or six (MariaDB's 100100, MySQL 8's 800xx). Other digit runs are content.
+func skipVersion(s []byte, i int) int {
+	n := 0
+	for i+n < len(s) && n < 6 && s[i+n] >= '0' && s[i+n] <= '9' {
+		n++
+	}
+	if n >= 5 {
+		return i + n
+	}
+	return i
+}
+
+// skipString returns the index after the closing quote q of a string whose body starts at i.
+// A doubled quote and a backslash escape stay inside. Unterminated: len(s).
+func skipString(s []byte, i int, q byte) int {
+	for i < len(s) {
+		switch s[i] {
+		case '\\':
+			i += 2
+			continue
+		case q:
+			if i+1 < len(s) && s[i+1] == q {
+				i += 2
+				continue
+			}
+			return i + 1
+		}
+		i++
+	}
+	return len(s)
+}
+
+// skipQuoted is skipString without backslash escapes, for `identifiers`.
+func skipQuoted(s []byte, i int, q byte) int {
+	for i < len(s) {
+		if s[i] == q {
+			if i+1 < len(s) && s[i+1] == q {
+				i += 2
+				continue
+			}
+			return i + 1
+		}
+		i++
+	}
+	return len(s)
+}

@@ -1,0 +1,296 @@
+package route
+
+import (
+	"github.com/sluicedb/sluice/internal/classify"
+	"github.com/sluicedb/sluice/internal/mysql"
+)
+
+// Mode is an endpoint's mode.
+type Mode uint8
+
+const (
+	ReadWrite Mode = iota // writes to the primary, reads balanced
+	ReadOnly              // each session bound to one replica; the primary never used
+)
+
+// Endpoint is the routing policy of one endpoint.
+type Endpoint struct {
+	Name    string
+	Mode    Mode
+	Weights []int // read weight per node index
+	Policy  Policy
+	// SplitTx: in a transaction, reads before the first write go to a replica and the
+	// transaction opens on the primary at its first write (read-write mode only).
+	SplitTx bool
+	// StrictMulti pins the session to the primary after any multi-statement batch.
+	StrictMulti bool
+}
+
+// Snapshot is the topology routing reads: the nodes and which are up. Immutable once published.
+type Snapshot struct {
+	Nodes   []*Node
+	Up      []bool
+	Primary int
+}
+
+// Pin is a set of reasons a session must stay on the primary, where its state lives.
+type Pin uint16
+
+const (
+	PinTempTable   Pin = 1 << iota // CREATE TEMPORARY TABLE, until dropped or the session ends
+	PinLockTables                  // LOCK TABLES until UNLOCK TABLES
+	PinGetLock                     // GET_LOCK until the locks are released
+	PinSet                         // a SET sluice cannot replay on other nodes
+	PinMulti                       // a multi-statement batch that may have left state behind
+	PinUserVar                     // user variables set on the primary
+	PinPrepare                     // SQL-level PREPARE: the statement lives on the primary
+)
+
+// Session is the routing state of one client session.
+type Session struct {
+	// InTx: the server reported a transaction open (SERVER_STATUS_IN_TRANS) on TxNode.
+	InTx   bool
+	TxNode int
+	// TxPending: transaction splitting deferred the client's BEGIN (TxBegin holds nothing
+	// here; the session keeps the text) until the first write.
+	TxPending bool
+	// Autocommit is false after SET autocommit=0: every statement is part of a transaction.
+	Autocommit bool
+	Pins       Pin
+	LastNode   int // node of the previous statement, -1 before the first
+	Bound      int // read-only endpoint: the replica the session is bound to
+
+	// scratch for the candidate lists, reused so that a decision does not allocate.
+	cand, wts []int
+}
+
+// NewSession returns the state of a session that just connected.
+func NewSession() Session {
+	return Session{TxNode: -1, Autocommit: true, LastNode: -1, Bound: -1}
+}
+
+// Reason says why a statement went where it went.
+type Reason uint8
+
+const (
+	ReasonWrite Reason = iota
+	ReasonRead
+	ReasonHint
+	ReasonInTransaction
+	ReasonTransactionStart
+	ReasonLockingRead
+	ReasonSessionFunction // LAST_INSERT_ID, GET_LOCK, sequences, user variables...
+	ReasonPinned
+	ReasonPrevious // FOUND_ROWS, SHOW WARNINGS: where the previous statement went
+	ReasonUnknown
+	ReasonFallback    // no replica can serve the read
+	ReasonBound       // read-only endpoint: the session's replica
+	ReasonSession     // session state (SET, USE): applied where the session runs, then replayed
+	ReasonDeferredTx  // transaction splitting: BEGIN held until the first write
+	ReasonReadOnlyTx  // START TRANSACTION READ ONLY on a replica
+	ReasonPrimaryOnly // statements that only the primary answers meaningfully (SHOW MASTER STATUS...)
+	ReasonMulti       // multi-statement batch
+	ReasonRefused
+)
+
+var reasonNames = [...]string{
+	ReasonWrite: "write", ReasonRead: "read", ReasonHint: "hint", ReasonInTransaction: "in transaction",
+	ReasonTransactionStart: "transaction start", ReasonLockingRead: "locking read",
+	ReasonSessionFunction: "session function", ReasonPinned: "pinned", ReasonPrevious: "previous statement",
+	ReasonUnknown: "unclassified", ReasonFallback: "fallback: no replica", ReasonBound: "bound replica",
+	ReasonSession: "session state", ReasonDeferredTx: "transaction deferred", ReasonReadOnlyTx: "read-only transaction",
+	ReasonPrimaryOnly: "primary only", ReasonMulti: "multi-statement", ReasonRefused: "refused",
+}
+
+func (r Reason) String() string {
+	if int(r) < len(reasonNames) {
+		return reasonNames[r]
+	}
+	return "unknown"
+}
+
+// Decision is where one statement goes.
+type Decision struct {
+	Node   int // index into the snapshot's nodes; -1 when Err is set or Local
+	Reason Reason
+	// Local: sluice answers the statement itself (a deferred BEGIN, or COMMIT of a transaction
+	// that never reached a node).
+	Local bool
+	Err   *mysql.SQLError
+}
+
+// Errors Decide returns.
+var (
+	errReadOnly = func(ep string) *mysql.SQLError {
+		return mysql.NewError(mysql.ErrOptionPreventsStm, "HY000",
+			"The sluice endpoint '%s' is read-only: this statement cannot be executed there", ep)
+	}
+	errNoReplica = mysql.NewError(mysql.CRConnHostError, "HY000", "sluice: no replica is available for /*FORCE_SLAVE*/")
+	errHintWrite = mysql.NewError(mysql.ErrOptionPreventsStm, "HY000", "sluice: /*FORCE_SLAVE*/ cannot run a write or a statement of a transaction that wrote")
+)
+
+// isWrite reports whether a statement must run on the primary whatever the session state.
+func needsPrimary(c *classify.Result) (bool, Reason) {
+	switch c.Kind {
+	case classify.Select:
+		const session = classify.LockFunction | classify.ReleaseLock | classify.LockQuery | classify.LastInsertID |
+			classify.RowCount | classify.Sequence | classify.CalcFoundRows | classify.UserVar | classify.UserVarAssign
+		switch {
+		case c.Flags&classify.LockingRead != 0:
+			return true, ReasonLockingRead
+		case c.Flags&classify.SelectInto != 0:
+			return true, ReasonWrite
+		case c.Flags&session != 0:
+			return true, ReasonSessionFunction
+		}
+		return false, ReasonRead
+	case classify.Show:
+		switch c.Show {
+		case classify.ShowMasterStatus, classify.ShowBinlog, classify.ShowProcesslist, classify.ShowSlave:
+			return true, ReasonPrimaryOnly
+		}
+		return false, ReasonRead
+	case classify.Explain:
+		if c.Flags&classify.ExplainWrite != 0 {
+			return true, ReasonWrite
+		}
+		return false, ReasonRead
+	case classify.Unknown:
+		return true, ReasonUnknown
+	}
+	return true, ReasonWrite
+}
+
+// Decide routes one statement. stmt is the statement text (for the FORCE_NODE name).
+func Decide(c *classify.Result, stmt []byte, s *Session, ep *Endpoint, snap *Snapshot) Decision {
+	if ep.Mode == ReadOnly {
+		return decideReadOnly(c, s, ep, snap)
+	}
+	primary, why := needsPrimary(c)
+	if c.Flags&classify.Multi != 0 {
+		primary, why = true, ReasonMulti
+	}
+
+	// Hints come first: they are the operator's (or application's) explicit word.
+	switch c.Hint {
+	case classify.HintForceMaster:
+		return Decision{Node: snap.Primary, Reason: ReasonHint}
+	case classify.HintForceNode:
+		name := stmt[c.NodeName[0]:c.NodeName[1]]
+		for i, n := range snap.Nodes {
+			if n.Name == string(name) {
+				if !snap.Up[i] {
+					return Decision{Node: -1, Err: mysql.NewError(mysql.CRConnHostError, "HY000", "sluice: node '%s' named by /*FORCE_NODE*/ is down", n.Name)}
+				}
+				return Decision{Node: i, Reason: ReasonHint}
+			}
+		}
+		return Decision{Node: -1, Err: mysql.NewError(mysql.CRConnHostError, "HY000", "sluice: /*FORCE_NODE*/ names no node called '%s'", name)}
+	case classify.HintForceSlave:
+		if primary || (s.InTx && s.TxNode == snap.Primary) {
+			return Decision{Node: -1, Err: errHintWrite}
+		}
+		n := pickReplica(s, ep, snap, false)
+		if n < 0 {
+			return Decision{Node: -1, Err: errNoReplica}
+		}
+		return Decision{Node: n, Reason: ReasonHint}
+	}
+
+	// Inside a transaction a node holds, everything goes there until it ends.
+	if s.InTx && s.TxNode >= 0 {
+		return Decision{Node: s.TxNode, Reason: ReasonInTransaction}
+	}
+
+	switch c.Kind {
+	case classify.Begin:
+		switch {
+		case c.Flags&classify.ReadOnlyTx != 0:
+			if n := pickReplica(s, ep, snap, false); n >= 0 {
+				return Decision{Node: n, Reason: ReasonReadOnlyTx}
+			}
+			return Decision{Node: snap.Primary, Reason: ReasonFallback}
+		case ep.SplitTx:
+			return Decision{Node: -1, Local: true, Reason: ReasonDeferredTx}
+		}
+		return Decision{Node: snap.Primary, Reason: ReasonTransactionStart}
+	case classify.Commit, classify.Rollback:
+		if s.TxPending {
+			return Decision{Node: -1, Local: true, Reason: ReasonDeferredTx}
+		}
+		return Decision{Node: snap.Primary, Reason: ReasonWrite}
+	case classify.Set, classify.Use:
+		// Session state: run where the session runs, replayed on other nodes before use.
+		if s.Pins != 0 {
+			return Decision{Node: snap.Primary, Reason: ReasonPinned}
+		}
+		return Decision{Node: snap.Primary, Reason: ReasonSession}
+	}
+	if c.Flags&classify.FoundRows != 0 || (c.Kind == classify.Show && c.Show == classify.ShowWarnings) {
+		if s.LastNode >= 0 && snap.Up[s.LastNode] {
+			return Decision{Node: s.LastNode, Reason: ReasonPrevious}
+		}
+		return Decision{Node: snap.Primary, Reason: ReasonPrevious}
+	}
+	if primary {
+		return Decision{Node: snap.Primary, Reason: why}
+	}
+	if s.Pins != 0 {
+		return Decision{Node: snap.Primary, Reason: ReasonPinned}
+	}
+	// A read. Outside autocommit it belongs to a transaction: on the primary, unless
+	// transaction splitting lets reads before the first write go to a replica.
+	if (!s.Autocommit || s.TxPending) && !ep.SplitTx {
+		return Decision{Node: snap.Primary, Reason: ReasonInTransaction}
+	}
+	if n := pickReplica(s, ep, snap, true); n >= 0 {
+		return Decision{Node: n, Reason: ReasonRead}
+	}
+	return Decision{Node: snap.Primary, Reason: ReasonFallback}
+}
+
+// pickReplica chooses among the nodes with a read weight that are up (the primary too when
+// withPrimary and its weight > 0; a FORCE_SLAVE hint wants a replica only).
+func pickReplica(s *Session, ep *Endpoint, snap *Snapshot, withPrimary bool) int {
+	candidates, weights := s.cand[:0], s.wts[:0]
+	for i, w := range ep.Weights {
+		if w <= 0 || !snap.Up[i] || (i == snap.Primary && !withPrimary) {
+			continue
+		}
+		candidates = append(candidates, i)
+		weights = append(weights, w)
+	}
+	s.cand, s.wts = candidates, weights
+	return ep.Policy.Pick(snap.Nodes, candidates, weights)
+}
+
+// decideReadOnly: every statement goes to the session's replica; writes are refused.
+func decideReadOnly(c *classify.Result, s *Session, ep *Endpoint, snap *Snapshot) Decision {
+	if c.Hint == classify.HintForceMaster {
+		return Decision{Node: -1, Err: errReadOnly(ep.Name)}
+	}
+	primary, _ := needsPrimary(c)
+	switch c.Kind {
+	case classify.Set, classify.Use, classify.Begin, classify.Commit, classify.Rollback, classify.Savepoint,
+		classify.RollbackTo, classify.ReleaseSavepoint, classify.Prepare, classify.Execute, classify.Deallocate:
+		primary = false
+	case classify.Select:
+		// Reads that need session functions are fine on the session's own replica; only
+		// locking reads and SELECT ... INTO OUTFILE write.
+		primary = c.Flags&(classify.LockingRead|classify.SelectInto|classify.Sequence|classify.LockFunction) != 0
+	case classify.Show:
+		primary = false
+	}
+	if c.Kind == classify.Select && c.Flags&classify.SelectInto != 0 && c.Flags&classify.UserVarAssign != 0 {
+		primary = false // SELECT ... INTO @var only sets a session variable
+	}
+	if primary || c.Flags&classify.Multi != 0 && c.Kind != classify.Select {
+		return Decision{Node: -1, Err: errReadOnly(ep.Name)}
+	}
+	return Decision{Node: s.Bound, Reason: ReasonBound}
+}
+
+// BindReplica chooses the replica a new session of a read-only endpoint is bound to, or -1.
+func BindReplica(s *Session, ep *Endpoint, snap *Snapshot) int {
+	return pickReplica(s, ep, snap, false)
+}

@@ -1,0 +1,195 @@
+package route
+
+import (
+	"testing"
+
+	"github.com/sluicedb/sluice/internal/classify"
+)
+
+// cluster: node 0 primary, 1 replica1, 2 replica2.
+func cluster(up ...bool) *Snapshot {
+	if len(up) == 0 {
+		up = []bool{true, true, true}
+	}
+	return &Snapshot{
+		Nodes:   []*Node{{Name: "primary", Primary: true}, {Name: "replica1"}, {Name: "replica2"}},
+		Up:      up,
+		Primary: 0,
+	}
+}
+
+func rw(weights ...int) *Endpoint {
+	if len(weights) == 0 {
+		weights = []int{0, 100, 100}
+	}
+	return &Endpoint{Name: "rw", Mode: ReadWrite, Weights: weights, Policy: NewWeighted()}
+}
+
+func TestWeightedSequence(t *testing.T) {
+	w := NewWeighted()
+	nodes := cluster().Nodes
+	var got []string
+	for i := 0; i < 10; i++ {
+		got = append(got, nodes[w.Pick(nodes, []int{0, 1, 2}, []int{100, 200, 200})].Name)
+	}
+	want := []string{"replica1", "replica2", "primary", "replica1", "replica2", "replica1", "replica2", "primary", "replica1", "replica2"}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("picks %v, want %v", got, want)
+		}
+	}
+}
+
+func TestLeastActive(t *testing.T) {
+	nodes := cluster().Nodes
+	p := LeastActive{}
+	if n := p.Pick(nodes, []int{1, 2}, []int{100, 100}); n != 1 {
+		t.Fatalf("tie: %d, want the first listed", n)
+	}
+	nodes[1].Active.Store(3)
+	nodes[2].Active.Store(1)
+	if n := p.Pick(nodes, []int{1, 2}, []int{100, 100}); n != 2 {
+		t.Fatalf("fewest active: %d", n)
+	}
+	// Weight matters: 3 active at weight 400 beats 1 active at weight 100.
+	if n := p.Pick(nodes, []int{1, 2}, []int{400, 100}); n != 1 {
+		t.Fatalf("per weight: %d", n)
+	}
+	if n := p.Pick(nodes, nil, nil); n != -1 {
+		t.Fatalf("no candidates: %d", n)
+	}
+}
+
+func TestDecide(t *testing.T) {
+	sel := classify.Result{Kind: classify.Select}
+	type tc struct {
+		name   string
+		c      classify.Result
+		stmt   string
+		s      func(*Session)
+		ep     *Endpoint
+		snap   *Snapshot
+		node   int // -1: error or local
+		reason Reason
+		err    bool
+		local  bool
+	}
+	tests := []tc{
+		{name: "autocommit select to a replica", c: sel, node: 1, reason: ReasonRead},
+		{name: "insert to primary", c: classify.Result{Kind: classify.Insert}, node: 0, reason: ReasonWrite},
+		{name: "update", c: classify.Result{Kind: classify.Update}, node: 0, reason: ReasonWrite},
+		{name: "ddl", c: classify.Result{Kind: classify.DDL}, node: 0, reason: ReasonWrite},
+		{name: "call", c: classify.Result{Kind: classify.Call}, node: 0, reason: ReasonWrite},
+		{name: "unknown", c: classify.Result{Kind: classify.Unknown}, node: 0, reason: ReasonUnknown},
+		{name: "for update", c: classify.Result{Kind: classify.Select, Flags: classify.LockingRead}, node: 0, reason: ReasonLockingRead},
+		{name: "select into", c: classify.Result{Kind: classify.Select, Flags: classify.SelectInto}, node: 0, reason: ReasonWrite},
+		{name: "get_lock", c: classify.Result{Kind: classify.Select, Flags: classify.LockFunction}, node: 0, reason: ReasonSessionFunction},
+		{name: "last_insert_id", c: classify.Result{Kind: classify.Select, Flags: classify.LastInsertID}, node: 0, reason: ReasonSessionFunction},
+		{name: "sequence", c: classify.Result{Kind: classify.Select, Flags: classify.Sequence}, node: 0, reason: ReasonSessionFunction},
+		{name: "user variable", c: classify.Result{Kind: classify.Select, Flags: classify.UserVar}, node: 0, reason: ReasonSessionFunction},
+		{name: "calc found rows", c: classify.Result{Kind: classify.Select, Flags: classify.CalcFoundRows}, node: 0, reason: ReasonSessionFunction},
+		{name: "found rows follows the previous statement", c: classify.Result{Kind: classify.Select, Flags: classify.FoundRows},
+			s: func(s *Session) { s.LastNode = 2 }, node: 2, reason: ReasonPrevious},
+		{name: "show warnings follows the previous statement", c: classify.Result{Kind: classify.Show, Show: classify.ShowWarnings},
+			s: func(s *Session) { s.LastNode = 1 }, node: 1, reason: ReasonPrevious},
+		{name: "show tables to a replica", c: classify.Result{Kind: classify.Show}, node: 1, reason: ReasonRead},
+		{name: "show master status", c: classify.Result{Kind: classify.Show, Show: classify.ShowMasterStatus}, node: 0, reason: ReasonPrimaryOnly},
+		{name: "show processlist", c: classify.Result{Kind: classify.Show, Show: classify.ShowProcesslist}, node: 0, reason: ReasonPrimaryOnly},
+		{name: "explain select", c: classify.Result{Kind: classify.Explain}, node: 1, reason: ReasonRead},
+		{name: "explain update", c: classify.Result{Kind: classify.Explain, Flags: classify.ExplainWrite}, node: 0, reason: ReasonWrite},
+		{name: "multi-statement", c: classify.Result{Kind: classify.Select, Flags: classify.Multi}, node: 0, reason: ReasonMulti},
+		{name: "in transaction", c: sel, s: func(s *Session) { s.InTx, s.TxNode = true, 0 }, node: 0, reason: ReasonInTransaction},
+		{name: "autocommit off: reads on the primary", c: sel, s: func(s *Session) { s.Autocommit = false }, node: 0, reason: ReasonInTransaction},
+		{name: "begin", c: classify.Result{Kind: classify.Begin}, node: 0, reason: ReasonTransactionStart},
+		{name: "begin read only on a replica", c: classify.Result{Kind: classify.Begin, Flags: classify.ReadOnlyTx}, node: 1, reason: ReasonReadOnlyTx},
+		{name: "read-only transaction stays on its replica", c: sel, s: func(s *Session) { s.InTx, s.TxNode = true, 2 }, node: 2, reason: ReasonInTransaction},
+		{name: "pinned by a temp table", c: sel, s: func(s *Session) { s.Pins = PinTempTable }, node: 0, reason: ReasonPinned},
+		{name: "pinned by lock tables", c: sel, s: func(s *Session) { s.Pins = PinLockTables }, node: 0, reason: ReasonPinned},
+		{name: "set", c: classify.Result{Kind: classify.Set, Flags: classify.SetSession}, node: 0, reason: ReasonSession},
+		{name: "replicas down: fallback", c: sel, snap: cluster(true, false, false), node: 0, reason: ReasonFallback},
+		{name: "one replica down", c: sel, snap: cluster(true, false, true), node: 2, reason: ReasonRead},
+		{name: "primary weight 0 and replicas weight 0", c: sel, ep: rw(0, 0, 0), node: 0, reason: ReasonFallback},
+		{name: "primary with read weight", c: sel, ep: rw(100, 0, 0), node: 0, reason: ReasonRead},
+		{name: "hint force master", c: classify.Result{Kind: classify.Select, Hint: classify.HintForceMaster}, node: 0, reason: ReasonHint},
+		{name: "hint force slave", c: classify.Result{Kind: classify.Select, Hint: classify.HintForceSlave}, node: 1, reason: ReasonHint},
+		{name: "hint force slave on a write", c: classify.Result{Kind: classify.Update, Hint: classify.HintForceSlave}, node: -1, err: true},
+		{name: "hint force slave in a transaction that wrote", c: classify.Result{Kind: classify.Select, Hint: classify.HintForceSlave},
+			s: func(s *Session) { s.InTx, s.TxNode = true, 0 }, node: -1, err: true},
+		{name: "hint force slave with no replica", c: classify.Result{Kind: classify.Select, Hint: classify.HintForceSlave},
+			snap: cluster(true, false, false), node: -1, err: true},
+		{name: "hint force slave ignores primary weight", c: classify.Result{Kind: classify.Select, Hint: classify.HintForceSlave},
+			ep: rw(100, 0, 100), node: 2, reason: ReasonHint},
+		{name: "hint force node", c: classify.Result{Kind: classify.Select, Hint: classify.HintForceNode, NodeName: [2]int32{0, 8}},
+			stmt: "replica2", node: 2, reason: ReasonHint},
+		{name: "hint force node unknown", c: classify.Result{Kind: classify.Select, Hint: classify.HintForceNode, NodeName: [2]int32{0, 4}},
+			stmt: "nope", node: -1, err: true},
+		{name: "hint force node down", c: classify.Result{Kind: classify.Select, Hint: classify.HintForceNode, NodeName: [2]int32{0, 8}},
+			stmt: "replica1", snap: cluster(true, false, true), node: -1, err: true},
+		{name: "split: begin deferred", c: classify.Result{Kind: classify.Begin}, ep: &Endpoint{Mode: ReadWrite, Weights: []int{0, 100, 100}, Policy: NewWeighted(), SplitTx: true},
+			node: -1, local: true, reason: ReasonDeferredTx},
+		{name: "split: read before the first write", c: sel, s: func(s *Session) { s.TxPending = true },
+			ep: &Endpoint{Mode: ReadWrite, Weights: []int{0, 100, 100}, Policy: NewWeighted(), SplitTx: true}, node: 1, reason: ReasonRead},
+		{name: "split: commit of a transaction that never wrote", c: classify.Result{Kind: classify.Commit}, s: func(s *Session) { s.TxPending = true },
+			ep: &Endpoint{Mode: ReadWrite, Weights: []int{0, 100, 100}, Policy: NewWeighted(), SplitTx: true}, node: -1, local: true, reason: ReasonDeferredTx},
+		{name: "split: first write to the primary", c: classify.Result{Kind: classify.Insert}, s: func(s *Session) { s.TxPending = true },
+			ep: &Endpoint{Mode: ReadWrite, Weights: []int{0, 100, 100}, Policy: NewWeighted(), SplitTx: true}, node: 0, reason: ReasonWrite},
+	}
+	ro := &Endpoint{Name: "ro", Mode: ReadOnly, Weights: []int{0, 100, 100}, Policy: NewWeighted()}
+	bound := func(s *Session) { s.Bound = 2 }
+	tests = append(tests,
+		tc{name: "read-only: select on the bound replica", c: sel, s: bound, ep: ro, node: 2, reason: ReasonBound},
+		tc{name: "read-only: write refused", c: classify.Result{Kind: classify.Insert}, s: bound, ep: ro, node: -1, err: true},
+		tc{name: "read-only: ddl refused", c: classify.Result{Kind: classify.DDL}, s: bound, ep: ro, node: -1, err: true},
+		tc{name: "read-only: for update refused", c: classify.Result{Kind: classify.Select, Flags: classify.LockingRead}, s: bound, ep: ro, node: -1, err: true},
+		tc{name: "read-only: force master refused", c: classify.Result{Kind: classify.Select, Hint: classify.HintForceMaster}, s: bound, ep: ro, node: -1, err: true},
+		tc{name: "read-only: set on the bound replica", c: classify.Result{Kind: classify.Set}, s: bound, ep: ro, node: 2, reason: ReasonBound},
+		tc{name: "read-only: begin on the bound replica", c: classify.Result{Kind: classify.Begin}, s: bound, ep: ro, node: 2, reason: ReasonBound},
+		tc{name: "read-only: user variables stay on the replica", c: classify.Result{Kind: classify.Select, Flags: classify.UserVar}, s: bound, ep: ro, node: 2, reason: ReasonBound},
+	)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := NewSession()
+			if tt.s != nil {
+				tt.s(&s)
+			}
+			ep, snap := tt.ep, tt.snap
+			if ep == nil {
+				ep = rw()
+			}
+			if snap == nil {
+				snap = cluster()
+			}
+			d := Decide(&tt.c, []byte(tt.stmt), &s, ep, snap)
+			if (d.Err != nil) != tt.err || d.Node != tt.node || d.Local != tt.local || (!tt.err && d.Reason != tt.reason) {
+				t.Fatalf("got node %d reason %v local %v err %v; want node %d reason %v local %v err %v",
+					d.Node, d.Reason, d.Local, d.Err, tt.node, tt.reason, tt.local, tt.err)
+			}
+		})
+	}
+}
+
+func TestBindReplica(t *testing.T) {
+	ep := &Endpoint{Mode: ReadOnly, Weights: []int{0, 100, 100}, Policy: NewWeighted()}
+	s := NewSession()
+	if n := BindReplica(&s, ep, cluster(true, false, false)); n != -1 {
+		t.Fatalf("no replica up: %d", n)
+	}
+	seen := map[int]int{}
+	for i := 0; i < 10; i++ {
+		seen[BindReplica(&s, ep, cluster())]++
+	}
+	if seen[1] != 5 || seen[2] != 5 {
+		t.Fatalf("bindings %v", seen)
+	}
+}
+
+func BenchmarkDecide(b *testing.B) {
+	c := classify.Result{Kind: classify.Select}
+	s := NewSession()
+	ep := &Endpoint{Mode: ReadWrite, Weights: []int{0, 100, 100}, Policy: LeastActive{}}
+	snap := cluster()
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		Decide(&c, nil, &s, ep, snap)
+	}
+}
