@@ -89,6 +89,7 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		a.eps = append(a.eps, proxy.Endpoint{
 			Name: e.Name, Listen: e.Listen, Mode: e.Mode,
 			MaxConnections: e.MaxConnections, ReadWeights: e.ReadWeights, TLS: e.TLS,
+			Balance: e.Balance, SplitTransactions: e.TransactionSplit, MultiStatements: e.MultiStatements,
 		})
 	}
 	return a, nil

@@ -371,3 +371,25 @@ func (c *Conn) skipResultSet() (uint16, error) {
 		}
 	}
 }
+
+// Command sends a command whose answer is one OK, EOF or ERR packet (COM_INIT_DB,
+// COM_SET_OPTION, COM_PING...); the node's error comes back as *mysql.SQLError.
+func (c *Conn) Command(payload []byte) error {
+	c.SetSeq(0)
+	if err := c.WritePacketFlush(payload); err != nil {
+		return err
+	}
+	p, err := c.ReadPacket()
+	if err != nil {
+		return err
+	}
+	if mysql.IsERR(p) {
+		return mysql.ParseERR(p)
+	}
+	if mysql.IsOK(p) {
+		if ok, err := mysql.ParseOK(p, c.Caps); err == nil {
+			c.Status = ok.Status
+		}
+	}
+	return nil
+}

@@ -67,3 +67,19 @@ func BenchmarkIsProxyInternal(b *testing.B) {
 		IsProxyInternal(stmt)
 	}
 }
+
+// BenchmarkClassifyTable classifies every statement of the main test table once per
+// iteration: a mix weighted toward the traps rather than toward real traffic.
+func BenchmarkClassifyTable(b *testing.B) {
+	stmts := make([][]byte, len(kindCases))
+	for i, tc := range kindCases {
+		stmts[i] = []byte(tc.in)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, s := range stmts {
+			Classify(s)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(stmts)), "ns/stmt")
+}

@@ -78,11 +78,7 @@ func (c *classifier) run() {
 		}
 		c.st = stmt{}
 		c.depth = 0
-		t = c.head(t)
-		for t.typ != tEOF && (t.typ != tSemi || c.st.body > 0) {
-			c.token(t)
-			t = c.lx.next()
-		}
+		t = c.rest(c.head(t))
 		c.finish(first)
 		if t.typ == tEOF {
 			return
@@ -102,10 +98,9 @@ func (c *classifier) finish(first bool) {
 		if st.explainTable {
 			st.inner, st.show = Show, ShowColumns
 		}
-		switch {
-		case st.analyze:
-			c.res.Flags |= Analyze
-		default:
+		if st.analyze {
+			c.res.Flags |= Analyze // it ran: the kind stays the statement's own
+		} else {
 			if st.inner.IsWrite() {
 				c.res.Flags |= ExplainWrite
 			}
@@ -146,13 +141,13 @@ func (c *classifier) peekKw() kwID { return c.kw(c.lx.peek()) }
 func (c *classifier) nameOf(t token) [2]int32 {
 	switch t.typ {
 	case tWord, tNumber:
-		return [2]int32{int32(t.start), int32(t.end)}
+		return [2]int32{t.start, t.end}
 	case tIdent:
 		end := t.end
 		if end-t.start >= 2 && c.lx.s[end-1] == '`' {
 			end--
 		}
-		return [2]int32{int32(t.start + 1), int32(end)}
+		return [2]int32{t.start + 1, end}
 	}
 	return [2]int32{}
 }
@@ -161,6 +156,9 @@ func (c *classifier) nameOf(t token) [2]int32 {
 // token it did not consume. The main loop then scans the rest for flags.
 func (c *classifier) head(t token) token {
 	st := &c.st
+	if t.typ == tEOF || t.typ == tSemi {
+		return t // an empty statement
+	}
 	if t.typ == tLParen {
 		// (SELECT …) UNION (SELECT …), ((WITH … SELECT …))
 		for t.typ == tLParen {
@@ -309,7 +307,7 @@ func (c *classifier) head(t token) token {
 	case kwDeclare, kwReturn, kwLeave, kwIterate, kwOpen, kwClose, kwFetch:
 		st.kind = Other
 	default:
-		return c.next() // Unknown
+		return t // Unknown: the rest of the statement is still scanned for flags
 	}
 	if t.typ == tEOF || t.typ == tSemi {
 		return t
@@ -787,6 +785,9 @@ func (c *classifier) token(t token) {
 		// WITH c AS (…) (SELECT …): a parenthesised query right after the CTEs is the
 		// statement itself; a '(' after AS opens a CTE's definition instead.
 		if st := &c.st; st.withPending && c.depth == st.withDepth && c.kw(c.lx.prev) != kwAs {
+			if c.lx.peek().typ == tLParen {
+				st.withPending, st.kind = false, Select // WITH c AS (…) ((SELECT …) UNION …)
+			}
 			switch c.peekKw() {
 			case kwSelect, kwWith, kwValues, kwTable:
 				st.withPending, st.kind = false, Select
@@ -843,11 +844,7 @@ func (c *classifier) word(t token) {
 		}
 		return
 	}
-	w := c.lx.s[t.start:t.end]
-	if len(w) >= len(scanFilter) || scanFilter[len(w)]&letterBit(w[0]) == 0 {
-		return // cannot be one of the keywords below: skip the lookup
-	}
-	k := lookup(w)
+	k := c.kw(t)
 	if st.bodyTrack {
 		switch k {
 		case kwBegin, kwCase:
@@ -856,8 +853,21 @@ func (c *classifier) word(t token) {
 			// END IF/LOOP/WHILE/REPEAT/FOR close blocks that were not counted; END CASE and
 			// a bare or labelled END close a counted BEGIN or CASE.
 			switch c.peekKw() {
-			case kwIf, kwLoop, kwWhile, kwRepeat, kwFor:
+			case kwIf, kwLoop, kwWhile, kwRepeat:
 				c.next()
+			case kwFor:
+				// END FOR closes a MariaDB FOR loop, but CASE … END FOR UPDATE ends a
+				// CASE expression in a locking read.
+				c.next()
+				if k := c.peekKw(); k == kwUpdate || k == kwShare {
+					c.next()
+					if !st.noFlags {
+						c.res.Flags |= LockingRead
+					}
+					if st.body > 0 {
+						st.body--
+					}
+				}
 			case kwCase:
 				c.next()
 				fallthrough
@@ -899,6 +909,8 @@ func (c *classifier) word(t token) {
 		c.call(LastInsertID)
 	case kwRowCount:
 		c.call(RowCount)
+	case kwConnectionID:
+		c.call(ConnectionID)
 	case kwFoundRows:
 		c.call(FoundRows)
 	case kwNextval, kwLastval, kwSetval:

@@ -32,7 +32,7 @@ var kindCases = []kindCase{
 	{"123", Unknown, 0},
 	{"'SELECT 1'", Unknown, 0},
 	{"`SELECT`", Unknown, 0},
-	{"@a", Unknown, 0},
+	{"@a", Unknown, UserVar},
 	{"?", Unknown, 0},
 	{")", Unknown, 0},
 	{"\x00\x01\xff", Unknown, 0},
@@ -146,6 +146,9 @@ var kindCases = []kindCase{
 	{"SELECT @@IDENTITY", Select, LastInsertID | SysVarRead},
 	{"SELECT @@session.identity", Select, LastInsertID | SysVarRead},
 	{"SELECT ROW_COUNT()", Select, RowCount},
+	{"SELECT CONNECTION_ID()", Select, ConnectionID},
+	{"select connection_id ( ) AS id", Select, ConnectionID},
+	{"SELECT connection_id FROM t", Select, 0},
 	{"SELECT FOUND_ROWS()", Select, FoundRows},
 	{"SELECT SQL_CALC_FOUND_ROWS * FROM t LIMIT 10", Select, CalcFoundRows},
 	{"SELECT SQL_CALC_FOUND_ROWS * FROM t LIMIT 10; SELECT FOUND_ROWS()", Select, CalcFoundRows | FoundRows | Multi},
@@ -194,6 +197,7 @@ var kindCases = []kindCase{
 	{"WITH c AS (SELECT 1) (SELECT * FROM c)", Select, 0},
 	{"WITH c (a, b) AS (SELECT 1, 2), d AS (SELECT 3) (SELECT * FROM c) UNION (SELECT * FROM d)", Select, 0},
 	{"WITH c AS (SELECT 1) (UPDATE t SET a = 1)", Unknown, 0},
+	{"WITH c AS (SELECT 1) ((SELECT * FROM c) UNION (SELECT 2)) FOR UPDATE", Select, LockingRead},
 	{"WITH c AS (UPDATE t SET a = 1) SELECT 1", Select, 0},
 
 	// Multi-statements.
@@ -205,6 +209,8 @@ var kindCases = []kindCase{
 	{"SELECT 1; SELECT 2", Select, Multi},
 	{"SELECT 1;SELECT 2;", Select, Multi},
 	{"SELECT 1;;", Select, Multi},
+	{";;;SELECT 1;;;", Unknown, Multi},
+	{"; SELECT 1", Unknown, Multi},
 	{"SELECT ';' FROM t", Select, 0},
 	{"SELECT `;` FROM t", Select, 0},
 	{"SELECT 1 /* ; */ FROM t", Select, 0},
@@ -390,6 +396,8 @@ var kindCases = []kindCase{
 	{"XA ROLLBACK 'x'", XA, 0},
 	{"XA RECOVER", XA, 0},
 	{"BEGIN NOT ATOMIC SELECT 1; SELECT 2; END", Call, 0},
+	{"BEGIN NOT ATOMIC SELECT CASE WHEN a THEN 1 END FROM t FOR UPDATE; FOR i IN 1..3 DO SELECT 1; END FOR; END; SELECT 2", Call, LockingRead | Multi},
+	{"BEGIN NOT ATOMIC SELECT CASE WHEN a THEN 1 END FOR UPDATE; END; SELECT 2", Call, LockingRead | Multi},
 	{"BEGIN NOT ATOMIC DECLARE x INT; SET x = 1; END; SELECT 1", Call, Multi},
 	{"BEGIN NOT ATOMIC CREATE TEMPORARY TABLE t (a INT); SELECT GET_LOCK('x', 1); END", Call, LockFunction},
 
@@ -903,6 +911,9 @@ func TestKinds(t *testing.T) {
 	if r := Classify([]byte("EXPLAIN UPDATE t SET a = 1")); r.Kinds != 1<<Explain {
 		t.Errorf("EXPLAIN: Kinds %b, want only Explain", r.Kinds)
 	}
+	if r := Classify([]byte(";;;SELECT 1;;;")); r.Kinds != 1<<Unknown|1<<Select {
+		t.Errorf(";;;SELECT 1;;;: Kinds %b, want Unknown and Select", r.Kinds)
+	}
 	if r := Classify(nil); r.Kinds != 0 || r.Kind != Unknown {
 		t.Errorf("nil: %v %b", r.Kind, r.Kinds)
 	}
@@ -965,12 +976,53 @@ func TestStrings(t *testing.T) {
 // TestKeywordTable checks that every keyword constant is reachable through lookup, in any
 // case, and that the scan filter lets every scan word through.
 func TestKeywordTable(t *testing.T) {
-	for _, w := range scanWords {
-		if lookup([]byte(strings.ToLower(w))) == kwNone {
-			t.Errorf("scan word %s is not a keyword", w)
+	for id, w := range keywords {
+		if w == "" {
+			continue
 		}
-		if scanFilter[len(w)]&letterBit(w[0]) == 0 {
-			t.Errorf("scan filter rejects %s", w)
+		if got := lookup([]byte(w)); got != kwID(id) {
+			t.Errorf("lookup(%s) = %d, want %d", w, got, id)
+		}
+		if got := lookup([]byte(strings.ToLower(w))); got != kwID(id) {
+			t.Errorf("lookup(%s) = %d, want %d", strings.ToLower(w), got, id)
+		}
+		if len(w) > maxKwLen {
+			t.Errorf("%s is longer than maxKwLen", w)
+		}
+		// Probe length: how far from its hash slot the keyword sits.
+		h, probes := kwHash([]byte(w)), 0
+		for keywords[kwSlots[h]] != w {
+			h = (h + 1) & (1<<kwHashBits - 1)
+			probes++
+		}
+		if probes > 2 {
+			t.Errorf("%s sits %d slots from its hash", w, probes)
+		}
+	}
+	for _, group := range [][]string{scanAlways[:], scanSelect[:], scanWith[:], scanBody[:]} {
+		for _, w := range group {
+			if lookup([]byte(strings.ToLower(w))) == kwNone {
+				t.Errorf("scan word %s is not a keyword", w)
+			}
+		}
+	}
+	for set := 0; set < numScanSets; set++ {
+		groups := [][]string{scanAlways[:]}
+		if set&scanSetSelect != 0 {
+			groups = append(groups, scanSelect[:])
+		}
+		if set&scanSetWith != 0 {
+			groups = append(groups, scanWith[:])
+		}
+		if set&scanSetBody != 0 {
+			groups = append(groups, scanBody[:])
+		}
+		for _, g := range groups {
+			for _, w := range g {
+				if scanFilters[set][len(w)]&letterBit(w[0]) == 0 {
+					t.Errorf("scan set %b rejects %s", set, w)
+				}
+			}
 		}
 	}
 	if lookup([]byte("SELECTX")) != kwNone || lookup([]byte("X")) != kwNone {
@@ -983,13 +1035,30 @@ func TestKeywordTable(t *testing.T) {
 
 // TestNoAllocs guards the hot path's promise over the whole table, not only the benchmarks.
 func TestNoAllocs(t *testing.T) {
-	stmts := make([][]byte, len(kindCases))
-	for i, tc := range kindCases {
-		stmts[i] = []byte(tc.in)
+	var stmts [][]byte
+	for _, tc := range kindCases {
+		stmts = append(stmts, []byte(tc.in))
 	}
+	for _, tc := range showCases {
+		stmts = append(stmts, []byte(tc.in))
+	}
+	for _, tc := range innerCases {
+		stmts = append(stmts, []byte(tc.in))
+	}
+	for _, tc := range hintCases {
+		stmts = append(stmts, []byte(tc.in))
+	}
+	for _, tc := range autocommitCases {
+		stmts = append(stmts, []byte(tc.in))
+	}
+	for _, tc := range nameCases {
+		stmts = append(stmts, []byte(tc.in))
+	}
+	stmts = append(stmts, []byte(longSelect))
 	allocs := testing.AllocsPerRun(10, func() {
 		for _, s := range stmts {
 			Classify(s)
+			IsProxyInternal(s)
 		}
 	})
 	if allocs != 0 {

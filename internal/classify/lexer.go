@@ -26,18 +26,27 @@ const (
 	tOp              // any other byte
 )
 
-// token is a half-open byte range [start, end) of the statement.
+// token is a half-open byte range [start, end) of the statement. Offsets are int32 (the
+// statement is capped at math.MaxInt32 bytes) to keep a token at 12 bytes: tokens are
+// copied on every step of the lexer.
 type token struct {
 	typ        tokType
-	start, end int
+	start, end int32
 }
 
-// Character classes for the lexer's inner loops.
+// Character classes for the lexer's inner loops. The classes of single-byte tokens that
+// are common between a statement's keywords let the scan loop dispatch on one table lookup.
+// cWord and cDigit come last: ">= cWord" means "continues an identifier".
 const (
-	cOther uint8 = iota
-	cSpace
-	cWord  // may start and continue a word: letters, '_', '$', bytes >= 0x80 (UTF-8)
-	cDigit // starts a number, continues a word
+	cOther   uint8 = iota
+	cSpace         // whitespace
+	cComment       // '#', '-', '/', '*': may start (or, '*', end an executable) comment
+	cComma         // ,
+	cParam         // ?
+	cLParen        // (
+	cRParen        // )
+	cWord          // may start and continue a word: letters, '_', '$', bytes >= 0x80 (UTF-8)
+	cDigit         // starts a number, continues a word
 )
 
 var charClass = func() (t [256]uint8) {
@@ -45,6 +54,16 @@ var charClass = func() (t [256]uint8) {
 		switch {
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
 			t[c] = cSpace
+		case c == '#' || c == '-' || c == '/' || c == '*':
+			t[c] = cComment
+		case c == ',':
+			t[c] = cComma
+		case c == '?':
+			t[c] = cParam
+		case c == '(':
+			t[c] = cLParen
+		case c == ')':
+			t[c] = cRParen
 		case c >= '0' && c <= '9':
 			t[c] = cDigit
 		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c == '_', c == '$', c >= 0x80:
@@ -96,13 +115,42 @@ func (l *lexer) peek() token {
 
 // scan lexes one token from l.i.
 func (l *lexer) scan() token {
-	s, i := l.s, l.i
-skip:
+	s := l.s
+	i := l.skip(l.i)
+	if i >= len(s) {
+		l.i = len(s)
+		return token{typ: tEOF, start: int32(len(s)), end: int32(len(s))}
+	}
+	start := i
+	var typ tokType
+	switch charClass[s[i]] {
+	case cWord:
+		typ, i = tWord, wordEnd(s, i+1)
+	case cDigit:
+		typ, i = tNumber, numberEnd(s, i+1)
+	default:
+		typ, i = lexOther(s, i)
+	}
+	l.i = i
+	return token{typ: typ, start: int32(start), end: int32(i)}
+}
+
+// skip returns the index of the first byte at or after i that is not whitespace or inside
+// a comment. It enters and leaves executable comments, whose markers it skips as if they
+// were whitespace, so that their content is lexed as statement text.
+func (l *lexer) skip(i int) int {
+	s := l.s
 	for i < len(s) {
 		c := s[i]
-		switch {
-		case charClass[c] == cSpace:
+		cls := charClass[c]
+		if cls == cSpace {
 			i++
+			continue
+		}
+		if cls >= cWord {
+			return i // the common case: a word or number follows
+		}
+		switch {
 		case c == '#':
 			i = skipLine(s, i+1)
 		case c == '-' && i+1 < len(s) && s[i+1] == '-' && (i+2 == len(s) || s[i+2] <= ' '):
@@ -121,82 +169,73 @@ skip:
 		case c == '*' && l.exec && i+1 < len(s) && s[i+1] == '/':
 			i, l.exec = i+2, false
 		default:
-			break skip
+			return i
 		}
 	}
-	if i >= len(s) {
-		l.i = len(s)
-		return token{typ: tEOF, start: len(s), end: len(s)}
+	return i
+}
+
+// wordEnd returns the end of the word whose second byte is at i.
+func wordEnd(s []byte, i int) int {
+	for i < len(s) && charClass[s[i]] >= cWord {
+		i++
 	}
-	start := i
+	return i
+}
+
+// numberEnd returns the end of the number whose second byte is at i. Numbers, hex literals
+// and identifiers that start with digits are never keywords, so one loop that also takes
+// '.' (decimals) covers them all.
+func numberEnd(s []byte, i int) int {
+	for i < len(s) && (charClass[s[i]] >= cWord || s[i] == '.') {
+		i++
+	}
+	return i
+}
+
+// lexOther lexes the token at s[i], which does not start a word or a number, and returns
+// its type and end.
+func lexOther(s []byte, i int) (tokType, int) {
 	c := s[i]
-	typ := tOp
-	switch charClass[c] {
-	case cWord:
-		i++
-		for i < len(s) && isWordByte(s[i]) {
-			i++
+	i++
+	switch c {
+	case '\'', '"':
+		return tString, skipString(s, i, c)
+	case '`':
+		return tIdent, skipQuoted(s, i, '`')
+	case '@':
+		if i < len(s) && s[i] == '@' {
+			return tSysVar, numberEnd(s, i+1)
 		}
-		typ = tWord
-	case cDigit:
-		// Numbers, hex literals, and identifiers that start with digits: none can be a
-		// keyword, so one loop that also takes '.' (decimals) covers them all.
-		i++
-		for i < len(s) && (isWordByte(s[i]) || s[i] == '.') {
-			i++
+		if i < len(s) {
+			switch s[i] {
+			case '\'', '"':
+				return tUserVar, skipString(s, i+1, s[i])
+			case '`':
+				return tUserVar, skipQuoted(s, i+1, '`')
+			}
 		}
-		typ = tNumber
-	default:
-		i++
-		switch c {
-		case '\'', '"':
-			i, typ = skipString(s, i, c), tString
-		case '`':
-			i, typ = skipQuoted(s, i, '`'), tIdent
-		case '@':
-			if i < len(s) && s[i] == '@' {
-				i++
-				for i < len(s) && (isWordByte(s[i]) || s[i] == '.') {
-					i++
-				}
-				typ = tSysVar
-				break
-			}
-			typ = tUserVar
-			if i < len(s) {
-				switch s[i] {
-				case '\'', '"':
-					i = skipString(s, i+1, s[i])
-				case '`':
-					i = skipQuoted(s, i+1, '`')
-				default:
-					for i < len(s) && (isWordByte(s[i]) || s[i] == '.') {
-						i++
-					}
-				}
-			}
-		case '?':
-			typ = tParam
-		case '(':
-			typ = tLParen
-		case ')':
-			typ = tRParen
-		case ';':
-			typ = tSemi
-		case ',':
-			typ = tComma
-		case '.':
-			typ = tDot
-		case '=':
-			typ = tEq
-		case ':':
-			if i < len(s) && s[i] == '=' {
-				i, typ = i+1, tAssign
-			}
+		return tUserVar, numberEnd(s, i)
+	case '?':
+		return tParam, i
+	case '(':
+		return tLParen, i
+	case ')':
+		return tRParen, i
+	case ';':
+		return tSemi, i
+	case ',':
+		return tComma, i
+	case '.':
+		return tDot, i
+	case '=':
+		return tEq, i
+	case ':':
+		if i < len(s) && s[i] == '=' {
+			return tAssign, i + 1
 		}
 	}
-	l.i = i
-	return token{typ: typ, start: start, end: i}
+	return tOp, i
 }
 
 // skipLine returns the index after the next newline at or after i, or len(s).

@@ -118,8 +118,9 @@ const (
 	Chain                                // COMMIT/ROLLBACK AND CHAIN: a new transaction starts at once
 	Release                              // COMMIT/ROLLBACK RELEASE: the server closes the connection
 	Analyze                              // MariaDB ANALYZE <stmt>, MySQL EXPLAIN ANALYZE <stmt>: the statement runs; Kind is its own
+	ConnectionID                         // CONNECTION_ID(: the session's thread id, which must stay the same for the session
 
-	numFlags = 30
+	numFlags = 31
 )
 
 var flagNames = [numFlags]string{
@@ -127,7 +128,7 @@ var flagNames = [numFlags]string{
 	"RowCount", "FoundRows", "CalcFoundRows", "Sequence", "UserVar", "UserVarAssign",
 	"SysVarRead", "TempTable", "Multi", "WithWrite", "ReadOnlyTx", "ReadWriteTx",
 	"ConsistentSnapshot", "SetAutocommit", "SetNames", "SetTransaction", "SetGlobal",
-	"SetSession", "SetStatement", "ExplainWrite", "SetRole", "Chain", "Release", "Analyze",
+	"SetSession", "SetStatement", "ExplainWrite", "SetRole", "Chain", "Release", "Analyze", "ConnectionID",
 }
 
 // String lists the set flags as "A|B|C", or "0" when none is set. It allocates: for logs and

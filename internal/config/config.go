@@ -23,6 +23,9 @@ const (
 	LogFormatText = "text"
 	LogFormatJSON = "json"
 
+	MultiStatementsState  = "state"
+	MultiStatementsStrict = "strict"
+
 	TLSOff      = "off"
 	TLSOptional = "optional"
 	TLSRequired = "required"
@@ -107,6 +110,12 @@ type Endpoint struct {
 	Balance        string         `yaml:"balance"`         // least-active (default) | weighted
 	MaxConnections int            `yaml:"max_connections"` // 0 = unlimited
 	TLS            string         `yaml:"tls"`             // off | optional | required; default optional when tls.cert is set, else off
+	// TransactionSplit: in a transaction, reads before the first write go to a replica and the
+	// transaction opens on the primary at its first write (read-write endpoints only).
+	TransactionSplit bool `yaml:"transaction_split"`
+	// MultiStatements: "state" (default: a batch pins the session to the primary when it may
+	// leave session state behind) or "strict" (any batch pins it).
+	MultiStatements string `yaml:"multi_statements"`
 }
 
 // TLS is the certificate sluice presents to clients.
@@ -243,6 +252,7 @@ func (c *Config) applyDefaults(unset func(key string, zero bool) bool) {
 			defTLS = TLSOptional
 		}
 		str(&e.TLS, p+".tls", defTLS)
+		str(&e.MultiStatements, p+".multi_statements", MultiStatementsState)
 		if e.ReadWeights == nil {
 			e.ReadWeights = make(map[string]int, len(c.Backends))
 			for _, b := range c.Backends {

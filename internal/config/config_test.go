@@ -46,6 +46,8 @@ func TestLoadExample(t *testing.T) {
 			ReadWeights: map[string]int{"primary": 0, "replica1": 100},
 			Balance:     "least-active",
 			TLS:         "off",
+
+			MultiStatements: "state",
 		}},
 		Log: Log{Format: "text", Level: "info"},
 		Timeouts: Timeouts{

@@ -326,6 +326,10 @@ func (k *checker) tls() {
 	for i, e := range c.Endpoints {
 		p := indexKey("endpoints", i)
 		k.oneOf(p+".tls", e.TLS, TLSOff, TLSOptional, TLSRequired)
+		k.oneOf(p+".multi_statements", e.MultiStatements, MultiStatementsState, MultiStatementsStrict)
+		if e.TransactionSplit && e.Mode == ModeReadOnly {
+			k.errorf(p+".transaction_split", "applies to read-write endpoints only")
+		}
 		if e.TLS != TLSOff && e.TLS != "" && c.TLS.Cert == "" {
 			k.errorf(p+".tls", "%s needs a certificate: set tls.cert and tls.key", e.TLS)
 		}

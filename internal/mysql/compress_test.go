@@ -11,7 +11,9 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -160,10 +162,22 @@ func (r *recConn) take() []byte {
 }
 
 // background runs fn in a goroutine; the returned function waits for it and reports its error.
+// When fn fails, the test's connections (see bounded) are closed, so the test does not wait for
+// a peer that has given up.
 func background(t *testing.T, fn func() error) func() {
 	t.Helper()
 	done := make(chan error, 1)
-	go func() { done <- fn() }()
+	go func() {
+		err := fn()
+		if err != nil {
+			if v, ok := testConns.Load(t); ok {
+				for _, c := range *v.(*[]net.Conn) {
+					c.Close()
+				}
+			}
+		}
+		done <- err
+	}()
 	return func() {
 		t.Helper()
 		select {
@@ -171,9 +185,27 @@ func background(t *testing.T, fn func() error) func() {
 			if err != nil {
 				t.Fatal(err)
 			}
-		case <-time.After(60 * time.Second):
+		case <-time.After(2 * time.Minute):
 			t.Fatal("goroutine did not finish")
 		}
+	}
+}
+
+// testConns holds each test's connections, for background to close.
+var testConns sync.Map // *testing.T → *[]net.Conn
+
+// bounded puts a deadline on conns, so that a test whose other side failed ends instead of
+// waiting forever, and registers them for background to close.
+func bounded(t *testing.T, conns ...net.Conn) {
+	for _, c := range conns {
+		_ = c.SetDeadline(time.Now().Add(2 * time.Minute))
+	}
+	v, loaded := testConns.LoadOrStore(t, &conns)
+	if loaded {
+		p := v.(*[]net.Conn)
+		*p = append(*p, conns...)
+	} else {
+		t.Cleanup(func() { testConns.Delete(t) })
 	}
 }
 
@@ -182,6 +214,7 @@ func background(t *testing.T, fn func() error) func() {
 func compressedPair(t *testing.T, pair func(testing.TB) (net.Conn, net.Conn)) (cli, srv *Conn, cliRec, srvRec *recConn) {
 	t.Helper()
 	a, b := pair(t)
+	bounded(t, a, b)
 	cliRec, srvRec = &recConn{Conn: a}, &recConn{Conn: b}
 	cli, srv = NewConn(cliRec, 0, 0), NewConn(srvRec, 0, 0)
 	if err := cli.EnableCompression(CompressClient, zlib.BestSpeed); err != nil {
@@ -450,6 +483,7 @@ func TestCompressedFrameSequenceWraps(t *testing.T) {
 func TestCompressedMySQLNumbering(t *testing.T) {
 	t.Run("client", func(t *testing.T) {
 		a, b := pipePair(t)
+		bounded(t, a, b)
 		c := NewConn(a, 0, 0)
 		if err := c.EnableCompression(CompressClient, zlib.BestSpeed); err != nil {
 			t.Fatal(err)
@@ -486,6 +520,7 @@ func TestCompressedMySQLNumbering(t *testing.T) {
 	})
 	t.Run("server", func(t *testing.T) {
 		a, b := pipePair(t)
+		bounded(t, a, b)
 		c := NewConn(a, 0, 0)
 		if err := c.EnableCompression(CompressServer, zlib.BestSpeed); err != nil {
 			t.Fatal(err)
@@ -556,6 +591,7 @@ func TestCompressedProxyRelay(t *testing.T) {
 			}
 			appNC, frontNC := pipePair(t)
 			backNC, nodeNC := tcpPair(t)
+			bounded(t, appNC, frontNC, backNC, nodeNC)
 			app, front := NewConn(appNC, 0, 0), NewConn(frontNC, 0, 0)
 			back, node := NewConn(backNC, 0, 4<<10), NewConn(nodeNC, 0, 0)
 			enable := func(c *Conn, role CompressRole) {
@@ -1333,4 +1369,62 @@ func FuzzCompressedRoundTrip(f *testing.F) {
 			t.Fatalf("after the last packet: %v", err)
 		}
 	})
+}
+
+// TestCompressedSeedFiles checks that the committed seeds for FuzzCompressedRead decode to what
+// they were written to hold.
+func TestCompressedSeedFiles(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		want []string // payloads; "?" matches any
+		err  error    // after them
+	}{
+		{"mysql_result_compressed", []string{"\x01", "?", "\x011", "\xfe\x00\x00\x02\x00\x00\x00"}, io.EOF},
+		{"command_stored", []string{"\x03SELECT 1"}, io.EOF},
+		{"packet_across_frames", []string{strings.Repeat("sluice ", 60)}, io.EOF},
+		{"continuation_header", nil, io.ErrUnexpectedEOF},
+		{"bad_checksum", nil, ErrCompressedFrame},
+		{"hostile_length", nil, io.ErrUnexpectedEOF},
+		{"empty_frames_then_out_of_order", []string{"\x0e"}, ErrPacketSequence},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", "fuzz", "FuzzCompressedRead", tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(string(data), "\n")
+			if len(lines) < 4 || lines[0] != "go test fuzz v1" || !strings.HasPrefix(lines[1], "[]byte(") {
+				t.Fatal("not a fuzz corpus file")
+			}
+			stream, err := strconv.Unquote(strings.TrimSuffix(strings.TrimPrefix(lines[1], "[]byte("), ")"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			role := CompressClient
+			if lines[2] == "bool(true)" {
+				role = CompressServer
+			}
+			c := NewConn(&memConn{rd: []byte(stream)}, 0, 0)
+			if err := c.EnableCompression(role, zlib.BestSpeed); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; ; i++ {
+				_, seq, err := c.PeekHeader()
+				if err == nil {
+					c.SetSeq(seq)
+					var p []byte
+					if p, err = c.ReadPacket(); err == nil {
+						if i >= len(tc.want) || (tc.want[i] != "?" && string(p) != tc.want[i]) {
+							t.Fatalf("packet %d: %q", i, p)
+						}
+						continue
+					}
+				}
+				if i != len(tc.want) || !errors.Is(err, tc.err) {
+					t.Fatalf("after %d packets: %v, want %d packets then %v", i, err, len(tc.want), tc.err)
+				}
+				return
+			}
+		})
+	}
 }

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"io"
-	"log/slog"
 	"net"
 	"testing"
 	"time"
@@ -38,13 +37,15 @@ func FuzzSessionCommand(f *testing.F) {
 		back, nodeSide := net.Pipe()
 		defer clientSide.Close()
 		defer nodeSide.Close()
-		p := &Proxy{log: slog.New(slog.DiscardHandler), users: map[string]*User{}, byID: map[uint32]*session{}}
-		s := &session{
-			p: p, nc: front, client: mysql.NewConn(front, 0, 0), caps: frontCaps,
-			node: &Node{Name: "primary", Role: "primary"}, log: p.log, stmts: map[uint32]*stmt{},
-			user: &User{Name: "app"},
+		p, err := New(Options{Nodes: []Node{{Name: "primary", Address: "127.0.0.1:1", Role: "primary"}}})
+		if err != nil {
+			t.Fatal(err)
 		}
-		s.bc = &backend.Conn{Conn: mysql.NewConn(back, 0, 0), Caps: frontCaps, Handshake: &mysql.Handshake{}}
+		s := p.newSession(Endpoint{Name: "rw", Mode: "read-write", ReadWeights: map[string]int{"primary": 100}}, front)
+		s.caps, s.user = frontCaps, &User{Name: "app"}
+		bc := &backend.Conn{Conn: mysql.NewConn(back, 0, 0), Caps: frontCaps, Handshake: &mysql.Handshake{}}
+		s.conns[0] = &nodeConn{Conn: bc, name: "primary"}
+		s.home, s.cur, s.node, s.bc = 0, 0, &p.opts.Nodes[0], bc
 		go fakeNode(nodeSide)
 		done := make(chan struct{})
 		go func() {

@@ -24,7 +24,7 @@ import (
 )
 
 func TestQueryThroughSluice(t *testing.T) {
-	s := startSluice(t, nil)
+	s := startSluice(t, primaryReads)
 	db := open(t, dsn(s.rw, "app", "app", "test", ""))
 	var one int
 	if err := db.QueryRow("SELECT 1").Scan(&one); err != nil || one != 1 {
@@ -425,7 +425,7 @@ func TestNodeConnectionKilled(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() {
 		var x int
-		errc <- db.QueryRow("SELECT SLEEP(30)").Scan(&x)
+		errc <- db.QueryRow("/*FORCE_MASTER*/ SELECT SLEEP(30)").Scan(&x)
 	}()
 	time.Sleep(300 * time.Millisecond)
 	mustExec(t, admin, fmt.Sprintf("KILL CONNECTION %d", backendID))
@@ -527,7 +527,7 @@ func TestMariaDBClient(t *testing.T) {
 	if err != nil {
 		t.Skip("mariadb client not installed")
 	}
-	s := startSluice(t, nil)
+	s := startSluice(t, primaryReads)
 	c := testutil.Cluster(t)
 	run := func(addr, stdin string, args ...string) (string, string, int) {
 		host, port, _ := net.SplitHostPort(addr)

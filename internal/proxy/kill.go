@@ -100,32 +100,50 @@ func (p *Proxy) session(id uint32) *session {
 	return p.byID[id]
 }
 
-// kill runs KILL for sluice session id on behalf of s and answers the client.
+// updateKillTarget publishes the session's node threads for KILL from other sessions.
+func (s *session) updateKillTarget() {
+	var ts []killTarget
+	for i, c := range s.conns {
+		if c != nil {
+			ts = append(ts, killTarget{node: &s.p.opts.Nodes[i], threadID: c.Handshake.ConnectionID})
+		}
+	}
+	s.killTarget.Store(&ts)
+}
+
+// killSession runs KILL for sluice session id on behalf of s and answers the client.
 func (s *session) killSession(id uint32, queryOnly bool) error {
 	target := s.p.session(id)
-	var t *killTarget
+	var ts []killTarget
 	if target != nil {
-		t = target.killTarget.Load()
+		if p := target.killTarget.Load(); p != nil {
+			ts = *p
+		}
 	}
-	if t == nil {
+	if len(ts) == 0 {
 		return s.writeErr(mysql.NewError(1094, "HY000", "Unknown thread id: %d", id))
 	}
-	stmt := "KILL CONNECTION " + strconv.FormatUint(uint64(t.threadID), 10)
-	if queryOnly {
-		stmt = "KILL QUERY " + strconv.FormatUint(uint64(t.threadID), 10)
-	}
 	var err error
-	switch {
-	case target == s:
-		// Killing oneself: the node answers and closes; the session ends with it.
-		err = s.bc.Exec(stmt)
-	case s.bc != nil && s.node == t.node:
-		err = s.bc.Exec(stmt)
-	default:
-		var bc *backend.Conn
-		if bc, err = s.dial(t.node); err == nil {
-			err = bc.Exec(stmt)
-			bc.Close()
+	for _, t := range ts {
+		stmt := "KILL CONNECTION " + strconv.FormatUint(uint64(t.threadID), 10)
+		if queryOnly {
+			stmt = "KILL QUERY " + strconv.FormatUint(uint64(t.threadID), 10)
+		}
+		var e error
+		if c := s.connTo(t.node); c != nil && target != s {
+			e = c.Exec(stmt)
+		} else if target == s && s.connTo(t.node) != nil {
+			// Killing oneself: the node answers and closes; the session ends with it.
+			e = s.connTo(t.node).Exec(stmt)
+		} else {
+			var bc *backend.Conn
+			if bc, e = s.dial(t.node); e == nil {
+				e = bc.Exec(stmt)
+				bc.Close()
+			}
+		}
+		if e != nil && err == nil {
+			err = e
 		}
 	}
 	if err != nil {
@@ -184,4 +202,14 @@ func (s *session) maybeKill(n int) (bool, error) {
 	}
 	s.client.SetSeq(1)
 	return true, s.killSession(uint32(id), queryOnly)
+}
+
+// connTo returns the session's open connection to node n, or nil.
+func (s *session) connTo(n *Node) *backend.Conn {
+	for i, c := range s.conns {
+		if c != nil && &s.p.opts.Nodes[i] == n {
+			return c.Conn
+		}
+	}
+	return nil
 }

@@ -108,3 +108,16 @@ func mysqlErr(t testing.TB, err error) *mysql.MySQLError {
 	}
 	return me
 }
+
+// primaryReads makes the rw endpoint read from the primary only: for tests that read their own
+// writes at once, which replicas may not have applied yet.
+func primaryReads(c *config.Config) {
+	for i := range c.Endpoints {
+		if c.Endpoints[i].Mode == "read-write" {
+			for name := range c.Endpoints[i].ReadWeights {
+				c.Endpoints[i].ReadWeights[name] = 0
+			}
+			c.Endpoints[i].ReadWeights["primary"] = 100
+		}
+	}
+}

@@ -18,7 +18,7 @@ func TestPrimaryKilledMidQuery(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() {
 		var x int
-		errc <- db.QueryRow("SELECT SLEEP(30)").Scan(&x)
+		errc <- db.QueryRow("/*FORCE_MASTER*/ SELECT SLEEP(30)").Scan(&x)
 	}()
 	time.Sleep(300 * time.Millisecond)
 	ctx := context.Background()

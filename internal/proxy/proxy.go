@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluicedb/sluice/internal/backend"
 	"github.com/sluicedb/sluice/internal/mysql"
+	"github.com/sluicedb/sluice/internal/route"
 )
 
 // User is an account clients log in with. sluice logs in to the nodes as the same user.
@@ -43,6 +44,11 @@ type Endpoint struct {
 	MaxConnections int
 	ReadWeights    map[string]int // node name -> read weight
 	TLS            string         // off | optional | required
+	Balance        string         // least-active | weighted
+	// SplitTransactions: reads before a transaction's first write go to replicas.
+	SplitTransactions bool
+	// MultiStatements: "strict" pins a session to the primary after any multi-statement batch.
+	MultiStatements string
 }
 
 // Options configure the proxy.
@@ -75,8 +81,13 @@ type Proxy struct {
 	users   map[string]*User
 	primary *Node
 
+	rnodes []*route.Node
+	snap   atomic.Pointer[route.Snapshot]
+	topoMu sync.Mutex
+	stop   chan struct{} // closed by Shutdown: background work ends
+	bg     sync.WaitGroup
+
 	nextID atomic.Uint32
-	rr     atomic.Uint32 // round-robin cursor for binding read-only sessions
 	server atomic.Pointer[serverInfo]
 
 	rsaOnce sync.Once
@@ -128,6 +139,7 @@ func New(opts Options) (*Proxy, error) {
 		sha2Cache: make(map[string][32]byte),
 		sessions:  make(map[*session]struct{}),
 		byID:      make(map[uint32]*session),
+		stop:      make(chan struct{}),
 		listeners: make(map[net.Listener]struct{}),
 	}
 	for i := range opts.Users {
@@ -142,6 +154,7 @@ func New(opts Options) (*Proxy, error) {
 	if p.primary == nil {
 		return nil, errors.New("proxy: no primary node")
 	}
+	p.initTopology()
 	// Until the primary answers, present a MariaDB-like identity; it is replaced as soon as a
 	// handshake from the primary is seen.
 	p.server.Store(&serverInfo{version: "5.5.5-10.11.0-MariaDB-sluice", caps: frontCaps, charset: 45})
@@ -297,6 +310,9 @@ func (p *Proxy) Sessions() int {
 // ctx ends, then closes whatever is left.
 func (p *Proxy) Shutdown(ctx context.Context) error {
 	p.mu.Lock()
+	if !p.closing {
+		close(p.stop)
+	}
 	p.closing = true
 	for ln := range p.listeners {
 		ln.Close()
@@ -310,6 +326,7 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 		p.wg.Wait()
 		close(done)
 	}()
+	defer p.bg.Wait()
 	select {
 	case <-done:
 		return nil
@@ -322,27 +339,6 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 		<-done
 		return ctx.Err()
 	}
-}
-
-// candidates lists the nodes a new session of ep may be bound to, in the order to try them: the
-// primary on a read-write endpoint; on a read-only endpoint the replicas with a read weight,
-// starting at a rotating position so sessions spread over them.
-func (p *Proxy) candidates(ep Endpoint) []*Node {
-	if ep.Mode != "read-only" {
-		return []*Node{p.primary}
-	}
-	var rs []*Node
-	for i := range p.opts.Nodes {
-		n := &p.opts.Nodes[i]
-		if n.Role == "replica" && ep.ReadWeights[n.Name] > 0 {
-			rs = append(rs, n)
-		}
-	}
-	if len(rs) == 0 {
-		return nil
-	}
-	k := int(p.rr.Add(1)) % len(rs)
-	return append(rs[k:], rs[:k]...)
 }
 
 // backendTLS returns the TLS configuration for a connection to n, for a client whose own

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"errors"
+	"time"
 
 	"github.com/sluicedb/sluice/internal/backend"
 	"github.com/sluicedb/sluice/internal/mysql"
@@ -44,9 +45,19 @@ func backendFailure(err error) error {
 	return &relayError{err: err}
 }
 
+// relayTimed relays under the configured read timeout.
+func (s *session) relayTimed(bc *backend.Conn, kind respKind) error {
+	if t := s.p.opts.ReadTimeout; t > 0 {
+		_ = bc.NetConn().SetReadDeadline(time.Now().Add(t))
+		defer bc.NetConn().SetReadDeadline(time.Time{})
+	}
+	return s.relay(bc, kind)
+}
+
 // relay reads the node's response to one command and writes it to the client, packet by packet,
 // without decoding rows, then flushes once. It records the final server status in s.status.
 func (s *session) relay(bc *backend.Conn, kind respKind) error {
+	s.failed = false
 	state := stFirst
 	if kind == respRows {
 		state = stRows
@@ -80,6 +91,7 @@ func (s *session) relay(bc *backend.Conn, kind respKind) error {
 			case n == 0:
 				return backendFailure(errors.New("empty packet from node"))
 			case first == 0xff:
+				s.failed = true
 				return s.copyLast(bc, n)
 			case first == 0x00 && kind != respFieldList:
 				more, err := s.relayOK(bc, n)
@@ -133,6 +145,7 @@ func (s *session) relay(bc *backend.Conn, kind respKind) error {
 			}
 		case stColumnsEOF:
 			if first == 0xff {
+				s.failed = true
 				return s.copyLast(bc, n)
 			}
 			if p, err := bc.PeekPayload(n, 5); err == nil && len(p) == 5 {
@@ -156,6 +169,7 @@ func (s *session) relay(bc *backend.Conn, kind respKind) error {
 				continue
 			}
 			if first == 0xff && n < mysql.MaxPacketPayload {
+				s.failed = true
 				return s.copyLast(bc, n)
 			}
 			continuation = n == mysql.MaxPacketPayload

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicedb/sluice/internal/backend"
 	"github.com/sluicedb/sluice/internal/mysql"
+	"github.com/sluicedb/sluice/internal/route"
 )
 
 // Session life states, changed with compare-and-swap so that shutdown and the session's own
@@ -37,7 +38,7 @@ type session struct {
 	client *mysql.Conn
 	log    *slog.Logger
 	host   string
-	state  atomic.Int32
+	life   atomic.Int32
 
 	caps    uint32 // negotiated with the client
 	tls     bool   // the client's connection is TLS
@@ -49,15 +50,31 @@ type session struct {
 	attrs   []byte
 	options uint16 // last COM_SET_OPTION value
 
-	node   *Node         // the node this session's statements go to
+	node   *Node         // the node of the current (or last) statement
 	bc     *backend.Conn // the session's connection to node
 	status uint16        // last server status reported to the client
+
+	rep   *route.Endpoint
+	rs    route.Session
+	conns []*nodeConn // per node index; nil until first used
+	home  int         // the primary (read-write) or the bound replica (read-only)
+	cur   int         // index of node
+	// state lists the session-state statements (SET ..., SET NAMES) to replay, in order, on
+	// every node connection before its next use.
+	state [][]byte
+	// begin is a BEGIN held back by transaction splitting until the first write.
+	begin      []byte
+	last, prev routeInfo
+	tempTables int
+	userLocks  int
+	cmd        []byte // the current statement, kept to retry a read on another node
+	failed     bool   // the last response ended with an ERR
 
 	scratch []byte
 	watch   idleWatch
 
 	// killTarget is the node thread serving this session, for KILL from other sessions.
-	killTarget atomic.Pointer[killTarget]
+	killTarget atomic.Pointer[[]killTarget]
 
 	stmts      map[uint32]*stmt // binary prepared statements by sluice's id
 	nextStmtID uint32
@@ -78,6 +95,9 @@ func (p *Proxy) newSession(ep Endpoint, nc net.Conn) *session {
 		client: mysql.NewConn(nc, 0, 0),
 		host:   host,
 		stmts:  make(map[uint32]*stmt),
+		rs:     route.NewSession(),
+		rep:    p.routeEndpoint(ep),
+		conns:  make([]*nodeConn, len(p.opts.Nodes)),
 		log:    p.log.With("conn", id, "endpoint", ep.Name, "client", nc.RemoteAddr().String()),
 	}
 	s.client.SetWriteTimeout(p.opts.WriteTimeout)
@@ -106,25 +126,35 @@ func (s *session) run(overLimit bool) {
 }
 
 func (s *session) close() {
-	s.state.Store(stateClosed)
+	s.life.Store(stateClosed)
 	s.nc.Close()
-	if s.bc != nil {
-		s.bc.Close()
+	s.closeConns()
+}
+
+// closeConns closes every node connection of the session.
+func (s *session) closeConns() {
+	for i, c := range s.conns {
+		if c != nil {
+			c.Close()
+			s.conns[i] = nil
+		}
 	}
+	s.bc = nil
+	s.killTarget.Store(nil)
 }
 
 // drain is called by Shutdown: an idle session closes now, a busy one after its command.
 func (s *session) drain() {
-	if s.state.CompareAndSwap(stateIdle, stateClosed) {
+	if s.life.CompareAndSwap(stateIdle, stateClosed) {
 		s.nc.Close()
 		return
 	}
-	s.state.CompareAndSwap(stateBusy, stateDraining)
+	s.life.CompareAndSwap(stateBusy, stateDraining)
 }
 
 // kill closes the session's connections whatever it is doing.
 func (s *session) kill() {
-	s.state.Store(stateClosed)
+	s.life.Store(stateClosed)
 	s.nc.Close()
 }
 
@@ -240,18 +270,25 @@ func (s *session) upgradeTLS() (*mysql.HandshakeResponse, error) {
 	return resp, nil
 }
 
-// connectNode opens the session's connection to its node (the primary on a read-write endpoint,
-// one replica on a read-only endpoint) and reports a failure to the client.
+// connectNode opens the session's home connection (the primary on a read-write endpoint, a
+// replica chosen by the endpoint's policy on a read-only one) and reports a failure to the client.
 func (s *session) connectNode() error {
+	snap := s.p.snapshot()
 	var lastErr error
-	for _, n := range s.p.candidates(s.ep) {
-		bc, err := s.dial(n)
+	for attempt := 0; attempt < len(snap.Nodes); attempt++ {
+		home := snap.Primary
+		if s.rep.Mode == route.ReadOnly {
+			if home = route.BindReplica(&s.rs, s.rep, snap); home < 0 {
+				break
+			}
+			s.rs.Bound = home
+		}
+		c, err := s.open(home)
 		if err == nil {
-			s.node, s.bc = n, bc
-			s.status = bc.Status
-			s.killTarget.Store(&killTarget{node: n, threadID: bc.Handshake.ConnectionID})
-			if n.Role == "primary" {
-				s.p.learnServer(bc.Handshake)
+			s.home, s.cur, s.node, s.bc = home, home, &s.p.opts.Nodes[home], c.Conn
+			s.status = c.Status
+			if home == snap.Primary {
+				s.p.learnServer(c.Handshake)
 			}
 			return nil
 		}
@@ -263,10 +300,14 @@ func (s *session) connectNode() error {
 			_ = s.writeErr(se)
 			return err
 		}
-		s.log.Warn("cannot connect to node", "node", n.Name, "err", err)
+		s.p.markDown(home, err)
+		if s.rep.Mode != route.ReadOnly {
+			break
+		}
+		snap = s.p.snapshot()
 	}
 	if lastErr == nil {
-		lastErr = errors.New("no node available for this endpoint")
+		lastErr = errors.New("no readable replica is up")
 	}
 	_ = s.writeErr(mysql.NewError(mysql.CRConnHostError, "HY000", "sluice: cannot connect to a node for endpoint %q: %v", s.ep.Name, lastErr))
 	return lastErr
@@ -302,7 +343,7 @@ func (s *session) loop() {
 			}
 			return
 		}
-		if !s.state.CompareAndSwap(stateIdle, stateBusy) {
+		if !s.life.CompareAndSwap(stateIdle, stateBusy) {
 			return // shutdown closed us while the command arrived
 		}
 		quit, err := s.command()
@@ -310,7 +351,7 @@ func (s *session) loop() {
 			s.log.Debug("session ends", "reason", err)
 			return
 		}
-		if quit || !s.state.CompareAndSwap(stateBusy, stateIdle) {
+		if quit || !s.life.CompareAndSwap(stateBusy, stateIdle) {
 			return
 		}
 	}
@@ -341,28 +382,27 @@ func (s *session) command() (quit bool, err error) {
 		if handled, err := s.maybeKill(n); handled || err != nil {
 			return false, err
 		}
-		return false, s.forward(n, respResult)
+		return false, s.query(n)
 	case mysql.ComProcessKill:
 		return false, s.processKill(n)
-	case mysql.ComPing, mysql.ComStatistics, mysql.ComRefresh:
-		return false, s.forward(n, respSingle)
-	case mysql.ComInitDB:
-		return false, s.forward(n, respSingle)
+	case mysql.ComPing, mysql.ComStatistics, mysql.ComRefresh, mysql.ComInitDB:
+		return false, s.homeCommand(n, respSingle)
 	case mysql.ComSetOption:
 		if q, err := s.client.PeekPayload(n, 3); err == nil && len(q) == 3 {
 			s.options = uint16(q[1]) | uint16(q[2])<<8
 		}
-		return false, s.forward(n, respSingle)
+		return false, s.homeCommand(n, respSingle)
 	case mysql.ComResetConnection:
-		// The node drops the session's prepared statements; so does sluice.
-		clear(s.stmts)
-		return false, s.forward(n, respSingle)
+		// The node drops the session's state and prepared statements; so does sluice: the
+		// other node connections are closed and reopened clean when next needed.
+		s.resetState()
+		return false, s.homeCommand(n, respSingle)
 	case mysql.ComStmtPrepare:
 		return false, s.prepare()
 	case mysql.ComStmtExecute, mysql.ComStmtFetch, mysql.ComStmtReset, mysql.ComStmtClose, mysql.ComStmtSendLongData:
 		return false, s.stmtCommand(cmd, n)
 	case mysql.ComFieldList:
-		return false, s.forward(n, respFieldList)
+		return false, s.homeCommand(n, respFieldList)
 	case mysql.ComChangeUser:
 		return false, s.changeUser()
 	default:
@@ -424,11 +464,7 @@ func (s *session) forward(n int, kind respKind) error {
 	if err := bc.Flush(); err != nil {
 		return s.nodeLost(err)
 	}
-	if t := s.p.opts.ReadTimeout; t > 0 {
-		_ = bc.NetConn().SetReadDeadline(time.Now().Add(t))
-		defer bc.NetConn().SetReadDeadline(time.Time{})
-	}
-	if err := s.relay(bc, kind); err != nil {
+	if err := s.relayTimed(bc, kind); err != nil {
 		var re *relayError
 		if errors.As(err, &re) && !re.client {
 			return s.nodeLost(re.err)
@@ -470,12 +506,9 @@ func (s *session) changeUser() error {
 	if err != nil {
 		return err // authenticate told the client; the session ends as a failed login would
 	}
-	if s.bc != nil {
-		s.bc.Close()
-		s.bc = nil
-		s.killTarget.Store(nil)
-	}
-	clear(s.stmts)
+	s.closeConns()
+	s.resetState()
+	s.rs = route.NewSession()
 	s.user, s.creds, s.db = u, creds, db
 	if charset != 0 {
 		s.charset = charset
@@ -593,23 +626,30 @@ func (s *session) waitCommand() error {
 func (s *session) startWatch() {
 	s.watch.active = true
 	s.watch.dead.Store(false)
-	if s.bc == nil {
-		return
-	}
-	nc := s.bc.NetConn()
-	s.watch.wg.Add(1)
-	go func() {
-		defer s.watch.wg.Done()
-		var b [1]byte
-		_, err := nc.Read(b[:])
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return
+	for i, c := range s.conns {
+		if c == nil {
+			continue
 		}
-		// The node sent something unasked (a disconnect notice) or closed the connection.
-		s.watch.dead.Store(true)
-		s.log.Debug("node closed the idle session's connection", "node", s.node.Name, "err", err)
-		s.nc.Close()
-	}()
+		nc, name, home := c.NetConn(), c.name, i == s.home
+		s.watch.wg.Add(1)
+		go func() {
+			defer s.watch.wg.Done()
+			var b [1]byte
+			_, err := nc.Read(b[:])
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				return
+			}
+			// The node sent something unasked (a disconnect notice) or closed the connection.
+			s.log.Debug("node closed the idle session's connection", "node", name, "err", err)
+			if !home {
+				// Another node's connection holds only replayable state: reopen it when needed.
+				c.lost.Store(true)
+				return
+			}
+			s.watch.dead.Store(true)
+			s.nc.Close()
+		}()
+	}
 }
 
 func (s *session) stopWatch() error {
@@ -617,10 +657,23 @@ func (s *session) stopWatch() error {
 		return nil
 	}
 	s.watch.active = false
-	nc := s.bc.NetConn()
-	_ = nc.SetReadDeadline(time.Unix(1, 0))
+	for _, c := range s.conns {
+		if c != nil {
+			_ = c.NetConn().SetReadDeadline(time.Unix(1, 0))
+		}
+	}
 	s.watch.wg.Wait()
-	_ = nc.SetReadDeadline(time.Time{})
+	for i, c := range s.conns {
+		if c == nil {
+			continue
+		}
+		if c.lost.Load() {
+			c.Close()
+			s.conns[i] = nil
+			continue
+		}
+		_ = c.NetConn().SetReadDeadline(time.Time{})
+	}
 	if s.watch.dead.Load() {
 		return errors.New("node closed the connection while the client was idle")
 	}

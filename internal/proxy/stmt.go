@@ -4,7 +4,9 @@ import (
 	"errors"
 
 	"github.com/sluicedb/sluice/internal/backend"
+	"github.com/sluicedb/sluice/internal/classify"
 	"github.com/sluicedb/sluice/internal/mysql"
+	"github.com/sluicedb/sluice/internal/route"
 )
 
 // Binary-protocol prepared statements.
@@ -17,7 +19,8 @@ import (
 // stmt is one prepared statement of a session.
 type stmt struct {
 	id      uint32
-	query   []byte // SQL text, for preparing on another connection
+	query   []byte          // SQL text, for preparing on another connection
+	class   classify.Result // routed per EXECUTE
 	params  uint16
 	columns uint16
 	// types are the parameter types of the last EXECUTE that bound them (new-params-bound flag
@@ -93,6 +96,11 @@ func (s *session) prepare() error {
 		return s.writeErr(mysql.NewError(1461, "42000", "Can't create more than max_prepared_stmt_count statements (current value: %d)", s.maxStatements()))
 	}
 	st := &stmt{query: append([]byte(nil), p[1:]...)}
+	st.class = classify.Classify(st.query)
+	if _, err := s.use(s.home); err != nil {
+		s.client.SetSeq(1)
+		return s.useFailed(s.home, err)
+	}
 	bc := s.bc
 	bc.SetSeq(0)
 	if err := bc.WritePacket(p); err != nil {
@@ -319,8 +327,47 @@ func (s *session) sendLongData(st *stmt, n int) error {
 	return nil
 }
 
-// execute handles COM_STMT_EXECUTE on the session's node.
+// execute handles COM_STMT_EXECUTE: the statement is routed like its text, on every EXECUTE.
 func (s *session) execute(st *stmt, n int) error {
+	snap := s.p.snapshot()
+	d := route.Decide(&st.class, st.query, &s.rs, s.rep, snap)
+	if d.Err != nil || d.Local {
+		if err := s.discardCommand(n); err != nil {
+			return err
+		}
+		s.client.SetSeq(1)
+		if d.Err != nil {
+			s.failed = true
+			return s.writeErr(d.Err)
+		}
+		s.cmd = append(append(s.cmd[:0], mysql.ComQuery), st.query...)
+		return s.localTransaction(&st.class, d)
+	}
+	c, err := s.use(d.Node)
+	if err == nil && s.rs.TxPending && d.Node == snap.Primary {
+		if err = c.Exec(string(s.begin)); err == nil {
+			s.rs.TxPending = false
+		}
+	}
+	if err != nil {
+		if derr := s.discardCommand(n); derr != nil {
+			return derr
+		}
+		s.client.SetSeq(1)
+		return s.lost(d.Node, err)
+	}
+	rn := s.p.rnodes[d.Node]
+	rn.Active.Add(1)
+	err = s.executeOn(st, n)
+	rn.Active.Add(-1)
+	if err == nil {
+		s.after(&st.class, st.query, d)
+	}
+	return err
+}
+
+// executeOn runs COM_STMT_EXECUTE on the current connection.
+func (s *session) executeOn(st *stmt, n int) error {
 	bc := s.bc
 	if st.longErr != nil {
 		e := st.longErr

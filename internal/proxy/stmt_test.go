@@ -16,7 +16,7 @@ import (
 )
 
 func TestPreparedStatements(t *testing.T) {
-	s := startSluice(t, nil)
+	s := startSluice(t, primaryReads)
 	db := open(t, dsn(s.rw, "app", "app", "test", "parseTime=true"))
 	db.SetMaxOpenConns(2)
 	mustExec(t, db, "DROP TABLE IF EXISTS t_ps")

@@ -134,7 +134,8 @@ func needsPrimary(c *classify.Result) (bool, Reason) {
 	switch c.Kind {
 	case classify.Select:
 		const session = classify.LockFunction | classify.ReleaseLock | classify.LockQuery | classify.LastInsertID |
-			classify.RowCount | classify.Sequence | classify.CalcFoundRows | classify.UserVar | classify.UserVarAssign
+			classify.RowCount | classify.Sequence | classify.CalcFoundRows | classify.UserVar | classify.UserVarAssign |
+			classify.ConnectionID
 		switch {
 		case c.Flags&classify.LockingRead != 0:
 			return true, ReasonLockingRead

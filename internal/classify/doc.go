@@ -1,0 +1,67 @@
+// Package classify tells, for every statement a client sends, what kind it is and what in
+// it matters for routing, so that the router can send it to the primary or to a replica.
+//
+// Classify is on the hot path of every COM_QUERY (and every COM_STMT_PREPARE): a
+// hand-written lexer that never allocates, reads the text once from left to right, and
+// returns a flat Result (kind, flags, SHOW kind, hint, offsets into the statement). A full
+// SQL parser costs microseconds and dozens of allocations per statement; routing needs only
+// the first keywords plus a handful of traps that a first-keyword check misses (see the
+// Flags): locking reads, SELECT … INTO, lock and session functions, user variables,
+// temporary tables, multi-statements, executable comments, WITH … UPDATE.
+//
+// # What the lexer sees
+//
+// Whitespace and comments (-- , #, /* */) are skipped. Executable comments (/*!…*/,
+// /*!NNNNN…*/, /*M!…*/, /*M!NNNNNN…*/) are statement text, because the server runs them
+// (mysqldump wraps SET and CREATE in them); the version is not compared with the server's:
+// a comment for a newer server is classified as if it ran, which errs toward the primary.
+// Strings ('…', "…", with doubled quotes and backslash escapes) and `identifiers` never
+// hold keywords. Keywords are case-insensitive whole words; a word after '.' is a qualified
+// name, never a keyword (t.update, db.get_lock(…)). A function counts only when '(' follows,
+// possibly after whitespace or comments, so a column named get_lock does not.
+//
+// The lexer assumes the default sql_mode: under NO_BACKSLASH_ESCAPES a string ending in a
+// backslash ends one quote later here, and under ANSI_QUOTES "…" is an identifier, which is
+// harmless since neither holds keywords.
+//
+// # Decisions
+//
+//   - Unknown means "not understood": the router must treat it as a write. Empty input,
+//     comments only, garbage and cut-off statements that give no kind are Unknown; nothing
+//     here ever panics (FuzzClassify).
+//   - Multi-statements: Kind, Show, Inner and Name describe the first statement. Flags and
+//     Kinds collect every statement, so SELECT 1; CREATE TEMPORARY TABLE … carries
+//     Multi|TempTable. A trailing ';' followed only by whitespace and comments is not Multi.
+//     The ';' inside a stored program's BEGIN … END body (CREATE PROCEDURE/FUNCTION/TRIGGER/
+//     EVENT, MariaDB's BEGIN NOT ATOMIC and Oracle-mode packages) do not split it.
+//   - A stored program's body is only defined by CREATE, not run: nothing in it (GET_LOCK,
+//     INTO, @v) sets a flag. MariaDB's BEGIN NOT ATOMIC … END runs at once: it is Call,
+//     and its body's flags count.
+//   - EXPLAIN and DESCRIBE are Explain with Inner set to the explained kind, and
+//     ExplainWrite when that kind writes; DESCRIBE tbl has Inner Show and Show ShowColumns.
+//     MySQL's EXPLAIN ANALYZE and MariaDB's ANALYZE stmt run stmt: they get stmt's own kind
+//     (ANALYZE UPDATE is Update) and the Analyze flag.
+//   - MariaDB's SET STATEMENT … FOR stmt gets stmt's kind and flags, plus SetStatement; its
+//     variables last for stmt only, so they set no other Set* flag. EXECUTE IMMEDIATE
+//     'text' gets the literal text's kind and flags; with anything but a literal it is
+//     Unknown.
+//   - PREPARE s FROM 'text' classifies the literal (Inner, InnerFlags) so that EXECUTE s can
+//     be routed by what it runs. This and EXECUTE IMMEDIATE are the only places that read
+//     bytes twice: the literal is lexed as a string, then classified.
+//   - SET ROLE is Set with SetRole: it changes session state. SET DEFAULT ROLE and SET
+//     PASSWORD write grant tables: DCL. SET [SESSION] TRANSACTION is SetTransaction; with
+//     SESSION also SetSession (it lasts), with GLOBAL also SetGlobal. SET NAMES and SET
+//     CHARACTER SET are SetNames only. A scope keyword applies to the assignments after it,
+//     as in the server.
+//   - Locks that live on a connection until released are LockTables, and their releases
+//     UnlockTables: LOCK TABLES, LOCK INSTANCE FOR BACKUP, MariaDB's BACKUP STAGE (END
+//     releases) and BACKUP LOCK/UNLOCK, FLUSH TABLES … WITH READ LOCK and … FOR EXPORT.
+//   - User variables that a statement may assign although no := shows it are UserVarAssign:
+//     CALL p(@out) (an OUT parameter), GET DIAGNOSTICS @n = …, LOAD DATA … (@col).
+//     'user'@'host' in account names is not a variable.
+//   - Hints count only in a comment at the very start; a routing hint elsewhere may come from
+//     text the application did not write for routing.
+//   - Oracle-mode seq.nextval/currval/lastval count as Sequence, so a column of that name
+//     qualified by its table does too: a false alarm sends a read to the primary, which is
+//     the safe side.
+package classify
