@@ -14,6 +14,8 @@
 #   DRIVER_SUITE_MIN_PASS=N      minimum number of direct passes (default 100)
 #   DRIVER_SUITE_TIMEOUT=D       go test -timeout for each run (default 5m)
 #   DRIVER_SUITE_EXPECTED=file   expectations file (default scripts/driver-suite-expected.txt)
+#   DRIVER_SUITE_READS=replicas  keep the sandbox's read_weights on endpoint rw (reads go to
+#                                replicas); default "primary": rw reads pinned to the primary
 #
 # Everything talks to 127.0.0.1 only. TestConnectorReturnsTimeout dials a public address and is
 # therefore always skipped.
@@ -29,9 +31,8 @@ min_pass=${DRIVER_SUITE_MIN_PASS:-100}
 run_timeout=${DRIVER_SUITE_TIMEOUT:-5m}
 keep=${KEEP:-0}
 
-if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then
-	PATH=$PATH:/usr/local/go/bin
-fi
+# shellcheck source=scripts/lib.sh
+. "$root/scripts/lib.sh"
 command -v go >/dev/null 2>&1 || { echo "driver-suite: go not found on PATH" >&2; exit 1; }
 
 log() { printf 'driver-suite: %s\n' "$*" >&2; }
@@ -123,9 +124,9 @@ trap cleanup EXIT
 trap 'log interrupted; exit 130' INT
 trap 'log terminated; exit 143' TERM
 
-# json_fields FILE prints "key=value" for the top-level string/number fields of sandbox.json
-# and "primary=ADDRESS" for the node whose role is primary. It relies only on sed and awk: the
-# values it needs contain no commas, braces or brackets.
+# json_fields FILE prints "key=value" for the top-level string/number fields of sandbox.json,
+# and "primary=ADDRESS" and "primary_name=NAME" for the node whose role is primary. It needs
+# only sed and awk (no jq): the values it reads contain no commas, braces or brackets.
 json_fields() {
 	sed 's/[][{},]/\n&\n/g' "$1" | awk '
 		function unquote(s) {
@@ -133,14 +134,19 @@ json_fields() {
 			gsub(/^"|"$/, "", s)
 			return s
 		}
-		/^[{[]$/ { depth++; if (depth == 3) { role = ""; addr = "" } next }
-		/^[]}]$/ { if (depth == 3 && role == "primary") print "primary=" addr; depth--; next }
+		/^[{[]$/ { depth++; if (depth == 3) { role = ""; addr = ""; name = "" } next }
+		/^[]}]$/ {
+			if (depth == 3 && role == "primary") { print "primary=" addr; print "primary_name=" name }
+			depth--
+			next
+		}
 		/:/ {
 			i = index($0, ":")
 			k = unquote(substr($0, 1, i - 1)); v = unquote(substr($0, i + 1))
 			if (depth == 1 && v != "") print k "=" v
 			if (depth == 3 && k == "role") role = v
 			if (depth == 3 && k == "address") addr = v
+			if (depth == 3 && k == "name") name = v
 		}'
 }
 
@@ -231,14 +237,35 @@ run_suite direct "$primary"
 
 # Start the sluice run from an empty database, whatever the direct run left behind.
 if command -v mariadb >/dev/null 2>&1; then
-	mariadb --no-defaults --protocol=tcp -h "${primary%:*}" -P "${primary##*:}" -uapp -papp \
+	MYSQL_PWD=app mariadb --no-defaults --protocol=tcp -h "${primary%:*}" -P "${primary##*:}" -uapp \
 		-e 'DROP DATABASE IF EXISTS gotest; CREATE DATABASE gotest' ||
 		log "could not recreate database gotest; continuing"
 fi
 
-# 5. Through sluice.
-log "starting sluice serve"
-"$sluice" serve --config "$sbx/sluice.yaml" >"$work/sluice.log" 2>&1 &
+# 5. Through sluice, with the sandbox's configuration. Unless DRIVER_SUITE_READS=replicas, the
+# rw endpoint sends reads to the primary only: the suite writes and immediately reads back, and
+# until sluice guarantees read-your-writes, replica reads make those tests fail at random
+# (replication lag), which would drown the protocol differences this gate is for.
+config=$work/sluice.yaml
+cp "$sbx/sluice.yaml" "$config"
+reads=${DRIVER_SUITE_READS:-primary}
+case $reads in
+primary)
+	rc=0
+	pin_reads "$config" "${sb[primary_name]:-primary}" || rc=$?
+	case $rc in
+	0) ;;
+	3) log "endpoint rw in sluice.yaml has no read_weights; using it unchanged" ;;
+	*) die "cannot rewrite read_weights in $config" ;;
+	esac
+	;;
+replicas) ;;
+*) die "DRIVER_SUITE_READS must be primary or replicas, not $reads" ;;
+esac
+"$sluice" serve --config "$config" --check >"$work/sluice.log" 2>&1 ||
+	die "sluice serve --check rejects $config"
+log "starting sluice serve (rw endpoint reads: $reads)"
+"$sluice" serve --config "$config" >"$work/sluice.log" 2>&1 &
 sluice_pid=$!
 wait_port "$rw" 30 || die "sluice did not listen on $rw"
 run_suite sluice-run "$rw"

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# lib.sh: helpers shared by scripts/test.sh and scripts/sandbox.sh. Source it; it defines
+# lib.sh: helpers shared by the scripts under scripts/. Source it; it defines
 # functions and sets nothing else but PATH (Go, and the sbin directories that hold mariadbd).
 
 # Go from the official tarball lives in /usr/local/go/bin, which is not always on PATH.
@@ -41,7 +41,7 @@ ensure_packages() {
 	local cmd="apt-get update && apt-get install -y ${pkgs[*]}"
 	echo "missing: ${missing[*]}" >&2
 	if ! is_debian; then
-		echo "not a Debian/Ubuntu system: install the MariaDB server and client (and mariadb-test, sysbench) with your package manager" >&2
+		echo "not a Debian/Ubuntu system: install the equivalents of ${pkgs[*]} with your package manager" >&2
 		return 1
 	fi
 	if ((EUID != 0)); then
@@ -54,18 +54,39 @@ ensure_packages() {
 		fi
 	fi
 	echo "+ ${sudo[*]:+${sudo[*]} }$cmd" >&2
+	local apt_ok=true
 	if ! "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q </dev/null ||
 		! "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${pkgs[@]}" </dev/null; then
-		echo "apt-get failed" >&2
-		return 1
+		apt_ok=false
 	fi
 	missing=()
 	for b in "${bins[@]}"; do
 		have_bin "$b" || missing+=("$b")
 	done
 	if ((${#missing[@]} > 0)); then
-		echo "still missing after apt-get: ${missing[*]}" >&2
+		[[ $apt_ok == true ]] || echo "apt-get failed" >&2
+		echo "still missing: ${missing[*]}" >&2
 		return 1
 	fi
+	# In a container without an init system, mariadb-server's post-install script may fail to
+	# start the system service; the binaries are what we need.
+	[[ $apt_ok == true ]] || echo "warning: apt-get reported an error, but all of ${bins[*]} are installed" >&2
 	return 0
+}
+
+# pin_reads CONFIG PRIMARY_NAME rewrites, in place, the read_weights line of endpoint rw in
+# the sluice.yaml that 'sluice sandbox up' writes (one "key: {...}" line per setting) so that
+# reads go to the primary only (backends not listed get weight 0). Returns 3 when the
+# endpoint has no read_weights line.
+pin_reads() {
+	awk -v primary="$2" '
+		/^  - name: / { in_rw = ($3 == "rw") }
+		in_rw && /^    read_weights:/ {
+			print "    read_weights: {" primary ": 100}"
+			changed = 1
+			next
+		}
+		{ print }
+		END { if (!changed) exit 3 }' "$1" >"$1.new" || return
+	mv "$1.new" "$1"
 }

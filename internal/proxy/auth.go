@@ -24,14 +24,18 @@ func targetPlugin(u *User, clientPlugin string) string {
 }
 
 // authenticate verifies the client's credentials against the configuration, switching the
-// client to another plugin first when needed (always, with a fresh nonce, when force is set, as
-// for COM_CHANGE_USER). On failure the client has been sent error 1045 and no node was touched.
-// On success it returns what sluice logs in to the nodes with.
+// client to another plugin first when needed (always when force is set, as for
+// COM_CHANGE_USER). On failure the client has been sent error 1045 and no node was touched. On
+// success it returns what sluice logs in to the nodes with.
 func (s *session) authenticate(name, clientPlugin string, resp []byte, force bool) (*User, backend.Credentials, error) {
 	u := s.p.users[name]
 	plugin := targetPlugin(u, clientPlugin)
 	if force || plugin != clientPlugin {
-		s.nonce = newNonce()
+		if !force {
+			s.nonce = newNonce()
+		}
+		// COM_CHANGE_USER keeps the connection's nonce: MariaDB Connector/C answers the switch
+		// with a scramble of the first one whatever the request carries.
 		s.scratch = mysql.AppendAuthSwitchRequest(s.scratch[:0], plugin, s.nonce)
 		if err := s.client.WritePacketFlush(s.scratch); err != nil {
 			return nil, backend.Credentials{}, err

@@ -307,13 +307,13 @@ func (s *session) closeStmt(st *stmt) {
 	delete(s.stmts, st.id)
 }
 
-// sendLongData keeps one COM_STMT_SEND_LONG_DATA chunk for the next EXECUTE.
+// sendLongData keeps one COM_STMT_SEND_LONG_DATA chunk for the next EXECUTE. A chunk that
+// would take the session past its limit drops the statement's long data; the next EXECUTE then
+// fails with the reason, as the server reports long-data errors.
 func (s *session) sendLongData(st *stmt, n int) error {
-	if st == nil || st.longErr != nil || n >= mysql.MaxPacketPayload || st.longSize+n > s.maxLongData() {
+	if st == nil || st.longErr != nil || st.longSize+n > s.maxLongData() {
 		if st != nil && st.longErr == nil {
-			st.longErr = mysql.NewError(mysql.ErrNetPacketTooLarge, "08S01",
-				"Long data for prepared statement exceeds sluice's limit of %d bytes per session", s.maxLongData())
-			st.longData, st.longSize = st.longData[:0], 0
+			s.longDataTooLarge(st)
 		}
 		return s.discardCommand(n)
 	}
@@ -322,9 +322,19 @@ func (s *session) sendLongData(st *stmt, n int) error {
 	if err != nil {
 		return err
 	}
+	if st.longSize+len(p) > s.maxLongData() {
+		s.longDataTooLarge(st)
+		return nil
+	}
 	st.longData = append(st.longData, append([]byte(nil), p[5:]...))
 	st.longSize += len(p)
 	return nil
+}
+
+func (s *session) longDataTooLarge(st *stmt) {
+	st.longErr = mysql.NewError(mysql.ErrNetPacketTooLarge, "08S01",
+		"Long data for prepared statement exceeds sluice's limit of %d bytes per session (limits.max_long_data)", s.maxLongData())
+	st.longData, st.longSize = st.longData[:0], 0
 }
 
 // execute handles COM_STMT_EXECUTE: the statement is routed like its text, on every EXECUTE.

@@ -37,13 +37,13 @@ type Snapshot struct {
 type Pin uint16
 
 const (
-	PinTempTable   Pin = 1 << iota // CREATE TEMPORARY TABLE, until dropped or the session ends
-	PinLockTables                  // LOCK TABLES until UNLOCK TABLES
-	PinGetLock                     // GET_LOCK until the locks are released
-	PinSet                         // a SET sluice cannot replay on other nodes
-	PinMulti                       // a multi-statement batch that may have left state behind
-	PinUserVar                     // user variables set on the primary
-	PinPrepare                     // SQL-level PREPARE: the statement lives on the primary
+	PinTempTable  Pin = 1 << iota // CREATE TEMPORARY TABLE, until dropped or the session ends
+	PinLockTables                 // LOCK TABLES until UNLOCK TABLES
+	PinGetLock                    // GET_LOCK until the locks are released
+	PinSet                        // a SET sluice cannot replay on other nodes
+	PinMulti                      // a multi-statement batch that may have left state behind
+	PinUserVar                    // user variables set on the primary
+	PinPrepare                    // SQL-level PREPARE: the statement lives on the primary
 )
 
 // Session is the routing state of one client session.

@@ -1,0 +1,191 @@
+# shellcheck shell=bash disable=SC2034
+# fidelity-lib.sh: helpers shared by scripts/mysqltest.sh and scripts/sysbench-smoke.sh. Source
+# it after setting FL_NAME (the prefix of log lines); it defines functions and the FL_* variables
+# below, and runs nothing.
+#
+#   fl_build_sluice OUT              build ./cmd/sluice into OUT (unless SLUICE_BIN is set)
+#   fl_sandbox_up DIR FLAGS...       'sluice sandbox up' on free ports; log in DIR.log
+#   fl_sandbox_read DIR              FL_PRIMARY, FL_REPLICAS (array), FL_RW, FL_CERT from
+#                                    DIR/sandbox.json
+#   fl_sluice_start CONFIG LOG       'sluice serve' in the background (FL_SLUICE_PID), wait for FL_RW
+#   fl_sluice_alive                  the sluice started above is still running
+#   fl_sluice_stop                   SIGTERM it (SIGKILL after 10 s) and reap it
+#   fl_sandbox_down                  stop the sandbox fl_sandbox_up started
+#   fl_local ADDR                    fail unless ADDR is 127.0.0.1:PORT or localhost:PORT
+#   fl_sql ADDR SQL...               run statements with the mariadb client as app/app
+#
+# Everything listens on and connects to 127.0.0.1 only.
+
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+FL_NAME=${FL_NAME:-fidelity}
+FL_SLUICE=
+FL_SLUICE_PID=
+FL_SANDBOX_DIR=
+FL_PRIMARY=
+FL_REPLICAS=()
+FL_RW=
+FL_CERT=
+readonly FL_USER=app FL_PASSWORD=app
+
+if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then
+	PATH=$PATH:/usr/local/go/bin
+fi
+
+fl_log() { printf '%s: %s\n' "$FL_NAME" "$*" >&2; }
+fl_die() {
+	fl_log "FAIL: $*"
+	exit 1
+}
+
+# fl_tail FILE [N]: the last N (30) lines of FILE on stderr, when it has any.
+fl_tail() {
+	[[ -s $1 ]] || return 0
+	printf '\n----- last %d lines of %s -----\n' "${2:-30}" "$1" >&2
+	tail -n "${2:-30}" "$1" >&2
+}
+
+fl_build_sluice() {
+	if [[ -n ${SLUICE_BIN:-} ]]; then
+		[[ -x $SLUICE_BIN ]] || fl_die "SLUICE_BIN=$SLUICE_BIN is not executable"
+		FL_SLUICE=$SLUICE_BIN
+		return 0
+	fi
+	command -v go >/dev/null 2>&1 || fl_die "go not found on PATH (nor in /usr/local/go/bin)"
+	local root
+	root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+	fl_log "building sluice"
+	(cd "$root" && go build -o "$1" ./cmd/sluice) || fl_die "go build ./cmd/sluice failed"
+	FL_SLUICE=$1
+}
+
+fl_local() {
+	case $1 in
+	127.0.0.1:[0-9]* | localhost:[0-9]*) ;;
+	*) fl_die "refusing a non-local address: '$1'" ;;
+	esac
+}
+
+# fl_json_get FILE KEY: a top-level string or number field of a flat-enough JSON file.
+fl_json_get() {
+	sed 's/[][{},]/\n&\n/g' "$1" | awk -v want="$2" '
+		/^[{[]$/ { depth++; next }
+		/^[]}]$/ { depth--; next }
+		depth == 1 && /:/ {
+			i = index($0, ":")
+			k = substr($0, 1, i - 1); v = substr($0, i + 1)
+			gsub(/^[ \t\r]*"|"[ \t\r]*$/, "", k)
+			gsub(/^[ \t\r]+|[ \t\r]+$/, "", v)
+			gsub(/^"|"$/, "", v)
+			if (k == want) { print v; exit }
+		}'
+}
+
+# fl_json_nodes FILE ROLE: the addresses of the nodes with that role (primary, replica), one a line.
+fl_json_nodes() {
+	sed 's/[][{},]/\n&\n/g' "$1" | awk -v want="$2" '
+		/^[{[]$/ { depth++; if (depth == 3) { role = ""; addr = "" } next }
+		/^[]}]$/ { if (depth == 3 && role == want) print addr; depth--; next }
+		depth == 3 && /:/ {
+			i = index($0, ":")
+			k = substr($0, 1, i - 1); v = substr($0, i + 1)
+			gsub(/^[ \t\r]*"|"[ \t\r]*$/, "", k)
+			gsub(/^[ \t\r]+|[ \t\r]+$/, "", v)
+			gsub(/^"|"$/, "", v)
+			if (k == "role") role = v
+			if (k == "address") addr = v
+		}'
+}
+
+fl_sandbox_up() {
+	local dir=$1
+	shift
+	FL_SANDBOX_DIR=$dir
+	fl_log "starting sandbox in $dir ($*)"
+	if ! "$FL_SLUICE" sandbox up --dir "$dir" --base-port 0 --rw-port 0 --ro-port 0 "$@" >"$dir.log" 2>&1; then
+		fl_tail "$dir.log"
+		fl_die "sluice sandbox up failed"
+	fi
+}
+
+fl_sandbox_read() {
+	local json=$1/sandbox.json
+	[[ -s $json ]] || fl_die "no $json"
+	FL_PRIMARY=$(fl_json_nodes "$json" primary | head -n 1)
+	mapfile -t FL_REPLICAS < <(fl_json_nodes "$json" replica)
+	FL_RW=$(fl_json_get "$json" rw)
+	FL_CERT=$(fl_json_get "$json" cert_file)
+	[[ -n $FL_PRIMARY ]] || fl_die "no primary address in $json"
+	[[ -n $FL_RW ]] || fl_die "no rw address in $json"
+	fl_local "$FL_PRIMARY"
+	fl_local "$FL_RW"
+	local r
+	for r in ${FL_REPLICAS[@]+"${FL_REPLICAS[@]}"}; do
+		fl_local "$r"
+	done
+}
+
+fl_sandbox_down() {
+	[[ -n $FL_SANDBOX_DIR && -d $FL_SANDBOX_DIR ]] || return 0
+	"$FL_SLUICE" sandbox down --dir "$FL_SANDBOX_DIR" >>"$FL_SANDBOX_DIR.log" 2>&1 ||
+		fl_log "sandbox down failed; see $FL_SANDBOX_DIR.log"
+	FL_SANDBOX_DIR=
+}
+
+# fl_wait_port HOST:PORT SECONDS: until a TCP connect succeeds (or the sluice we started died).
+fl_wait_port() {
+	local host=${1%:*} port=${1##*:} deadline=$((SECONDS + $2))
+	while ((SECONDS < deadline)); do
+		if (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null; then
+			return 0
+		fi
+		if [[ -n $FL_SLUICE_PID ]] && ! kill -0 "$FL_SLUICE_PID" 2>/dev/null; then
+			return 1
+		fi
+		sleep 0.2
+	done
+	return 1
+}
+
+fl_sluice_start() {
+	local config=$1 log=$2
+	# These suites read their own writes at once; until a consistency level guarantees that
+	# through replicas, endpoint rw reads from the primary (FIDELITY_READS=replicas keeps the
+	# sandbox's weights).
+	if [[ ${FIDELITY_READS:-primary} != replicas ]]; then
+		pin_reads "$config" primary || fl_die "cannot rewrite read_weights in $config"
+	fi
+	"$FL_SLUICE" serve --config "$config" >>"$log" 2>&1 &
+	FL_SLUICE_PID=$!
+	if ! fl_wait_port "$FL_RW" 30; then
+		fl_tail "$log"
+		fl_die "sluice serve did not listen on $FL_RW"
+	fi
+}
+
+fl_sluice_alive() {
+	[[ -n $FL_SLUICE_PID ]] && kill -0 "$FL_SLUICE_PID" 2>/dev/null
+}
+
+fl_sluice_stop() {
+	[[ -n $FL_SLUICE_PID ]] || return 0
+	if kill -0 "$FL_SLUICE_PID" 2>/dev/null; then
+		kill -TERM "$FL_SLUICE_PID" 2>/dev/null || true
+		for _ in $(seq 50); do
+			kill -0 "$FL_SLUICE_PID" 2>/dev/null || break
+			sleep 0.2
+		done
+		kill -KILL "$FL_SLUICE_PID" 2>/dev/null || true
+	fi
+	wait "$FL_SLUICE_PID" 2>/dev/null || true
+	FL_SLUICE_PID=
+}
+
+fl_sql() {
+	local addr=$1
+	shift
+	fl_local "$addr"
+	mariadb --no-defaults --protocol=tcp -h "${addr%:*}" -P "${addr##*:}" \
+		-u"$FL_USER" -p"$FL_PASSWORD" --skip-ssl -N -B "$@"
+}
