@@ -50,8 +50,9 @@ func (s *session) open(i int) (*nodeConn, error) {
 		return nil, err
 	}
 	c := &nodeConn{Conn: bc, idx: i, name: n.Name, db: s.db, options: 0}
+	s.p.rnodes[i].Conns.Add(1)
 	if s.conns[i] != nil {
-		s.conns[i].Close()
+		s.closeConn(i)
 	}
 	s.conns[i] = c
 	s.updateKillTarget()
@@ -108,11 +109,17 @@ func syncErr(err error) error {
 
 // drop closes node i's connection (after it failed).
 func (s *session) drop(i int) {
-	if c := s.conns[i]; c != nil {
-		c.Close()
-		s.conns[i] = nil
+	if s.conns[i] != nil {
+		s.closeConn(i)
 		s.updateKillTarget()
 	}
+}
+
+// closeConn closes node i's connection and forgets it.
+func (s *session) closeConn(i int) {
+	s.conns[i].Close()
+	s.conns[i] = nil
+	s.p.rnodes[i].Conns.Add(-1)
 }
 
 // homeCommand runs a command that belongs to the session's home node (COM_PING,
@@ -411,8 +418,7 @@ func (s *session) resetState() {
 	s.rs.Bound = bound
 	for i, c := range s.conns {
 		if c != nil && i != s.home {
-			c.Close()
-			s.conns[i] = nil
+			s.closeConn(i)
 		}
 	}
 	if c := s.conns[s.home]; c != nil {

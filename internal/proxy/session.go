@@ -135,8 +135,7 @@ func (s *session) close() {
 func (s *session) closeConns() {
 	for i, c := range s.conns {
 		if c != nil {
-			c.Close()
-			s.conns[i] = nil
+			s.closeConn(i)
 		}
 	}
 	s.bc = nil
@@ -668,8 +667,7 @@ func (s *session) stopWatch() error {
 			continue
 		}
 		if c.lost.Load() {
-			c.Close()
-			s.conns[i] = nil
+			s.closeConn(i)
 			continue
 		}
 		_ = c.NetConn().SetReadDeadline(time.Time{})

@@ -12,6 +12,8 @@ type Node struct {
 	Zone    string
 	// Active counts the statements this proxy has in flight on the node (least-active).
 	Active atomic.Int64
+	// Conns counts this proxy's open connections to the node.
+	Conns atomic.Int64
 }
 
 // Policy picks one node for a read among candidates (node indexes, in configuration order)
@@ -82,4 +84,24 @@ func PolicyByName(name string) Policy {
 		return NewWeighted()
 	}
 	return LeastActive{}
+}
+
+// LeastConnections picks the candidate with the fewest proxy connections per unit of weight
+// (ties: the one listed first). A read-only endpoint binds sessions with it when its policy is
+// least-active, since at connect time no statement is in flight anywhere to tell nodes apart.
+type LeastConnections struct{}
+
+func (LeastConnections) Name() string { return "least-connections" }
+
+func (LeastConnections) Pick(nodes []*Node, candidates []int, weights []int) int {
+	best := -1
+	var bestConns int64
+	bestWeight := 1
+	for i, n := range candidates {
+		c := nodes[n].Conns.Load()
+		if best < 0 || c*int64(bestWeight) < bestConns*int64(weights[i]) {
+			best, bestConns, bestWeight = n, c, weights[i]
+		}
+	}
+	return best
 }

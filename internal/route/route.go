@@ -293,5 +293,10 @@ func decideReadOnly(c *classify.Result, s *Session, ep *Endpoint, snap *Snapshot
 
 // BindReplica chooses the replica a new session of a read-only endpoint is bound to, or -1.
 func BindReplica(s *Session, ep *Endpoint, snap *Snapshot) int {
+	if _, ok := ep.Policy.(LeastActive); ok {
+		bind := *ep
+		bind.Policy = LeastConnections{}
+		return pickReplica(s, &bind, snap, false)
+	}
 	return pickReplica(s, ep, snap, false)
 }
