@@ -583,13 +583,13 @@ func TestMariaDBClient(t *testing.T) {
 
 // TestIdleTimeout: timeouts.idle closes a client connection that sent nothing for that long.
 func TestIdleTimeout(t *testing.T) {
-	s := startSluice(t, func(c *config.Config) { c.Timeouts.Idle.Duration = 700 * time.Millisecond })
+	s := startSluice(t, func(c *config.Config) { c.Timeouts.Idle.Duration = 1500 * time.Millisecond })
 	rc := rawConnect(t, s.rw, "app", "app")
 	defer rc.Close()
 	if err := rc.Exec("SELECT 1"); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(2500 * time.Millisecond)
 	rc.SetSeq(0)
 	_ = rc.WritePacketFlush(append([]byte{smysql.ComQuery}, "SELECT 1"...))
 	if _, err := rc.ReadPacket(); err == nil {
@@ -599,7 +599,7 @@ func TestIdleTimeout(t *testing.T) {
 	rc2 := rawConnect(t, s.rw, "app", "app")
 	defer rc2.Close()
 	for i := 0; i < 5; i++ {
-		time.Sleep(300 * time.Millisecond)
+		time.Sleep(500 * time.Millisecond)
 		if err := rc2.Exec("SELECT 1"); err != nil {
 			t.Fatalf("active connection closed: %v", err)
 		}

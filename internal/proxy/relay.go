@@ -91,8 +91,7 @@ func (s *session) relay(bc *backend.Conn, kind respKind) error {
 			case n == 0:
 				return backendFailure(errors.New("empty packet from node"))
 			case first == 0xff:
-				s.failed = true
-				return s.copyLast(bc, n)
+				return s.copyErr(bc, n)
 			case first == 0x00 && kind != respFieldList:
 				more, err := s.relayOK(bc, n)
 				if err != nil || !more || kind != respResult {
@@ -145,8 +144,7 @@ func (s *session) relay(bc *backend.Conn, kind respKind) error {
 			}
 		case stColumnsEOF:
 			if first == 0xff {
-				s.failed = true
-				return s.copyLast(bc, n)
+				return s.copyErr(bc, n)
 			}
 			if p, err := bc.PeekPayload(n, 5); err == nil && len(p) == 5 {
 				if mysql.ParseEOF(p).Status&mysql.StatusCursorExists != 0 {
@@ -169,8 +167,7 @@ func (s *session) relay(bc *backend.Conn, kind respKind) error {
 				continue
 			}
 			if first == 0xff && n < mysql.MaxPacketPayload {
-				s.failed = true
-				return s.copyLast(bc, n)
+				return s.copyErr(bc, n)
 			}
 			continuation = n == mysql.MaxPacketPayload
 			if err := bc.CopyPacket(s.client, n); err != nil {
@@ -181,6 +178,21 @@ func (s *session) relay(bc *backend.Conn, kind respKind) error {
 }
 
 // copyLast relays the last packet of a response (an ERR or a single-packet answer) and flushes.
+// copyErr relays an ERR that ends a response. Some errors mean the node is closing the
+// connection (KILL CONNECTION, shutdown, idle disconnect): the session then treats that
+// connection as gone, as the server does, so the client's connection is closed right after
+// the error rather than failing its next statement.
+func (s *session) copyErr(bc *backend.Conn, n int) error {
+	s.failed = true
+	if p, err := bc.PeekPayload(n, 3); err == nil && len(p) == 3 {
+		switch uint16(p[1]) | uint16(p[2])<<8 {
+		case 1927, mysql.ErrServerShutdown, 4031, 1152:
+			s.nodeClosing = true
+		}
+	}
+	return s.copyLast(bc, n)
+}
+
 func (s *session) copyLast(bc *backend.Conn, n int) error {
 	if err := bc.CopyPacket(s.client, n); err != nil {
 		return backendFailure(err)

@@ -69,6 +69,8 @@ type session struct {
 	userLocks  int
 	cmd        []byte // the current statement, kept to retry a read on another node
 	failed     bool   // the last response ended with an ERR
+	// nodeClosing: the last response's ERR announced that its node closes the connection.
+	nodeClosing bool
 
 	scratch []byte
 	watch   idleWatch
@@ -350,6 +352,14 @@ func (s *session) loop() {
 			s.log.Debug("session ends", "reason", err)
 			return
 		}
+		if s.nodeClosing {
+			s.nodeClosing = false
+			if s.cur == s.home {
+				s.log.Debug("session ends: its node closed the connection")
+				return
+			}
+			s.drop(s.cur)
+		}
 		if quit || !s.life.CompareAndSwap(stateBusy, stateIdle) {
 			return
 		}
@@ -473,15 +483,16 @@ func (s *session) forward(n int, kind respKind) error {
 	return nil
 }
 
-// nodeLost tells the client its node connection broke, then ends the session, so that the
-// client's driver sees a broken connection instead of a hang.
+// nodeLost ends the session after the connection to its home node broke: the client's
+// connection is closed without a reply, exactly as when a server dies under a client, so its
+// driver sees a broken connection (and its pool discards it) rather than a server error on a
+// connection that looks healthy.
 func (s *session) nodeLost(cause error) error {
-	s.log.Warn("lost connection to node", "node", s.node.Name, "err", cause)
-	msg := fmt.Sprintf("Lost connection to backend server '%s' during query", s.node.Name)
 	if errors.Is(cause, os.ErrDeadlineExceeded) {
-		msg = fmt.Sprintf("Timed out waiting for backend server '%s' (read timeout %s)", s.node.Name, s.p.opts.ReadTimeout)
+		s.log.Warn("node did not answer within timeouts.read; closing the session", "node", s.node.Name, "timeout", s.p.opts.ReadTimeout)
+	} else {
+		s.log.Warn("lost connection to node", "node", s.node.Name, "err", cause)
 	}
-	_ = s.writeErr(mysql.NewError(mysql.CRServerLost, "HY000", "%s", msg))
 	return fmt.Errorf("node %s: %w", s.node.Name, cause)
 }
 
