@@ -293,29 +293,39 @@ func TestReadOnlyEndpoint(t *testing.T) {
 	}
 }
 
-// TestReadWeights: weights 0:1:2 (weighted) give a 1:2 split of 3 000 autocommit reads.
+// TestReadWeights: weights 0:1:2 give a 1:2 split of 3 000 autocommit reads, and
+// 100:200:200 a 1:2:2 split, with smooth weighted round robin.
 func TestReadWeights(t *testing.T) {
-	s := startSluice(t, func(c *config.Config) {
-		c.Endpoints[0].Balance = "weighted"
-		c.Endpoints[0].ReadWeights = map[string]int{"primary": 0, "replica1": 1, "replica2": 2}
-	})
-	db := open(t, dsn(s.rw, "app", "app", "", ""))
-	c := conn(t, db)
-	counts := map[string]int{}
-	for i := 0; i < 3000; i++ {
-		var sid int
-		if err := c.QueryRowContext(context.Background(), "SELECT 1").Scan(&sid); err != nil {
-			t.Fatal(err)
-		}
-		if i%10 == 0 {
+	for _, tc := range []struct {
+		weights map[string]int
+		want    map[string]float64 // share of reads
+	}{
+		{map[string]int{"primary": 0, "replica1": 1, "replica2": 2}, map[string]float64{"primary": 0, "replica1": 1.0 / 3, "replica2": 2.0 / 3}},
+		{map[string]int{"primary": 100, "replica1": 200, "replica2": 200}, map[string]float64{"primary": 0.2, "replica1": 0.4, "replica2": 0.4}},
+	} {
+		s := startSluice(t, func(c *config.Config) {
+			c.Endpoints[0].Balance = "weighted"
+			c.Endpoints[0].ReadWeights = tc.weights
+		})
+		db := open(t, dsn(s.rw, "app", "app", "", ""))
+		c := conn(t, db)
+		counts := map[string]int{}
+		const reads = 3000
+		for i := 0; i < reads; i++ {
+			var one int
+			if err := c.QueryRowContext(context.Background(), "SELECT 1").Scan(&one); err != nil {
+				t.Fatal(err)
+			}
 			node, _, _ := lastRoute(t, c)
-			counts[node] += 10
+			counts[node]++
 		}
-	}
-	r1, r2 := float64(counts["replica1"]), float64(counts["replica2"])
-	t.Logf("reads: %v", counts)
-	if counts["primary"] != 0 || r1 == 0 || r2/r1 < 1.9 || r2/r1 > 2.1 {
-		t.Fatalf("read split %v, want replica1:replica2 = 1:2 (±5%%)", counts)
+		t.Logf("weights %v: reads %v", tc.weights, counts)
+		for node, share := range tc.want {
+			got := float64(counts[node]) / reads
+			if got < share*0.95 || got > share*1.05 {
+				t.Errorf("weights %v: %s got %.3f of the reads, want %.3f (±5%%)", tc.weights, node, got, share)
+			}
+		}
 	}
 }
 
