@@ -79,8 +79,9 @@ const (
 	keepBuffer = 256 << 10
 )
 
-// Compression state is pooled: a deflater holds about 1 MiB (levels 2-9) and an inflater about
-// 40 KiB, needed only while a frame is being written or read.
+// Compression state is pooled, not kept per connection: a deflater holds about 1 MiB whatever
+// the level and an inflater about 45 KiB, and each is needed only while one frame is written or
+// read. (A pooled one still points at the buffers of the connection that used it last.)
 var (
 	inflaters sync.Pool                                              // io.ReadCloser from flate.NewReader
 	deflaters [zlib.BestCompression - zlib.HuffmanOnly + 1]sync.Pool // *zlib.Writer, by level

@@ -120,7 +120,7 @@ const frontCaps = mysql.ClientLongPassword | mysql.ClientFoundRows | mysql.Clien
 	mysql.ClientTransactions | mysql.ClientSecureConnection | mysql.ClientMultiStatements |
 	mysql.ClientMultiResults | mysql.ClientPSMultiResults | mysql.ClientPluginAuth |
 	mysql.ClientConnectAttrs | mysql.ClientPluginAuthLenencClientData | mysql.ClientSessionTrack |
-	mysql.ClientDeprecateEOF
+	mysql.ClientDeprecateEOF | mysql.ClientCompress
 
 // protocolCaps are always offered: they concern sluice's own side of the conversation.
 const protocolCaps = mysql.ClientLongPassword | mysql.ClientProtocol41 | mysql.ClientSecureConnection |
@@ -173,7 +173,9 @@ func (p *Proxy) Probe(ctx context.Context) error {
 
 func (p *Proxy) learnServer(hs *mysql.Handshake) {
 	cur := p.server.Load()
-	caps := frontCaps&hs.Capabilities | protocolCaps
+	// Compression is sluice's own business with the client (node links are not compressed), so
+	// it is offered whatever the primary says.
+	caps := frontCaps&hs.Capabilities | protocolCaps | mysql.ClientCompress
 	if cur.version == hs.ServerVersion && cur.caps == caps && cur.charset == hs.Charset {
 		return
 	}

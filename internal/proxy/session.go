@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"compress/zlib"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -243,7 +244,14 @@ func (s *session) handshake() error {
 	if err := s.connectNode(); err != nil {
 		return err
 	}
-	return s.writeOKPacket(s.bc.Status)
+	if err := s.writeOKPacket(s.bc.Status); err != nil {
+		return err
+	}
+	if s.caps&mysql.ClientCompress != 0 {
+		// Everything after the handshake's OK travels in compressed frames.
+		return s.client.EnableCompression(mysql.CompressServer, zlib.BestSpeed)
+	}
+	return nil
 }
 
 // upgradeTLS runs the TLS handshake after the client's SSL request and reads the handshake

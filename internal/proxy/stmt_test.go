@@ -209,3 +209,41 @@ func TestTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCompressedClient: a client that negotiates the compressed protocol gets the same results,
+// text and binary, small and large.
+func TestCompressedClient(t *testing.T) {
+	s := startSluice(t, primaryReads)
+	db := open(t, dsn(s.rw, "app", "app", "test", "compress=true"))
+	db.SetMaxOpenConns(1)
+	var n int
+	var sum string
+	if err := db.QueryRow("SELECT COUNT(*), SUM(LENGTH(REPEAT('x', seq))) FROM seq_1_to_20000").Scan(&n, &sum); err != nil || n != 20000 {
+		t.Fatalf("%d %s %v", n, sum, err)
+	}
+	rows, err := db.Query("SELECT seq, REPEAT('y', 500) FROM seq_1_to_20000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := 0
+	for rows.Next() {
+		var id int
+		var pad string
+		if err := rows.Scan(&id, &pad); err != nil || len(pad) != 500 {
+			t.Fatal(err)
+		}
+		count++
+	}
+	rows.Close()
+	if count != 20000 {
+		t.Fatalf("%d rows", count)
+	}
+	var v string
+	big := strings.Repeat("z", 3<<20)
+	if err := db.QueryRow("SELECT ?", big).Scan(&v); err != nil || v != big {
+		t.Fatalf("prepared 3 MiB round trip: %d bytes, %v", len(v), err)
+	}
+	if _, err := db.Exec("SELECT * FROM no_such_table"); mysqlErr(t, err).Number != 1146 {
+		t.Fatal(err)
+	}
+}
