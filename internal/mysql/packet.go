@@ -191,31 +191,12 @@ func (c *Conn) Discard(n int) error {
 // CopyPacket relays one physical packet of payload length n (header included) from c to dst
 // byte for byte, without allocating. It sets both sides' next sequence ids past the packet.
 func (c *Conn) CopyPacket(dst *Conn, n int) error {
-	remaining := 4 + n
 	seq := uint8(0)
 	if h, err := c.br.Peek(4); err == nil {
 		seq = h[3]
 	}
-	size := c.br.Size()
-	for remaining > 0 {
-		chunk := remaining
-		if chunk > size {
-			chunk = size
-		}
-		if b := c.br.Buffered(); b > 0 && b < chunk {
-			chunk = b
-		}
-		b, err := c.br.Peek(chunk)
-		if err != nil {
-			return unexpectedEOF(err)
-		}
-		if _, err := dst.bw.Write(b); err != nil {
-			return &WriteError{err}
-		}
-		if _, err := c.br.Discard(chunk); err != nil {
-			return unexpectedEOF(err)
-		}
-		remaining -= chunk
+	if err := c.CopyN(dst, 4+n); err != nil {
+		return err
 	}
 	c.seq = seq + 1
 	dst.seq = seq + 1

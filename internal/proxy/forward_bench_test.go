@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"io"
-	"log/slog"
 	"net"
 	"testing"
 
@@ -34,21 +33,22 @@ func resultSet(rows int) []byte {
 }
 
 // benchForward measures one statement's round trip through a session: the client's command is
-// relayed to the node and the node's response relayed back, over in-memory connections.
+// classified, routed and relayed to the node, and the node's response relayed back, over
+// in-memory connections.
 func benchForward(b *testing.B, response []byte) {
 	clientSide, proxyFront := net.Pipe()
 	proxyBack, nodeSide := net.Pipe()
 	defer clientSide.Close()
 	defer nodeSide.Close()
-	caps := frontCaps
-	s := &session{
-		p:      &Proxy{opts: Options{}, log: slog.New(slog.DiscardHandler)},
-		client: mysql.NewConn(proxyFront, 0, 0),
-		caps:   caps,
-		node:   &Node{Name: "primary"},
-		log:    slog.New(slog.DiscardHandler),
+	p, err := New(Options{Nodes: []Node{{Name: "primary", Address: "127.0.0.1:1", Role: "primary"}}})
+	if err != nil {
+		b.Fatal(err)
 	}
-	s.bc = &backend.Conn{Conn: mysql.NewConn(proxyBack, 0, 4<<10), Caps: caps}
+	s := p.newSession(Endpoint{Name: "rw", Mode: "read-write", ReadWeights: map[string]int{"primary": 100}}, proxyFront)
+	s.caps = frontCaps
+	bc := &backend.Conn{Conn: mysql.NewConn(proxyBack, 0, 4<<10), Caps: frontCaps, Handshake: &mysql.Handshake{}}
+	s.conns[0] = &nodeConn{Conn: bc, name: "primary"}
+	s.home, s.cur, s.node, s.bc = 0, 0, &p.opts.Nodes[0], bc
 	query := packets(0, append([]byte{mysql.ComQuery}, "SELECT v FROM t WHERE id = 42"...))
 
 	// The node: read each command, answer with the canned response.
@@ -63,14 +63,10 @@ func benchForward(b *testing.B, response []byte) {
 			}
 		}
 	}()
-	// The session: serve commands.
+	// The session: serve commands through the whole statement path (classify, route, forward).
 	go func() {
 		for {
-			n, _, err := s.client.PeekHeader()
-			if err != nil {
-				return
-			}
-			if err := s.forward(n, respResult); err != nil {
+			if _, err := s.command(); err != nil {
 				return
 			}
 		}

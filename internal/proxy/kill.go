@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"errors"
 	"strconv"
 
@@ -63,20 +64,9 @@ func parseKill(q []byte) (id uint64, query bool, ok bool) {
 	return n, query, true
 }
 
+// eqFold compares a word of a statement with an upper-case keyword.
 func eqFold(b []byte, upper string) bool {
-	if len(b) != len(upper) {
-		return false
-	}
-	for i := range b {
-		c := b[i]
-		if 'a' <= c && c <= 'z' {
-			c -= 'a' - 'A'
-		}
-		if c != upper[i] {
-			return false
-		}
-	}
-	return true
+	return len(b) == len(upper) && bytes.EqualFold(b, []byte(upper))
 }
 
 // isKill is the cheap check on the statement path: does the text start with K after blanks?

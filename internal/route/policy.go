@@ -65,14 +65,19 @@ type LeastActive struct{}
 func (LeastActive) Name() string { return "least-active" }
 
 func (LeastActive) Pick(nodes []*Node, candidates []int, weights []int) int {
+	return leastPerWeight(nodes, candidates, weights, func(n *Node) int64 { return n.Active.Load() })
+}
+
+// leastPerWeight picks the candidate with the lowest load/weight, ties to the one listed first.
+func leastPerWeight(nodes []*Node, candidates []int, weights []int, load func(*Node) int64) int {
 	best := -1
-	var bestActive int64
+	var bestLoad int64
 	bestWeight := 1
 	for i, n := range candidates {
-		a := nodes[n].Active.Load()
-		// a/w < bestActive/bestWeight, without division.
-		if best < 0 || a*int64(bestWeight) < bestActive*int64(weights[i]) {
-			best, bestActive, bestWeight = n, a, weights[i]
+		l := load(nodes[n])
+		// l/w < bestLoad/bestWeight, without division.
+		if best < 0 || l*int64(bestWeight) < bestLoad*int64(weights[i]) {
+			best, bestLoad, bestWeight = n, l, weights[i]
 		}
 	}
 	return best
@@ -94,14 +99,5 @@ type LeastConnections struct{}
 func (LeastConnections) Name() string { return "least-connections" }
 
 func (LeastConnections) Pick(nodes []*Node, candidates []int, weights []int) int {
-	best := -1
-	var bestConns int64
-	bestWeight := 1
-	for i, n := range candidates {
-		c := nodes[n].Conns.Load()
-		if best < 0 || c*int64(bestWeight) < bestConns*int64(weights[i]) {
-			best, bestConns, bestWeight = n, c, weights[i]
-		}
-	}
-	return best
+	return leastPerWeight(nodes, candidates, weights, func(n *Node) int64 { return n.Conns.Load() })
 }
