@@ -46,6 +46,7 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		MaxPreparedStatements: cfg.Limits.MaxPreparedStatements,
 		MaxLongData:           cfg.Limits.MaxLongData,
 		BackendTLS:            cfg.BackendTLS.Mode,
+		BackendCompress:       cfg.BackendCompress,
 	}
 	if cfg.TLS.Cert != "" {
 		cert, err := tls.LoadX509KeyPair(cfg.TLS.Cert, cfg.TLS.Key)

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"compress/zlib"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -39,6 +40,8 @@ type Options struct {
 	// node that does not offer it is an error.
 	TLS         *tls.Config
 	TLSRequired bool
+	// Compress asks the node for the compressed protocol (when it offers it).
+	Compress bool
 	// InitSQL runs once the connection is authenticated (e.g. SET SESSION TRANSACTION READ ONLY
 	// on replicas).
 	InitSQL []string
@@ -159,6 +162,9 @@ func (c *Conn) handshake(o Options) error {
 	if len(o.Attrs) > 0 {
 		caps |= mysql.ClientConnectAttrs
 	}
+	if o.Compress {
+		caps |= mysql.ClientCompress
+	}
 	caps &= hs.Capabilities | mysql.ClientLongPassword
 	charset := o.Charset
 	if charset == 0 {
@@ -220,6 +226,9 @@ func (c *Conn) handshake(o Options) error {
 				return err
 			}
 			c.Status = ok.Status
+			if c.Caps&mysql.ClientCompress != 0 {
+				return c.EnableCompression(mysql.CompressClient, zlib.BestSpeed)
+			}
 			return nil
 		case mysql.IsERR(p):
 			return mysql.ParseERR(p)

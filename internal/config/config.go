@@ -70,7 +70,9 @@ type Config struct {
 	Timeouts   Timeouts   `yaml:"timeouts"`
 	TLS        TLS        `yaml:"tls"`
 	BackendTLS BackendTLS `yaml:"backend_tls"`
-	Limits     Limits     `yaml:"limits"`
+	// BackendCompress uses the compressed protocol towards the nodes (default false).
+	BackendCompress bool   `yaml:"backend_compress"`
+	Limits          Limits `yaml:"limits"`
 
 	// pos remembers where each key was written so that Validate can point
 	// at the offending line; nil for a Config built in Go code.

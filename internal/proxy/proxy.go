@@ -70,6 +70,9 @@ type Options struct {
 	// preferred or required. BackendTLSConfig is the client configuration for it.
 	BackendTLS       string
 	BackendTLSConfig *tls.Config
+	// BackendCompress uses the compressed protocol on node connections (for nodes across a
+	// slow network; it costs CPU on both sides).
+	BackendCompress bool
 	Logger           *slog.Logger
 }
 

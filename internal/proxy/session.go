@@ -336,6 +336,7 @@ func (s *session) dial(n *Node) (*backend.Conn, error) {
 		WriteTimeout:   s.p.opts.WriteTimeout,
 	}
 	o.TLS, o.TLSRequired = s.p.backendTLS(n, s.tls)
+	o.Compress = s.p.opts.BackendCompress
 	if n.Role != "primary" {
 		// A statement misrouted to a replica must fail, never fork the data.
 		o.InitSQL = []string{"SET SESSION TRANSACTION READ ONLY"}

@@ -247,3 +247,24 @@ func TestCompressedClient(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCompressedNodeLinks: backend_compress compresses sluice's own connections to the nodes.
+func TestCompressedNodeLinks(t *testing.T) {
+	s := startSluice(t, func(c *config.Config) {
+		primaryReads(c)
+		c.BackendCompress = true
+	})
+	db := open(t, dsn(s.rw, "app", "app", "test", ""))
+	var name, v string
+	if err := db.QueryRow("SHOW SESSION STATUS LIKE 'Compression'").Scan(&name, &v); err != nil || v != "ON" {
+		t.Fatalf("Compression on the node link = %q, %v", v, err)
+	}
+	var n int
+	if err := db.QueryRow("SELECT COUNT(*) FROM seq_1_to_50000").Scan(&n); err != nil || n != 50000 {
+		t.Fatal(n, err)
+	}
+	var x string
+	if err := db.QueryRow("SELECT ?", strings.Repeat("q", 1<<20)).Scan(&x); err != nil || len(x) != 1<<20 {
+		t.Fatal(len(x), err)
+	}
+}
