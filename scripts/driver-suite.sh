@@ -10,7 +10,7 @@
 # Environment:
 #   SLUICE_BIN=path              use this sluice binary instead of building one
 #   KEEP=1                       keep the work directory and leave the sandbox running
-#   DRIVER_SUITE_CONCURRENT=1    also run TestConcurrent (MYSQL_TEST_CONCURRENT=1)
+#   DRIVER_SUITE_CONCURRENT=0    leave out TestConcurrent (default 1: MYSQL_TEST_CONCURRENT=1)
 #   DRIVER_SUITE_MIN_PASS=N      minimum number of direct passes (default 100)
 #   DRIVER_SUITE_TIMEOUT=D       go test -timeout for each run (default 5m)
 #   DRIVER_SUITE_EXPECTED=file   expectations file (default scripts/driver-suite-expected.txt)
@@ -217,7 +217,7 @@ run_suite() {
 	local name=$1 addr=$2 t0=$SECONDS rc=0
 	local -a env=(MYSQL_TEST_USER=app MYSQL_TEST_PASS=app MYSQL_TEST_PROT=tcp
 		"MYSQL_TEST_ADDR=$addr" MYSQL_TEST_DBNAME=gotest)
-	if [[ ${DRIVER_SUITE_CONCURRENT:-0} == 1 ]]; then
+	if [[ ${DRIVER_SUITE_CONCURRENT:-1} == 1 ]]; then
 		env+=(MYSQL_TEST_CONCURRENT=1)
 	fi
 	log "running the suite $name ($addr)"
