@@ -73,7 +73,7 @@ type Options struct {
 	// BackendCompress uses the compressed protocol on node connections (for nodes across a
 	// slow network; it costs CPU on both sides).
 	BackendCompress bool
-	Logger           *slog.Logger
+	Logger          *slog.Logger
 }
 
 // Proxy owns what all endpoints share: users, nodes, connection ids, the RSA key and the
