@@ -25,6 +25,8 @@
 #   SLUICE_BIN=path             use this sluice binary instead of building one
 #   KEEP=1                      keep the work directory and the sandbox
 #   REPLICAS=N                  replicas in the sandbox (default 1)
+#   SPLIT=0                     leave out the read/write-splitting runs (oltp_read_only --skip_trx=on
+#                               and oltp_read_write with reads on the replicas, Com_select per node)
 #
 # Exit status: 0 when every run through sluice passed (or failed as expected), 1 otherwise.
 # Everything talks to 127.0.0.1 only.
@@ -124,10 +126,11 @@ rate() {
 	sed -n "s/^[[:space:]]*$2:.*(\([0-9][0-9.]*\) per sec\.).*/\1/p" "$1" | head -n 1
 }
 
-# run WHERE WORKLOAD MODE: one sysbench run; sets "verdict" (pass or the reason it failed) and
+# run WHERE WORKLOAD MODE [ARGS...]: one sysbench run (ARGS go to sysbench); sets "verdict" (pass or the reason it failed) and
 # "numbers" (tps, qps, average and 95th percentile latency in ms; - when missing).
 run() {
 	local where=$1 wl=$2 mode=$3 addr=$FL_RW log rc=0 ignored reconnects fatal ps=auto
+	shift 3
 	if [[ $where == direct ]]; then
 		addr=$FL_PRIMARY
 	fi
@@ -136,7 +139,7 @@ run() {
 	fi
 	log=$work/$where-$wl-$mode.log
 	sb "$addr" "$wl" --db-ps-mode="$ps" --threads="$threads" --time="$run_time" --report-interval=0 \
-		--percentile=95 run >"$log" 2>&1 || rc=$?
+		--percentile=95 "$@" run >"$log" 2>&1 || rc=$?
 	local tps qps avg p95
 	tps=$(rate "$log" transactions)
 	qps=$(rate "$log" queries)
@@ -166,6 +169,8 @@ fl_build_sluice "$work/sluice"
 fl_sandbox_up "$work/sandbox" --replicas "${REPLICAS:-1}"
 fl_sandbox_read "$work/sandbox"
 fl_log "sandbox: primary $FL_PRIMARY, replicas ${FL_REPLICAS[*]:-none}, sluice rw $FL_RW"
+# The sandbox's own configuration (reads on the replicas), before fl_sluice_start pins reads.
+cp "$FL_SANDBOX_DIR/sluice.yaml" "$work/replicas.yaml"
 
 # Prepare on the primary, then wait until every replica has applied it.
 t0=$SECONDS
@@ -224,10 +229,51 @@ for wl in "${workloads[@]}"; do
 	done
 done
 
+# Read/write splitting: the same sysbench through endpoint rw with the sandbox's read weights
+# (reads on the replicas), counting Com_select on every node. sysbench's reads inside its
+# transactions stay on the primary; oltp_read_only --skip_trx=on reads in autocommit, which
+# must land on the replicas. Any error fails the run.
+com_select() { fl_sql "$1" -e "SHOW GLOBAL STATUS LIKE 'Com_select'" | awk '{ print $2 }'; }
+split_lines=()
+if [[ ${SPLIT:-1} == 1 ]]; then
+	fl_sluice_stop
+	FIDELITY_READS=replicas fl_sluice_start "$work/replicas.yaml" "$work/sluice-split.log"
+	nodes=("$FL_PRIMARY" ${FL_REPLICAS[@]+"${FL_REPLICAS[@]}"})
+	for spec in "oltp_read_only --skip_trx=on" "oltp_read_write"; do
+		read -r -a args <<<"$spec"
+		declare -A before=()
+		for n in "${nodes[@]}"; do before[$n]=$(com_select "$n"); done
+		fl_log "split: $spec, ps, sluice: ${run_time}s x $threads threads"
+		run sluice "${args[0]}" ps "${args[@]:1}"
+		deltas=""
+		replica_reads=0
+		for n in "${nodes[@]}"; do
+			d=$(($(com_select "$n") - before[$n]))
+			deltas+=" $n=$d"
+			if [[ $n != "$FL_PRIMARY" ]]; then
+				replica_reads=$((replica_reads + d))
+			fi
+		done
+		outcome=$verdict
+		if [[ $verdict != pass ]]; then
+			failures+=("split $spec: $verdict")
+		elif [[ $spec == oltp_read_only* ]] && ((replica_reads == 0)); then
+			outcome="FAIL: no read reached a replica"
+			failures+=("split $spec: no read reached a replica")
+		fi
+		split_lines+=("$(printf '%-34s %s  %s  Com_select:%s' "$spec" "$numbers" "$outcome" "$deltas")")
+		unset before
+	done
+fi
+
 printf '\nsysbench %s, %d threads, %ss per run, %d x %d rows; sluice rw %s\n\n' \
 	"$(sysbench --version | awk '{ print $2 }')" "$threads" "$run_time" "$tables" "$table_size" "$FL_RW"
 printf '%-18s %-10s %-7s %10s %10s %8s %8s  %s\n' workload mode target tps qps 'avg ms' 'p95 ms' result
 printf '%s\n' "${lines[@]}"
+if ((${#split_lines[@]} > 0)); then
+	printf '\nRead/write splitting (endpoint rw with the sandbox read weights; Com_select per node):\n'
+	printf '%s\n' "${split_lines[@]}"
+fi
 if ((${#xfails[@]} > 0)); then
 	printf '\nExpected failures: %s\n' "${xfails[*]}"
 fi
