@@ -189,3 +189,38 @@ fl_sql() {
 	mariadb --no-defaults --protocol=tcp -h "${addr%:*}" -P "${addr##*:}" \
 		-u"$FL_USER" -p"$FL_PASSWORD" --skip-ssl -N -B "$@"
 }
+
+# fl_begin PREFIX makes the run's work directory ($work, under $TMPDIR) and sets the traps that
+# stop sluice and the sandbox and remove it on any exit (KEEP=1 keeps them). It sets start,
+# work and status (the caller sets status=ok when the run passed).
+fl_begin() {
+	start=$SECONDS
+	work=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX")
+	chmod 755 "$work"
+	status=failed
+	trap fl_cleanup EXIT
+	trap 'fl_log interrupted; exit 130' INT
+	trap 'fl_log terminated; exit 143' TERM
+}
+
+fl_cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	set +e
+	fl_sluice_stop
+	if [[ $status == failed ]]; then
+		fl_tail "$work/sandbox.log"
+		fl_tail "$work/sluice.log"
+	fi
+	if [[ ${KEEP:-0} == 1 ]]; then
+		fl_log "KEEP=1: work directory $work kept (logs, sluice.log)"
+		if [[ -n $FL_SANDBOX_DIR ]]; then
+			fl_log "KEEP=1: sandbox left running; stop it with: $FL_SLUICE sandbox down --dir $FL_SANDBOX_DIR"
+		fi
+	else
+		fl_sandbox_down
+		rm -rf "$work"
+	fi
+	fl_log "took $((SECONDS - start))s"
+	exit "$rc"
+}

@@ -56,7 +56,6 @@ refdir=$suite/r
 readonly other_modes="noprepare"
 read -r -a modes <<<"${MYSQLTEST_MODES:-${MODES:-$all_modes}}"
 record=${RECORD:-0}
-keep=${KEEP:-0}
 run_timeout=${MYSQLTEST_TIMEOUT:-300}
 expected_file=${EXPECTED_FAIL_FILE:-$suite/expected-fail.txt}
 diff_lines=${DIFF_LINES:-80}
@@ -89,35 +88,7 @@ for t in "${tests[@]}"; do
 done
 tests=("${tests[@]%.test}")
 
-start=$SECONDS
-work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-sqlt.XXXXXX")
-chmod 755 "$work"
-status=failed
-
-cleanup() {
-	local rc=$?
-	trap - EXIT INT TERM
-	set +e
-	fl_sluice_stop
-	if [[ $status == failed ]]; then
-		fl_tail "$work/sandbox.log"
-		fl_tail "$work/sluice.log"
-	fi
-	if [[ $keep == 1 ]]; then
-		fl_log "KEEP=1: work directory $work kept (run/, sluice.log)"
-		if [[ -n $FL_SANDBOX_DIR ]]; then
-			fl_log "KEEP=1: sandbox left running; stop it with: $FL_SLUICE sandbox down --dir $FL_SANDBOX_DIR"
-		fi
-	else
-		fl_sandbox_down
-		rm -rf "$work"
-	fi
-	fl_log "took $((SECONDS - start))s"
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'fl_log interrupted; exit 130' INT
-trap 'fl_log terminated; exit 143' TERM
+fl_begin sluice-sqlt
 
 # mode_flags MODE [cli]: the mariadb-test options of MODE (with "cli", those the mariadb client
 # understands), into the array "flags".

@@ -47,7 +47,6 @@ threads=${THREADS:-8}
 tables=${TABLES:-4}
 table_size=${TABLE_SIZE:-10000}
 baseline=${BASELINE:-0}
-keep=${KEEP:-0}
 readonly db=sbtest
 
 ((${#modes[@]} > 0)) || fl_die "MODES is empty"
@@ -76,35 +75,7 @@ is_expected() { # MODE WORKLOAD
 	[[ -n ${expected[$1]+x} || -n ${expected[$1:$2]+x} || -n ${expected[*:$2]+x} ]]
 }
 
-start=$SECONDS
-work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-sb.XXXXXX")
-chmod 755 "$work"
-status=failed
-
-cleanup() {
-	local rc=$?
-	trap - EXIT INT TERM
-	set +e
-	fl_sluice_stop
-	if [[ $status == failed ]]; then
-		fl_tail "$work/sandbox.log"
-		fl_tail "$work/sluice.log"
-	fi
-	if [[ $keep == 1 ]]; then
-		fl_log "KEEP=1: work directory $work kept (sysbench logs, sluice.log)"
-		if [[ -n $FL_SANDBOX_DIR ]]; then
-			fl_log "KEEP=1: sandbox left running; stop it with: $FL_SLUICE sandbox down --dir $FL_SANDBOX_DIR"
-		fi
-	else
-		fl_sandbox_down
-		rm -rf "$work"
-	fi
-	fl_log "took $((SECONDS - start))s"
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'fl_log interrupted; exit 130' INT
-trap 'fl_log terminated; exit 143' TERM
+fl_begin sluice-sb
 
 # sb ADDR ARGS...: sysbench with the connection and table options.
 sb() {
