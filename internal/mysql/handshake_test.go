@@ -240,8 +240,8 @@ func TestParseHandshakeERR(t *testing.T) {
 		// Before the handshake a server does not know the client speaks 4.1: no SQLSTATE.
 		{append([]byte{0xff, 0x10, 0x04}, "Too many connections"...),
 			SQLError{Code: 1040, State: "HY000", Message: "Too many connections"}},
-		{append([]byte{0xff, 0x69, 0x04, '#', 'H', 'Y', '0', '0', '0'}, "Host '10.0.0.5' is blocked"...),
-			SQLError{Code: 1129, State: "HY000", Message: "Host '10.0.0.5' is blocked"}},
+		{append([]byte{0xff, 0x69, 0x04, '#', 'H', 'Y', '0', '0', '0'}, "Host '127.0.0.5' is blocked"...),
+			SQLError{Code: 1129, State: "HY000", Message: "Host '127.0.0.5' is blocked"}},
 	} {
 		h, err := ParseHandshake(tc.p)
 		var se *SQLError

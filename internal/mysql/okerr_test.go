@@ -469,8 +469,8 @@ func TestSQLError(t *testing.T) {
 		t.Fatalf("message = %q", e.Message)
 	}
 	var target *SQLError
-	if err := error(AccessDenied("bob", "10.0.0.1", true)); !errors.As(err, &target) ||
-		target.Message != "Access denied for user 'bob'@'10.0.0.1' (using password: YES)" || target.State != "28000" {
+	if err := error(AccessDenied("bob", "127.0.0.9", true)); !errors.As(err, &target) ||
+		target.Message != "Access denied for user 'bob'@'127.0.0.9' (using password: YES)" || target.State != "28000" {
 		t.Fatalf("AccessDenied = %+v", target)
 	}
 	if e := AccessDenied("bob", "h", false); !strings.HasSuffix(e.Message, "(using password: NO)") {
