@@ -162,37 +162,25 @@ fi
 mkdir -p "$bin_dir"
 echo "test.sh: $(go version), CI=$ci, in $root"
 
-mysqltest_suite() {
-	if [[ ${SKIP_MYSQLTEST:-0} == 1 && $ci != true ]]; then
-		echo "SKIP_MYSQLTEST=1: skipped"
+# fidelity_suite SKIPVAR TOOL SCRIPT runs one of the fidelity scripts with the binary built here.
+fidelity_suite() {
+	local skipvar=$1 tool=$2 script=$3
+	if [[ ${!skipvar:-0} == 1 && $ci != true ]]; then
+		echo "$skipvar=1: skipped"
 		return 3
 	fi
-	if [[ $ci != true ]] && ! { [[ $have_server == true ]] && have_bin mariadb-test; }; then
-		echo "no MariaDB server or no mariadb-test installed: skipped"
-		return 3
-	fi
-	if [[ ! -x $bin_dir/sluice ]]; then
-		echo "no sluice binary: the build step failed"
-		return 1
-	fi
-	SLUICE_BIN=$bin_dir/sluice "$root/scripts/mysqltest.sh"
-}
-
-sysbench_smoke() {
-	if [[ ${SKIP_SYSBENCH:-0} == 1 && $ci != true ]]; then
-		echo "SKIP_SYSBENCH=1: skipped"
-		return 3
-	fi
-	if [[ $ci != true ]] && ! { [[ $have_server == true ]] && have_bin sysbench; }; then
-		echo "no MariaDB server or no sysbench installed: skipped"
+	if [[ $ci != true ]] && ! { [[ $have_server == true ]] && have_bin "$tool"; }; then
+		echo "no MariaDB server or no $tool installed: skipped"
 		return 3
 	fi
 	if [[ ! -x $bin_dir/sluice ]]; then
 		echo "no sluice binary: the build step failed"
 		return 1
 	fi
-	SLUICE_BIN=$bin_dir/sluice "$root/scripts/sysbench-smoke.sh"
+	SLUICE_BIN=$bin_dir/sluice "$root/scripts/$script"
 }
+mysqltest_suite() { fidelity_suite SKIP_MYSQLTEST mariadb-test mysqltest.sh; }
+sysbench_smoke() { fidelity_suite SKIP_SYSBENCH sysbench sysbench-smoke.sh; }
 
 step deps deps
 have_bin mariadbd || have_server=false
