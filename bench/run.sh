@@ -136,23 +136,6 @@ cpu_ticks() {
 	echo $((f[11] + f[12]))
 }
 
-sb() {
-	local addr=$1
-	shift
-	fl_local "$addr"
-	sysbench --db-driver=mysql --mysql-host="${addr%:*}" --mysql-port="${addr##*:}" \
-		--mysql-user="$FL_USER" --mysql-password="$FL_PASSWORD" --mysql-db="$db" \
-		--tables="$tables" --table-size="$table_size" --rand-type=uniform "$@"
-}
-
-# report_value LOG LABEL: the first number after "LABEL:" in a sysbench report ("" if none).
-report_value() {
-	sed -n "s/^[[:space:]]*$2:[[:space:]]*\([0-9][0-9.]*\).*/\1/p" "$1" | head -n 1
-}
-# rate LOG LABEL: the "(N per sec.)" of a report line.
-rate() {
-	sed -n "s/^[[:space:]]*$2:.*(\([0-9][0-9.]*\) per sec\.).*/\1/p" "$1" | head -n 1
-}
 
 fl_build_sluice "$work/sluice"
 fl_sandbox_up "$work/sandbox" --replicas 2

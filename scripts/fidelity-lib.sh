@@ -224,3 +224,25 @@ fl_cleanup() {
 	fl_log "took $((SECONDS - start))s"
 	exit "$rc"
 }
+
+# sb ADDR ARGS...: sysbench with the connection options and the table options of the caller
+# ($db, $tables, $table_size).
+# shellcheck disable=SC2154 # set by the sourcing script
+sb() {
+	local addr=$1
+	shift
+	fl_local "$addr"
+	sysbench --db-driver=mysql --mysql-host="${addr%:*}" --mysql-port="${addr##*:}" \
+		--mysql-user="$FL_USER" --mysql-password="$FL_PASSWORD" --mysql-db="$db" \
+		--tables="$tables" --table-size="$table_size" --rand-type=uniform "$@"
+}
+
+# report_value LOG LABEL: the first number after "LABEL:" in a sysbench report ("" if none).
+report_value() {
+	sed -n "s/^[[:space:]]*$2:[[:space:]]*\([0-9][0-9.]*\).*/\1/p" "$1" | head -n 1
+}
+
+# rate LOG LABEL: the "(N per sec.)" of a sysbench report line.
+rate() {
+	sed -n "s/^[[:space:]]*$2:.*(\([0-9][0-9.]*\) per sec\.).*/\1/p" "$1" | head -n 1
+}

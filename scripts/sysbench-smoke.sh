@@ -77,26 +77,6 @@ is_expected() { # MODE WORKLOAD
 
 fl_begin sluice-sb
 
-# sb ADDR ARGS...: sysbench with the connection and table options.
-sb() {
-	local addr=$1
-	shift
-	fl_local "$addr"
-	sysbench --db-driver=mysql --mysql-host="${addr%:*}" --mysql-port="${addr##*:}" \
-		--mysql-user="$FL_USER" --mysql-password="$FL_PASSWORD" --mysql-db="$db" \
-		--tables="$tables" --table-size="$table_size" --rand-type=uniform "$@"
-}
-
-# report_value LOG LABEL: the first number after "LABEL:" in a sysbench report ("" if none).
-report_value() {
-	sed -n "s/^[[:space:]]*$2:[[:space:]]*\([0-9][0-9.]*\).*/\1/p" "$1" | head -n 1
-}
-
-# rate LOG LABEL: the "(N per sec.)" of a report line.
-rate() {
-	sed -n "s/^[[:space:]]*$2:.*(\([0-9][0-9.]*\) per sec\.).*/\1/p" "$1" | head -n 1
-}
-
 # run WHERE WORKLOAD MODE [ARGS...]: one sysbench run (ARGS go to sysbench); sets "verdict" (pass or the reason it failed) and
 # "numbers" (tps, qps, average and 95th percentile latency in ms; - when missing).
 run() {
