@@ -73,25 +73,13 @@ out=${OUT:-$work/results.json}
 
 # Stop HAProxy and the sluice of system C (fl_cleanup stops FL_SLUICE_PID, system D's, the
 # sandbox, and removes $work).
-stop_pid() {
-	[[ -n $1 ]] || return 0
-	if kill -0 "$1" 2>/dev/null; then
-		kill -TERM "$1" 2>/dev/null || true
-		for _ in $(seq 50); do
-			kill -0 "$1" 2>/dev/null || break
-			sleep 0.2
-		done
-		kill -KILL "$1" 2>/dev/null || true
-	fi
-	wait "$1" 2>/dev/null || true
-}
 bench_cleanup() {
 	local rc=$?
 	set +e
-	stop_pid "$haproxy_pid"
+	fl_stop_pid "$haproxy_pid"
 	haproxy_pid=
 	if [[ -n $pid_p && $pid_p != "$FL_SLUICE_PID" ]]; then
-		stop_pid "$pid_p"
+		fl_stop_pid "$pid_p"
 	fi
 	pid_p=
 	if [[ $status == failed ]]; then

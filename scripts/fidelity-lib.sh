@@ -168,17 +168,22 @@ fl_sluice_alive() {
 	[[ -n $FL_SLUICE_PID ]] && kill -0 "$FL_SLUICE_PID" 2>/dev/null
 }
 
-fl_sluice_stop() {
-	[[ -n $FL_SLUICE_PID ]] || return 0
-	if kill -0 "$FL_SLUICE_PID" 2>/dev/null; then
-		kill -TERM "$FL_SLUICE_PID" 2>/dev/null || true
+# fl_stop_pid PID: SIGTERM, up to 10 s to exit, then SIGKILL; reaps it.
+fl_stop_pid() {
+	[[ -n $1 ]] || return 0
+	if kill -0 "$1" 2>/dev/null; then
+		kill -TERM "$1" 2>/dev/null || true
 		for _ in $(seq 50); do
-			kill -0 "$FL_SLUICE_PID" 2>/dev/null || break
+			kill -0 "$1" 2>/dev/null || break
 			sleep 0.2
 		done
-		kill -KILL "$FL_SLUICE_PID" 2>/dev/null || true
+		kill -KILL "$1" 2>/dev/null || true
 	fi
-	wait "$FL_SLUICE_PID" 2>/dev/null || true
+	wait "$1" 2>/dev/null || true
+}
+
+fl_sluice_stop() {
+	fl_stop_pid "$FL_SLUICE_PID"
 	FL_SLUICE_PID=
 }
 
