@@ -18,6 +18,8 @@
 #   OUT=path                       results JSON (default: the work directory, see README)
 #   SLUICE_BIN=path                use this sluice binary instead of building one
 #   KEEP=1                         keep the work directory and the sandbox
+#   PROFILE_DIR=dir                write CPU profiles of both sluices there (sluice-p.cpu,
+#                                  sluice-r.cpu; read with 'go tool pprof BINARY FILE')
 #
 # Exit status: 0 when every run finished without errors, 1 otherwise.
 set -euo pipefail
@@ -162,6 +164,13 @@ fl_wait_port "$haproxy_addr" 10 || fl_die "haproxy did not listen on $haproxy_ad
 sandbox_rw=$FL_RW
 cp "$FL_SANDBOX_DIR/sluice.yaml" "$work/sluice-p.yaml"
 pin_reads "$work/sluice-p.yaml" "$primary_name" || fl_die "cannot rewrite read_weights in sluice-p.yaml"
+FL_SLUICE_ARGS=()
+if [[ -n ${PROFILE_DIR:-} ]]; then
+	mkdir -p "$PROFILE_DIR"
+	PROFILE_DIR=$(cd "$PROFILE_DIR" && pwd)
+	cp "$FL_SLUICE" "$PROFILE_DIR/sluice"
+	FL_SLUICE_ARGS=(--cpuprofile "$PROFILE_DIR/sluice-p.cpu")
+fi
 FIDELITY_READS=replicas fl_sluice_start "$work/sluice-p.yaml" "$work/sluice-p.log"
 pid_p=$FL_SLUICE_PID
 addr_p=$sandbox_rw
@@ -172,6 +181,9 @@ cp "$FL_SANDBOX_DIR/sluice.yaml" "$work/sluice-r.yaml"
 set_listen "$work/sluice-r.yaml" rw "$addr_r" || fl_die "cannot rewrite the rw listen address"
 set_listen "$work/sluice-r.yaml" ro "127.0.0.1:$(free_port)" || fl_die "cannot rewrite the ro listen address"
 FL_RW=$addr_r
+if [[ -n ${PROFILE_DIR:-} ]]; then
+	FL_SLUICE_ARGS=(--cpuprofile "$PROFILE_DIR/sluice-r.cpu")
+fi
 FIDELITY_READS=replicas fl_sluice_start "$work/sluice-r.yaml" "$work/sluice-r.log"
 pid_r=$FL_SLUICE_PID
 fl_log "direct $FL_PRIMARY, haproxy $haproxy_addr (pid $haproxy_pid), sluice-p $addr_p (pid $pid_p), sluice-r $addr_r (pid $pid_r)"

@@ -156,7 +156,8 @@ fl_sluice_start() {
 	if [[ ${FIDELITY_READS:-primary} != replicas ]]; then
 		pin_reads "$config" primary || fl_die "cannot rewrite read_weights in $config"
 	fi
-	"$FL_SLUICE" serve --config "$config" >>"$log" 2>&1 &
+	# FL_SLUICE_ARGS: more 'sluice serve' flags, e.g. (--cpuprofile FILE).
+	"$FL_SLUICE" serve --config "$config" ${FL_SLUICE_ARGS[@]+"${FL_SLUICE_ARGS[@]}"} >>"$log" 2>&1 &
 	FL_SLUICE_PID=$!
 	if ! fl_wait_port "$FL_RW" 30; then
 		fl_tail "$log"

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 
@@ -15,10 +16,14 @@ import (
 	"github.com/sluicedb/sluice/internal/config"
 )
 
-const serveUsage = `Usage: sluice serve [--config FILE] [--check]
+const serveUsage = `Usage: sluice serve [--config FILE] [--check] [--cpuprofile FILE] [--pprof ADDR]
 
 Runs the proxy with the configuration in FILE (default ./sluice.yaml) until SIGTERM or SIGINT,
 then stops accepting, lets running statements finish for up to timeouts.shutdown, and exits.
+
+Profiling: --cpuprofile writes a CPU profile of the whole run (read it with 'go tool pprof');
+--pprof serves Go's /debug/pprof/ handlers on ADDR, which must be a loopback address
+(127.0.0.1:PORT, [::1]:PORT or localhost:PORT): they expose the process's memory.
 
 Flags:
 `
@@ -28,6 +33,8 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	path := fs.String("config", "sluice.yaml", "configuration file")
 	check := fs.Bool("check", false, "validate the configuration and exit")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	pprofAddr := fs.String("pprof", "", "serve /debug/pprof/ on this loopback address")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), serveUsage)
 		fs.PrintDefaults()
@@ -54,11 +61,20 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	logger := NewLogger(cfg.Log, stderr)
+	if cfg.Threads > 0 && os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(cfg.Threads)
+	}
 	a, err := app.New(cfg, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice serve: %v\n", err)
 		return 1
 	}
+	stopProfiling, err := startProfiling(*cpuprofile, *pprofAddr, logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice serve: %v\n", err)
+		return 1
+	}
+	defer stopProfiling()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := a.Run(ctx); err != nil {

@@ -248,6 +248,10 @@ func TestParseErrors(t *testing.T) {
 			`sluice.yaml:16: timeouts.connect: invalid value 0s (must be greater than 0)`,
 		}},
 
+		{"negative threads", edit("threads: -1\n"), []string{
+			`sluice.yaml:14: threads: must be between 0 (every CPU) and 1024`,
+		}},
+
 		// Several problems: all reported, sorted by line.
 		{"sorted by line", edit("    mode: rw\nlog: {level: loud}\n", "role: primary", "role: primry", "name: app", "name: app\n    bogus: 1"), []string{
 			`sluice.yaml:3: users[0].bogus: unknown key`,
@@ -287,6 +291,7 @@ func TestValidConfigs(t *testing.T) {
 		{"monitor user without password", edit("monitor: {user: mon}\n")},
 		{"aliases", edit("timeouts:\n  connect: &t 2s\n  write: *t\n")},
 		{"comments and document marker", "# sluice\n---\n" + minimal + "...\n"},
+		{"threads", edit("threads: 2\n")},
 		{"explicit zero durations", edit("timeouts: {read: 0s, idle: 0, shutdown: 0s}\n")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

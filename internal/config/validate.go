@@ -58,6 +58,9 @@ func (c *Config) validate() []*Error {
 	if c.Limits.MaxLongData < 1 {
 		k.errorf("limits.max_long_data", "must be at least 1")
 	}
+	if c.Threads < 0 || c.Threads > 1024 {
+		k.errorf("threads", "must be between 0 (every CPU) and 1024")
+	}
 	return k.errs
 }
 
