@@ -64,6 +64,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	if cfg.Threads > 0 && os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(cfg.Threads)
 	}
+	logger.Info("sluice starting", "version", Version, "threads", runtime.GOMAXPROCS(0))
 	a, err := app.New(cfg, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice serve: %v\n", err)

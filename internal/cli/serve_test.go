@@ -3,13 +3,16 @@ package cli_test
 import (
 	"bytes"
 	"database/sql"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -87,7 +90,11 @@ endpoints:
 
 // TestServeGracefulShutdown: on SIGTERM sluice stops accepting, lets a running statement finish
 // and exits 0.
-func TestServeGracefulShutdown(t *testing.T) {
+// startServe runs 'sluice serve' as a child process against the test cluster, with the
+// cluster's configuration on fresh ports plus extra (appended at the top level) and flags. It
+// returns the rw address, the child, a channel with its exit, and its log.
+func startServe(t *testing.T, extra string, flags ...string) (addr string, cmd *exec.Cmd, exited chan error, logs *syncBuffer) {
+	t.Helper()
 	c := testutil.Cluster(t)
 	cfgData, err := os.ReadFile(filepath.Join(c.Dir, sandbox.ConfigFile))
 	if err != nil {
@@ -105,34 +112,50 @@ func TestServeGracefulShutdown(t *testing.T) {
 		}
 	}())
 	path := filepath.Join(t.TempDir(), "sluice.yaml")
-	if err := os.WriteFile(path, []byte(cfgText), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(cfgText+extra), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), childArgs+"=serve\n--config\n"+path)
-	var logs bytes.Buffer
-	cmd.Stderr = &logs
+	cmd = exec.Command(os.Args[0])
+	var env []string
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, "GOMAXPROCS=") {
+			env = append(env, e)
+		}
+	}
+	cmd.Env = append(env, childArgs+"="+strings.Join(append([]string{"serve", "--config", path}, flags...), "\n"))
+	logs = new(syncBuffer)
+	cmd.Stderr = logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
+	exited = make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 	})
-	addr := "127.0.0.1:" + strconv.Itoa(rwPort)
+	addr = "127.0.0.1:" + strconv.Itoa(rwPort)
+	waitListen(t, addr, logs)
+	return addr, cmd, exited, logs
+}
+
+func waitListen(t *testing.T, addr string, logs *syncBuffer) {
+	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		nc, err := net.Dial("tcp", addr)
 		if err == nil {
 			nc.Close()
-			break
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("sluice did not listen: %s", logs.String())
+			t.Fatalf("sluice did not listen on %s: %s", addr, logs.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+func TestServeGracefulShutdown(t *testing.T) {
+	addr, cmd, exited, logs := startServe(t, "")
 	db, err := sql.Open("mysql", "app:app@tcp("+addr+")/?timeout=5s")
 	if err != nil {
 		t.Fatal(err)
@@ -179,6 +202,90 @@ func TestServeGracefulShutdown(t *testing.T) {
 	}
 }
 
+// syncBuffer collects a child's output while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
 type errorString string
 
 func (e errorString) Error() string { return string(e) }
+
+// TestServeProfiling: threads sets GOMAXPROCS, --pprof serves the profiles on loopback only,
+// and --cpuprofile leaves a profile behind at shutdown.
+func TestServeProfiling(t *testing.T) {
+	pprofAddr := "127.0.0.1:" + strconv.Itoa(testutil.FreePort(t))
+	profile := filepath.Join(t.TempDir(), "cpu.pprof")
+	addr, cmd, exited, logs := startServe(t, "threads: 1\n", "--cpuprofile", profile, "--pprof", pprofAddr)
+	if !strings.Contains(logs.String(), "threads=1") {
+		t.Errorf("threads: 1 not applied; log:\n%s", logs.String())
+	}
+	db, err := sql.Open("mysql", "app:app@tcp("+addr+")/?timeout=5s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for i := 0; i < 100; i++ {
+		if _, err := db.Exec("DO 1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp, err := http.Get("http://" + pprofAddr + "/debug/pprof/goroutine?debug=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "proxy.(*session)") {
+		t.Errorf("goroutine profile: status %d, no session goroutine in:\n%.2000s", resp.StatusCode, body)
+	}
+	db.Close()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("sluice exited with %v\n%s", err, logs.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("sluice did not exit after SIGTERM")
+	}
+	data, err := os.ReadFile(profile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) < 2 || data[0] != 0x1f || data[1] != 0x8b {
+		t.Errorf("CPU profile is not a gzipped profile (%d bytes)", len(data))
+	}
+}
+
+func TestServePprofLoopbackOnly(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "sluice.yaml")
+	if err := os.WriteFile(cfg, []byte(`users: [{name: app, password: app}]
+backends: [{name: primary, address: "127.0.0.1:1", role: primary}, {name: replica1, address: "127.0.0.1:2", role: replica}]
+endpoints: [{name: rw, listen: "127.0.0.1:0", mode: read-write}]
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []string{"0.0.0.0:0", "192.0.2.1:0", ":0"} {
+		code, _, stderr := runCLI("serve", "--config", cfg, "--pprof", a)
+		if code != 1 || !strings.Contains(stderr, "not a loopback address") {
+			t.Errorf("--pprof %s: exit %d, stderr %q", a, code, stderr)
+		}
+	}
+}
