@@ -3,8 +3,10 @@
 #
 # Steps: install MariaDB, mariadb-test and sysbench when missing (Debian/Ubuntu, as root or
 # with password-less sudo; otherwise it prints the command and integration tests skip), gofmt,
-# go vet, staticcheck, build, go test ./..., and scripts/driver-suite.sh (go-sql-driver/mysql's
-# test suite directly against MariaDB and through sluice).
+# go vet, staticcheck, build, go test ./..., scripts/driver-suite.sh (go-sql-driver/mysql's
+# test suite directly against MariaDB and through sluice), scripts/mysqltest.sh,
+# scripts/sysbench-smoke.sh, and the benchmark harness in its smoke mode (SMOKE=1 bench/run.sh,
+# about a minute), so that it keeps working.
 #
 # Every step runs even when an earlier one failed; the exit status is non-zero if any failed.
 # With CI=true nothing may be skipped: a missing server is a failure, and CI=true is passed to
@@ -17,6 +19,7 @@
 #   SKIP_DRIVER_SUITE=1  leave out scripts/driver-suite.sh (ignored with CI=true)
 #   SKIP_MYSQLTEST=1     leave out scripts/mysqltest.sh (ignored with CI=true)
 #   SKIP_SYSBENCH=1      leave out scripts/sysbench-smoke.sh (ignored with CI=true)
+#   SKIP_BENCH=1         leave out SMOKE=1 bench/run.sh (ignored with CI=true)
 #   EXPECTED_FAIL_MODES  failures scripts/mysqltest.sh and scripts/sysbench-smoke.sh tolerate
 set -euo pipefail
 
@@ -68,8 +71,8 @@ step() {
 }
 
 deps() {
-	if ensure_packages "mariadbd mariadb mariadb-test sysbench" \
-		"mariadb-server mariadb-client mariadb-test sysbench"; then
+	if ensure_packages "mariadbd mariadb mariadb-test sysbench haproxy" \
+		"mariadb-server mariadb-client mariadb-test sysbench haproxy"; then
 		return 0
 	fi
 	if [[ $ci == true ]]; then
@@ -162,25 +165,32 @@ fi
 mkdir -p "$bin_dir"
 echo "test.sh: $(go version), CI=$ci, in $root"
 
-# fidelity_suite SKIPVAR TOOL SCRIPT runs one of the fidelity scripts with the binary built here.
+# fidelity_suite SKIPVAR "TOOL..." SCRIPT [VAR=VALUE...] runs one of the fidelity scripts (SCRIPT
+# relative to the repository root) with the binary built here, in an environment with the VARs.
 fidelity_suite() {
-	local skipvar=$1 tool=$2 script=$3
+	local skipvar=$1 tools=$2 script=$3 tool
+	shift 3
 	if [[ ${!skipvar:-0} == 1 && $ci != true ]]; then
 		echo "$skipvar=1: skipped"
-		return 3
+		return "$skipped"
 	fi
-	if [[ $ci != true ]] && ! { [[ $have_server == true ]] && have_bin "$tool"; }; then
-		echo "no MariaDB server or no $tool installed: skipped"
-		return 3
+	if [[ $ci != true ]]; then
+		for tool in mariadbd $tools; do
+			if ! have_bin "$tool"; then
+				echo "no $tool installed: skipped"
+				return "$skipped"
+			fi
+		done
 	fi
 	if [[ ! -x $bin_dir/sluice ]]; then
 		echo "no sluice binary: the build step failed"
 		return 1
 	fi
-	SLUICE_BIN=$bin_dir/sluice "$root/scripts/$script"
+	env SLUICE_BIN="$bin_dir/sluice" "$@" "$root/$script"
 }
-mysqltest_suite() { fidelity_suite SKIP_MYSQLTEST mariadb-test mysqltest.sh; }
-sysbench_smoke() { fidelity_suite SKIP_SYSBENCH sysbench sysbench-smoke.sh; }
+mysqltest_suite() { fidelity_suite SKIP_MYSQLTEST mariadb-test scripts/mysqltest.sh; }
+sysbench_smoke() { fidelity_suite SKIP_SYSBENCH sysbench scripts/sysbench-smoke.sh; }
+bench_smoke() { fidelity_suite SKIP_BENCH "sysbench haproxy" bench/run.sh SMOKE=1; }
 
 step deps deps
 have_bin mariadbd || have_server=false
@@ -192,6 +202,7 @@ step go-test go_test
 step driver-suite driver_suite
 step mysqltest mysqltest_suite
 step sysbench-smoke sysbench_smoke
+step bench-smoke bench_smoke
 
 took=$((SECONDS - start))
 printf '\n==> summary\n'
