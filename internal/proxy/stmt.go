@@ -186,6 +186,9 @@ func (s *session) relayPacketsOf(bc *backend.Conn, st *stmt, dst *mysql.Conn) er
 
 // relayFailure turns a broken node connection into the error the client sees.
 func (s *session) relayFailure(err error) error {
+	if err == nil {
+		return nil // before errors.As, whose target would otherwise be allocated on every statement
+	}
 	var re *relayError
 	if errors.As(err, &re) && !re.client {
 		return s.nodeLost(re.err)
@@ -477,8 +480,10 @@ func (s *session) forwardStmt(bc *backend.Conn, id uint32, n int, kind respKind)
 	if err := s.client.Discard(9); err != nil {
 		return err
 	}
-	if err := bc.WriteRaw([]byte{byte(n), byte(n >> 8), byte(n >> 16), 0, cmd,
-		byte(id), byte(id >> 8), byte(id >> 16), byte(id >> 24)}); err != nil {
+	// Built in s.scratch: a slice literal passed to WriteRaw would be allocated per statement.
+	s.scratch = append(s.scratch[:0], byte(n), byte(n>>8), byte(n>>16), 0, cmd,
+		byte(id), byte(id>>8), byte(id>>16), byte(id>>24))
+	if err := bc.WriteRaw(s.scratch); err != nil {
 		return s.nodeLost(err)
 	}
 	if err := s.client.CopyN(bc.Conn, n-5); err != nil {
