@@ -151,6 +151,7 @@ func BenchmarkParseOK(b *testing.B) {
 	}{
 		{"plain", AppendOK(nil, OK{AffectedRows: 1, Status: StatusAutocommit}, caps)},
 		{"session-state", mariaDBOKPacket()},
+		{"session-state-mysql8-gtid", mysql8GTIDOKPacket()},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
