@@ -32,6 +32,7 @@ type Conn struct {
 	hdr     [4]byte
 	whdr    [4]byte
 	dw      deadlineWriter
+	sr      sockReader
 
 	// MaxPacket bounds the size of one logical packet ReadPacket assembles (0: 1 GiB).
 	MaxPacket int
@@ -76,7 +77,9 @@ func NewConn(nc net.Conn, readBuf, writeBuf int) *Conn {
 	if writeBuf <= 0 {
 		writeBuf = DefaultWriteBuffer
 	}
-	c := &Conn{nc: nc, br: bufio.NewReaderSize(nc, readBuf)}
+	c := &Conn{nc: nc}
+	c.sr.init(c, nc)
+	c.br = bufio.NewReaderSize(&c.sr, readBuf)
 	c.dw.nc = nc
 	c.bw = bufio.NewWriterSize(&c.dw, writeBuf)
 	return c

@@ -605,3 +605,53 @@ func TestIdleTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestReadTimeout: a node that does not answer within timeouts.read ends the session, for text
+// queries and for prepared statements alike.
+func TestReadTimeout(t *testing.T) {
+	s := startSluice(t, func(c *config.Config) {
+		primaryReads(c)
+		c.Timeouts.Read.Duration = time.Second
+	})
+	db := open(t, dsn(s.rw, "app", "app", "", ""))
+	for _, tc := range []struct {
+		name string
+		run  func(ctx context.Context, c *sql.Conn) error
+	}{
+		{"text", func(ctx context.Context, c *sql.Conn) error {
+			var v int
+			return c.QueryRowContext(ctx, "SELECT SLEEP(4)").Scan(&v)
+		}},
+		{"prepared", func(ctx context.Context, c *sql.Conn) error {
+			st, err := c.PrepareContext(ctx, "SELECT SLEEP(?)")
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			var v int
+			return st.QueryRowContext(ctx, 4).Scan(&v)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			c, err := db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			start := time.Now()
+			err = tc.run(ctx, c)
+			if err == nil {
+				t.Fatal("a statement slower than timeouts.read succeeded")
+			}
+			if d := time.Since(start); d > 3*time.Second {
+				t.Fatalf("the statement failed after %s, want about timeouts.read (1s): %v", d, err)
+			}
+			// The pool gets a fresh session that works.
+			var one int
+			if err := db.QueryRow("SELECT 1").Scan(&one); err != nil || one != 1 {
+				t.Fatalf("after the timeout: %v", err)
+			}
+		})
+	}
+}

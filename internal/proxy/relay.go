@@ -200,11 +200,14 @@ func (s *session) copyLast(bc *backend.Conn, n int) error {
 	return s.finish(nil)
 }
 
+// finish ends a response. The client gets it when the session next reads from the client (the
+// next command), sent from inside that read's wait (mysql.Conn.FlushBeforeRead), or when the
+// session closes: a response is the last thing a command writes.
 func (s *session) finish(err error) error {
 	if err != nil {
 		return err
 	}
-	if err := s.client.Flush(); err != nil {
+	if err := s.client.FlushBeforeRead(); err != nil {
 		return &relayError{client: true, err: err}
 	}
 	return nil
@@ -282,7 +285,7 @@ func (s *session) trackSessionState(block []byte) {
 		if err != nil {
 			return
 		}
-		if sc.Type == mysql.SessionTrackSchema {
+		if sc.Type == mysql.SessionTrackSchema && string(sc.Value) != s.db {
 			s.db = string(sc.Value)
 		}
 		block = rest

@@ -249,7 +249,8 @@ func (s *session) runOn(i int, snap *route.Snapshot) error {
 	if err := c.WritePacket(s.cmd); err != nil {
 		return &relayError{err: err}
 	}
-	if err := c.Flush(); err != nil {
+	// Sent from inside the wait for the answer (saves a read that would find nothing).
+	if err := c.FlushBeforeRead(); err != nil {
 		return &relayError{err: err}
 	}
 	s.client.SetSeq(1)

@@ -130,6 +130,9 @@ func (s *session) run(overLimit bool) {
 
 func (s *session) close() {
 	s.life.Store(stateClosed)
+	// A response may still wait in the buffer for the next read (finish): send it before the
+	// connection closes (a node's ERR that ends the session, a command finished at shutdown).
+	_ = s.client.Flush()
 	s.nc.Close()
 	s.closeConns()
 }
@@ -479,7 +482,7 @@ func (s *session) forward(n int, kind respKind) error {
 			return err
 		}
 	}
-	if err := bc.Flush(); err != nil {
+	if err := bc.FlushBeforeRead(); err != nil {
 		return s.nodeLost(err)
 	}
 	if err := s.relayTimed(bc, kind); err != nil {

@@ -106,7 +106,7 @@ func (s *session) prepare() error {
 	if err := bc.WritePacket(p); err != nil {
 		return s.nodeLost(err)
 	}
-	if err := bc.Flush(); err != nil {
+	if err := bc.FlushBeforeRead(); err != nil {
 		return s.nodeLost(err)
 	}
 	n, _, err := bc.PeekHeader()
@@ -463,11 +463,11 @@ func (s *session) executeWithTypes(st *stmt, b *stmtBinding, n, typesAt int) err
 	if err := bc.WritePacket(out); err != nil {
 		return s.nodeLost(err)
 	}
-	if err := bc.Flush(); err != nil {
+	if err := bc.FlushBeforeRead(); err != nil {
 		return s.nodeLost(err)
 	}
 	s.client.SetSeq(bc.Seq())
-	return s.relayFailure(s.relay(bc, respResult))
+	return s.relayFailure(s.relayTimed(bc, respResult))
 }
 
 // forwardStmt relays a statement command to bc with the statement id replaced by the node's.
@@ -509,8 +509,8 @@ func (s *session) forwardStmt(bc *backend.Conn, id uint32, n int, kind respKind)
 	}
 	bc.SetSeq(seq)
 	s.client.SetSeq(seq)
-	if err := bc.Flush(); err != nil {
+	if err := bc.FlushBeforeRead(); err != nil {
 		return s.nodeLost(err)
 	}
-	return s.relayFailure(s.relay(bc, kind))
+	return s.relayFailure(s.relayTimed(bc, kind))
 }

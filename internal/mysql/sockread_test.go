@@ -1,0 +1,256 @@
+package mysql
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"testing"
+	"time"
+)
+
+// echo answers every packet it reads on nc with the same packet, without allocating.
+func echo(nc net.Conn) {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := nc.Read(buf)
+		if err != nil {
+			return
+		}
+		if _, err := nc.Write(buf[:n]); err != nil {
+			return
+		}
+	}
+}
+
+func TestFlushBeforeReadRoundTrip(t *testing.T) {
+	cn, sn := tcpPair(t)
+	go echo(sn)
+	c := NewConn(cn, 0, 0)
+	if c.sr.rc == nil {
+		t.Fatal("a TCP connection has no raw access")
+	}
+	for i := 0; i < 100; i++ {
+		want := bytes.Repeat([]byte{byte(i)}, 1+i*50)
+		c.SetSeq(0)
+		if err := c.WritePacket(want); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.FlushBeforeRead(); err != nil {
+			t.Fatal(err)
+		}
+		if !c.sr.flushFirst {
+			t.Fatal("FlushBeforeRead flushed at once on a plain TCP connection")
+		}
+		c.SetSeq(0)
+		got, err := c.ReadPacket()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("round %d: got %d bytes, want %d", i, len(got), len(want))
+		}
+	}
+}
+
+// A response larger than the socket buffers: the flush inside the read's wait must not
+// deadlock against a peer that only reads after it has written.
+func TestFlushBeforeReadLarge(t *testing.T) {
+	cn, sn := tcpPair(t)
+	go echo(sn)
+	c := NewConn(cn, 0, 0)
+	want := bytes.Repeat([]byte("0123456789"), 3<<20/10) // 3 MiB
+	if err := c.WritePacket(want); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.FlushBeforeRead(); err != nil {
+		t.Fatal(err)
+	}
+	c.SetSeq(0)
+	got, err := c.ReadPacket()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("got %d bytes, want %d", len(got), len(want))
+	}
+}
+
+// A read whose deadline has passed still sends what FlushBeforeRead left in the buffer.
+func TestFlushBeforeReadDeadlinePassed(t *testing.T) {
+	cn, sn := tcpPair(t)
+	c := NewConn(cn, 0, 0)
+	if err := c.WritePacket([]byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.FlushBeforeRead(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cn.SetReadDeadline(time.Unix(1, 0))
+	if _, _, err := c.PeekHeader(); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("PeekHeader: %v, want a deadline error", err)
+	}
+	_ = sn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	got := make([]byte, 8)
+	if _, err := io.ReadFull(sn, got); err != nil {
+		t.Fatalf("the peer did not get the buffered packet: %v", err)
+	}
+	if string(got[4:]) != "ping" {
+		t.Fatalf("peer got %q", got)
+	}
+}
+
+// A deadline that expires during the wait: the packet went out, the read times out.
+func TestFlushBeforeReadTimeout(t *testing.T) {
+	cn, sn := tcpPair(t)
+	c := NewConn(cn, 0, 0)
+	if err := c.WritePacket([]byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.FlushBeforeRead(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cn.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	if _, _, err := c.PeekHeader(); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("PeekHeader: %v, want a deadline error", err)
+	}
+	_ = sn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	got := make([]byte, 8)
+	if _, err := io.ReadFull(sn, got); err != nil || string(got[4:]) != "ping" {
+		t.Fatalf("peer got %q, %v", got, err)
+	}
+	// The connection stays usable: the next read (no deadline) gets the answer.
+	_ = cn.SetReadDeadline(time.Time{})
+	go func() { _, _ = sn.Write([]byte{1, 0, 0, 0, 'x'}) }()
+	c.SetSeq(0)
+	if p, err := c.ReadPacket(); err != nil || string(p) != "x" {
+		t.Fatalf("ReadPacket = %q, %v", p, err)
+	}
+}
+
+// The peer closing: the read reports EOF (after the buffered packet was sent or failed).
+func TestFlushBeforeReadPeerClosed(t *testing.T) {
+	cn, sn := tcpPair(t)
+	c := NewConn(cn, 0, 0)
+	go func() {
+		buf := make([]byte, 8)
+		_, _ = io.ReadFull(sn, buf)
+		sn.Close()
+	}()
+	if err := c.WritePacket([]byte("quit")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.FlushBeforeRead(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.PeekHeader(); err != io.EOF {
+		t.Fatalf("PeekHeader after the peer closed: %v, want EOF", err)
+	}
+}
+
+// Where waiting first does not apply, FlushBeforeRead is Flush.
+func TestFlushBeforeReadFallsBackToFlush(t *testing.T) {
+	t.Run("not TCP", func(t *testing.T) {
+		a, b := net.Pipe()
+		defer a.Close()
+		defer b.Close()
+		c := NewConn(a, 0, 0)
+		got := make(chan []byte, 1)
+		go func() {
+			buf := make([]byte, 8)
+			_, _ = io.ReadFull(b, buf)
+			got <- buf
+		}()
+		if err := c.WritePacket([]byte("pipe")); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.FlushBeforeRead(); err != nil {
+			t.Fatal(err)
+		}
+		if c.bw.Buffered() != 0 || c.sr.flushFirst {
+			t.Fatal("FlushBeforeRead kept the bytes on a net.Pipe")
+		}
+		if b := <-got; string(b[4:]) != "pipe" {
+			t.Fatalf("peer got %q", b)
+		}
+	})
+	t.Run("read buffer not empty", func(t *testing.T) {
+		cn, sn := tcpPair(t)
+		c := NewConn(cn, 0, 0)
+		if _, err := sn.Write([]byte{1, 0, 0, 0, 'a', 1, 0, 0, 1, 'b'}); err != nil {
+			t.Fatal(err)
+		}
+		if p, err := c.ReadPacket(); err != nil || string(p) != "a" {
+			t.Fatalf("ReadPacket = %q, %v", p, err)
+		}
+		if c.Buffered() == 0 {
+			t.Skip("the second packet was not read ahead")
+		}
+		if err := c.WritePacket([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.FlushBeforeRead(); err != nil {
+			t.Fatal(err)
+		}
+		if c.bw.Buffered() != 0 || c.sr.flushFirst {
+			t.Fatal("FlushBeforeRead kept the bytes while the next packet was already buffered")
+		}
+	})
+}
+
+// The statement path's round trip with FlushBeforeRead allocates nothing.
+func TestFlushBeforeReadAllocs(t *testing.T) {
+	cn, sn := tcpPair(t)
+	go echo(sn)
+	c := NewConn(cn, 0, 0)
+	payload := []byte("SELECT 1")
+	round := func() {
+		c.SetSeq(0)
+		if err := c.WritePacket(payload); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.FlushBeforeRead(); err != nil {
+			t.Fatal(err)
+		}
+		c.SetSeq(0)
+		if _, err := c.ReadPacket(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	round()
+	if n := testing.AllocsPerRun(200, round); n != 0 {
+		t.Fatalf("%.1f allocations per round trip, want 0", n)
+	}
+}
+
+func BenchmarkTCPRoundTrip(b *testing.B) {
+	for _, mode := range []string{"Flush", "FlushBeforeRead"} {
+		b.Run(mode, func(b *testing.B) {
+			cn, sn := tcpPair(b)
+			go echo(sn)
+			c := NewConn(cn, 0, 0)
+			payload := []byte("SELECT 1")
+			b.ReportAllocs()
+			for b.Loop() {
+				c.SetSeq(0)
+				if err := c.WritePacket(payload); err != nil {
+					b.Fatal(err)
+				}
+				var err error
+				if mode == "Flush" {
+					err = c.Flush()
+				} else {
+					err = c.FlushBeforeRead()
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				c.SetSeq(0)
+				if _, err := c.ReadPacket(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
