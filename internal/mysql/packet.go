@@ -31,7 +31,7 @@ type Conn struct {
 	payload []byte // reused buffer for ReadPacket
 	hdr     [4]byte
 	whdr    [4]byte
-	dw      deadlineWriter
+	dw      sockWriter
 	sr      sockReader
 
 	// MaxPacket bounds the size of one logical packet ReadPacket assembles (0: 1 GiB).
@@ -40,23 +40,6 @@ type Conn struct {
 	// cz is the compressed-protocol layer under br and bw, once EnableCompression (compress.go)
 	// has been called.
 	cz *compressLayer
-}
-
-// deadlineWriter gives every write to the socket its own deadline, so that a write the buffer
-// makes by itself in the middle of a large response is bounded the same way as a Flush, and an
-// old deadline never cuts a healthy connection.
-type deadlineWriter struct {
-	nc      net.Conn
-	timeout time.Duration
-}
-
-func (w *deadlineWriter) Write(p []byte) (int, error) {
-	if w.timeout > 0 {
-		if err := w.nc.SetWriteDeadline(time.Now().Add(w.timeout)); err != nil {
-			return 0, err
-		}
-	}
-	return w.nc.Write(p)
 }
 
 // SetWriteTimeout bounds every write to the socket (0: no bound).
@@ -80,7 +63,7 @@ func NewConn(nc net.Conn, readBuf, writeBuf int) *Conn {
 	c := &Conn{nc: nc}
 	c.sr.init(c, nc)
 	c.br = bufio.NewReaderSize(&c.sr, readBuf)
-	c.dw.nc = nc
+	c.dw.init(nc)
 	c.bw = bufio.NewWriterSize(&c.dw, writeBuf)
 	return c
 }

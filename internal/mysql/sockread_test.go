@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -252,5 +253,66 @@ func BenchmarkTCPRoundTrip(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// On a TCP socket the Conn writes with raw system calls: a peer that stops reading must still
+// be bounded by the write timeout.
+func TestRawWriteTimeout(t *testing.T) {
+	cn, _ := tcpPair(t) // nobody reads the far end
+	c := NewConn(cn, 0, 0)
+	if c.dw.rc == nil {
+		t.Fatal("a TCP connection has no raw access")
+	}
+	c.SetWriteTimeout(50 * time.Millisecond)
+	start := time.Now()
+	var err error
+	for i := 0; i < 64 && err == nil; i++ { // up to 64 MiB, far beyond the socket buffers
+		if err = c.WritePacket(testPattern(1<<20, byte(i))); err == nil {
+			err = c.Flush()
+		}
+	}
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("writing to a peer that does not read: %v, want a deadline error", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("the write timed out after %v", d)
+	}
+}
+
+// A peer that went away: writes fail with the socket's error, reads with EOF or a reset.
+func TestRawWritePeerGone(t *testing.T) {
+	cn, sn := tcpPair(t)
+	c := NewConn(cn, 0, 0)
+	sn.Close()
+	var err error
+	for i := 0; i < 100 && err == nil; i++ {
+		if err = c.WritePacket(testPattern(64<<10, byte(i))); err == nil {
+			err = c.Flush()
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if !errors.Is(err, syscall.EPIPE) && !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("writing to a closed peer: %v, want EPIPE or ECONNRESET", err)
+	}
+	var oe *net.OpError
+	if !errors.As(err, &oe) || oe.Op != "write" {
+		t.Fatalf("error %T %v is not a write *net.OpError", err, err)
+	}
+	if _, err := c.ReadPacket(); err == nil {
+		t.Fatal("reading from a closed peer succeeded")
+	}
+}
+
+// Closing the connection from another goroutine ends a read waiting in the poller.
+func TestRawReadClosedWhileWaiting(t *testing.T) {
+	cn, _ := tcpPair(t)
+	c := NewConn(cn, 0, 0)
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		cn.Close()
+	}()
+	if _, err := c.ReadPacket(); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("ReadPacket on a connection closed meanwhile: %v, want net.ErrClosed", err)
 	}
 }
