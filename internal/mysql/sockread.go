@@ -118,9 +118,11 @@ func (r *sockReader) raw(fd uintptr) bool {
 	}
 }
 
-// sockWriter is what a Conn's write buffer writes to: the socket, each write under its own
-// deadline, so that a write the buffer makes by itself in the middle of a large response is
-// bounded the same way as a Flush, and an old deadline never cuts a healthy connection.
+// sockWriter is what a Conn's write buffer writes to: the socket, each write bounded by the
+// write timeout, so that a write the buffer makes by itself in the middle of a large response
+// is bounded the same way as a Flush, and an old deadline never cuts a healthy connection. On
+// a raw socket the deadline is armed only when a write has to wait (the socket buffer is
+// full), and cleared after it: most writes never wait, and then cost no timer.
 type sockWriter struct {
 	nc      net.Conn
 	rc      syscall.RawConn
@@ -129,6 +131,7 @@ type sockWriter struct {
 	buf     []byte
 	n       int
 	err     error
+	armed   bool // this write armed the write deadline
 	writeFn func(fd uintptr) bool
 }
 
@@ -140,24 +143,32 @@ func (w *sockWriter) init(nc net.Conn) {
 }
 
 func (w *sockWriter) Write(p []byte) (int, error) {
-	if w.timeout > 0 {
-		if err := w.nc.SetWriteDeadline(time.Now().Add(w.timeout)); err != nil {
-			return 0, err
-		}
-	}
 	if w.rc == nil {
+		if w.timeout > 0 {
+			if err := w.nc.SetWriteDeadline(time.Now().Add(w.timeout)); err != nil {
+				return 0, err
+			}
+		}
 		return w.nc.Write(p)
 	}
-	w.buf, w.n, w.err = p, 0, nil
+	w.buf, w.n, w.err, w.armed = p, 0, nil, false
 	err := w.rc.Write(w.writeFn)
 	n := w.n
 	w.buf = nil
+	if w.armed {
+		// Left in place, the deadline would fail the next write before it starts once it
+		// has passed.
+		w.armed = false
+		_ = w.nc.SetWriteDeadline(time.Time{})
+	}
 	if err == nil {
 		err = w.err
 	}
 	return n, err
 }
 
+// raw is the RawConn write callback: it writes until done or the socket is full; the first
+// time it must wait it arms the deadline for the rest of this write.
 func (w *sockWriter) raw(fd uintptr) bool {
 	for w.n < len(w.buf) {
 		n, errno := sysWrite(fd, w.buf[w.n:])
@@ -166,6 +177,13 @@ func (w *sockWriter) raw(fd uintptr) bool {
 			w.n += n
 		case syscall.EINTR:
 		case syscall.EAGAIN:
+			if w.timeout > 0 && !w.armed {
+				w.armed = true
+				if err := w.nc.SetWriteDeadline(time.Now().Add(w.timeout)); err != nil {
+					w.err = err
+					return true
+				}
+			}
 			return false
 		default:
 			w.err = sockError("write", w.nc, errno)

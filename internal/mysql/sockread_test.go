@@ -316,3 +316,32 @@ func TestRawReadClosedWhileWaiting(t *testing.T) {
 		t.Fatalf("ReadPacket on a connection closed meanwhile: %v, want net.ErrClosed", err)
 	}
 }
+
+// A write that had to wait armed the write deadline; once done, the deadline must not linger
+// and fail a later write after the connection was idle for longer than the timeout.
+func TestRawWriteDeadlineDoesNotLinger(t *testing.T) {
+	cn, sn := tcpPair(t)
+	// Small socket buffers, so that the first write has to wait for the reader.
+	_ = cn.(*net.TCPConn).SetWriteBuffer(32 << 10)
+	_ = sn.(*net.TCPConn).SetReadBuffer(32 << 10)
+	go func() {
+		time.Sleep(50 * time.Millisecond) // let the first write fill the socket buffers
+		_, _ = io.Copy(io.Discard, sn)
+	}()
+	c := NewConn(cn, 0, 0)
+	c.SetWriteTimeout(200 * time.Millisecond)
+	big := testPattern(8<<20, 1)
+	if err := c.WritePacket(big); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(400 * time.Millisecond) // idle past the timeout
+	if err := c.WritePacket(big); err != nil {
+		t.Fatalf("write after an idle spell: %v", err)
+	}
+	if err := c.Flush(); err != nil {
+		t.Fatalf("flush after an idle spell: %v", err)
+	}
+}
