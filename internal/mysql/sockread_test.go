@@ -78,49 +78,38 @@ func TestFlushBeforeReadLarge(t *testing.T) {
 	}
 }
 
-// A read whose deadline has passed still sends what FlushBeforeRead left in the buffer.
-func TestFlushBeforeReadDeadlinePassed(t *testing.T) {
-	cn, sn := tcpPair(t)
-	c := NewConn(cn, 0, 0)
+// pingTimesOut leaves a "ping" packet to FlushBeforeRead on a TCP connection, reads under
+// the read deadline given, and checks that the read timed out and the peer got the packet.
+func pingTimesOut(t *testing.T, deadline time.Time) (c *Conn, cn, sn net.Conn) {
+	t.Helper()
+	cn, sn = tcpPair(t)
+	c = NewConn(cn, 0, 0)
 	if err := c.WritePacket([]byte("ping")); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.FlushBeforeRead(); err != nil {
 		t.Fatal(err)
 	}
-	_ = cn.SetReadDeadline(time.Unix(1, 0))
-	if _, _, err := c.PeekHeader(); !errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("PeekHeader: %v, want a deadline error", err)
-	}
-	_ = sn.SetReadDeadline(time.Now().Add(5 * time.Second))
-	got := make([]byte, 8)
-	if _, err := io.ReadFull(sn, got); err != nil {
-		t.Fatalf("the peer did not get the buffered packet: %v", err)
-	}
-	if string(got[4:]) != "ping" {
-		t.Fatalf("peer got %q", got)
-	}
-}
-
-// A deadline that expires during the wait: the packet went out, the read times out.
-func TestFlushBeforeReadTimeout(t *testing.T) {
-	cn, sn := tcpPair(t)
-	c := NewConn(cn, 0, 0)
-	if err := c.WritePacket([]byte("ping")); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.FlushBeforeRead(); err != nil {
-		t.Fatal(err)
-	}
-	_ = cn.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	_ = cn.SetReadDeadline(deadline)
 	if _, _, err := c.PeekHeader(); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("PeekHeader: %v, want a deadline error", err)
 	}
 	_ = sn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	got := make([]byte, 8)
 	if _, err := io.ReadFull(sn, got); err != nil || string(got[4:]) != "ping" {
-		t.Fatalf("peer got %q, %v", got, err)
+		t.Fatalf("the peer got %q, %v; want the buffered ping", got, err)
 	}
+	return c, cn, sn
+}
+
+// A read whose deadline has passed still sends what FlushBeforeRead left in the buffer.
+func TestFlushBeforeReadDeadlinePassed(t *testing.T) {
+	pingTimesOut(t, time.Unix(1, 0))
+}
+
+// A deadline that expires during the wait: the packet went out, the read times out.
+func TestFlushBeforeReadTimeout(t *testing.T) {
+	c, cn, sn := pingTimesOut(t, time.Now().Add(50*time.Millisecond))
 	// The connection stays usable: the next read (no deadline) gets the answer.
 	_ = cn.SetReadDeadline(time.Time{})
 	go func() { _, _ = sn.Write([]byte{1, 0, 0, 0, 'x'}) }()

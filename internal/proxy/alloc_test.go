@@ -193,12 +193,8 @@ func stateExchange(t testing.TB, okp []byte, clientCaps uint32) exchange {
 // of the node's OK when nothing the session keeps changes, for clients with and without
 // SESSION_TRACK (the latter get the OK re-encoded).
 func TestSessionStateCheckDoesNotAllocate(t *testing.T) {
-	m := newMemSession(t)
+	m, c := inLineSession(t)
 	s := m.s
-	s.db = "sbtest"
-	s.state = [][]byte{[]byte("SET NAMES utf8mb4"), []byte("SET SESSION sql_mode = 'ANSI'")}
-	c := s.conns[0]
-	c.db, c.applied = s.db, len(s.state)
 	assertNoAllocs(t, "sync of a connection in line", func() {
 		if err := s.sync(c); err != nil {
 			t.Fatal(err)

@@ -12,12 +12,8 @@ import (
 // BenchmarkSessionSync is use()'s check of a node connection already in line with the session
 // (schema, COM_SET_OPTION, replayed SETs): the common case, before every statement.
 func BenchmarkSessionSync(b *testing.B) {
-	m := newMemSession(b)
+	m, c := inLineSession(b)
 	s := m.s
-	s.db = "sbtest"
-	s.state = [][]byte{[]byte("SET NAMES utf8mb4"), []byte("SET SESSION sql_mode = 'ANSI'")}
-	c := s.conns[0]
-	c.db, c.applied = s.db, len(s.state)
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := s.sync(c); err != nil {
@@ -81,4 +77,16 @@ func BenchmarkRelayOK(b *testing.B) {
 			}
 		})
 	}
+}
+
+// inLineSession is an in-memory session with a schema and two replayed SETs, and its node
+// connection already in line with them.
+func inLineSession(tb testing.TB) (*memSession, *nodeConn) {
+	m := newMemSession(tb)
+	s := m.s
+	s.db = "sbtest"
+	s.state = [][]byte{[]byte("SET NAMES utf8mb4"), []byte("SET SESSION sql_mode = 'ANSI'")}
+	c := s.conns[0]
+	c.db, c.applied = s.db, len(s.state)
+	return m, c
 }
