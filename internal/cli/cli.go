@@ -2,6 +2,8 @@
 package cli
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 )
@@ -43,5 +45,28 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	default:
 		fmt.Fprintf(stderr, "sluice: unknown command %q\n\n%s", args[0], usage)
 		return 2
+	}
+}
+
+// parseFlags parses args with fs, whose Usage writes to fs.Output(). On --help it prints the
+// usage once, to stdout, and returns 0; on a bad flag the flag package's message and the usage
+// go to fs's output (stderr) and it returns 2. ok is false in both cases.
+func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) (code int, ok bool) {
+	usage := fs.Usage
+	fs.Usage = func() {} // Parse would print it on --help too, to stderr
+	err := fs.Parse(args)
+	fs.Usage = usage
+	switch {
+	case err == nil:
+		return 0, true
+	case errors.Is(err, flag.ErrHelp):
+		out := fs.Output()
+		fs.SetOutput(stdout)
+		fs.Usage()
+		fs.SetOutput(out)
+		return 0, false
+	default:
+		fs.Usage()
+		return 2, false
 	}
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -94,13 +93,8 @@ func (f *sandboxFlags) dirFlag() *string {
 func (f *sandboxFlags) parse(args []string, positional ...string) ([]string, int, bool) {
 	var pos []string
 	for {
-		if err := f.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				f.SetOutput(f.stdout)
-				f.Usage()
-				return nil, 0, false
-			}
-			return nil, 2, false // the flag package already printed the error and usage
+		if code, ok := parseFlags(f.FlagSet, args, f.stdout); !ok {
+			return nil, code, false
 		}
 		rest := f.Args()
 		if len(rest) == 0 {
