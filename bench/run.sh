@@ -67,16 +67,9 @@ done
 for n in "$sluice_threads" "$idle_conns"; do
 	[[ $n =~ ^[0-9]+$ ]] || fl_die "SLUICE_THREADS and IDLE_CONNS must be integers >= 0"
 done
-for b in sysbench haproxy mariadb; do
-	if ! command -v "$b" >/dev/null 2>&1; then
-		if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
-			fl_log "$b not found; installing sysbench haproxy mariadb-client"
-			apt-get install -y sysbench haproxy mariadb-client >/dev/null || fl_die "apt-get install failed"
-		else
-			fl_die "$b not found (as root: apt-get install sysbench haproxy mariadb-client)"
-		fi
-	fi
-done
+# Missing tools: apt-get update, then install (as root or with password-less sudo), or say how.
+ensure_packages "sysbench haproxy mariadb mariadbd" "sysbench haproxy mariadb-client mariadb-server" ||
+	fl_die "sysbench, haproxy and MariaDB are needed (see above)"
 if [[ -n ${GOMAXPROCS:-} ]]; then
 	# It would win over the sluices' 'threads:' setting.
 	fl_log "GOMAXPROCS=$GOMAXPROCS is set; unsetting it (SLUICE_THREADS sets the sluices' threads)"
