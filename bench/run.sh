@@ -202,19 +202,7 @@ primary_name=$(awk '/^  - name: /{ n = $3 } /^    role: primary/{ print n; exit 
 readonly node_labels=(p r1 r2)
 nodes=("$FL_PRIMARY" "${FL_REPLICAS[@]}")
 
-# Prepare once on the primary, then wait until both replicas have applied it.
-t0=$SECONDS
-fl_sql "$FL_PRIMARY" -e "DROP DATABASE IF EXISTS $db; CREATE DATABASE $db"
-sb "$FL_PRIMARY" oltp_read_write --threads="$tables" prepare >"$work/prepare.log" 2>&1 || {
-	fl_tail "$work/prepare.log"
-	fl_die "sysbench prepare failed"
-}
-gtid=$(fl_sql "$FL_PRIMARY" -e 'SELECT @@gtid_binlog_pos')
-for r in "${FL_REPLICAS[@]}"; do
-	waited=$(fl_sql "$r" -e "SELECT MASTER_GTID_WAIT('$gtid', 120)")
-	[[ $waited == 0 ]] || fl_die "replica $r did not reach GTID $gtid within 120 s"
-done
-fl_log "prepared $tables x $table_size rows in $((SECONDS - t0))s; replicas at $gtid"
+fl_sb_prepare "$work/prepare.log"
 
 # B: HAProxy.
 haproxy_addr=127.0.0.1:$(free_port)

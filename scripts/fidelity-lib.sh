@@ -1,7 +1,7 @@
 # shellcheck shell=bash disable=SC2034
-# fidelity-lib.sh: helpers shared by scripts/mysqltest.sh and scripts/sysbench-smoke.sh. Source
-# it after setting FL_NAME (the prefix of log lines); it defines functions and the FL_* variables
-# below, and runs nothing.
+# fidelity-lib.sh: helpers shared by scripts/mysqltest.sh, scripts/sysbench-smoke.sh and
+# bench/run.sh. Source it after setting FL_NAME (the prefix of log lines); it defines functions
+# and the FL_* variables below, and runs nothing.
 #
 #   fl_build_sluice OUT              build ./cmd/sluice into OUT (unless SLUICE_BIN is set)
 #   fl_sandbox_up DIR FLAGS...       'sluice sandbox up' on free ports; log in DIR.log
@@ -13,6 +13,8 @@
 #   fl_sandbox_down                  stop the sandbox fl_sandbox_up started
 #   fl_local ADDR                    fail unless ADDR is 127.0.0.1:PORT or localhost:PORT
 #   fl_sql ADDR SQL...               run statements with the mariadb client as app/app
+#   sb ADDR ARGS...                  sysbench against ADDR (database $db, $tables x $table_size)
+#   fl_sb_prepare LOG                sysbench prepare on the primary, then wait for the replicas
 #
 # Everything listens on and connects to 127.0.0.1 only.
 
@@ -241,6 +243,23 @@ sb() {
 	sysbench --db-driver=mysql --mysql-host="${addr%:*}" --mysql-port="${addr##*:}" \
 		--mysql-user="$FL_USER" --mysql-password="$FL_PASSWORD" --mysql-db="$db" \
 		--tables="$tables" --table-size="$table_size" --rand-type=uniform "$@"
+}
+
+# fl_sb_prepare LOG: recreate database $db on the primary, let sysbench prepare its tables there
+# ($tables x $table_size rows; output in LOG), and wait until every replica has applied them.
+fl_sb_prepare() {
+	local log=$1 t0=$SECONDS gtid r waited
+	fl_sql "$FL_PRIMARY" -e "DROP DATABASE IF EXISTS $db; CREATE DATABASE $db"
+	sb "$FL_PRIMARY" oltp_read_write --threads="$tables" prepare >"$log" 2>&1 || {
+		fl_tail "$log"
+		fl_die "sysbench prepare failed"
+	}
+	gtid=$(fl_sql "$FL_PRIMARY" -e 'SELECT @@gtid_binlog_pos')
+	for r in ${FL_REPLICAS[@]+"${FL_REPLICAS[@]}"}; do
+		waited=$(fl_sql "$r" -e "SELECT MASTER_GTID_WAIT('$gtid', 120)")
+		[[ $waited == 0 ]] || fl_die "replica $r did not reach GTID $gtid within 120 s"
+	done
+	fl_log "prepared $tables x $table_size rows in $((SECONDS - t0))s; replicas at $gtid"
 }
 
 # report_value LOG LABEL: the first number after "LABEL:" in a sysbench report ("" if none).

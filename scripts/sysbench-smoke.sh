@@ -123,19 +123,7 @@ fl_log "sandbox: primary $FL_PRIMARY, replicas ${FL_REPLICAS[*]:-none}, sluice r
 # The sandbox's own configuration (reads on the replicas), before fl_sluice_start pins reads.
 cp "$FL_SANDBOX_DIR/sluice.yaml" "$work/replicas.yaml"
 
-# Prepare on the primary, then wait until every replica has applied it.
-t0=$SECONDS
-fl_sql "$FL_PRIMARY" -e "DROP DATABASE IF EXISTS $db; CREATE DATABASE $db"
-sb "$FL_PRIMARY" oltp_read_write --threads="$tables" prepare >"$work/prepare.log" 2>&1 || {
-	fl_tail "$work/prepare.log"
-	fl_die "sysbench prepare failed"
-}
-gtid=$(fl_sql "$FL_PRIMARY" -e 'SELECT @@gtid_binlog_pos')
-for r in ${FL_REPLICAS[@]+"${FL_REPLICAS[@]}"}; do
-	waited=$(fl_sql "$r" -e "SELECT MASTER_GTID_WAIT('$gtid', 120)")
-	[[ $waited == 0 ]] || fl_die "replica $r did not reach GTID $gtid within 120 s"
-done
-fl_log "prepared $tables x $table_size rows in $((SECONDS - t0))s; replicas at $gtid"
+fl_sb_prepare "$work/prepare.log"
 
 fl_log "starting sluice serve"
 fl_sluice_start "$FL_SANDBOX_DIR/sluice.yaml" "$work/sluice.log"
