@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# client-batteries.sh: the client stacks our users run (PHP mysqlnd, Java Connector/J, Node
+# mysql2, Python PyMySQL and MySQLdb) against a fresh sandbox, directly and through sluice, and
+# any difference in what they print fails the run.
+#
+# Each battery lives in tests/clients/STACK/ and is run by its run.sh (see tests/clients/README.md
+# for the contract). For every stack:
+#
+#   rw   the battery with writes, directly against the primary, then through endpoint rw
+#        (reads on the primary); the two outputs must be identical;
+#   ro   after the replicas caught up, the battery's read-only part directly against replica1,
+#        then through endpoint ro (bound to replica1); identical again.
+#
+# A sluice that crashed, or logged a panic, fails the run.
+#
+#   ./scripts/client-batteries.sh [STACK...]     STACK: php java node python (default: all)
+#
+# Environment:
+#   STACKS="php node"    stacks to run (arguments take precedence)
+#   MODES="rw ro"        which comparisons to run (default both)
+#   SLUICE_BIN=path      use this sluice binary instead of building one
+#   KEEP=1               keep the work directory (outputs, logs) and the sandbox
+#   BATTERY_TIMEOUT=S    limit for one battery run (default 180 s)
+#   DIFF_LINES=N         lines of each difference to print (default 60)
+#
+# Exit status: 0 when every battery printed the same directly and through sluice; 1 otherwise.
+# Everything talks to 127.0.0.1 only.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+FL_NAME=client-batteries
+# shellcheck source=scripts/fidelity-lib.sh
+. "$root/scripts/fidelity-lib.sh"
+
+readonly all_stacks="php java node python"
+stacks=()
+if (($# > 0)); then
+	stacks=("$@")
+else
+	read -r -a stacks <<<"${STACKS:-$all_stacks}"
+fi
+read -r -a modes <<<"${MODES:-rw ro}"
+battery_timeout=${BATTERY_TIMEOUT:-180}
+diff_lines=${DIFF_LINES:-60}
+for s in "${stacks[@]}"; do
+	[[ -x $root/tests/clients/$s/run.sh ]] || fl_die "unknown stack '$s' (no tests/clients/$s/run.sh)"
+done
+for m in "${modes[@]}"; do
+	[[ $m == rw || $m == ro ]] || fl_die "unknown mode '$m' in MODES (rw, ro)"
+done
+
+# The second account, for change-user scenarios: on the nodes and in sluice's users.
+readonly user2=cb2 password2=cb2pw
+
+fl_begin client-batteries
+fl_build_sluice "$work/sluice"
+fl_sandbox_up "$work/sandbox" --replicas 1
+fl_sandbox_read "$work/sandbox"
+replica=${FL_REPLICAS[0]}
+ro=$(fl_json_get "$work/sandbox/sandbox.json" ro)
+fl_local "$ro"
+
+# One database per stack, and the second account; created on the primary, replicated.
+sql="CREATE USER IF NOT EXISTS '$user2'@'127.0.0.1' IDENTIFIED BY '$password2';"
+sql+="CREATE USER IF NOT EXISTS '$user2'@'localhost' IDENTIFIED BY '$password2';"
+for s in "${stacks[@]}"; do
+	sql+="CREATE DATABASE cb_$s;"
+	sql+="GRANT ALL ON cb_$s.* TO '$user2'@'127.0.0.1', '$user2'@'localhost';"
+done
+fl_sql "$FL_PRIMARY" -e "$sql"
+
+config=$work/sandbox/sluice.yaml
+# sluice logs in to the nodes as the client's user: cb2 must be one of its users too.
+awk -v u="$user2" -v p="$password2" '
+	{ print }
+	/^users:/ { print "  - name: " u; print "    password: " p }' "$config" >"$config.new"
+mv "$config.new" "$config"
+fl_sluice_start "$config" "$work/sluice.log"
+
+# wait_replica: the replica has applied everything the primary has written.
+wait_replica() {
+	local gtid waited
+	gtid=$(fl_sql "$FL_PRIMARY" -e 'SELECT @@gtid_binlog_pos')
+	waited=$(fl_sql "$replica" -e "SELECT MASTER_GTID_WAIT('$gtid', 60)")
+	[[ $waited == 0 ]] || fl_die "replica $replica did not reach GTID $gtid within 60 s"
+}
+
+# battery STACK MODE ADDR OUT: one run of a battery; its stdout in OUT, stderr in OUT.err.
+battery() {
+	local stack=$1 mode=$2 addr=$3 out=$4 rc=0
+	fl_local "$addr"
+	mkdir -p "$work/scratch-$stack"
+	env CB_HOST="${addr%:*}" CB_PORT="${addr##*:}" CB_USER="$FL_USER" CB_PASSWORD="$FL_PASSWORD" \
+		CB_USER2="$user2" CB_PASSWORD2="$password2" CB_DB="cb_$stack" CB_MODE="$mode" \
+		CB_WORK="$work/scratch-$stack" \
+		timeout --kill-after=10 "$battery_timeout" "$root/tests/clients/$stack/run.sh" \
+		>"$out" 2>"$out.err" </dev/null || rc=$?
+	if ((rc != 0)); then
+		fl_log "$stack $mode against $addr exited $rc$( ((rc == 124)) && echo " (timed out after ${battery_timeout}s)")"
+		fl_tail "$out.err" 20
+		return 1
+	fi
+	[[ -s $out ]] || {
+		fl_log "$stack $mode against $addr printed nothing"
+		fl_tail "$out.err" 20
+		return 1
+	}
+}
+
+results=()
+failures=0
+for s in "${stacks[@]}"; do
+	for m in "${modes[@]}"; do
+		t0=$SECONDS
+		if [[ $m == rw ]]; then
+			direct=$FL_PRIMARY proxied=$FL_RW
+		else
+			wait_replica
+			direct=$replica proxied=$ro
+		fi
+		d=$work/$s-$m-direct.out p=$work/$s-$m-sluice.out verdict=same
+		if ! battery "$s" "$m" "$direct" "$d"; then
+			verdict="broken directly"
+		elif ! battery "$s" "$m" "$proxied" "$p"; then
+			verdict="broken through sluice"
+		elif ! cmp -s "$d" "$p"; then
+			verdict=DIFFERENT
+			printf '\n----- %s %s: direct (-) vs through sluice (+) -----\n' "$s" "$m" >&2
+			diff -u "$d" "$p" | sed -n "3,$((diff_lines + 2))p" >&2 || true
+		fi
+		if ! fl_sluice_alive; then
+			verdict="$verdict; sluice died"
+		fi
+		[[ $verdict == same ]] || failures=$((failures + 1))
+		results+=("$(printf '%-8s %-3s %-28s %4d lines %3ds' "$s" "$m" "$verdict" "$(wc -l <"$d" 2>/dev/null || echo 0)" $((SECONDS - t0)))")
+		if ! fl_sluice_alive; then
+			fl_tail "$work/sluice.log" 40
+			fl_die "sluice is no longer running"
+		fi
+	done
+done
+
+if grep -qE '^panic:|session panic' "$work/sluice.log"; then
+	fl_tail "$work/sluice.log" 60
+	fl_log "sluice logged a panic"
+	failures=$((failures + 1))
+fi
+
+printf '\n%-8s %-3s %-28s\n' stack mode result
+printf '%s\n' "${results[@]}"
+if ((failures > 0)); then
+	fl_log "FAIL: $failures difference(s)"
+	exit 1
+fi
+status=ok
+fl_log "PASS: every battery printed the same directly and through sluice"
