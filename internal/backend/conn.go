@@ -32,7 +32,10 @@ type Options struct {
 	// Capabilities are the client capabilities to ask the node for: the proxy passes on what its
 	// own client negotiated, so results look the same as against the node directly.
 	Capabilities uint32
-	Attrs        []byte // raw connection attributes to send
+	// MariaDBCapabilities are MariaDB's extended capabilities to ask for, passed on from the
+	// client like Capabilities; a node that does not offer one does not get it.
+	MariaDBCapabilities uint32
+	Attrs               []byte // raw connection attributes to send
 	// ConnectTimeout bounds dial plus handshake (0: 5 s).
 	ConnectTimeout time.Duration
 	WriteTimeout   time.Duration
@@ -52,8 +55,9 @@ type Conn struct {
 	*mysql.Conn
 	Addr      string
 	Handshake *mysql.Handshake
-	// Caps are the capabilities negotiated with the node.
-	Caps uint32
+	// Caps are the capabilities negotiated with the node; MariaDBCaps MariaDB's extended ones.
+	Caps        uint32
+	MariaDBCaps uint32
 	// Status is the last server status the node reported.
 	Status uint16
 	// TLS reports whether the connection to the node is encrypted.
@@ -166,6 +170,13 @@ func (c *Conn) handshake(o Options) error {
 		caps |= mysql.ClientCompress
 	}
 	caps &= hs.Capabilities | mysql.ClientLongPassword
+	// MariaDB's extended capabilities travel only when both sides clear CLIENT_MYSQL.
+	var mcaps uint32
+	if hs.Capabilities&mysql.ClientLongPassword == 0 {
+		if mcaps = o.MariaDBCapabilities & hs.MariaDBCapabilities; mcaps != 0 {
+			caps &^= mysql.ClientLongPassword
+		}
+	}
 	charset := o.Charset
 	if charset == 0 {
 		charset = hs.Charset
@@ -174,6 +185,7 @@ func (c *Conn) handshake(o Options) error {
 		caps |= mysql.ClientSSL
 		req := mysql.AppendHandshakeResponse(nil, &mysql.HandshakeResponse{
 			Capabilities: caps, MaxPacketSize: 1 << 30, Charset: charset, SSLRequest: true,
+			MariaDBCapabilities: mcaps,
 		})
 		if err := c.WritePacketFlush(req); err != nil {
 			return err
@@ -189,7 +201,7 @@ func (c *Conn) handshake(o Options) error {
 	} else if o.TLSRequired {
 		return errors.New("node does not offer TLS, which backend_tls.mode required needs")
 	}
-	c.Caps = caps
+	c.Caps, c.MariaDBCaps = caps, mcaps
 	plugin := hs.AuthPlugin
 	if plugin != mysql.AuthCachingSHA2 {
 		plugin = mysql.AuthNativePassword
@@ -207,6 +219,8 @@ func (c *Conn) handshake(o Options) error {
 		Database:      o.Database,
 		AuthPlugin:    plugin,
 		Attrs:         o.Attrs,
+
+		MariaDBCapabilities: mcaps,
 	}
 	buf := mysql.AppendHandshakeResponse(c.Scratch(), resp)
 	c.KeepScratch(buf)

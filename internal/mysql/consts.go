@@ -32,6 +32,18 @@ const (
 	ClientQueryAttributes            uint32 = 1 << 27
 )
 
+// MariaDB's extended capabilities (the MARIADB_CLIENT_* bits 32 and up, here shifted down by 32):
+// a MariaDB server that clears CLIENT_MYSQL offers them in the last four reserved bytes of its
+// handshake, and a client that clears CLIENT_MYSQL too answers in the same place of its response.
+const (
+	MariaDBClientProgress           uint32 = 1 << 0 // progress reports as 0xff packets with code 0xffff
+	MariaDBClientComMulti           uint32 = 1 << 1
+	MariaDBClientStmtBulkOperations uint32 = 1 << 2 // COM_STMT_BULK_EXECUTE
+	MariaDBClientExtendedMetadata   uint32 = 1 << 3 // a type-info block in each column definition (json, uuid, ...)
+	MariaDBClientCacheMetadata      uint32 = 1 << 4 // EXECUTE may omit column definitions
+	MariaDBClientBulkUnitResults    uint32 = 1 << 5
+)
+
 // Server status flags, carried in OK and EOF packets.
 const (
 	StatusInTrans            uint16 = 1 << 0

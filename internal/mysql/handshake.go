@@ -13,8 +13,8 @@ type Handshake struct {
 	Charset       uint8
 	Status        uint16
 	AuthPlugin    string
-	// MariaDBCapabilities are the extended capabilities a MariaDB server sends in the reserved
-	// bytes when it clears CLIENT_MYSQL (bit 0). sluice does not request any of them.
+	// MariaDBCapabilities are the extended capabilities a MariaDB server sends in the last four
+	// reserved bytes when it clears CLIENT_MYSQL (bit 0 of Capabilities).
 	MariaDBCapabilities uint32
 }
 
@@ -104,7 +104,12 @@ func AppendHandshake(b []byte, h *Handshake) []byte {
 	} else {
 		b = append(b, 0)
 	}
-	b = append(b, make([]byte, 10)...)
+	b = append(b, make([]byte, 6)...)
+	if h.Capabilities&ClientLongPassword == 0 {
+		b = appendUint32(b, h.MariaDBCapabilities)
+	} else {
+		b = append(b, 0, 0, 0, 0)
+	}
 	if h.Capabilities&ClientSecureConnection != 0 {
 		b = append(b, h.Nonce[8:]...)
 		b = append(b, 0)
@@ -228,7 +233,11 @@ func AppendHandshakeResponse(b []byte, r *HandshakeResponse) []byte {
 	b = appendUint32(b, r.MaxPacketSize)
 	b = append(b, r.Charset)
 	b = append(b, make([]byte, 19)...)
-	b = appendUint32(b, r.MariaDBCapabilities)
+	if r.Capabilities&ClientLongPassword == 0 {
+		b = appendUint32(b, r.MariaDBCapabilities)
+	} else {
+		b = append(b, 0, 0, 0, 0)
+	}
 	if r.SSLRequest {
 		return b
 	}

@@ -27,7 +27,9 @@ func IsEOF(payload []byte, n int) bool {
 }
 
 // ParseOK decodes an OK packet. caps are the capabilities negotiated on the connection it came
-// from; they decide how info and session state are laid out.
+// from: the session-state block exists only with SESSION_TRACK. The info string is
+// length-encoded either way: MySQL and MariaDB both write it with net_store_data, and the client
+// libraries (libmysqlclient, mysqlnd, Connector/J, PyMySQL) read it so.
 func ParseOK(payload []byte, caps uint32) (OK, error) {
 	var ok OK
 	if len(payload) < 1 {
@@ -48,10 +50,6 @@ func ParseOK(payload []byte, caps uint32) (OK, error) {
 		return ok, errShort
 	}
 	ok.Status, ok.Warnings, p = getUint16(p), getUint16(p[2:]), p[4:]
-	if caps&ClientSessionTrack == 0 {
-		ok.Info = p
-		return ok, nil
-	}
 	if len(p) == 0 {
 		return ok, nil
 	}
@@ -59,7 +57,7 @@ func ParseOK(payload []byte, caps uint32) (OK, error) {
 		return ok, err
 	}
 	p = p[n:]
-	if ok.Status&StatusSessionStateChange != 0 && len(p) > 0 {
+	if caps&ClientSessionTrack != 0 && ok.Status&StatusSessionStateChange != 0 && len(p) > 0 {
 		if ok.SessionState, _, err = ReadLenEncString(p); err != nil {
 			return ok, err
 		}
@@ -67,9 +65,10 @@ func ParseOK(payload []byte, caps uint32) (OK, error) {
 	return ok, nil
 }
 
-// AppendOK encodes ok for a connection with the given capabilities. Session state is written
-// only when the capabilities include SESSION_TRACK; without it the SESSION_STATE_CHANGED flag is
-// cleared, since such a client cannot read the block.
+// AppendOK encodes ok for a connection with the given capabilities, as the servers do. Session
+// state is written only when the capabilities include SESSION_TRACK; without it the
+// SESSION_STATE_CHANGED flag is cleared, since such a client cannot read the block, and the info
+// string, length-encoded, only when it is not empty.
 func AppendOK(b []byte, ok OK, caps uint32) []byte {
 	h := ok.Header
 	if h != iEOF {
@@ -85,7 +84,10 @@ func AppendOK(b []byte, ok OK, caps uint32) []byte {
 	b = appendUint16(b, status)
 	b = appendUint16(b, ok.Warnings)
 	if caps&ClientSessionTrack == 0 {
-		return append(b, ok.Info...)
+		if len(ok.Info) > 0 {
+			b = AppendLenEncString(b, ok.Info)
+		}
+		return b
 	}
 	if len(ok.Info) > 0 || status&StatusSessionStateChange != 0 {
 		b = AppendLenEncString(b, ok.Info)
@@ -94,6 +96,46 @@ func AppendOK(b []byte, ok OK, caps uint32) []byte {
 		b = AppendLenEncString(b, ok.SessionState)
 	}
 	return b
+}
+
+// AppendOKWithoutSessionState appends to dst the OK packet payload as a server writes it for a
+// client without SESSION_TRACK: the server's own bytes up to the end of the info string, with
+// the session-state block and the SESSION_STATE_CHANGED flag removed and nothing else touched.
+// payload comes from a connection with SESSION_TRACK. An empty info string is left out, as the
+// servers leave it out for such a client.
+func AppendOKWithoutSessionState(dst, payload []byte) ([]byte, error) {
+	if len(payload) < 1 {
+		return dst, errShort
+	}
+	p := payload[1:]
+	_, n, _, err := ReadLenEncInt(p)
+	if err != nil {
+		return dst, err
+	}
+	p = p[n:]
+	if _, n, _, err = ReadLenEncInt(p); err != nil {
+		return dst, err
+	}
+	p = p[n:]
+	if len(p) < 4 {
+		return dst, errShort
+	}
+	statusAt := len(payload) - len(p)
+	end := statusAt + 4
+	if rest := p[4:]; len(rest) > 0 {
+		info, n, err := ReadLenEncString(rest)
+		if err != nil {
+			return dst, err
+		}
+		if len(info) > 0 {
+			end += n
+		}
+	}
+	start := len(dst)
+	dst = append(dst, payload[:end]...)
+	status := getUint16(dst[start+statusAt:]) &^ StatusSessionStateChange
+	dst[start+statusAt], dst[start+statusAt+1] = byte(status), byte(status>>8)
+	return dst, nil
 }
 
 // EOF is a decoded classic EOF packet.

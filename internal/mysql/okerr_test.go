@@ -62,19 +62,21 @@ func TestParseOK(t *testing.T) {
 			name: "minimal",
 			p:    []byte{0, 0, 0, 2, 0, 0, 0},
 			caps: capsClassic,
-			want: OK{Status: StatusAutocommit, Info: []byte{}},
+			want: OK{Status: StatusAutocommit},
 		},
 		{
-			name: "info is the rest of the packet without SESSION_TRACK",
-			p:    append([]byte{0, 1, 0, 2, 0, 0, 0}, "Rows matched: 1  Changed: 1  Warnings: 0"...),
+			// As MariaDB and MySQL write it (net_store_data), and mysqlnd, libmysqlclient and
+			// PyMySQL read it: length-encoded with or without SESSION_TRACK.
+			name: "info is a lenenc string without SESSION_TRACK too",
+			p:    append([]byte{0, 1, 0, 2, 0, 0, 0, 40}, "Rows matched: 1  Changed: 1  Warnings: 0"...),
 			caps: capsClassic,
 			want: OK{AffectedRows: 1, Status: 2, Info: []byte("Rows matched: 1  Changed: 1  Warnings: 0")},
 		},
 		{
-			name: "a length-looking first byte is part of the info without SESSION_TRACK",
-			p:    append([]byte{0, 0, 0, 2, 0x40, 0, 0}, "\x05hello"...),
+			name: "no session state is read without SESSION_TRACK",
+			p:    append([]byte{0, 0, 0, 2, 0x40, 0, 0}, "\x05hello\x03\x01\x01x"...),
 			caps: capsClassic,
-			want: OK{Status: 0x4002, Info: []byte("\x05hello")},
+			want: OK{Status: 0x4002, Info: []byte("hello")},
 		},
 		{
 			name: "SESSION_TRACK with nothing after the warnings",
@@ -117,13 +119,13 @@ func TestParseOK(t *testing.T) {
 			p: []byte{0, 0xfc, 0x00, 0x01, 0xfe, 1, 2, 3, 4, 5, 6, 7, 8,
 				2, 0, 0xff, 0xff},
 			caps: capsClassic,
-			want: OK{AffectedRows: 256, LastInsertID: 0x0807060504030201, Status: 2, Warnings: 0xffff, Info: []byte{}},
+			want: OK{AffectedRows: 256, LastInsertID: 0x0807060504030201, Status: 2, Warnings: 0xffff},
 		},
 		{
 			name: "OK in place of EOF",
 			p:    []byte{0xfe, 0, 0, 0x22, 0, 0, 0},
 			caps: capsClassic | ClientDeprecateEOF,
-			want: OK{Header: 0xfe, Status: 0x22, Info: []byte{}},
+			want: OK{Header: 0xfe, Status: 0x22},
 		},
 		{
 			name: "MariaDB session state",
@@ -189,16 +191,16 @@ func TestAppendOK(t *testing.T) {
 			want: []byte{0, 1, 7, 2, 0, 3, 0},
 		},
 		{
-			name: "info raw without SESSION_TRACK",
+			name: "info lenenc without SESSION_TRACK",
 			ok:   OK{Status: 2, Info: []byte("hello")},
 			caps: capsClassic,
-			want: []byte{0, 0, 0, 2, 0, 0, 0, 'h', 'e', 'l', 'l', 'o'},
+			want: []byte{0, 0, 0, 2, 0, 0, 0, 5, 'h', 'e', 'l', 'l', 'o'},
 		},
 		{
 			name: "state and its flag dropped without SESSION_TRACK",
 			ok:   OK{Status: 0x4002, Info: []byte("hi"), SessionState: state},
 			caps: capsClassic,
-			want: []byte{0, 0, 0, 2, 0, 0, 0, 'h', 'i'},
+			want: []byte{0, 0, 0, 2, 0, 0, 0, 2, 'h', 'i'},
 		},
 		{
 			name: "SESSION_TRACK, no info, no state: nothing after the warnings",
@@ -636,5 +638,70 @@ func TestReadNulString(t *testing.T) {
 	}
 	if _, _, err := readNulString([]byte("abc")); err == nil {
 		t.Error("readNulString without NUL: no error")
+	}
+}
+
+// TestAppendOKWithoutSessionState: what a client without SESSION_TRACK gets of an OK packet that
+// came from a node connection with it is the server's bytes up to the end of the info string,
+// the info still length-encoded (mysqlnd and PyMySQL read it so), without the session-state
+// block and its status flag.
+func TestAppendOKWithoutSessionState(t *testing.T) {
+	const info = "Records: 3  Duplicates: 0  Warnings: 0"
+	state := []byte{0x00, 0x10, 0x09, 'l', 'a', 's', 't', '_', 'g', 't', 'i', 'd', 0x05, '0', '-', '1', '-', '8'}
+	withInfo := append([]byte{0x00, 0x03, 0x00, 0x02, 0x40, 0x00, 0x00, byte(len(info))}, info...)
+	for _, tc := range []struct {
+		name string
+		in   []byte
+		want []byte
+	}{
+		{
+			name: "multi-row INSERT: info kept as sent, state dropped",
+			in:   append(append(append([]byte(nil), withInfo...), byte(len(state))), state...),
+			want: append([]byte{0x00, 0x03, 0x00, 0x02, 0x00, 0x00, 0x00, byte(len(info))}, info...),
+		},
+		{
+			name: "no info: the empty string is left out as the server does",
+			in:   mariaDBOKPacket(),
+			want: []byte{0, 0, 0, 2, 0, 0, 0},
+		},
+		{
+			name: "flag set but nothing after the info",
+			in:   withInfo,
+			want: append([]byte{0x00, 0x03, 0x00, 0x02, 0x00, 0x00, 0x00, byte(len(info))}, info...),
+		},
+		{
+			name: "other status bits and large counters untouched",
+			in: append([]byte{0xfe, 0xfc, 0x00, 0x01, 0x05, 0x7b, 0x43, 0x03, 0x00, 0x02, 'h', 'i', 0x03},
+				0x01, 0x01, 'x'),
+			want: []byte{0xfe, 0xfc, 0x00, 0x01, 0x05, 0x7b, 0x03, 0x03, 0x00, 0x02, 'h', 'i'},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := AppendOKWithoutSessionState([]byte("pre"), tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, append([]byte("pre"), tc.want...)) {
+				t.Fatalf("got  % x\nwant % x", got[3:], tc.want)
+			}
+			// A client without SESSION_TRACK decodes the same counters and info.
+			a, err := ParseOK(tc.in, capsTrack)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := ParseOK(got[3:], capsClassic)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.AffectedRows != b.AffectedRows || a.LastInsertID != b.LastInsertID || !bytes.Equal(a.Info, b.Info) ||
+				a.Status&^StatusSessionStateChange != b.Status || a.Warnings != b.Warnings {
+				t.Fatalf("decoded %+v, want %+v", b, a)
+			}
+		})
+	}
+	for _, bad := range [][]byte{nil, {0}, {0, 0}, {0, 0, 0, 2, 0}, {0, 0, 0, 2, 0x40, 0, 0, 9, 'a'}, {0, 0xfc, 1}} {
+		if got, err := AppendOKWithoutSessionState(nil, bad); err == nil {
+			t.Errorf("AppendOKWithoutSessionState(% x) = % x, want an error", bad, got)
+		}
 	}
 }

@@ -113,8 +113,16 @@ type Proxy struct {
 type serverInfo struct {
 	version string
 	caps    uint32
+	// mcaps are MariaDB's extended capabilities offered (caps then lacks CLIENT_MYSQL).
+	mcaps   uint32
 	charset uint8
 }
+
+// frontMariaDBCaps are the MariaDB extended capabilities sluice passes between clients and nodes.
+// Extended metadata only adds a block to each column definition, which sluice relays as it
+// comes. The others change the shape of responses (progress packets, metadata skipped on
+// EXECUTE, bulk execution) and are not offered.
+const frontMariaDBCaps = mysql.MariaDBClientExtendedMetadata
 
 // frontCaps are the capabilities sluice offers clients (before intersecting with the primary's).
 const frontCaps = mysql.ClientLongPassword | mysql.ClientFoundRows | mysql.ClientLongFlag |
@@ -179,10 +187,18 @@ func (p *Proxy) learnServer(hs *mysql.Handshake) {
 	// Compression is sluice's own business with the client (node links are not compressed), so
 	// it is offered whatever the primary says.
 	caps := frontCaps&hs.Capabilities | protocolCaps | mysql.ClientCompress
-	if cur.version == hs.ServerVersion && cur.caps == caps && cur.charset == hs.Charset {
+	// A MariaDB primary with extended capabilities: present them as it does, so clients see
+	// its own column metadata (a JSON column is a LONGTEXT marked json).
+	var mcaps uint32
+	if hs.Capabilities&mysql.ClientLongPassword == 0 {
+		if mcaps = hs.MariaDBCapabilities & frontMariaDBCaps; mcaps != 0 {
+			caps &^= mysql.ClientLongPassword
+		}
+	}
+	if cur.version == hs.ServerVersion && cur.caps == caps && cur.mcaps == mcaps && cur.charset == hs.Charset {
 		return
 	}
-	p.server.Store(&serverInfo{version: hs.ServerVersion, caps: caps, charset: hs.Charset})
+	p.server.Store(&serverInfo{version: hs.ServerVersion, caps: caps, mcaps: mcaps, charset: hs.Charset})
 }
 
 func (p *Proxy) connectTimeout() time.Duration {

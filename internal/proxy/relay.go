@@ -16,6 +16,11 @@ const (
 	respSingle                    // exactly one packet: OK, ERR, EOF or a string
 	respFieldList                 // column definitions up to EOF, or ERR
 	respRows                      // rows up to EOF/OK, or ERR (COM_STMT_FETCH)
+	// respCursor is respResult for a COM_STMT_EXECUTE that asked for a cursor: an EOF after the
+	// column definitions with SERVER_STATUS_CURSOR_EXISTS ends the response (rows come by
+	// COM_STMT_FETCH). Anywhere else the flag means nothing for the response's shape: a CALL
+	// whose procedure opened a cursor reports it too, and its rows follow as usual.
+	respCursor
 )
 
 type relayState uint8
@@ -94,7 +99,7 @@ func (s *session) relay(bc *backend.Conn, kind respKind) error {
 				return s.copyErr(bc, n)
 			case first == 0x00 && kind != respFieldList:
 				more, err := s.relayOK(bc, n)
-				if err != nil || !more || kind != respResult {
+				if err != nil || !more || (kind != respResult && kind != respCursor) {
 					return s.finish(err)
 				}
 				continue
@@ -146,7 +151,7 @@ func (s *session) relay(bc *backend.Conn, kind respKind) error {
 			if first == 0xff {
 				return s.copyErr(bc, n)
 			}
-			if p, err := bc.PeekPayload(n, 5); err == nil && len(p) == 5 {
+			if p, err := bc.PeekPayload(n, 5); kind == respCursor && err == nil && len(p) == 5 {
 				if mysql.ParseEOF(p).Status&mysql.StatusCursorExists != 0 {
 					// EXECUTE opened a cursor: rows come with COM_STMT_FETCH.
 					_, err := s.relayOK(bc, n)
@@ -215,8 +220,7 @@ func (s *session) finish(err error) error {
 
 // relayOK relays an OK packet (header 0x00, or 0xfe as a result-set terminator) or a classic EOF,
 // records the status, and reports whether more results follow. A node connection always has
-// SESSION_TRACK; for a client without it the packet is re-encoded, since the info field is laid
-// out differently and the session-state block must not reach it.
+// SESSION_TRACK; a client without it must not get the session-state block.
 func (s *session) relayOK(bc *backend.Conn, n int) (more bool, err error) {
 	_, seq, err := bc.PeekHeader()
 	if err != nil {
@@ -246,13 +250,15 @@ func (s *session) relayOK(bc *backend.Conn, n int) (more bool, err error) {
 		s.trackSessionState(ok.SessionState)
 	}
 	more = ok.Status&mysql.StatusMoreResultsExists != 0
-	// The client gets the same bytes when it tracks session state too, or when nothing follows
-	// the warnings field (then both layouts agree).
+	// The client gets the server's bytes, unless it does not track session state and the node
+	// sent a session-state block: then only that block and its flag are taken out.
 	rewrite := !classicEOF && s.caps&mysql.ClientSessionTrack == 0 && bc.Caps&mysql.ClientSessionTrack != 0 &&
-		len(ok.Info)+len(ok.SessionState) > 0
+		ok.Status&mysql.StatusSessionStateChange != 0
 	switch {
 	case rewrite:
-		s.scratch = mysql.AppendOK(s.scratch[:0], ok, s.caps)
+		if s.scratch, err = mysql.AppendOKWithoutSessionState(s.scratch[:0], p); err != nil {
+			return false, backendFailure(err)
+		}
 		if !consumed {
 			if err := bc.Discard(4 + n); err != nil {
 				return false, backendFailure(err)

@@ -504,6 +504,9 @@ func (s *session) writeResult(cols []string, rows [][]string) error {
 		b = mysql.AppendLenEncString(b, nil) // org_table
 		b = mysql.AppendLenEncString(b, []byte(name))
 		b = mysql.AppendLenEncString(b, []byte(name))
+		if s.mcaps&mysql.MariaDBClientExtendedMetadata != 0 {
+			b = append(b, 0) // no extended type information
+		}
 		b = append(b, 0x0c, 45, 0, 0, 1, 0, 0, 0xfd, 0, 0, 0x27, 0, 0) // utf8mb4, length 256, VAR_STRING, decimals 39
 		if err := s.client.WritePacket(b); err != nil {
 			return err

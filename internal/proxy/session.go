@@ -42,6 +42,7 @@ type session struct {
 	life   atomic.Int32
 
 	caps    uint32 // negotiated with the client
+	mcaps   uint32 // MariaDB extended capabilities negotiated with the client
 	tls     bool   // the client's connection is TLS
 	nonce   []byte
 	user    *User
@@ -204,6 +205,8 @@ func (s *session) handshake() error {
 		Charset:       info.charset,
 		Status:        mysql.StatusAutocommit,
 		AuthPlugin:    mysql.AuthNativePassword,
+
+		MariaDBCapabilities: info.mcaps,
 	}
 	_ = s.nc.SetReadDeadline(time.Now().Add(s.p.connectTimeout() * 2))
 	s.client.SetSeq(0)
@@ -233,6 +236,9 @@ func (s *session) handshake() error {
 		return errors.New("client without TLS on a TLS-only endpoint")
 	}
 	s.caps = resp.Capabilities & offered
+	if offered&mysql.ClientLongPassword == 0 && resp.Capabilities&mysql.ClientLongPassword == 0 {
+		s.mcaps = resp.MariaDBCapabilities & info.mcaps
+	}
 	u, creds, err := s.authenticate(resp.User, resp.AuthPlugin, resp.AuthResponse, false)
 	if err != nil {
 		return err
@@ -329,14 +335,16 @@ func (s *session) dial(n *Node) (*backend.Conn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.p.connectTimeout())
 	defer cancel()
 	o := backend.Options{
-		Address:        n.Address,
-		Credentials:    s.creds,
-		Database:       s.db,
-		Charset:        s.charset,
-		Capabilities:   s.caps,
-		Attrs:          s.attrs,
-		ConnectTimeout: s.p.connectTimeout(),
-		WriteTimeout:   s.p.opts.WriteTimeout,
+		Address:      n.Address,
+		Credentials:  s.creds,
+		Database:     s.db,
+		Charset:      s.charset,
+		Capabilities: s.caps,
+		Attrs:        s.attrs,
+
+		MariaDBCapabilities: s.mcaps,
+		ConnectTimeout:      s.p.connectTimeout(),
+		WriteTimeout:        s.p.opts.WriteTimeout,
 	}
 	o.TLS, o.TLSRequired = s.p.backendTLS(n, s.tls)
 	o.Compress = s.p.opts.BackendCompress
@@ -344,7 +352,17 @@ func (s *session) dial(n *Node) (*backend.Conn, error) {
 		// A statement misrouted to a replica must fail, never fork the data.
 		o.InitSQL = []string{"SET SESSION TRANSACTION READ ONLY"}
 	}
-	return backend.Dial(ctx, o)
+	bc, err := backend.Dial(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	if bc.MariaDBCaps != s.mcaps {
+		// The client reads column definitions with the extended metadata block or without
+		// it; a node that lays them out the other way would garble every result.
+		bc.Close()
+		return nil, &backend.ConnectError{Addr: n.Address, Err: fmt.Errorf("node %s does not offer the MariaDB capabilities %#x the client negotiated with the primary's", n.Name, s.mcaps&^bc.MariaDBCaps)}
+	}
+	return bc, nil
 }
 
 // loop reads and runs the client's commands.

@@ -437,10 +437,12 @@ func (s *session) executeOn(st *stmt, n int) error {
 	if err != nil {
 		return err
 	}
+	kind := respResult
 	if len(head) > 5 && head[5]&0x0f != 0 {
 		st.cursorConn = bc // a cursor type was asked for: FETCH goes here
+		kind = respCursor
 	}
-	return s.forwardStmt(bc, b.id, n, respResult)
+	return s.forwardStmt(bc, b.id, n, kind)
 }
 
 // executeWithTypes rewrites an EXECUTE that relies on types bound earlier on another connection,
@@ -450,6 +452,11 @@ func (s *session) executeWithTypes(st *stmt, b *stmtBinding, n, typesAt int) err
 	p, err := s.client.ReadPacket()
 	if err != nil {
 		return err
+	}
+	kind := respResult
+	if p[5]&0x0f != 0 {
+		st.cursorConn = b.bc // a cursor type was asked for: FETCH goes here
+		kind = respCursor
 	}
 	out := append(s.scratch[:0], p[0], byte(b.id), byte(b.id>>8), byte(b.id>>16), byte(b.id>>24))
 	out = append(out, p[5:typesAt]...)
@@ -467,7 +474,7 @@ func (s *session) executeWithTypes(st *stmt, b *stmtBinding, n, typesAt int) err
 		return s.nodeLost(err)
 	}
 	s.client.SetSeq(bc.Seq())
-	return s.relayFailure(s.relayTimed(bc, respResult))
+	return s.relayFailure(s.relayTimed(bc, kind))
 }
 
 // forwardStmt relays a statement command to bc with the statement id replaced by the node's.
