@@ -25,7 +25,13 @@ import (
 //     answer is never there yet: that attempt returned EAGAIN once towards the node and once
 //     towards the client per statement. Waiting first is only safe when no readiness notice
 //     can have been consumed before the wait starts, which is the case when the request is sent
-//     after the wait was armed: the answer cannot arrive before its request.
+//     after the wait was armed: the answer cannot arrive before its request. A peer that may
+//     send before it has read the answer (a client pipelining its commands: Connector/J sends
+//     its first queries back to back) breaks that: what it sent before the read began has
+//     already raised the poller's one readiness notice, which the read's setup clears
+//     (prepareRead), and a wait would then sleep until the peer's next packet (a hang seen
+//     with Connector/J). On such a connection (SetPeerPipelines) the read looks at the socket
+//     right after the flush, before it waits.
 //
 // TLS and other net.Conn types go through their own Read and Write.
 
@@ -36,6 +42,9 @@ type sockReader struct {
 	rc syscall.RawConn // nil when nc is not a plain TCP connection
 
 	flushFirst bool // flush c's write buffer inside the next read's wait
+	// pipelines: the peer may send before it read what is flushed (see above); a flush inside
+	// the read is then followed by a read attempt before the wait.
+	pipelines bool
 
 	// State of one raw read, kept here so that the callback is one bound method value (no
 	// allocation per read).
@@ -89,7 +98,8 @@ func (r *sockReader) Read(p []byte) (int, error) {
 }
 
 // raw is the RawConn read callback: with a flush pending, the first call sends the write
-// buffer and asks to wait; otherwise (and then) it reads.
+// buffer and asks to wait (or, when the peer pipelines, reads first); otherwise (and then) it
+// reads.
 func (r *sockReader) raw(fd uintptr) bool {
 	if r.pending {
 		r.pending = false
@@ -97,7 +107,9 @@ func (r *sockReader) raw(fd uintptr) bool {
 			r.err = err
 			return true
 		}
-		return false
+		if !r.pipelines {
+			return false
+		}
 	}
 	for {
 		n, errno := sysRead(fd, r.buf)
@@ -207,6 +219,11 @@ func sysWrite(fd uintptr, b []byte) (int, syscall.Errno) {
 func sockError(op string, nc net.Conn, errno syscall.Errno) error {
 	return &net.OpError{Op: op, Net: "tcp", Source: nc.LocalAddr(), Addr: nc.RemoteAddr(), Err: os.NewSyscallError(op, errno)}
 }
+
+// SetPeerPipelines declares that the peer may send before it has read what this side flushes
+// (a client that pipelines its commands), so FlushBeforeRead must not wait before it has looked
+// at the socket. Set it on client connections, before the first read.
+func (c *Conn) SetPeerPipelines() { c.sr.pipelines = true }
 
 // FlushBeforeRead arranges for what is buffered to be sent at the start of the next read from
 // the socket, inside its wait (see above), and is otherwise the same as Flush: the caller must

@@ -334,3 +334,61 @@ func TestRawWriteDeadlineDoesNotLinger(t *testing.T) {
 		t.Fatalf("flush after an idle spell: %v", err)
 	}
 }
+
+// TestFlushBeforeReadPipelinedPeer: a client that sends its next command before it has read the
+// answer to the previous one (Connector/J sends its first queries back to back). The command
+// reaches the socket while nothing waits on it; the next read must still see it, with the answer
+// flushed first. Without SetPeerPipelines the read's setup dropped that readiness notice and the
+// wait slept until the peer's next packet: a hang.
+func TestFlushBeforeReadPipelinedPeer(t *testing.T) {
+	cn, sn := tcpPair(t)
+	s := NewConn(sn, 0, 0)
+	s.SetPeerPipelines()
+	peer := NewConn(cn, 0, 0)
+	for round := range 20 {
+		peer.SetSeq(0)
+		if err := peer.WritePacketFlush([]byte("first")); err != nil {
+			t.Fatal(err)
+		}
+		s.SetSeq(0)
+		if p, err := s.ReadPacket(); err != nil || string(p) != "first" {
+			t.Fatalf("round %d: first = %q, %v", round, p, err)
+		}
+		// The second command arrives before the answer to the first is sent, and the poller
+		// has seen it by the time the next read starts.
+		peer.SetSeq(0)
+		if err := peer.WritePacketFlush([]byte("second")); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+		s.SetSeq(1)
+		if err := s.WritePacket([]byte("answer")); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.FlushBeforeRead(); err != nil {
+			t.Fatal(err)
+		}
+		_ = sn.SetReadDeadline(time.Now().Add(2 * time.Second))
+		s.SetSeq(0)
+		p, err := s.ReadPacket()
+		if err != nil {
+			t.Fatalf("round %d: the pipelined command was not read: %v", round, err)
+		}
+		if string(p) != "second" {
+			t.Fatalf("round %d: got %q", round, p)
+		}
+		_ = sn.SetReadDeadline(time.Time{})
+		if p, err := peer.ReadPacket(); err != nil || string(p) != "answer" {
+			t.Fatalf("round %d: answer = %q, %v", round, p, err)
+		}
+		// Answer the second too, in line for the next round.
+		s.SetSeq(1)
+		if err := s.WritePacketFlush([]byte("answer2")); err != nil {
+			t.Fatal(err)
+		}
+		peer.SetSeq(1)
+		if p, err := peer.ReadPacket(); err != nil || string(p) != "answer2" {
+			t.Fatalf("round %d: answer2 = %q, %v", round, p, err)
+		}
+	}
+}

@@ -105,6 +105,8 @@ func (p *Proxy) newSession(ep Endpoint, nc net.Conn) *session {
 		log:    p.log.With("conn", id, "endpoint", ep.Name, "client", nc.RemoteAddr().String()),
 	}
 	s.client.SetWriteTimeout(p.opts.WriteTimeout)
+	// Clients pipeline (Connector/J sends its first queries back to back).
+	s.client.SetPeerPipelines()
 	return s
 }
 
@@ -274,6 +276,7 @@ func (s *session) upgradeTLS() (*mysql.HandshakeResponse, error) {
 	s.nc = tc
 	s.client = mysql.NewConn(tc, 0, 0)
 	s.client.SetWriteTimeout(s.p.opts.WriteTimeout)
+	s.client.SetPeerPipelines()
 	s.client.SetSeq(seq)
 	s.tls = true
 	p, err := s.client.ReadPacket()
