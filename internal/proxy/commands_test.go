@@ -214,9 +214,14 @@ func TestChangeUser(t *testing.T) {
 	if got := query(t, via, "SELECT CONCAT(DATABASE(), ':', @y IS NULL)"); got != "test:1" {
 		t.Fatalf("after change user: %q", got)
 	}
+	query(t, via, "SELECT @z := 1")
 	r := changeUser("app", "wrong")
 	if !smysql.IsERR(r) || smysql.ParseERR(r).Code != 1045 {
 		t.Fatalf("change user with a wrong password: %q", r)
+	}
+	// As MariaDB does: the connection stays, as the previous user, with its session reset.
+	if got := query(t, via, "SELECT CONCAT(SUBSTRING_INDEX(CURRENT_USER(), '@', 1), ':', DATABASE(), ':', @z IS NULL)"); got != "app:test:1" {
+		t.Fatalf("after a failed change user: %q, want app:test:1", got)
 	}
 }
 

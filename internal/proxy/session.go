@@ -546,8 +546,17 @@ func (s *session) changeUser() error {
 		return s.writeErr(mysql.NewError(mysql.ErrHandshake, "08S01", "Bad handshake"))
 	}
 	u, creds, err := s.authenticate(name, "", nil, true)
+	if errors.Is(err, errAuth) {
+		// authenticate sent the client its error. The server resets the session before it
+		// authenticates and keeps the previous user when that fails (MariaDB): so does sluice,
+		// with fresh node connections as that user.
+		s.closeConns()
+		s.resetState()
+		s.rs = route.NewSession()
+		return s.connectNode()
+	}
 	if err != nil {
-		return err // authenticate told the client; the session ends as a failed login would
+		return err
 	}
 	s.closeConns()
 	s.resetState()
