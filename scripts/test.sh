@@ -5,8 +5,9 @@
 # with password-less sudo; otherwise it prints the command and integration tests skip), gofmt,
 # go vet, staticcheck, build, go test ./..., scripts/driver-suite.sh (go-sql-driver/mysql's
 # test suite directly against MariaDB and through sluice), scripts/mysqltest.sh,
-# scripts/sysbench-smoke.sh, and the benchmark harness in its smoke mode (SMOKE=1 bench/run.sh,
-# about a minute), so that it keeps working.
+# scripts/sysbench-smoke.sh, the benchmark harness in its smoke mode (SMOKE=1 bench/run.sh,
+# about a minute), so that it keeps working, and scripts/client-batteries.sh (PHP, Java, Node
+# and Python client stacks, directly and through sluice; installs their runtimes when missing).
 #
 # Every step runs even when an earlier one failed; the exit status is non-zero if any failed.
 # With CI=true nothing may be skipped: a missing server is a failure, and CI=true is passed to
@@ -20,6 +21,7 @@
 #   SKIP_MYSQLTEST=1     leave out scripts/mysqltest.sh (ignored with CI=true)
 #   SKIP_SYSBENCH=1      leave out scripts/sysbench-smoke.sh (ignored with CI=true)
 #   SKIP_BENCH=1         leave out SMOKE=1 bench/run.sh (ignored with CI=true)
+#   SKIP_CLIENTS=1       leave out scripts/client-batteries.sh (ignored with CI=true)
 #   EXPECTED_FAIL_MODES  failures scripts/mysqltest.sh and scripts/sysbench-smoke.sh tolerate
 set -euo pipefail
 
@@ -192,6 +194,41 @@ mysqltest_suite() { fidelity_suite SKIP_MYSQLTEST mariadb-test scripts/mysqltest
 sysbench_smoke() { fidelity_suite SKIP_SYSBENCH sysbench scripts/sysbench-smoke.sh; }
 bench_smoke() { fidelity_suite SKIP_BENCH "sysbench haproxy" bench/run.sh SMOKE=1; }
 
+# The client stacks of tests/clients need their runtimes: PHP (mysqli, PDO), Java
+# (Connector/J), Node (npm), Python (PyMySQL, MySQLdb in Debian's own python3).
+client_deps() {
+	local ok=true
+	ensure_packages "php javac java" "php-cli php-mysql openjdk-17-jdk-headless" || ok=false
+	if [[ ! -f /usr/share/java/mariadb-java-client.jar ]]; then
+		ensure_packages "__mariadb_java_client__" "libmariadb-java" || true
+		[[ -f /usr/share/java/mariadb-java-client.jar ]] || ok=false
+	fi
+	# Node from another source (nodesource) bundles npm and conflicts with Debian's npm.
+	if ! have_bin node || ! have_bin npm; then
+		ensure_packages "node npm" "nodejs npm" || ok=false
+	fi
+	if ! /usr/bin/python3 -c 'import pymysql, MySQLdb' 2>/dev/null; then
+		ensure_packages "__python3_mysql__" "python3-pymysql python3-mysqldb" || true
+		/usr/bin/python3 -c 'import pymysql, MySQLdb' 2>/dev/null || ok=false
+	fi
+	[[ $ok == true ]]
+}
+client_batteries() {
+	if [[ ${SKIP_CLIENTS:-0} == 1 && $ci != true ]]; then
+		echo "SKIP_CLIENTS=1: skipped"
+		return "$skipped"
+	fi
+	if ! client_deps; then
+		if [[ $ci == true ]]; then
+			echo "CI=true: the client stacks are required" >&2
+			return 1
+		fi
+		echo "client stacks missing: skipped"
+		return "$skipped"
+	fi
+	fidelity_suite SKIP_CLIENTS "" scripts/client-batteries.sh
+}
+
 step deps deps
 have_bin mariadbd || have_server=false
 step gofmt check_gofmt
@@ -203,6 +240,7 @@ step driver-suite driver_suite
 step mysqltest mysqltest_suite
 step sysbench-smoke sysbench_smoke
 step bench-smoke bench_smoke
+step client-batteries client_batteries
 
 took=$((SECONDS - start))
 printf '\n==> summary\n'
