@@ -13,7 +13,7 @@
 #
 # A sluice that crashed, or logged a panic, fails the run.
 #
-#   ./scripts/client-batteries.sh [STACK...]     STACK: php java node python (default: all)
+#   ./scripts/client-batteries.sh [STACK...]     STACK: a directory of tests/clients (default: all)
 #
 # Environment:
 #   STACKS="php node"    stacks to run (arguments take precedence)
@@ -32,13 +32,18 @@ FL_NAME=client-batteries
 # shellcheck source=scripts/fidelity-lib.sh
 . "$root/scripts/fidelity-lib.sh"
 
-readonly all_stacks="php java node python"
+# Every stack with a battery (tests/clients/STACK/run.sh).
+all_stacks=
+for d in "$root"/tests/clients/*/; do
+	[[ -x $d/run.sh ]] && all_stacks+=" $(basename "$d")"
+done
 stacks=()
 if (($# > 0)); then
 	stacks=("$@")
 else
 	read -r -a stacks <<<"${STACKS:-$all_stacks}"
 fi
+((${#stacks[@]} > 0)) || fl_die "no battery under tests/clients"
 read -r -a modes <<<"${MODES:-rw ro}"
 battery_timeout=${BATTERY_TIMEOUT:-180}
 diff_lines=${DIFF_LINES:-60}
