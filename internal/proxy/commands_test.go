@@ -220,8 +220,9 @@ func TestChangeUser(t *testing.T) {
 		t.Fatalf("change user with a wrong password: %q", r)
 	}
 	// As MariaDB does: the connection stays, as the previous user, with its session reset.
-	if got := query(t, via, "SELECT CONCAT(SUBSTRING_INDEX(CURRENT_USER(), '@', 1), ':', DATABASE(), ':', @z IS NULL)"); got != "app:test:1" {
-		t.Fatalf("after a failed change user: %q, want app:test:1", got)
+	const after = "SELECT CONCAT(SUBSTRING_INDEX(CURRENT_USER(), '@', 1), ':', DATABASE(), ':', @z IS NULL, ':', @@character_set_client = @@global.character_set_client)"
+	if got := query(t, via, after); got != "app:test:1:1" {
+		t.Fatalf("after a failed change user: %q, want app:test:1:1", got)
 	}
 }
 

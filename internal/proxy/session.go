@@ -548,11 +548,13 @@ func (s *session) changeUser() error {
 	u, creds, err := s.authenticate(name, "", nil, true)
 	if errors.Is(err, errAuth) {
 		// authenticate sent the client its error. The server resets the session before it
-		// authenticates and keeps the previous user when that fails (MariaDB): so does sluice,
-		// with fresh node connections as that user.
+		// authenticates and keeps the previous user and database when that fails (MariaDB),
+		// with the server's default character set: so does sluice, with fresh node
+		// connections as that user.
 		s.closeConns()
 		s.resetState()
 		s.rs = route.NewSession()
+		s.charset = 0
 		return s.connectNode()
 	}
 	if err != nil {
