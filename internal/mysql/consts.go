@@ -96,6 +96,9 @@ const (
 	ComDaemon           byte = 0x1d
 	ComBinlogDumpGTID   byte = 0x1e
 	ComResetConnection  byte = 0x1f
+	// ComStmtBulkExecute is MariaDB's COM_STMT_BULK_EXECUTE (MARIADB_CLIENT_STMT_BULK_OPERATIONS):
+	// one command with many rows of parameters, answered by one OK or ERR.
+	ComStmtBulkExecute byte = 0xfa
 )
 
 // Packet header bytes.

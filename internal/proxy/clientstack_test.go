@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -76,6 +77,13 @@ func (c *rawClient) query(t testing.TB, q string) [][]byte {
 // packets of the EXECUTE's response, as query does.
 func (c *rawClient) execute(t testing.TB, q string) [][]byte {
 	t.Helper()
+	id := c.prepare(t, q)
+	return c.command(t, q, append(append([]byte{smysql.ComStmtExecute}, id...), 0, 1, 0, 0, 0))
+}
+
+// prepare prepares q and returns the statement id as sent on the wire.
+func (c *rawClient) prepare(t testing.TB, q string) []byte {
+	t.Helper()
 	c.SetSeq(0)
 	if err := c.WritePacketFlush(append([]byte{smysql.ComStmtPrepare}, q...)); err != nil {
 		t.Fatal(err)
@@ -102,7 +110,7 @@ func (c *rawClient) execute(t testing.TB, q string) [][]byte {
 			}
 		}
 	}
-	return c.command(t, q, append(append([]byte{smysql.ComStmtExecute}, id...), 0, 1, 0, 0, 0))
+	return id
 }
 
 func (c *rawClient) command(t testing.TB, q string, payload []byte) [][]byte {
@@ -378,4 +386,50 @@ func TestCursorProcedures(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBulkExecuteLikeDirect: MariaDB's COM_STMT_BULK_EXECUTE (Connector/J's useBulkStmts, on by
+// default in Connector/J 3) goes through with the answer the server gives, including a bulk that
+// fails as a whole on a duplicate key. (It is routed as EXECUTE is: on a read-only endpoint the
+// replica already refuses to prepare the write.)
+func TestBulkExecuteLikeDirect(t *testing.T) {
+	s := startSluice(t, primaryReads)
+	c := testutil.Cluster(t)
+	// Three rows of (INT, VARCHAR), with the types (SEND_TYPES_TO_SERVER), as Connector/J sends.
+	bulk := func(id []byte, keys ...int32) []byte {
+		p := append([]byte{smysql.ComStmtBulkExecute}, id...)
+		p = append(p, 128, 0, 3, 0, 253, 0)
+		for _, k := range keys {
+			p = append(p, 0, byte(k), byte(k>>8), byte(k>>16), byte(k>>24))
+			p = append(p, 0)
+			p = smysql.AppendLenEncString(p, []byte(fmt.Sprint("v", k)))
+		}
+		return p
+	}
+	var got [2][][][]byte
+	for i, addr := range []string{c.Primary().Address, s.rw} {
+		rc := dialRaw(t, addr, clientCaps|smysql.ClientDeprecateEOF, smysql.MariaDBClientStmtBulkOperations)
+		rc.query(t, "DROP TABLE IF EXISTS test.t_bulk")
+		rc.query(t, "CREATE TABLE test.t_bulk (id INT PRIMARY KEY, v VARCHAR(10))")
+		id := rc.prepare(t, "INSERT INTO test.t_bulk VALUES (?, ?)")
+		got[i] = append(got[i], rc.command(t, "bulk", bulk(id, 1, 2, 3)))
+		got[i] = append(got[i], rc.command(t, "bulk with a duplicate", bulk(id, 4, 1, 5)))
+		got[i] = append(got[i], rc.query(t, "SELECT GROUP_CONCAT(id ORDER BY id) FROM test.t_bulk"))
+		rc.query(t, "DROP TABLE test.t_bulk")
+	}
+	for k := range got[0] {
+		d, v := got[0][k], got[1][k]
+		if len(d) != len(v) {
+			t.Fatalf("step %d: %d packets directly, %d through sluice", k, len(d), len(v))
+		}
+		for j := range d {
+			if !bytes.Equal(d[j], v[j]) {
+				t.Errorf("step %d packet %d\ndirect % x\nsluice % x", k, j, d[j], v[j])
+			}
+		}
+	}
+	if !smysql.IsOK(got[0][0][0]) || !smysql.IsERR(got[0][1][0]) {
+		t.Fatalf("the server did not take the bulk as expected: % x / % x", got[0][0][0], got[0][1][0])
+	}
+
 }

@@ -120,9 +120,10 @@ type serverInfo struct {
 
 // frontMariaDBCaps are the MariaDB extended capabilities sluice passes between clients and nodes.
 // Extended metadata only adds a block to each column definition, which sluice relays as it
-// comes. The others change the shape of responses (progress packets, metadata skipped on
-// EXECUTE, bulk execution) and are not offered.
-const frontMariaDBCaps = mysql.MariaDBClientExtendedMetadata
+// comes; bulk operations add COM_STMT_BULK_EXECUTE, routed and relayed like an EXECUTE. The
+// others change the shape of responses (progress packets, metadata skipped on EXECUTE, result
+// sets from a bulk command) and are not offered.
+const frontMariaDBCaps = mysql.MariaDBClientExtendedMetadata | mysql.MariaDBClientStmtBulkOperations
 
 // frontCaps are the capabilities sluice offers clients (before intersecting with the primary's).
 const frontCaps = mysql.ClientLongPassword | mysql.ClientFoundRows | mysql.ClientLongFlag |

@@ -441,7 +441,8 @@ func (s *session) command() (quit bool, err error) {
 		return false, s.homeCommand(n, respSingle)
 	case mysql.ComStmtPrepare:
 		return false, s.prepare()
-	case mysql.ComStmtExecute, mysql.ComStmtFetch, mysql.ComStmtReset, mysql.ComStmtClose, mysql.ComStmtSendLongData:
+	case mysql.ComStmtExecute, mysql.ComStmtBulkExecute, mysql.ComStmtFetch, mysql.ComStmtReset, mysql.ComStmtClose,
+		mysql.ComStmtSendLongData:
 		return false, s.stmtCommand(cmd, n)
 	case mysql.ComFieldList:
 		return false, s.homeCommand(n, respFieldList)

@@ -262,12 +262,13 @@ func (s *session) stmtCommand(cmd byte, n int) error {
 			return err
 		}
 		s.client.SetSeq(1)
-		names := map[byte]string{mysql.ComStmtExecute: "mysqld_stmt_execute", mysql.ComStmtFetch: "mysqld_stmt_fetch", mysql.ComStmtReset: "mysqld_stmt_reset"}
+		names := map[byte]string{mysql.ComStmtExecute: "mysqld_stmt_execute", mysql.ComStmtBulkExecute: "mysqld_stmt_bulk_execute",
+			mysql.ComStmtFetch: "mysqld_stmt_fetch", mysql.ComStmtReset: "mysqld_stmt_reset"}
 		return s.writeErr(mysql.NewError(1243, "HY000", "Unknown prepared statement handler (%d) given to %s", id, names[cmd]))
 	}
 	switch cmd {
-	case mysql.ComStmtExecute:
-		return s.execute(st, n)
+	case mysql.ComStmtExecute, mysql.ComStmtBulkExecute:
+		return s.execute(st, n, cmd == mysql.ComStmtBulkExecute)
 	case mysql.ComStmtFetch:
 		bc := st.cursorConn
 		if bc == nil {
@@ -340,8 +341,9 @@ func (s *session) longDataTooLarge(st *stmt) {
 	st.longData, st.longSize = st.longData[:0], 0
 }
 
-// execute handles COM_STMT_EXECUTE: the statement is routed like its text, on every EXECUTE.
-func (s *session) execute(st *stmt, n int) error {
+// execute handles COM_STMT_EXECUTE (and MariaDB's COM_STMT_BULK_EXECUTE, bulk): the statement is
+// routed like its text, on every EXECUTE.
+func (s *session) execute(st *stmt, n int, bulk bool) error {
 	snap := s.p.snapshot()
 	d := route.Decide(&st.class, st.query, &s.rs, s.rep, snap)
 	if d.Err != nil || d.Local {
@@ -371,7 +373,11 @@ func (s *session) execute(st *stmt, n int) error {
 	}
 	rn := s.p.rnodes[d.Node]
 	rn.Active.Add(1)
-	err = s.executeOn(st, n)
+	if bulk {
+		err = s.bulkExecuteOn(st, n)
+	} else {
+		err = s.executeOn(st, n)
+	}
 	rn.Active.Add(-1)
 	if err == nil {
 		s.after(&st.class, st.query, d)
@@ -391,20 +397,9 @@ func (s *session) executeOn(st *stmt, n int) error {
 		s.client.SetSeq(1)
 		return s.writeErr(e)
 	}
-	b := st.binding(bc)
+	b, err := s.bindOn(bc, st, n)
 	if b == nil {
-		var err error
-		if b, err = s.prepareOn(bc, st); err != nil {
-			var se *mysql.SQLError
-			if errors.As(err, &se) {
-				if err := s.discardCommand(n); err != nil {
-					return err
-				}
-				s.client.SetSeq(1)
-				return s.writeErr(se)
-			}
-			return s.relayFailure(err)
-		}
+		return err
 	}
 	// Long data goes first, with this connection's id.
 	for _, chunk := range st.longData {
@@ -416,6 +411,15 @@ func (s *session) executeOn(st *stmt, n int) error {
 		}
 	}
 	st.longData, st.longSize = st.longData[:0], 0
+	head, err := s.client.PeekPayload(n, 10)
+	if err != nil {
+		return err
+	}
+	kind := respResult
+	if len(head) > 5 && head[5]&0x0f != 0 {
+		st.cursorConn = bc // a cursor type was asked for: FETCH goes here
+		kind = respCursor
+	}
 	// Parameter types: remember them when bound; supply them when this connection lacks them.
 	typesAt := -1
 	if st.params > 0 {
@@ -430,33 +434,53 @@ func (s *session) executeOn(st *stmt, n int) error {
 			st.types = append(st.types[:0], head[typesAt+1:typesAt+1+2*int(st.params)]...)
 			b.typed = true
 		} else if len(head) > typesAt && head[typesAt] == 0 && !b.typed && len(st.types) > 0 {
-			return s.executeWithTypes(st, b, n, typesAt)
+			return s.executeWithTypes(st, b, n, typesAt, kind)
 		}
-	}
-	head, err := s.client.PeekPayload(n, 10)
-	if err != nil {
-		return err
-	}
-	kind := respResult
-	if len(head) > 5 && head[5]&0x0f != 0 {
-		st.cursorConn = bc // a cursor type was asked for: FETCH goes here
-		kind = respCursor
 	}
 	return s.forwardStmt(bc, b.id, n, kind)
 }
 
+// bindOn returns st's binding on bc, preparing st there first when it has none. When it cannot
+// (the node refused the statement: the client gets its error and the command is discarded; or
+// the node's connection broke, reported as relayFailure does) b is nil and err is the outcome of
+// the command.
+func (s *session) bindOn(bc *backend.Conn, st *stmt, n int) (b *stmtBinding, err error) {
+	if b = st.binding(bc); b != nil {
+		return b, nil
+	}
+	if b, err = s.prepareOn(bc, st); err == nil {
+		return b, nil
+	}
+	var se *mysql.SQLError
+	if !errors.As(err, &se) {
+		return nil, s.relayFailure(err)
+	}
+	if err := s.discardCommand(n); err != nil {
+		return nil, err
+	}
+	s.client.SetSeq(1)
+	return nil, s.writeErr(se)
+}
+
+// bulkExecuteOn runs COM_STMT_BULK_EXECUTE on the current connection. Its parameter types come
+// with it (the driver sets SEND_TYPES_TO_SERVER) and it takes no long data; the answer is one
+// OK or ERR (sluice does not offer MARIADB_CLIENT_BULK_UNIT_RESULTS).
+func (s *session) bulkExecuteOn(st *stmt, n int) error {
+	bc := s.bc
+	b, err := s.bindOn(bc, st, n)
+	if b == nil {
+		return err
+	}
+	return s.forwardStmt(bc, b.id, n, respResult)
+}
+
 // executeWithTypes rewrites an EXECUTE that relies on types bound earlier on another connection,
 // adding them, for a connection that prepared the statement lazily.
-func (s *session) executeWithTypes(st *stmt, b *stmtBinding, n, typesAt int) error {
+func (s *session) executeWithTypes(st *stmt, b *stmtBinding, n, typesAt int, kind respKind) error {
 	s.client.SetSeq(0)
 	p, err := s.client.ReadPacket()
 	if err != nil {
 		return err
-	}
-	kind := respResult
-	if p[5]&0x0f != 0 {
-		st.cursorConn = b.bc // a cursor type was asked for: FETCH goes here
-		kind = respCursor
 	}
 	out := append(s.scratch[:0], p[0], byte(b.id), byte(b.id>>8), byte(b.id>>16), byte(b.id>>24))
 	out = append(out, p[5:typesAt]...)

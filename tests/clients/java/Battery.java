@@ -973,9 +973,9 @@ public class Battery {
     try (Sess s = new Sess("useServerPrepStmts=true")) {
       psBatch(s, "server-side PreparedStatement batch", "sp", true);
     }
-    // useBulkStmts=true (COM_STMT_BULK_EXECUTE) is left out: sluice does not offer MariaDB's
-    // STMT_BULK_OPERATIONS capability yet, so the driver sends one EXECUTE per row, and a
-    // batch that hits a duplicate key keeps the rows around it where the bulk command keeps none.
+    try (Sess s = new Sess("useServerPrepStmts=true&useBulkStmts=true")) {
+      psBatch(s, "server-side batch, useBulkStmts=true (COM_STMT_BULK_EXECUTE)", "bk", false);
+    }
     try (Sess s = new Sess("rewriteBatchedStatements=true")) {
       stmtBatch(s, "Statement batch, rewriteBatchedStatements=true", "rs");
       psBatch(s, "PreparedStatement batch, rewriteBatchedStatements=true", "rp", true);
