@@ -106,20 +106,42 @@ func (c *Conn) ReadPacket() ([]byte, error) {
 		if len(c.payload)+n > limit {
 			return nil, ErrPacketTooLarge
 		}
-		start := len(c.payload)
-		if cap(c.payload)-start < n {
-			grown := make([]byte, start, start+n)
-			copy(grown, c.payload)
-			c.payload = grown
-		}
-		c.payload = c.payload[:start+n]
-		if _, err := io.ReadFull(c.br, c.payload[start:]); err != nil {
-			return nil, unexpectedEOF(err)
+		if err := c.readPayload(n); err != nil {
+			return nil, err
 		}
 		if n < maxPacketPayload {
 			return c.payload, nil
 		}
 	}
+}
+
+// payloadChunk is how much readPayload adds to the payload buffer before the bytes to fill it
+// have arrived.
+const payloadChunk = 64 << 10
+
+// readPayload appends n bytes of payload to c.payload. The buffer grows with what arrives, at
+// most doubling, never by what a header claims: a peer that announces 16 MiB and sends 10 bytes
+// costs a few KiB, not 16 MiB.
+func (c *Conn) readPayload(n int) error {
+	end := len(c.payload) + n
+	for len(c.payload) < end {
+		if len(c.payload) == cap(c.payload) {
+			size := max(2*cap(c.payload), payloadChunk)
+			if size > end {
+				size = end
+			}
+			grown := make([]byte, len(c.payload), size)
+			copy(grown, c.payload)
+			c.payload = grown
+		}
+		upto := min(cap(c.payload), end)
+		start := len(c.payload)
+		c.payload = c.payload[:upto]
+		if _, err := io.ReadFull(c.br, c.payload[start:]); err != nil {
+			return unexpectedEOF(err)
+		}
+	}
+	return nil
 }
 
 func (c *Conn) readHeader() (n int, seq uint8, err error) {

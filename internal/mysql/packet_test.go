@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -919,4 +920,41 @@ func ExampleConn_CopyPacket() {
 	_ = dst.Flush()
 	fmt.Printf("%d %d % x %d\n", n, seq, out.wr, dst.Seq())
 	// Output: 3 3 03 00 00 03 72 6f 77 4
+}
+
+// TestReadPacketGrowsWithWhatArrives: a header that claims 16 MiB followed by a few bytes costs
+// what arrived, not what was claimed (before this, ReadPacket allocated the claimed size at
+// once: one pre-login header per connection made sluice allocate 16 MiB each).
+func TestReadPacketGrowsWithWhatArrives(t *testing.T) {
+	for _, claimed := range []int{maxPacketPayload - 1, 1 << 20} {
+		a, b := tcpPair(t)
+		c := NewConn(a, 0, 0)
+		go func() {
+			_, _ = b.Write([]byte{byte(claimed), byte(claimed >> 8), byte(claimed >> 16), 0})
+			_, _ = b.Write(make([]byte, 100))
+			b.Close()
+		}()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := c.ReadPacket()
+		runtime.ReadMemStats(&after)
+		if !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Fatalf("claimed %d: err = %v, want unexpected EOF", claimed, err)
+		}
+		if got := after.TotalAlloc - before.TotalAlloc; got > 256<<10 {
+			t.Errorf("claimed %d, sent 100 bytes: allocated %d bytes", claimed, got)
+		}
+	}
+	// A packet that does arrive whole is read whole, whatever its size.
+	a, b := tcpPair(t)
+	c := NewConn(a, 0, 0)
+	want := bytes.Repeat([]byte("0123456789abcdef"), (3<<20)/16)
+	go func() {
+		w := NewConn(b, 0, 0)
+		_ = w.WritePacketFlush(want)
+	}()
+	got, err := c.ReadPacket()
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("3 MiB packet: %d bytes, %v", len(got), err)
+	}
 }

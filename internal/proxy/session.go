@@ -107,8 +107,14 @@ func (p *Proxy) newSession(ep Endpoint, nc net.Conn) *session {
 	s.client.SetWriteTimeout(p.opts.WriteTimeout)
 	// Clients pipeline (Connector/J sends its first queries back to back).
 	s.client.SetPeerPipelines()
+	s.client.MaxPacket = preAuthMaxPacket
 	return s
 }
+
+// preAuthMaxPacket bounds every packet a client sends before it has logged in (the handshake
+// response with its connection attributes, the answers to auth switches): an unauthenticated
+// client must not make sluice buffer more than this. MySQL caps connection attributes at 64 KiB.
+const preAuthMaxPacket = 64<<10 + 1<<10
 
 // run serves the connection until the client quits, a connection breaks, or shutdown.
 func (s *session) run(overLimit bool) {
@@ -250,6 +256,7 @@ func (s *session) handshake() error {
 		return fmt.Errorf("user %s requires TLS", u.Name)
 	}
 	_ = s.nc.SetReadDeadline(time.Time{})
+	s.client.MaxPacket = 0 // logged in: the node's max_allowed_packet applies
 	s.user, s.creds = u, creds
 	s.db, s.charset, s.attrs = resp.Database, resp.Charset, resp.Attrs
 	if err := s.connectNode(); err != nil {
@@ -277,6 +284,7 @@ func (s *session) upgradeTLS() (*mysql.HandshakeResponse, error) {
 	s.client = mysql.NewConn(tc, 0, 0)
 	s.client.SetWriteTimeout(s.p.opts.WriteTimeout)
 	s.client.SetPeerPipelines()
+	s.client.MaxPacket = preAuthMaxPacket
 	s.client.SetSeq(seq)
 	s.tls = true
 	p, err := s.client.ReadPacket()
