@@ -25,9 +25,20 @@ func targetPlugin(u *User, clientPlugin string) string {
 
 // authenticate verifies the client's credentials against the configuration, switching the
 // client to another plugin first when needed (always when force is set, as for
-// COM_CHANGE_USER). On failure the client has been sent error 1045 and no node was touched. On
-// success it returns what sluice logs in to the nodes with.
+// COM_CHANGE_USER), and applies the user's login rules (require_tls): every login, the first one
+// and each change of user, goes through it. On failure the client has been sent error 1045 and
+// no node was touched. On success it returns what sluice logs in to the nodes with.
 func (s *session) authenticate(name, clientPlugin string, resp []byte, force bool) (*User, backend.Credentials, error) {
+	u, creds, err := s.checkCredentials(name, clientPlugin, resp, force)
+	if err == nil && u.RequireTLS && !s.tls {
+		_ = s.writeErr(mysql.AccessDenied(u.Name, s.host, true))
+		return nil, backend.Credentials{}, fmt.Errorf("%w: user %s requires TLS", errAuth, u.Name)
+	}
+	return u, creds, err
+}
+
+// checkCredentials is authenticate without the login rules.
+func (s *session) checkCredentials(name, clientPlugin string, resp []byte, force bool) (*User, backend.Credentials, error) {
 	u := s.p.users[name]
 	plugin := targetPlugin(u, clientPlugin)
 	if force || plugin != clientPlugin {
@@ -51,6 +62,13 @@ func (s *session) authenticate(name, clientPlugin string, resp []byte, force boo
 		return nil, backend.Credentials{}, fmt.Errorf("%w for user %q", errAuth, name)
 	}
 	if u == nil {
+		if plugin == mysql.AuthCachingSHA2 && len(resp) > 0 {
+			// As for a known user whose password sluice has not cached: full authentication
+			// first, so the answer does not tell whether the user exists.
+			if _, err := s.fullAuth(); err != nil && !errors.Is(err, errAuth) {
+				return nil, backend.Credentials{}, err
+			}
+		}
 		return deny()
 	}
 	creds := backend.Credentials{User: u.Name}

@@ -173,41 +173,7 @@ func TestChangeUser(t *testing.T) {
 	via := rawConnect(t, s.rw, "app", "app")
 	defer via.Close()
 	query(t, via, "SELECT @y := 7")
-	changeUser := func(user, password string) []byte {
-		// The auth data in COM_CHANGE_USER answers the connection's first nonce; sluice switches
-		// to a fresh one, which the client answers again.
-		p := []byte{smysql.ComChangeUser}
-		p = append(p, user...)
-		p = append(p, 0)
-		auth := smysql.NativeScramble(password, via.Handshake.Nonce)
-		p = append(p, byte(len(auth)))
-		p = append(p, auth...)
-		p = append(p, "test"...)
-		p = append(p, 0, 45, 0)
-		p = append(p, smysql.AuthNativePassword...)
-		p = append(p, 0)
-		via.SetSeq(0)
-		if err := via.WritePacketFlush(p); err != nil {
-			t.Fatal(err)
-		}
-		r, err := via.ReadPacket()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r[0] == 0xfe {
-			plugin, nonce, err := smysql.ParseAuthSwitchRequest(r)
-			if err != nil || plugin != smysql.AuthNativePassword {
-				t.Fatalf("switch to %q: %v", plugin, err)
-			}
-			if err := via.WritePacketFlush(smysql.NativeScramble(password, nonce)); err != nil {
-				t.Fatal(err)
-			}
-			if r, err = via.ReadPacket(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return append([]byte(nil), r...)
-	}
+	changeUser := func(user, password string) []byte { return changeUserRaw(t, via, user, password) }
 	if r := changeUser("app", "app"); !smysql.IsOK(r) {
 		t.Fatalf("change user: %v", smysql.ParseERR(r))
 	}
@@ -224,6 +190,45 @@ func TestChangeUser(t *testing.T) {
 	if got := query(t, via, after); got != "app:test:1:1" {
 		t.Fatalf("after a failed change user: %q, want app:test:1:1", got)
 	}
+}
+
+// changeUserRaw sends COM_CHANGE_USER to user (mysql_native_password, database test) and returns
+// the final answer.
+func changeUserRaw(t testing.TB, via *backend.Conn, user, password string) []byte {
+	t.Helper()
+	// The auth data in COM_CHANGE_USER answers the connection's first nonce; sluice switches
+	// to a fresh one, which the client answers again.
+	p := []byte{smysql.ComChangeUser}
+	p = append(p, user...)
+	p = append(p, 0)
+	auth := smysql.NativeScramble(password, via.Handshake.Nonce)
+	p = append(p, byte(len(auth)))
+	p = append(p, auth...)
+	p = append(p, "test"...)
+	p = append(p, 0, 45, 0)
+	p = append(p, smysql.AuthNativePassword...)
+	p = append(p, 0)
+	via.SetSeq(0)
+	if err := via.WritePacketFlush(p); err != nil {
+		t.Fatal(err)
+	}
+	r, err := via.ReadPacket()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r[0] == 0xfe {
+		plugin, nonce, err := smysql.ParseAuthSwitchRequest(r)
+		if err != nil || plugin != smysql.AuthNativePassword {
+			t.Fatalf("switch to %q: %v", plugin, err)
+		}
+		if err := via.WritePacketFlush(smysql.NativeScramble(password, nonce)); err != nil {
+			t.Fatal(err)
+		}
+		if r, err = via.ReadPacket(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return append([]byte(nil), r...)
 }
 
 // TestKill: KILL QUERY and KILL CONNECTION with sluice's connection ids act on the node thread

@@ -1,12 +1,14 @@
 package proxy_test
 
 import (
+	"bytes"
 	"io"
 	"net"
 	"os"
 	"testing"
 	"time"
 
+	"github.com/sluicedb/sluice/internal/config"
 	smysql "github.com/sluicedb/sluice/internal/mysql"
 )
 
@@ -52,5 +54,51 @@ func TestPreAuthPacketBound(t *testing.T) {
 	db := open(t, dsn(s.rw, "app", "app", "test", ""))
 	if err := db.Ping(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCachingSHA2HidesUnknownUsers: with caching_sha2_password, an unknown user gets the same
+// first answer as a known one whose password sluice has not cached (full authentication), not
+// an immediate 1045 that tells the two apart.
+func TestCachingSHA2HidesUnknownUsers(t *testing.T) {
+	s := startSluice(t, func(c *config.Config) {
+		c.Users = append(c.Users, config.User{Name: "sha2", Password: "sha2pw", AuthPlugin: smysql.AuthCachingSHA2})
+	})
+	first := func(user string) []byte {
+		nc, err := net.DialTimeout("tcp", s.rw, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+		c := smysql.NewConn(nc, 0, 0)
+		p, err := c.ReadPacket()
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs, err := smysql.ParseHandshake(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp := smysql.AppendHandshakeResponse(nil, &smysql.HandshakeResponse{
+			Capabilities: smysql.ClientProtocol41 | smysql.ClientSecureConnection | smysql.ClientPluginAuth |
+				smysql.ClientLongPassword | smysql.ClientPluginAuthLenencClientData,
+			MaxPacketSize: 1 << 24, Charset: 45, User: user,
+			AuthResponse: smysql.CachingSHA2Scramble("guess", hs.Nonce), AuthPlugin: smysql.AuthCachingSHA2,
+		})
+		if err := c.WritePacketFlush(resp); err != nil {
+			t.Fatal(err)
+		}
+		if p, err = c.ReadPacket(); err != nil {
+			t.Fatal(err)
+		}
+		return append([]byte(nil), p...)
+	}
+	known, unknown := first("sha2"), first("nobody")
+	if !bytes.Equal(known, unknown) {
+		t.Fatalf("known user: % x, unknown user: % x", known, unknown)
+	}
+	if !bytes.Equal(known, []byte{smysql.AuthMoreDataHeader, smysql.CachingSHA2FullAuth}) {
+		t.Fatalf("first answer % x, want full authentication", known)
 	}
 }

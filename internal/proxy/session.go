@@ -251,10 +251,6 @@ func (s *session) handshake() error {
 	if err != nil {
 		return err
 	}
-	if u.RequireTLS && !s.tls {
-		_ = s.writeErr(mysql.AccessDenied(u.Name, s.host, len(resp.AuthResponse) > 0))
-		return fmt.Errorf("user %s requires TLS", u.Name)
-	}
 	_ = s.nc.SetReadDeadline(time.Time{})
 	s.client.MaxPacket = 0 // logged in: the node's max_allowed_packet applies
 	s.user, s.creds = u, creds

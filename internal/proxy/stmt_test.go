@@ -171,7 +171,8 @@ func TestPreparedStatementIDs(t *testing.T) {
 
 func TestTLS(t *testing.T) {
 	s := startSluice(t, func(c *config.Config) {
-		c.Users = append(c.Users, config.User{Name: "tlsonly", Password: "app", RequireTLS: true, AuthPlugin: smysql.AuthCachingSHA2})
+		c.Users = append(c.Users, config.User{Name: "tlsonly", Password: "app", RequireTLS: true, AuthPlugin: smysql.AuthCachingSHA2},
+			config.User{Name: "tlsnative", Password: "app", RequireTLS: true})
 	})
 	c := testutil.Cluster(t)
 	admin, err := c.AdminDB("primary")
@@ -199,6 +200,17 @@ func TestTLS(t *testing.T) {
 	}
 	if _, err := cipher(dsn(s.rw, "tlsonly", "app", "", "")); mysqlErr(t, err).Number != 1045 {
 		t.Fatalf("require_tls user without TLS: %v", err)
+	}
+	// Nor by a change of user on a plain connection: refused, and the session stays app's.
+	mustExec(t, admin, "CREATE USER IF NOT EXISTS 'tlsnative'@'127.0.0.1' IDENTIFIED BY 'app'")
+	mustExec(t, admin, "GRANT SELECT ON *.* TO 'tlsnative'@'127.0.0.1'")
+	via := rawConnect(t, s.rw, "app", "app")
+	defer via.Close()
+	if r := changeUserRaw(t, via, "tlsnative", "app"); !smysql.IsERR(r) || smysql.ParseERR(r).Code != 1045 {
+		t.Fatalf("change user to a require_tls user without TLS: % x", r)
+	}
+	if got := query(t, via, "SELECT SUBSTRING_INDEX(CURRENT_USER(), '@', 1)"); got != "app" {
+		t.Fatalf("after the refused change of user: %q", got)
 	}
 	// An endpoint with tls: required refuses plain clients.
 	req := startSluice(t, func(c *config.Config) { c.Endpoints[0].TLS = "required" })
