@@ -152,6 +152,12 @@ func TestRoutingRules(t *testing.T) {
 	if _, err := c.ExecContext(ctx, "/*FORCE_NODE='nope'*/ SELECT 1"); err == nil {
 		t.Fatal("FORCE_NODE of an unknown node succeeded")
 	}
+	// FORCE_NODE never sends a write to a replica: sluice refuses it (before, the INSERT reached
+	// the replica, where only the read-only session stopped it).
+	_, err = c.ExecContext(ctx, "/*FORCE_NODE='replica1'*/ INSERT INTO t_route (v) VALUES (4)")
+	if me := mysqlErr(t, err); me.Number != 1290 || !strings.Contains(me.Message, "FORCE_NODE") {
+		t.Fatalf("FORCE_NODE write on a replica: %v", err)
+	}
 	// Session state set on the primary holds on the replicas too.
 	exec("SET SESSION sql_mode = 'ANSI_QUOTES'")
 	exec("SET NAMES latin1")

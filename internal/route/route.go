@@ -183,6 +183,10 @@ func Decide(c *classify.Result, stmt []byte, s *Session, ep *Endpoint, snap *Sna
 				if !snap.Up[i] {
 					return Decision{Node: -1, Err: mysql.NewError(mysql.CRConnHostError, "HY000", "sluice: node '%s' named by /*FORCE_NODE*/ is down", n.Name)}
 				}
+				if i != snap.Primary && (primary || (s.InTx && s.TxNode == snap.Primary)) {
+					return Decision{Node: -1, Err: mysql.NewError(mysql.ErrOptionPreventsStm, "HY000",
+						"sluice: /*FORCE_NODE*/ cannot run a write or a statement of a transaction that wrote on replica '%s'", n.Name)}
+				}
 				return Decision{Node: i, Reason: ReasonHint}
 			}
 		}
