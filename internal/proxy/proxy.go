@@ -266,21 +266,22 @@ func (p *Proxy) Serve(ep Endpoint, ln net.Listener) error {
 		if err != nil {
 			p.mu.Lock()
 			closing := p.closing
-			delete(p.listeners, ln)
 			p.mu.Unlock()
 			if closing || errors.Is(err, net.ErrClosed) {
+				p.mu.Lock()
+				delete(p.listeners, ln)
+				p.mu.Unlock()
 				return nil
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				time.Sleep(backoff)
-				backoff = min(backoff*2, time.Second)
-				p.mu.Lock()
-				p.listeners[ln] = struct{}{}
-				p.mu.Unlock()
-				continue
+			// Out of file descriptors (EMFILE, ENFILE), a connection aborted before it was
+			// taken, ...: the endpoint keeps listening; only closing the listener stops it.
+			p.log.Warn("accept failed; retrying", "endpoint", ep.Name, "err", err, "after", backoff)
+			select {
+			case <-p.stop:
+			case <-time.After(backoff):
 			}
-			return err
+			backoff = min(backoff*2, time.Second)
+			continue
 		}
 		backoff = 5 * time.Millisecond
 		if tc, ok := nc.(*net.TCPConn); ok {
