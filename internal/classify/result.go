@@ -119,8 +119,12 @@ const (
 	Release                              // COMMIT/ROLLBACK RELEASE: the server closes the connection
 	Analyze                              // MariaDB ANALYZE <stmt>, MySQL EXPLAIN ANALYZE <stmt>: the statement runs; Kind is its own
 	ConnectionID                         // CONNECTION_ID(: the session's thread id, which must stay the same for the session
+	// SetReadWrite: a SET that may make transactions read-write: SET [scope] TRANSACTION … READ
+	// WRITE, or an assignment to tx_read_only / transaction_read_only (session or next
+	// transaction) of anything but a literal true. A replica connection must never take it.
+	SetReadWrite
 
-	numFlags = 31
+	numFlags = 32
 )
 
 var flagNames = [numFlags]string{
@@ -129,6 +133,7 @@ var flagNames = [numFlags]string{
 	"SysVarRead", "TempTable", "Multi", "WithWrite", "ReadOnlyTx", "ReadWriteTx",
 	"ConsistentSnapshot", "SetAutocommit", "SetNames", "SetTransaction", "SetGlobal",
 	"SetSession", "SetStatement", "ExplainWrite", "SetRole", "Chain", "Release", "Analyze", "ConnectionID",
+	"SetReadWrite",
 }
 
 // String lists the set flags as "A|B|C", or "0" when none is set. It allocates: for logs and

@@ -30,7 +30,7 @@ func (c *classifier) headSet() token {
 		// Without a scope, SET TRANSACTION only shapes the next transaction: SetTransaction
 		// alone. With SESSION it lasts for the session, so SetSession comes with it.
 		c.res.Flags |= SetTransaction
-		return c.next()
+		return c.txCharacteristics()
 	case kwGlobal, kwPersist, kwPersistOnly, kwSession, kwLocal:
 		if c.peekKw() == kwTransaction {
 			c.next()
@@ -40,10 +40,25 @@ func (c *classifier) headSet() token {
 			} else {
 				c.res.Flags |= SetGlobal
 			}
-			return c.next()
+			return c.txCharacteristics()
 		}
 	}
 	return c.setList(t)
+}
+
+// txCharacteristics reads the characteristics of SET … TRANSACTION (ISOLATION LEVEL …, READ
+// ONLY, READ WRITE) up to the end of the statement, and returns the token that ends it.
+func (c *classifier) txCharacteristics() token {
+	for {
+		t, k := c.nextKw()
+		switch {
+		case t.typ == tEOF || t.typ == tSemi:
+			return t
+		case k == kwRead && c.peekKw() == kwWrite:
+			c.next()
+			c.res.Flags |= SetReadWrite
+		}
+	}
 }
 
 // setList reads SET's comma-separated assignments from t. As in the server, a scope keyword
@@ -65,7 +80,7 @@ func (c *classifier) setList(t token) token {
 			}
 			t, k = c.nextKw()
 		}
-		auto, names := false, false
+		auto, names, access := false, false, false
 		switch t.typ {
 		case tUserVar:
 			c.res.Flags |= UserVar | UserVarAssign
@@ -73,6 +88,7 @@ func (c *classifier) setList(t token) token {
 			g, name := c.sysVar(t)
 			c.setScope(g)
 			auto = !g && eqFold(name, "AUTOCOMMIT")
+			access = !g && (eqFold(name, "TX_READ_ONLY") || eqFold(name, "TRANSACTION_READ_ONLY"))
 		case tWord, tIdent:
 			switch {
 			case k == kwNames || k == kwCharset:
@@ -87,6 +103,7 @@ func (c *classifier) setList(t token) token {
 				}
 				c.setScope(global)
 				auto = !global && c.identEq(t, "AUTOCOMMIT")
+				access = !global && (c.identEq(t, "TX_READ_ONLY") || c.identEq(t, "TRANSACTION_READ_ONLY"))
 			}
 		default:
 			return t // not an assignment: the main loop scans the rest
@@ -111,6 +128,9 @@ func (c *classifier) setList(t token) token {
 		if auto {
 			c.res.Flags |= SetAutocommit
 			c.res.Autocommit = c.boolValue(first, n)
+		}
+		if access && c.boolValue(first, n) != 1 {
+			c.res.Flags |= SetReadWrite
 		}
 		if t.typ != tComma {
 			return t

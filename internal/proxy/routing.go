@@ -90,11 +90,32 @@ func (s *session) sync(c *nodeConn) error {
 		}
 		c.options = s.options
 	}
+	replayed := c.applied < len(s.state)
 	for c.applied < len(s.state) {
 		if err := c.Exec(string(s.state[c.applied])); err != nil {
 			return syncErr(err)
 		}
 		c.applied++
+	}
+	if replayed {
+		// What was replayed may have been SET SESSION TRANSACTION READ WRITE or tx_read_only=0,
+		// right for the primary: the guard comes last.
+		return s.guard(c)
+	}
+	return nil
+}
+
+// readOnlyGuard is the first and the last word of sluice on a replica connection: a statement
+// misrouted there fails instead of forking the data.
+const readOnlyGuard = "SET SESSION TRANSACTION READ ONLY"
+
+// guard makes a replica connection read-only again (a primary connection is left alone).
+func (s *session) guard(c *nodeConn) error {
+	if s.p.opts.Nodes[c.idx].Role == "primary" {
+		return nil
+	}
+	if err := c.Exec(readOnlyGuard); err != nil {
+		return syncErr(err)
 	}
 	return nil
 }

@@ -2,9 +2,11 @@ package proxy_test
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,5 +102,63 @@ func TestCachingSHA2HidesUnknownUsers(t *testing.T) {
 	}
 	if !bytes.Equal(known, []byte{smysql.AuthMoreDataHeader, smysql.CachingSHA2FullAuth}) {
 		t.Fatalf("first answer % x, want full authentication", known)
+	}
+}
+
+// TestReplicaGuardStays: a replica connection is read-only whenever a client statement runs on
+// it, whatever the client sets, resets or batches.
+func TestReplicaGuardStays(t *testing.T) {
+	s := startSluice(t, nil)
+	ctx := context.Background()
+	// Endpoint rw: session state set on the primary is replayed on a replica, and the guard
+	// comes back after it.
+	for _, set := range []string{"SET SESSION TRANSACTION READ WRITE", "SET SESSION tx_read_only = 0", "SET @@session.tx_read_only = OFF"} {
+		db := open(t, dsn(s.rw, "app", "app", "test", ""))
+		db.SetMaxOpenConns(1)
+		c, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.ExecContext(ctx, set); err != nil {
+			t.Fatalf("%s: %v", set, err)
+		}
+		var primary, replica int
+		if err := c.QueryRowContext(ctx, "/*FORCE_MASTER*/ SELECT @@session.tx_read_only").Scan(&primary); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.QueryRowContext(ctx, "/*FORCE_NODE='replica1'*/ SELECT @@session.tx_read_only").Scan(&replica); err != nil {
+			t.Fatal(err)
+		}
+		if primary != 0 || replica != 1 {
+			t.Errorf("after %s: tx_read_only %d on the primary, %d on the replica; want 0 and 1", set, primary, replica)
+		}
+		c.Close()
+	}
+	// Endpoint ro: turning the guard off is refused, alone or in a batch.
+	ro := open(t, dsn(s.ro, "app", "app", "test", "multiStatements=true"))
+	ro.SetMaxOpenConns(1)
+	for _, q := range []string{
+		"SET SESSION TRANSACTION READ WRITE",
+		"SET TRANSACTION READ WRITE",
+		"SET tx_read_only = 0",
+		"START TRANSACTION READ WRITE",
+		"SELECT 1; SET SESSION TRANSACTION READ WRITE; SELECT 2",
+		"SELECT 1; INSERT INTO t_never (id) VALUES (1)",
+		"SELECT 1; CREATE TABLE t_never (id INT)",
+	} {
+		_, err := ro.ExecContext(ctx, q)
+		if me := mysqlErr(t, err); me.Number != 1290 || !strings.Contains(me.Message, "sluice endpoint") {
+			t.Errorf("%s on the read-only endpoint: %v", q, err)
+		}
+	}
+	// COM_RESET_CONNECTION on the read-only endpoint resets the replica connection; the guard
+	// is back before the next statement.
+	via := rawConnect(t, s.ro, "app", "app")
+	defer via.Close()
+	if ps := command(t, via, []byte{smysql.ComResetConnection}, "single"); !smysql.IsOK(ps[0]) {
+		t.Fatalf("reset: % x", ps[0])
+	}
+	if got := query(t, via, "SELECT @@session.tx_read_only"); got != "1" {
+		t.Fatalf("tx_read_only after COM_RESET_CONNECTION on the read-only endpoint: %s", got)
 	}
 }

@@ -357,7 +357,7 @@ func (s *session) dial(n *Node) (*backend.Conn, error) {
 	o.Compress = s.p.opts.BackendCompress
 	if n.Role != "primary" {
 		// A statement misrouted to a replica must fail, never fork the data.
-		o.InitSQL = []string{"SET SESSION TRANSACTION READ ONLY"}
+		o.InitSQL = []string{readOnlyGuard}
 	}
 	bc, err := backend.Dial(ctx, o)
 	if err != nil {
@@ -440,9 +440,16 @@ func (s *session) command() (quit bool, err error) {
 		return false, s.homeCommand(n, respSingle)
 	case mysql.ComResetConnection:
 		// The node drops the session's state and prepared statements; so does sluice: the
-		// other node connections are closed and reopened clean when next needed.
+		// other node connections are closed and reopened clean when next needed. A replica
+		// home (read-only endpoint) gets its read-only guard back at once.
 		s.resetState()
-		return false, s.homeCommand(n, respSingle)
+		if err := s.homeCommand(n, respSingle); err != nil {
+			return false, err
+		}
+		if c := s.conns[s.home]; c != nil && !s.failed {
+			return false, s.guard(c)
+		}
+		return false, nil
 	case mysql.ComStmtPrepare:
 		return false, s.prepare()
 	case mysql.ComStmtExecute, mysql.ComStmtBulkExecute, mysql.ComStmtFetch, mysql.ComStmtReset, mysql.ComStmtClose,

@@ -289,11 +289,27 @@ func decideReadOnly(c *classify.Result, s *Session, ep *Endpoint, snap *Snapshot
 	if c.Kind == classify.Select && c.Flags&classify.SelectInto != 0 && c.Flags&classify.UserVarAssign != 0 {
 		primary = false // SELECT ... INTO @var only sets a session variable
 	}
-	if primary || c.Flags&classify.Multi != 0 && c.Kind != classify.Select {
+	// The replica connection stays read-only whatever the client sets (SET SESSION TRANSACTION
+	// READ WRITE, tx_read_only = 0, START TRANSACTION READ WRITE), and nothing here changes the
+	// replica for everyone (SET GLOBAL).
+	if c.Flags&(classify.SetReadWrite|classify.ReadWriteTx|classify.SetGlobal) != 0 {
+		primary = true
+	}
+	// A batch is judged by every statement in it, not by the first.
+	if c.Flags&classify.Multi != 0 && (c.Kinds&^readOnlyBatchKinds != 0 || c.Flags&classify.ExplainWrite != 0) {
+		primary = true
+	}
+	if primary {
 		return Decision{Node: -1, Err: errReadOnly(ep.Name)}
 	}
 	return Decision{Node: s.Bound, Reason: ReasonBound}
 }
+
+// readOnlyBatchKinds are the kinds a multi-statement batch may hold on a read-only endpoint:
+// reads (their flags, collected over the batch, are checked as for one statement) and session
+// statements.
+const readOnlyBatchKinds = classify.KindSet(1<<classify.Select | 1<<classify.Show | 1<<classify.Explain |
+	1<<classify.Set | 1<<classify.Use | 1<<classify.Begin | 1<<classify.Commit | 1<<classify.Rollback)
 
 // BindReplica chooses the replica a new session of a read-only endpoint is bound to, or -1.
 func BindReplica(s *Session, ep *Endpoint, snap *Snapshot) int {
