@@ -631,8 +631,8 @@ def multi_statements_ro(s):
     s.q(c, "SELECT 1 AS a; SELECT id, c FROM t_types ORDER BY id; SET @x = 5; SELECT @x AS x")
     s.q(c, "SELECT COUNT(*) FROM t_types; SELECT * FROM nope_ro; SELECT 3")
     s.q(c, "SELECT 'after error' AS still")
-    # A batch that starts with anything but SELECT is refused on a read-only endpoint (it may
-    # write), so the SETs come after a SELECT here.
+    # A batch that holds anything but reads and session statements is refused on a read-only
+    # endpoint (it may write); this one holds only those.
     s.q(c, "SELECT 0 AS first; SET @a = 1; SET @b = 2; SELECT @a + @b AS sum")
     c2 = s.connect(multi=False)
     s.q(c2, "SELECT 1; SELECT 2")
