@@ -148,7 +148,7 @@ func signalContext() (context.Context, context.CancelFunc) {
 // clusterFlags are the flags that shape a new cluster, shared by `sandbox` and `sandbox up`.
 type clusterFlags struct {
 	replicas, basePort, maxConns int
-	tls, pfs                     bool
+	tls, pfs, writable           bool
 }
 
 func (c *clusterFlags) register(f *sandboxFlags) {
@@ -156,6 +156,7 @@ func (c *clusterFlags) register(f *sandboxFlags) {
 	f.IntVar(&c.basePort, "base-port", 23306, "port of the primary; replica N listens on base+N (0 = free ports)")
 	f.BoolVar(&c.tls, "tls", false, "self-signed TLS certificate on every node (DIR/tls)")
 	f.BoolVar(&c.pfs, "performance-schema", false, "performance_schema=ON")
+	f.BoolVar(&c.writable, "writable-replicas", false, "leave read_only OFF on the replicas (MariaDB's default), so that a misrouted write shows")
 	f.IntVar(&c.maxConns, "max-connections", sandbox.DefaultMaxConnections, "max_connections of every node")
 }
 
@@ -167,6 +168,7 @@ func (c *clusterFlags) options(dir string, rw, ro int, log io.Writer) sandbox.Op
 		ProxyPorts:        [2]int{rw, ro},
 		TLS:               c.tls,
 		PerformanceSchema: c.pfs,
+		WritableReplicas:  c.writable,
 		MaxConnections:    c.maxConns,
 		Log:               log,
 	}

@@ -19,7 +19,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(testutil.Main(m, sandbox.Options{PerformanceSchema: true, TLS: true}))
+	// Writable replicas (read_only OFF, MariaDB's default): a write that reached a replica
+	// through sluice fails the package (testutil.Main checks the replicas' GTIDs).
+	os.Exit(testutil.Main(m, sandbox.Options{PerformanceSchema: true, TLS: true, WritableReplicas: true}))
 }
 
 // sluice is a proxy running in the test process in front of the package's cluster.

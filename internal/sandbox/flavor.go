@@ -111,6 +111,7 @@ type nodeConfig struct {
 	port              int
 	serverID          int
 	replica           bool
+	writable          bool // a replica with read_only OFF
 	bufferPoolMB      int
 	maxConnections    int
 	performanceSchema bool
@@ -166,7 +167,7 @@ func (f *flavor) cnf(n nodeConfig) string {
 		line("gtid_strict_mode=ON")
 		line("slave_parallel_threads=2")
 		line("innodb_log_file_size=64M")
-		line("read_only=%s", onOff(n.replica))
+		line("read_only=%s", onOff(n.replica && !n.writable))
 		// Makes every OK packet after a commit carry last_gtid (with CLIENT_SESSION_TRACK).
 		line("session_track_system_variables=autocommit,character_set_client,character_set_connection,character_set_results,time_zone,last_gtid")
 	} else {
@@ -176,8 +177,8 @@ func (f *flavor) cnf(n nodeConfig) string {
 		line("enforce_gtid_consistency=ON")
 		// super_read_only: on MySQL, read_only alone lets SUPER/CONNECTION_ADMIN holders (the
 		// app account has ALL) write on a replica.
-		line("read_only=%s", onOff(n.replica))
-		line("super_read_only=%s", onOff(n.replica))
+		line("read_only=%s", onOff(n.replica && !n.writable))
+		line("super_read_only=%s", onOff(n.replica && !n.writable))
 		line("session_track_gtids=OWN_GTID")
 		line("session_track_system_variables=autocommit,character_set_client,character_set_connection,character_set_results,time_zone")
 		// The X plugin would listen on 33060 on every node and the nodes would collide.

@@ -10,15 +10,18 @@ import (
 
 // Options describes the cluster Up creates.
 type Options struct {
-	Dir               string    // required; created if missing; must be empty or absent
-	Replicas          int       // default 2
-	BasePort          int       // 0 = free ports; P = primary on P, replicaK on P+K
-	ProxyPorts        [2]int    // ports written into sluice.yaml for endpoints rw and ro; 0 = free ports
-	TLS               bool      // self-signed cert+key in DIR/tls, ssl_cert/ssl_key on every node
-	PerformanceSchema bool      // performance_schema=ON (go-sql-driver's connection-attribute tests need it)
-	MaxConnections    int       // default 200
-	BufferPoolMB      int       // innodb_buffer_pool_size per node in MiB; default 64 (small, so nodes start fast)
-	Log               io.Writer // progress lines; nil = discard
+	Dir               string // required; created if missing; must be empty or absent
+	Replicas          int    // default 2
+	BasePort          int    // 0 = free ports; P = primary on P, replicaK on P+K
+	ProxyPorts        [2]int // ports written into sluice.yaml for endpoints rw and ro; 0 = free ports
+	TLS               bool   // self-signed cert+key in DIR/tls, ssl_cert/ssl_key on every node
+	PerformanceSchema bool   // performance_schema=ON (go-sql-driver's connection-attribute tests need it)
+	// WritableReplicas leaves read_only OFF on the replicas (MariaDB's default, and common in
+	// practice), so that a write misrouted to a replica is seen instead of refused by the server.
+	WritableReplicas bool
+	MaxConnections   int       // default 200
+	BufferPoolMB     int       // innodb_buffer_pool_size per node in MiB; default 64 (small, so nodes start fast)
+	Log              io.Writer // progress lines; nil = discard
 
 	// beforeStart, when set (tests only), runs after the ports are chosen and checked and
 	// before any server starts, so a test can occupy a port in that window.

@@ -505,3 +505,39 @@ func TestParseVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestWritableReplicas: with WritableReplicas the replicas run with read_only OFF, and
+// ReplicaWrites finds a transaction written on a replica itself, and nothing before.
+func TestWritableReplicas(t *testing.T) {
+	needServer(t)
+	ctx := context.Background()
+	c, err := Up(ctx, Options{Dir: filepath.Join(tempDir(t), "c"), Replicas: 1, WritableReplicas: true, Log: logWriter{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Down(context.Background()) })
+	primary := openDB(t, c.DSN("primary", AppUser, AppPassword, ""))
+	for _, q := range []string{"CREATE DATABASE w", "CREATE TABLE w.t (id INT PRIMARY KEY)", "INSERT INTO w.t VALUES (1)"} {
+		if _, err := primary.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.WaitCaughtUp(ctx, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if w, err := c.ReplicaWrites(ctx); err != nil || len(w) != 0 {
+		t.Fatalf("before any write on the replica: %v, %v", w, err)
+	}
+	replica := openDB(t, c.DSN("replica1", AppUser, AppPassword, ""))
+	var ro int
+	if err := replica.QueryRow("SELECT @@global.read_only").Scan(&ro); err != nil || ro != 0 {
+		t.Fatalf("replica read_only = %d, %v; want 0", ro, err)
+	}
+	if _, err := replica.Exec("INSERT INTO w.t VALUES (2)"); err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.ReplicaWrites(ctx)
+	if err != nil || len(w) != 1 || !strings.HasPrefix(w[0], "replica1: 0-2-") {
+		t.Fatalf("after a write on the replica: %v, %v", w, err)
+	}
+}

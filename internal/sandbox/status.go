@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -111,4 +112,42 @@ func (c *Cluster) nodeStatus(ctx context.Context, n *Node) NodeStatus {
 	}
 	s.LastError = strings.Join(errs, "; ")
 	return s
+}
+
+// ReplicaWrites lists, for each replica that holds a transaction of its own (one that did not
+// come from the primary), the replica and the GTIDs that show it: with writable replicas, the
+// proof that no write reached a replica. A replica's own transactions carry its own server id
+// (MariaDB: domain-server-seq in @@gtid_binlog_pos) or its own server_uuid (MySQL:
+// @@gtid_executed).
+func (c *Cluster) ReplicaWrites(ctx context.Context) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var found []string
+	for _, n := range c.Replicas() {
+		db := c.adminDB(n)
+		var id, pos string
+		q := "SELECT @@server_id, @@gtid_binlog_pos"
+		if !c.fl.mariadb() {
+			q = "SELECT @@server_uuid, @@gtid_executed"
+		}
+		err := db.QueryRowContext(ctx, q).Scan(&id, &pos)
+		db.Close()
+		if err != nil {
+			return found, fmt.Errorf("sandbox: %s: %w", n.Name, err)
+		}
+		for _, g := range strings.Split(pos, ",") {
+			g = strings.TrimSpace(g)
+			own := false
+			if c.fl.mariadb() {
+				parts := strings.Split(g, "-")
+				own = len(parts) == 3 && parts[1] == id
+			} else {
+				own = strings.HasPrefix(strings.ToLower(g), strings.ToLower(id)+":")
+			}
+			if own {
+				found = append(found, n.Name+": "+g)
+			}
+		}
+	}
+	return found, nil
 }

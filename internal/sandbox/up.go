@@ -228,6 +228,7 @@ func (u *upper) layout(ports []int, proxy [2]int) (*Cluster, error) {
 			port:              port,
 			serverID:          i + 1,
 			replica:           i > 0,
+			writable:          i > 0 && o.WritableReplicas,
 			bufferPoolMB:      o.BufferPoolMB,
 			maxConnections:    o.MaxConnections,
 			performanceSchema: o.PerformanceSchema,

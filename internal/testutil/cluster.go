@@ -37,6 +37,9 @@ const (
 // free ports (opts.Dir, opts.BasePort and opts.ProxyPorts are overridden: tests never use
 // fixed ports); the other options are used as given. Progress is logged only with -v.
 //
+// With opts.WritableReplicas the replicas run with read_only OFF, and the run fails when any
+// of them holds a transaction of its own at the end: a write reached it.
+//
 // When no server is installed, tests calling Cluster are skipped; with CI=true Main fails
 // instead, so a CI machine without MariaDB cannot pass by skipping every integration test.
 func Main(m *testing.M, opts sandbox.Options) int {
@@ -123,6 +126,19 @@ func Main(m *testing.M, opts sandbox.Options) int {
 	}
 
 	code := m.Run()
+
+	if opts.WritableReplicas && code == 0 {
+		// Replicas that would take a write: none may have taken one.
+		writes, err := c.ReplicaWrites(context.Background())
+		switch {
+		case err != nil:
+			fmt.Fprintf(os.Stderr, "testutil: checking the replicas for writes of their own: %v\n", err)
+			code = 1
+		case len(writes) > 0:
+			fmt.Fprintf(os.Stderr, "testutil: FAIL: writes reached a replica through the tests: %s\n", strings.Join(writes, "; "))
+			code = 1
+		}
+	}
 
 	dctx, dcancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer dcancel()
