@@ -123,7 +123,8 @@ func benchSession(tb testing.TB, client, node net.Conn) *session {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s := p.newSession(Endpoint{Name: "rw", Mode: "read-write", ReadWeights: map[string]int{"primary": 100}}, client)
+	ep := Endpoint{Name: "rw", Mode: "read-write", ReadWeights: map[string]int{"primary": 100}}
+	s := p.newSession(ep, p.routeEndpoint(ep), client)
 	s.caps = frontCaps
 	bc := &backend.Conn{Conn: mysql.NewConn(node, 0, 4<<10), Caps: frontCaps, Handshake: &mysql.Handshake{}}
 	s.conns[0] = &nodeConn{Conn: bc, name: "primary"}

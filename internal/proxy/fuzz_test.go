@@ -41,7 +41,8 @@ func FuzzSessionCommand(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := p.newSession(Endpoint{Name: "rw", Mode: "read-write", ReadWeights: map[string]int{"primary": 100}}, front)
+		ep := Endpoint{Name: "rw", Mode: "read-write", ReadWeights: map[string]int{"primary": 100}}
+		s := p.newSession(ep, p.routeEndpoint(ep), front)
 		s.caps, s.user = frontCaps, &User{Name: "app"}
 		bc := &backend.Conn{Conn: mysql.NewConn(back, 0, 0), Caps: frontCaps, Handshake: &mysql.Handshake{}}
 		s.conns[0] = &nodeConn{Conn: bc, name: "primary"}

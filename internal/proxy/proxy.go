@@ -260,6 +260,9 @@ func (p *Proxy) Serve(ep Endpoint, ln net.Listener) error {
 	p.listeners[ln] = struct{}{}
 	p.mu.Unlock()
 	var active atomic.Int64
+	// One routing state per endpoint: its balancing (weighted round robin's position) spans
+	// all its sessions, not each one on its own.
+	rep := p.routeEndpoint(ep)
 	backoff := 5 * time.Millisecond
 	for {
 		nc, err := ln.Accept()
@@ -288,7 +291,7 @@ func (p *Proxy) Serve(ep Endpoint, ln net.Listener) error {
 			_ = tc.SetNoDelay(true)
 			_ = tc.SetKeepAlive(true)
 		}
-		s := p.newSession(ep, nc)
+		s := p.newSession(ep, rep, nc)
 		if !p.track(s) {
 			nc.Close()
 			continue

@@ -335,6 +335,37 @@ func TestReadWeights(t *testing.T) {
 	}
 }
 
+// TestWeightedAcrossSessions: the balancing state belongs to the endpoint. Ten sessions of a
+// read-only endpoint with balance: weighted bind 5 and 5 to two equally weighted replicas, and
+// the first reads of ten new sessions of a read-write endpoint alternate; before, each session
+// had a round robin of its own, and all of them started on replica1.
+func TestWeightedAcrossSessions(t *testing.T) {
+	s := startSluice(t, func(c *config.Config) {
+		for i := range c.Endpoints {
+			c.Endpoints[i].Balance = "weighted"
+		}
+	})
+	ctx := context.Background()
+	for _, ep := range []string{s.ro, s.rw} {
+		counts := map[string]int{}
+		for i := 0; i < 10; i++ {
+			db := open(t, dsn(ep, "app", "app", "", ""))
+			c := conn(t, db)
+			var one int
+			if err := c.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
+				t.Fatal(err)
+			}
+			node, _, _ := lastRoute(t, c)
+			counts[node]++
+			c.Close()
+			db.Close()
+		}
+		if counts["replica1"] != 5 || counts["replica2"] != 5 {
+			t.Errorf("first reads of ten sessions on %s: %v, want 5 and 5", ep, counts)
+		}
+	}
+}
+
 // TestReplicasDownFallback: with both replicas stopped, reads go to the primary; when they
 // start again, reads return to them.
 func TestReplicasDownFallback(t *testing.T) {

@@ -85,7 +85,9 @@ type session struct {
 	lastStmtID uint32
 }
 
-func (p *Proxy) newSession(ep Endpoint, nc net.Conn) *session {
+// newSession makes the session of a client connection to endpoint ep, whose routing state rep
+// (balancing included) is shared by all the endpoint's sessions.
+func (p *Proxy) newSession(ep Endpoint, rep *route.Endpoint, nc net.Conn) *session {
 	id := p.nextID.Add(1)
 	host, _, err := net.SplitHostPort(nc.RemoteAddr().String())
 	if err != nil {
@@ -100,7 +102,7 @@ func (p *Proxy) newSession(ep Endpoint, nc net.Conn) *session {
 		host:   host,
 		stmts:  make(map[uint32]*stmt),
 		rs:     route.NewSession(),
-		rep:    p.routeEndpoint(ep),
+		rep:    rep,
 		conns:  make([]*nodeConn, len(p.opts.Nodes)),
 		log:    p.log.With("conn", id, "endpoint", ep.Name, "client", nc.RemoteAddr().String()),
 	}
