@@ -129,7 +129,7 @@ func (a *App) Run(ctx context.Context) error {
 	case <-ctx.Done():
 	case serveErr = <-errc:
 	}
-	a.log.Info("shutting down", "sessions", a.proxy.Sessions(), "grace", a.cfg.Timeouts.Shutdown.Duration)
+	a.log.Info("shutting down (a second signal ends sluice at once)", "sessions", a.proxy.Sessions(), "grace", a.cfg.Timeouts.Shutdown.Duration)
 	sctx, scancel := context.WithTimeout(context.Background(), a.cfg.Timeouts.Shutdown.Duration)
 	defer scancel()
 	if err := a.proxy.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {

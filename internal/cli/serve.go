@@ -73,6 +73,12 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	defer stopProfiling()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		// The first signal starts the graceful shutdown; from then on the signals' default
+		// action is back, so a second one ends the process at once.
+		<-ctx.Done()
+		stop()
+	}()
 	if err := a.Run(ctx); err != nil {
 		logger.Error("sluice stopped", "err", err)
 		return 1

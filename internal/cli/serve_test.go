@@ -306,3 +306,50 @@ func TestHelpOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestServeShutdownBounded: a statement on a node that does not answer within the grace
+// period does not hold the shutdown: after timeouts.shutdown sluice closes its node
+// connections too and exits (before, it waited for the node's answer). A second signal during
+// the grace period ends sluice at once.
+func TestServeShutdownBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		grace  string
+		second bool
+	}{
+		{"grace period over", "1s", false},
+		{"second signal", "60s", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr, cmd, exited, logs := startServe(t, "timeouts:\n  shutdown: "+tc.grace+"\n")
+			db, err := sql.Open("mysql", "app:app@tcp("+addr+")/?timeout=5s")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			go func() { _, _ = db.Exec("SELECT SLEEP(60)") }()
+			time.Sleep(500 * time.Millisecond)
+			start := time.Now()
+			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			if tc.second {
+				time.Sleep(300 * time.Millisecond)
+				if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+					t.Fatal(err)
+				}
+			}
+			select {
+			case err := <-exited:
+				if d := time.Since(start); d > 8*time.Second {
+					t.Fatalf("sluice took %s to exit", d)
+				}
+				if tc.second && err == nil {
+					t.Fatalf("after a second signal sluice exited 0, want killed by the signal\n%s", logs.String())
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatalf("sluice did not exit within 20 s of SIGTERM (grace %s)\n%s", tc.grace, logs.String())
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"errors"
+	"net"
 	"strconv"
 
 	"github.com/sluicedb/sluice/internal/backend"
@@ -20,6 +21,7 @@ var errKilled = errors.New("connection killed by its own KILL")
 type killTarget struct {
 	node     *Node
 	threadID uint32
+	conn     net.Conn // sluice's connection to that thread, closed when the session is killed
 }
 
 // parseKill recognises `KILL [HARD|SOFT] [CONNECTION|QUERY] <number>` (case-insensitive, with
@@ -95,7 +97,7 @@ func (s *session) updateKillTarget() {
 	var ts []killTarget
 	for i, c := range s.conns {
 		if c != nil {
-			ts = append(ts, killTarget{node: &s.p.opts.Nodes[i], threadID: c.Handshake.ConnectionID})
+			ts = append(ts, killTarget{node: &s.p.opts.Nodes[i], threadID: c.Handshake.ConnectionID, conn: c.NetConn()})
 		}
 	}
 	s.killTarget.Store(&ts)

@@ -220,7 +220,7 @@ func (s *session) query(n int) error {
 		}
 		var re *relayError
 		clientBroke := errors.As(err, &re) && re.client
-		if clientBroke || !retryable || s.client.Seq() != 1 {
+		if clientBroke || !retryable || s.client.Seq() != 1 || s.killed() {
 			return s.lost(d.Node, err)
 		}
 		// Nothing reached the client yet: take the node out and try the read elsewhere, once,
@@ -298,6 +298,9 @@ func (s *session) lost(i int, err error) error {
 	s.drop(i)
 	if i == s.home {
 		return s.nodeLost(err)
+	}
+	if s.killed() {
+		return err // sluice closed it (shutdown, KILL): the node is fine
 	}
 	// Another node's connection broke mid-statement: the client gets the error, and the
 	// session, whose state lives on its home node, goes on.

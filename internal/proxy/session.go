@@ -168,10 +168,22 @@ func (s *session) drain() {
 	s.life.CompareAndSwap(stateBusy, stateDraining)
 }
 
-// kill closes the session's connections whatever it is doing.
+// killed reports whether the session was killed (shutdown past its grace period, KILL
+// CONNECTION): a node connection that fails then was closed by sluice, not by the node.
+func (s *session) killed() bool { return s.life.Load() == stateClosed }
+
+// kill closes the session's connections whatever it is doing: the client's, and its node
+// connections, so that a session waiting on a node that never answers ends too. (Safe from
+// another goroutine: closing a net.Conn is, and the node connections are read from the
+// session's published kill targets.)
 func (s *session) kill() {
 	s.life.Store(stateClosed)
 	s.nc.Close()
+	if ts := s.killTarget.Load(); ts != nil {
+		for _, t := range *ts {
+			t.conn.Close()
+		}
+	}
 }
 
 func (s *session) writeErr(e *mysql.SQLError) error {
