@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicedb/sluice/internal/config"
 	smysql "github.com/sluicedb/sluice/internal/mysql"
+	"github.com/sluicedb/sluice/internal/testutil"
 )
 
 // TestPreAuthPacketBound: before login, a client cannot make sluice buffer more than a small
@@ -160,5 +161,27 @@ func TestReplicaGuardStays(t *testing.T) {
 	}
 	if got := query(t, via, "SELECT @@session.tx_read_only"); got != "1" {
 		t.Fatalf("tx_read_only after COM_RESET_CONNECTION on the read-only endpoint: %s", got)
+	}
+}
+
+// TestOversizedStatement: a statement larger than the node's max_allowed_packet (48 MiB in the
+// sandbox) gets the node's own error 1153, as directly, and hurts no other session; before, the
+// client's connection was dropped without it.
+func TestOversizedStatement(t *testing.T) {
+	s := startSluice(t, primaryReads)
+	c := testutil.Cluster(t)
+	q := "SELECT LENGTH('" + strings.Repeat("x", 49<<20) + "')"
+	for _, addr := range []string{c.Primary().Address, s.rw} {
+		db := open(t, dsn(addr, "app", "app", "", "maxAllowedPacket=67108864"))
+		var n int
+		err := db.QueryRow(q).Scan(&n)
+		if me := mysqlErr(t, err); me.Number != 1153 {
+			t.Fatalf("%s: %v, want error 1153", addr, err)
+		}
+	}
+	other := open(t, dsn(s.rw, "app", "app", "", ""))
+	var one int
+	if err := other.QueryRow("SELECT 1").Scan(&one); err != nil {
+		t.Fatalf("another session after the oversized statement: %v", err)
 	}
 }

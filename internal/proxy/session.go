@@ -517,7 +517,7 @@ func (s *session) forward(n int, kind respKind) error {
 		if err := s.client.CopyPacket(bc.Conn, n); err != nil {
 			var we *mysql.WriteError
 			if errors.As(err, &we) {
-				return s.nodeLost(we.Err)
+				return s.nodeRefused(bc, we.Err)
 			}
 			return err // the client broke mid-command; the node got half a packet: drop both
 		}
@@ -540,6 +540,24 @@ func (s *session) forward(n int, kind respKind) error {
 		return err
 	}
 	return nil
+}
+
+// nodeRefused handles a write to the node that failed in the middle of a client's command. A
+// server that refuses a command before reading all of it (a packet larger than its
+// max_allowed_packet: error 1153) sends an ERR and closes the connection: the client gets that
+// ERR, as directly, before its connection is closed. Otherwise the node is lost (nodeLost).
+func (s *session) nodeRefused(bc *backend.Conn, cause error) error {
+	_ = bc.NetConn().SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	if n, seq, err := bc.PeekHeader(); err == nil && n < 4096 {
+		if p, err := bc.PeekPayload(n, n); err == nil && mysql.IsERR(p) {
+			s.client.SetSeq(seq)
+			if err := s.client.WritePacketFlush(p); err == nil {
+				s.log.Info("node refused the command and closed the connection", "node", s.node.Name, "err", mysql.ParseERR(p))
+			}
+			return fmt.Errorf("node %s refused the command: %v", s.node.Name, mysql.ParseERR(p))
+		}
+	}
+	return s.nodeLost(cause)
 }
 
 // nodeLost ends the session after the connection to its home node broke: the client's
