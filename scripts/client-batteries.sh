@@ -145,7 +145,7 @@ for s in "${stacks[@]}"; do
 	done
 done
 
-if grep -qE '^panic:|session panic' "$work/sluice.log"; then
+if fl_sluice_panicked "$work/sluice.log"; then
 	fl_tail "$work/sluice.log" 60
 	fl_log "sluice logged a panic"
 	failures=$((failures + 1))

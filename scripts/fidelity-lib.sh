@@ -9,6 +9,7 @@
 #                                    DIR/sandbox.json
 #   fl_sluice_start CONFIG LOG       'sluice serve' in the background (FL_SLUICE_PID), wait for FL_RW
 #   fl_sluice_alive                  the sluice started above is still running
+#   fl_sluice_panicked LOG           sluice's log shows a panic (crash or recovered)
 #   fl_sluice_stop                   SIGTERM it (SIGKILL after 10 s) and reap it
 #   fl_sandbox_down                  stop the sandbox fl_sandbox_up started
 #   fl_local ADDR                    fail unless ADDR is 127.0.0.1:PORT or localhost:PORT
@@ -165,6 +166,11 @@ fl_sluice_start() {
 		fl_tail "$log"
 		fl_die "sluice serve did not listen on $FL_RW"
 	fi
+}
+
+# fl_sluice_panicked LOG: sluice's log shows a panic (a crash, or one recovered in a session).
+fl_sluice_panicked() {
+	grep -qE '^panic:|session panic' "$1" 2>/dev/null
 }
 
 fl_sluice_alive() {

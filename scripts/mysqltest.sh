@@ -320,14 +320,19 @@ for m in "${modes[@]}"; do
 		direct_ms[$m]=$((direct_ms[$m] + $(now_ms) - t0))
 		if [[ $sluice_ok == 1 ]]; then
 			if ! fl_sluice_alive; then
-				notes+=("sluice had exited before $t in $m mode; restarted")
+				# A crash is a failure (the run goes on, so the rest is still reported).
+				notes+=("FAIL: sluice had exited before $t in $m mode; restarted")
+				unexpected=$((unexpected + 1))
 				fl_sluice_stop
 				fl_sluice_start "$FL_SANDBOX_DIR/sluice.yaml" "$work/sluice.log"
 			fi
 			t0=$(now_ms)
 			s=$(run_test sluice "$m" "$t")
 			sluice_ms[$m]=$((sluice_ms[$m] + $(now_ms) - t0))
-			fl_sluice_alive || notes+=("sluice exited during $t in $m mode")
+			if ! fl_sluice_alive; then
+				notes+=("FAIL: sluice exited during $t in $m mode")
+				unexpected=$((unexpected + 1))
+			fi
 		else
 			s=unsupported
 		fi
@@ -366,6 +371,11 @@ for m in "${modes[@]}"; do
 		esac
 	done
 done
+
+if fl_sluice_panicked "$work/sluice.log"; then
+	notes+=("FAIL: sluice logged a panic (see $work/sluice.log)")
+	unexpected=$((unexpected + 1))
+fi
 
 # --- Report.
 printf '\nmariadb-test through sluice (%s), %d tests; direct runs against the primary first\n\n' "$FL_RW" "${#tests[@]}"

@@ -141,6 +141,7 @@ for wl in "${workloads[@]}"; do
 		for w in "${wheres[@]}"; do
 			if [[ $w == sluice ]] && ! fl_sluice_alive; then
 				lines+=("$(printf '%-18s %-10s %-7s sluice had exited; restarted' "$wl" "$m" "$w")")
+				failures+=("sluice had exited before $wl $m; restarted")
 				fl_sluice_stop
 				fl_sluice_start "$FL_SANDBOX_DIR/sluice.yaml" "$work/sluice.log"
 			fi
@@ -221,7 +222,10 @@ if ((${#xpasses[@]} > 0)); then
 fi
 echo
 if ! fl_sluice_alive; then
-	fl_log "warning: sluice is not running any more"
+	failures+=("sluice is not running any more")
+fi
+if fl_sluice_panicked "$work/sluice.log"; then
+	failures+=("sluice logged a panic")
 fi
 if ((${#failures[@]} > 0)); then
 	for f in "${failures[@]}"; do

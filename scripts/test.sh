@@ -61,6 +61,10 @@ step() {
 	rc=$?
 	set -e
 	local took=$((SECONDS - t0))
+	if [[ $rc == "$skipped" && $ci == true ]]; then
+		echo "CI=true: a step may not be skipped" >&2
+		rc=1
+	fi
 	case $rc in
 	0) summary+=("$name ok (${took}s)") ;;
 	"$skipped") summary+=("$name skipped") ;;
