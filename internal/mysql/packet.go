@@ -144,6 +144,17 @@ func (c *Conn) readPayload(n int) error {
 	return nil
 }
 
+// ReadPacketInto reads one logical packet as ReadPacket does, into dst's storage (grown as the
+// bytes arrive) instead of the Conn's own buffer, and returns it. For a caller that keeps the
+// packet past the next read.
+func (c *Conn) ReadPacketInto(dst []byte) ([]byte, error) {
+	own := c.payload
+	c.payload = dst[:0]
+	p, err := c.ReadPacket()
+	c.payload = own
+	return p, err
+}
+
 func (c *Conn) readHeader() (n int, seq uint8, err error) {
 	if _, err := io.ReadFull(c.br, c.hdr[:]); err != nil {
 		return 0, 0, err

@@ -180,15 +180,24 @@ func (s *session) query(n int) error {
 	if err != nil {
 		return err
 	}
-	if len(p) < n || n >= mysql.MaxPacketPayload {
-		// Larger than the read buffer: sluice does not hold it to classify it; it goes to the
-		// primary (or the bound replica), streamed.
-		return s.bigQuery(n)
+	switch {
+	case n >= mysql.MaxPacketPayload || n > maxHeldStatement:
+		// Too large to hold: routed by its head, streamed.
+		return s.hugeQuery(n, p)
+	case len(p) < n:
+		// Larger than the read buffer: held whole, so that it is classified whole (a trailing
+		// FOR UPDATE or INTO counts) and routed like any statement.
+		s.client.SetSeq(0)
+		if s.cmd, err = s.client.ReadPacketInto(s.cmd); err != nil {
+			return err
+		}
+	default:
+		s.cmd = append(s.cmd[:0], p...)
+		if err := s.client.Discard(4 + n); err != nil {
+			return err
+		}
 	}
-	s.cmd = append(s.cmd[:0], p...)
-	if err := s.client.Discard(4 + n); err != nil {
-		return err
-	}
+	defer s.releaseCmd()
 	s.client.SetSeq(1)
 	stmt := s.cmd[1:]
 	if cmd, ok := classify.IsProxyInternal(stmt); ok {
@@ -309,20 +318,65 @@ func (s *session) lost(i int, err error) error {
 	return nil
 }
 
-// bigQuery streams a statement too large to hold to the home node.
-func (s *session) bigQuery(n int) error {
-	if _, err := s.use(s.home); err != nil {
+// maxHeldStatement is the largest statement sluice holds whole to classify it; a larger one is
+// routed by its head (hugeQuery).
+const maxHeldStatement = 1 << 20
+
+// releaseCmd lets go of a held statement's buffer when it was large, so that an idle session
+// does not keep a megabyte.
+func (s *session) releaseCmd() {
+	if cap(s.cmd) > 64<<10 {
+		s.cmd = nil
+	}
+}
+
+// hugeQuery routes and streams a statement too large to hold (over maxHeldStatement, or over
+// one 16 MiB packet), of which sluice sees only the head (p: what the read buffer holds). What
+// the rest says is unknown, so it is routed as a statement sluice cannot classify: to the
+// primary, opening a deferred transaction first, or where the session's transaction is; hints
+// in the head count. On a read-only endpoint a SELECT (one statement, as far as the head
+// shows) goes to the bound replica, whose connection is read-only; anything else is refused.
+func (s *session) hugeQuery(n int, p []byte) error {
+	s.cmd = append(s.cmd[:0], p...)
+	head := s.cmd[1:]
+	c := classify.Classify(head)
+	if !(s.rep.Mode == route.ReadOnly && c.Kind == classify.Select && c.Flags&classify.Multi == 0) {
+		c = classify.Result{Kind: classify.Unknown, Hint: c.Hint, NodeName: c.NodeName}
+	}
+	snap := s.p.snapshot()
+	d := route.Decide(&c, head, &s.rs, s.rep, snap)
+	if d.Err != nil || d.Local {
+		if err := s.discardCommand(n); err != nil {
+			return err
+		}
+		s.client.SetSeq(1)
+		s.failed = true
+		if d.Err == nil {
+			d.Err = mysql.NewError(mysql.ErrUnknown, "HY000", "sluice: statement too large to classify")
+		}
+		return s.writeErr(d.Err)
+	}
+	conn, err := s.use(d.Node)
+	if err == nil && s.rs.TxPending && d.Node == snap.Primary {
+		if err = conn.Exec(string(s.begin)); err == nil {
+			s.rs.TxPending = false
+		}
+	}
+	if err != nil {
 		if derr := s.discardCommand(n); derr != nil {
 			return derr
 		}
 		s.client.SetSeq(1)
-		return s.useFailed(s.home, err)
+		return s.lost(d.Node, err)
 	}
-	if err := s.forward(n, respResult); err != nil {
+	rn := s.p.rnodes[d.Node]
+	rn.Active.Add(1)
+	err = s.forward(n, respResult)
+	rn.Active.Add(-1)
+	if err != nil {
 		return err
 	}
-	s.last, s.prev = routeInfo{valid: true, node: s.home, reason: route.ReasonUnknown}, s.last
-	s.afterStatus()
+	s.after(&c, head, d)
 	return nil
 }
 

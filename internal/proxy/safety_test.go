@@ -3,6 +3,8 @@ package proxy_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -183,5 +185,67 @@ func TestOversizedStatement(t *testing.T) {
 	var one int
 	if err := other.QueryRow("SELECT 1").Scan(&one); err != nil {
 		t.Fatalf("another session after the oversized statement: %v", err)
+	}
+}
+
+// TestLongStatementsRouted: statements longer than the read buffer (16 KiB) are classified and
+// routed like short ones, and those too large to hold (over 1 MiB) are routed safely by their
+// head: with transaction splitting, a long INSERT opens the deferred transaction (before, it
+// was committed outside it, and sluice answered the ROLLBACK itself); a long SELECT with a
+// trailing FOR UPDATE goes to the primary; a long INSERT on the read-only endpoint is refused.
+func TestLongStatementsRouted(t *testing.T) {
+	s := startSluice(t, func(c *config.Config) {
+		for i := range c.Endpoints {
+			if c.Endpoints[i].Mode == "read-write" {
+				c.Endpoints[i].TransactionSplit = true
+			}
+		}
+	})
+	ctx := context.Background()
+	db := open(t, dsn(s.rw, "app", "app", "test", ""))
+	c := conn(t, db)
+	mustExec(t, db, "CREATE TABLE IF NOT EXISTS t_long (id INT PRIMARY KEY, v LONGTEXT)")
+	mustExec(t, db, "DELETE FROM t_long")
+	long := func(size int) string { return strings.Repeat("x", size) }
+	for _, size := range []int{20 << 10, 2 << 20} {
+		insert := fmt.Sprintf("INSERT INTO t_long VALUES (%d, '%s')", size, long(size))
+		for _, q := range []string{"BEGIN", "SELECT 1", insert, "ROLLBACK"} {
+			if _, err := c.ExecContext(ctx, q); err != nil {
+				t.Fatalf("%d bytes: %.40s: %v", size, q, err)
+			}
+		}
+		var n int
+		if err := c.QueryRowContext(ctx, "/*FORCE_MASTER*/ SELECT COUNT(*) FROM t_long").Scan(&n); err != nil || n != 0 {
+			t.Fatalf("%d-byte INSERT in a rolled-back split transaction: %d rows on the primary (%v)", size, n, err)
+		}
+	}
+	// Reads: a 20 KiB SELECT is a read; with FOR UPDATE at its end it is a locking read; over
+	// 1 MiB it goes to the primary (sluice cannot see its end).
+	for _, tc := range []struct {
+		q, role, reason string
+	}{
+		{"SELECT '" + long(20<<10) + "' IS NOT NULL", "replica", "read"},
+		{"SELECT id FROM t_long WHERE v <> '" + long(20<<10) + "' FOR UPDATE", "primary", "locking read"},
+		{"SELECT '" + long(2<<20) + "' IS NOT NULL", "primary", "unclassified"},
+	} {
+		var v any
+		if err := c.QueryRowContext(ctx, tc.q).Scan(&v); err != nil && err != sql.ErrNoRows {
+			t.Fatalf("%.40s: %v", tc.q, err)
+		}
+		if _, role, reason := lastRoute(t, c); role != tc.role || reason != tc.reason {
+			t.Errorf("%d-byte %.30s…: %s (%s), want %s (%s)", len(tc.q), tc.q, role, reason, tc.role, tc.reason)
+		}
+	}
+	// The read-only endpoint refuses long writes, held or not, and serves long reads.
+	ro := open(t, dsn(s.ro, "app", "app", "test", "maxAllowedPacket=67108864"))
+	for _, size := range []int{20 << 10, 2 << 20} {
+		_, err := ro.ExecContext(ctx, fmt.Sprintf("INSERT INTO t_long VALUES (1, '%s')", long(size)))
+		if me := mysqlErr(t, err); me.Number != 1290 {
+			t.Errorf("%d-byte INSERT on the read-only endpoint: %v", size, err)
+		}
+		var n int
+		if err := ro.QueryRowContext(ctx, fmt.Sprintf("SELECT LENGTH('%s')", long(size))).Scan(&n); err != nil || n != size {
+			t.Errorf("%d-byte SELECT on the read-only endpoint: %d, %v", size, n, err)
+		}
 	}
 }
