@@ -249,3 +249,56 @@ func TestLongStatementsRouted(t *testing.T) {
 		}
 	}
 }
+
+// TestPreparedShapeDiffers: a replica whose table has another shape (an ALTER TABLE applied
+// there first) does not run a statement prepared on the primary: the EXECUTE runs on the
+// primary. Before, preparing on the replica skipped as many definitions as the primary had
+// sent, and the extra column dropped the client.
+func TestPreparedShapeDiffers(t *testing.T) {
+	s := startSluice(t, nil)
+	cl := testutil.Cluster(t)
+	ctx := context.Background()
+	admin, err := cl.AdminDB("primary")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, admin, "CREATE TABLE IF NOT EXISTS test.t_shape (id INT PRIMARY KEY, v INT)")
+	mustExec(t, admin, "REPLACE INTO test.t_shape VALUES (1, 10)")
+	t.Cleanup(func() { _, _ = admin.Exec("DROP TABLE IF EXISTS test.t_shape") })
+	if err := cl.WaitCaughtUp(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range cl.Replicas() {
+		rdb, err := cl.AdminDB(r.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := rdb.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []string{"SET SESSION sql_log_bin = 0", "ALTER TABLE test.t_shape ADD COLUMN extra INT DEFAULT 7"} {
+			if _, err := c.ExecContext(ctx, q); err != nil {
+				t.Fatalf("%s on %s: %v", q, r.Name, err)
+			}
+		}
+		c.Close()
+		rdb.Close()
+	}
+	db := open(t, dsn(s.rw, "app", "app", "test", ""))
+	c := conn(t, db)
+	st, err := c.PrepareContext(ctx, "SELECT * FROM t_shape WHERE id = ?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for i := 0; i < 4; i++ {
+		var id, v int
+		if err := st.QueryRowContext(ctx, 1).Scan(&id, &v); err != nil || id != 1 || v != 10 {
+			t.Fatalf("execute %d: %d %d %v", i, id, v, err)
+		}
+		if _, role, reason := lastRoute(t, c); role != "primary" || reason != "fallback: no replica" {
+			t.Fatalf("execute %d went to %s (%s)", i, role, reason)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/sluicedb/sluice/internal/backend"
 	"github.com/sluicedb/sluice/internal/classify"
@@ -23,6 +24,12 @@ type stmt struct {
 	class   classify.Result // routed per EXECUTE
 	params  uint16
 	columns uint16
+	// shape is a hash of the column definitions the client was given at PREPARE: a node that
+	// describes the statement otherwise (its schema differs, an ALTER TABLE replicating) does
+	// not run it.
+	shape uint64
+	// differs lists the nodes where the statement was found to have another shape.
+	differs []int
 	// types are the parameter types of the last EXECUTE that bound them (new-params-bound flag
 	// 1); a connection that prepares the statement lazily needs them with its first EXECUTE.
 	types []byte
@@ -144,7 +151,7 @@ func (s *session) prepare() error {
 	}
 	bc.SetSeq(seq + 1)
 	s.client.SetSeq(seq + 1)
-	if err := s.relayPacketsOf(bc, st, s.client); err != nil {
+	if st.shape, err = relayDefs(bc, int(st.params), int(st.columns), s.client); err != nil {
 		return s.relayFailure(err)
 	}
 	st.on = append(st.on, stmtBinding{bc: bc, id: backendID})
@@ -153,35 +160,49 @@ func (s *session) prepare() error {
 	return s.relayFailure(s.finish(nil))
 }
 
-// relayPacketsOf relays (dst != nil) or skips the parameter and column definitions that follow
-// a prepare OK.
-func (s *session) relayPacketsOf(bc *backend.Conn, st *stmt, dst *mysql.Conn) error {
-	count := int(st.params) + int(st.columns)
-	if bc.Caps&mysql.ClientDeprecateEOF == 0 {
-		if st.params > 0 {
-			count++
-		}
-		if st.columns > 0 {
-			count++
-		}
-	}
-	for i := 0; i < count; i++ {
-		n, _, err := bc.PeekHeader()
-		if err != nil {
-			return backendFailure(err)
-		}
-		if dst != nil {
-			if err := bc.CopyPacket(dst, n); err != nil {
-				return backendFailure(err)
-			}
+// relayDefs relays (dst != nil) or skips the params parameter and columns column definitions
+// (with their EOFs) that follow a prepare OK, and returns a hash (FNV-1a) of the column
+// definitions: the statement's shape as the node describes it.
+func relayDefs(bc *backend.Conn, params, columns int, dst *mysql.Conn) (uint64, error) {
+	shape := uint64(14695981039346656037)
+	for _, group := range [2]struct {
+		n    int
+		hash bool
+	}{{params, false}, {columns, true}} {
+		if group.n == 0 {
 			continue
 		}
-		if err := bc.Discard(4 + n); err != nil {
-			return backendFailure(err)
+		count := group.n
+		if bc.Caps&mysql.ClientDeprecateEOF == 0 {
+			count++ // the EOF after the definitions
 		}
-		bc.SetSeq(bc.Seq() + 1)
+		for i := 0; i < count; i++ {
+			n, _, err := bc.PeekHeader()
+			if err != nil {
+				return 0, backendFailure(err)
+			}
+			if group.hash && i < group.n {
+				p, err := bc.PeekPayload(n, n)
+				if err != nil {
+					return 0, backendFailure(err)
+				}
+				for _, b := range p {
+					shape = (shape ^ uint64(b)) * 1099511628211
+				}
+			}
+			if dst != nil {
+				if err := bc.CopyPacket(dst, n); err != nil {
+					return 0, backendFailure(err)
+				}
+				continue
+			}
+			if err := bc.Discard(4 + n); err != nil {
+				return 0, backendFailure(err)
+			}
+			bc.SetSeq(bc.Seq() + 1)
+		}
 	}
-	return nil
+	return shape, nil
 }
 
 // relayFailure turns a broken node connection into the error the client sees.
@@ -215,12 +236,27 @@ func (s *session) prepareOn(bc *backend.Conn, st *stmt) (*stmtBinding, error) {
 		return nil, &relayError{err: errors.New("malformed prepare response")}
 	}
 	id := getUint32(p[1:])
-	if err := s.relayPacketsOf(bc, st, nil); err != nil {
+	columns, params := int(p[5])|int(p[6])<<8, int(p[7])|int(p[8])<<8
+	shape, err := relayDefs(bc, params, columns, nil)
+	if err != nil {
 		return nil, err
+	}
+	if columns != int(st.columns) || params != int(st.params) || shape != st.shape {
+		// The node describes the statement otherwise than the client was told: its rows would
+		// not match the client's metadata. It is closed there and runs on the primary.
+		bc.SetSeq(0)
+		if err := bc.WritePacketFlush([]byte{mysql.ComStmtClose, byte(id), byte(id >> 8), byte(id >> 16), byte(id >> 24)}); err != nil {
+			return nil, &relayError{err: err}
+		}
+		return nil, errShapeDiffers
 	}
 	st.on = append(st.on, stmtBinding{bc: bc, id: id})
 	return &st.on[len(st.on)-1], nil
 }
+
+// errShapeDiffers: a node prepared a statement with other parameters or columns than the node
+// the client prepared it on.
+var errShapeDiffers = errors.New("the node describes the prepared statement differently")
 
 func getUint32(b []byte) uint32 {
 	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
@@ -359,6 +395,22 @@ func (s *session) execute(st *stmt, n int, bulk bool) error {
 		return s.localTransaction(&st.class, d)
 	}
 	c, err := s.use(d.Node)
+	if err == nil && d.Node != snap.Primary && st.binding(c.Conn) == nil {
+		// First EXECUTE on this node: prepare it here now, and when the node describes the
+		// statement otherwise (its schema differs), run it on the primary, now and next time.
+		differs := slices.Contains(st.differs, d.Node)
+		if !differs {
+			if _, perr := s.prepareOn(c.Conn, st); errors.Is(perr, errShapeDiffers) {
+				s.log.Info("prepared statement differs on a node; it runs on the primary", "node", s.p.opts.Nodes[d.Node].Name)
+				st.differs = append(st.differs, d.Node)
+				differs = true
+			}
+		}
+		if differs {
+			d = route.Decision{Node: snap.Primary, Reason: route.ReasonFallback}
+			c, err = s.use(d.Node)
+		}
+	}
 	if err == nil && s.rs.TxPending && d.Node == snap.Primary {
 		if err = c.Exec(string(s.begin)); err == nil {
 			s.rs.TxPending = false
