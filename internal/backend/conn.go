@@ -115,13 +115,19 @@ func Dial(ctx context.Context, o Options) (*Conn, error) {
 		}
 		return nil, &ConnectError{o.Address, err}
 	}
-	_ = nc.SetDeadline(time.Time{})
+	// The setup statements (a replica's read-only guard) are part of connecting: a node that
+	// hangs there is bounded by the same deadline.
 	for _, q := range o.InitSQL {
 		if err := c.Exec(q); err != nil {
 			nc.Close()
-			return nil, err
+			var se *mysql.SQLError
+			if errors.As(err, &se) {
+				return nil, se
+			}
+			return nil, &ConnectError{o.Address, err}
 		}
 	}
+	_ = nc.SetDeadline(time.Time{})
 	return c, nil
 }
 

@@ -307,7 +307,11 @@ func (s *session) relayLocalInfile(bc *backend.Conn, n int) error {
 	if err := s.client.Flush(); err != nil {
 		return &relayError{client: true, err: err}
 	}
+	defer s.nc.SetReadDeadline(time.Time{})
 	for {
+		// Each packet of the file within the stall limit: a client that stops sending in the
+		// middle must not hold the node connection forever.
+		_ = s.nc.SetReadDeadline(time.Now().Add(s.stallLimit()))
 		m, _, err := s.client.PeekHeader()
 		if err != nil {
 			return &relayError{client: true, err: err}

@@ -302,3 +302,25 @@ func TestPreparedShapeDiffers(t *testing.T) {
 		}
 	}
 }
+
+// TestClientStallBounded: a client that stops in the middle of a command does not hold its
+// session (and the session's node connection) for ever: after timeouts.write the session ends.
+func TestClientStallBounded(t *testing.T) {
+	s := startSluice(t, func(c *config.Config) { c.Timeouts.Write.Duration = time.Second })
+	via := rawConnect(t, s.rw, "app", "app")
+	defer via.Close()
+	query(t, via, "SELECT 1")
+	// A COM_QUERY announced as 100 bytes, of which 10 arrive.
+	nc := via.NetConn()
+	if _, err := nc.Write([]byte{100, 0, 0, 0, smysql.ComQuery, 'S', 'E', 'L', 'E', 'C', 'T', ' ', '1', ' '}); err != nil {
+		t.Fatal(err)
+	}
+	_ = nc.SetReadDeadline(time.Now().Add(15 * time.Second))
+	start := time.Now()
+	if _, err := io.ReadAll(nc); err != nil && os.IsTimeout(err) {
+		t.Fatal("the session still holds the stalled command after 15 s")
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("the session ended after %s", d)
+	}
+}

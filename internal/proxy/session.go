@@ -671,6 +671,15 @@ func indexNul(b []byte) int {
 	return -1
 }
 
+// stallLimit bounds how long a client may stall in the middle of a command (a packet, LOAD DATA
+// LOCAL's file): timeouts.write, which bounds a stalled transfer the other way, or 30 s.
+func (s *session) stallLimit() time.Duration {
+	if t := s.p.opts.WriteTimeout; t > 0 {
+		return t
+	}
+	return 30 * time.Second
+}
+
 // idleWatch notices, while the client is idle, that a node closed the session's connection
 // (wait_timeout, a restart), and then closes the client's connection at once, as the server
 // would have: drivers check for that before reusing a pooled connection.
@@ -696,9 +705,15 @@ func (s *session) waitCommand() error {
 	}
 	_ = s.nc.SetReadDeadline(start.Add(wait))
 	for {
-		_, _, err := s.client.PeekHeader()
+		n, _, err := s.client.PeekHeader()
 		if err == nil {
-			_ = s.nc.SetReadDeadline(time.Time{})
+			if s.client.Buffered() >= 4+n {
+				_ = s.nc.SetReadDeadline(time.Time{})
+			} else {
+				// The rest of the command is still on its way: a client that stalls in the
+				// middle of it must not hold the session's node connection forever.
+				_ = s.nc.SetReadDeadline(time.Now().Add(s.stallLimit()))
+			}
 			return s.stopWatch()
 		}
 		if !errors.Is(err, os.ErrDeadlineExceeded) {
