@@ -126,7 +126,8 @@ func (c *Conn) EnableCompression(role CompressRole, level int) error {
 	}
 	c.cz = z
 	c.br.Reset(z)
-	c.bw.Reset(z)
+	c.cw.w = z
+	c.bw.Reset(&c.cw)
 	return nil
 }
 

@@ -33,6 +33,7 @@ type Conn struct {
 	whdr    [4]byte
 	dw      sockWriter
 	sr      sockReader
+	cw      countingWriter // under bw: counts what left the write buffer
 
 	// MaxPacket bounds the size of one logical packet ReadPacket assembles (0: 1 GiB).
 	MaxPacket int
@@ -64,9 +65,27 @@ func NewConn(nc net.Conn, readBuf, writeBuf int) *Conn {
 	c.sr.init(c, nc)
 	c.br = bufio.NewReaderSize(&c.sr, readBuf)
 	c.dw.init(nc)
-	c.bw = bufio.NewWriterSize(&c.dw, writeBuf)
+	c.cw.w = &c.dw
+	c.bw = bufio.NewWriterSize(&c.cw, writeBuf)
 	return c
 }
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n uint64
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	n, err := w.w.Write(p)
+	w.n += uint64(n)
+	return n, err
+}
+
+// Sent counts the bytes written to c so far, buffered or not: a caller compares two readings to
+// tell whether anything at all was written in between (a response that has begun, even with
+// part of a packet, cannot be replaced by another).
+func (c *Conn) Sent() uint64 { return c.cw.n + uint64(c.bw.Buffered()) }
 
 // NetConn returns the underlying connection.
 func (c *Conn) NetConn() net.Conn { return c.nc }

@@ -2,8 +2,11 @@ package proxy_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/sluicedb/sluice/internal/testutil"
 )
@@ -61,5 +64,48 @@ func TestPrimaryKilledMidQuery(t *testing.T) {
 	var one int
 	if err := db.QueryRow("SELECT 1").Scan(&one); err != nil {
 		t.Fatalf("after the primary came back: %v", err)
+	}
+}
+
+// TestReplicaKilledMidResult: once part of a replica's answer reached the client, a failure of
+// that replica closes the client's connection, as a server dying mid-answer does; no error
+// packet follows the partial answer (before, sluice wrote a 2013 error after it and went on).
+func TestReplicaKilledMidResult(t *testing.T) {
+	s := startSluice(t, nil)
+	cl := testutil.Cluster(t)
+	ctx := context.Background()
+	db := open(t, dsn(s.rw, "app", "app", "", ""))
+	c := conn(t, db)
+	rows, err := c.QueryContext(ctx, "/*FORCE_NODE='replica1'*/ SELECT seq, REPEAT('x', 200) FROM test.seq_1_to_5000000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 1000 && rows.Next(); i++ {
+	}
+	if err := cl.Stop(ctx, "replica1"); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := cl.Start(ctx, "replica1"); err != nil {
+			t.Error(err)
+		}
+		if err := cl.WaitCaughtUp(ctx, 30*time.Second); err != nil {
+			t.Error(err)
+		}
+	}()
+	for rows.Next() {
+	}
+	err = rows.Err()
+	if err == nil {
+		t.Fatal("the result ended normally although its replica was killed")
+	}
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		t.Fatalf("an error packet followed part of a result: %v", err)
+	}
+	rows.Close()
+	var one int
+	if err := c.QueryRowContext(ctx, "SELECT 1").Scan(&one); err == nil {
+		t.Fatal("the connection went on after a broken answer")
 	}
 }

@@ -229,7 +229,7 @@ func (s *session) query(n int) error {
 		}
 		var re *relayError
 		clientBroke := errors.As(err, &re) && re.client
-		if clientBroke || !retryable || s.client.Seq() != 1 || s.killed() {
+		if clientBroke || !retryable || s.responseStarted() || s.killed() {
 			return s.lost(d.Node, err)
 		}
 		// Nothing reached the client yet: take the node out and try the read elsewhere, once,
@@ -311,9 +311,14 @@ func (s *session) lost(i int, err error) error {
 	if s.killed() {
 		return err // sluice closed it (shutdown, KILL): the node is fine
 	}
+	s.p.markDown(i, err)
+	if s.responseStarted() {
+		// Part of the node's answer already reached the client: no error packet can follow
+		// it. The client's connection closes, as when a server dies mid-answer.
+		return s.nodeLost(err)
+	}
 	// Another node's connection broke mid-statement: the client gets the error, and the
 	// session, whose state lives on its home node, goes on.
-	s.p.markDown(i, err)
 	_ = s.writeErr(mysql.NewError(mysql.CRServerLost, "HY000", "Lost connection to backend server '%s' during query", s.p.opts.Nodes[i].Name))
 	return nil
 }

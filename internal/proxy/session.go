@@ -41,6 +41,8 @@ type session struct {
 	host   string
 	life   atomic.Int32
 
+	// sentAt is s.client.Sent() when the current command began (responseStarted).
+	sentAt  uint64
 	caps    uint32 // negotiated with the client
 	mcaps   uint32 // MariaDB extended capabilities negotiated with the client
 	tls     bool   // the client's connection is TLS
@@ -167,6 +169,11 @@ func (s *session) drain() {
 	}
 	s.life.CompareAndSwap(stateBusy, stateDraining)
 }
+
+// responseStarted reports whether any byte of an answer to the current command was written
+// to the client (even part of a packet): from then on the answer cannot be replaced by another
+// (a retry elsewhere, an error packet), and a failure can only close the connection.
+func (s *session) responseStarted() bool { return s.client.Sent() != s.sentAt }
 
 // killed reports whether the session was killed (shutdown past its grace period, KILL
 // CONNECTION): a node connection that fails then was closed by sluice, not by the node.
@@ -398,6 +405,7 @@ func (s *session) loop() {
 		if !s.life.CompareAndSwap(stateIdle, stateBusy) {
 			return // shutdown closed us while the command arrived
 		}
+		s.sentAt = s.client.Sent()
 		quit, err := s.command()
 		if err != nil {
 			s.log.Debug("session ends", "reason", err)
