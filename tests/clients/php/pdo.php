@@ -282,7 +282,8 @@ function pdo_multi(bool $emu, string $tag): void
         step('exec: batch', fn() => pdo_x($p, "INSERT INTO $t (v) VALUES ('e1'); INSERT INTO $t (v) VALUES ('e2'), ('e3')"));
         step('after exec batch', fn() => pdo_q($p, "SELECT COUNT(*) AS n FROM $t"));
     } else {
-        step('query: read batch', fn() => pdo_q($p, "SELECT 1 AS a; SELECT id, vc FROM t_types ORDER BY id; SET @m = 5; SELECT @m AS m; DO 1; SELECT s FROM t ORDER BY s"));
+        // DO is refused on a read-only endpoint, alone or in a batch: no DO here.
+        step('query: read batch', fn() => pdo_q($p, "SELECT 1 AS a; SELECT id, vc FROM t_types ORDER BY id; SET @m = 5; SELECT @m AS m; SELECT s FROM t ORDER BY s"));
     }
     step('error in the middle', fn() => pdo_q($p, 'SELECT 1 AS one; SELECT * FROM no_such_table; SELECT 3 AS three'));
     step('after error', fn() => pdo_q($p, "SELECT 'after' AS s"));
