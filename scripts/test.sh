@@ -17,6 +17,7 @@
 #   CI=true              strict mode (see above)
 #   RACE=1               go test -race (needs cgo; default off, see go_test below)
 #   GO_TEST_TIMEOUT=D    go test -timeout (default 5m, per package)
+#   FUZZTIME=D           how long each Fuzz target runs beyond its seeds (default 5s)
 #   SKIP_DRIVER_SUITE=1  leave out scripts/driver-suite.sh (ignored with CI=true)
 #   SKIP_MYSQLTEST=1     leave out scripts/mysqltest.sh (ignored with CI=true)
 #   SKIP_SYSBENCH=1      leave out scripts/sysbench-smoke.sh (ignored with CI=true)
@@ -148,6 +149,25 @@ go_test() {
 	go test "${flags[@]}" ./...
 }
 
+# fuzz runs every Fuzz target of the tree for FUZZTIME (default 5s) each, beyond its seed
+# corpus (which go test ./... already runs). A crasher lands in the package's testdata/fuzz.
+fuzz() {
+	local t=${FUZZTIME:-5s} line file pkg name
+	local -a targets=()
+	while IFS= read -r line; do
+		targets+=("$line")
+	done < <(grep -rEo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]+' internal | sed 's/:func /:/')
+	for line in "${targets[@]}"; do
+		file=${line%%:*} name=${line#*:}
+		pkg=./$(dirname "$file")
+		echo "+ go test -run '^\$' -fuzz '^$name\$' -fuzztime $t $pkg"
+		go test -run '^$' -fuzz "^$name\$" -fuzztime "$t" "$pkg" >"$bin_dir/fuzz.log" 2>&1 || {
+			tail -n 30 "$bin_dir/fuzz.log"
+			return 1
+		}
+	done
+}
+
 driver_suite() {
 	if [[ ${SKIP_DRIVER_SUITE:-0} == 1 && $ci != true ]]; then
 		echo "SKIP_DRIVER_SUITE=1: skipped"
@@ -240,6 +260,7 @@ step vet go vet ./...
 step staticcheck run_staticcheck
 step build build
 step go-test go_test
+step fuzz fuzz
 step driver-suite driver_suite
 step mysqltest mysqltest_suite
 step sysbench-smoke sysbench_smoke

@@ -31,6 +31,19 @@ func FuzzParseOK(f *testing.F) {
 		IsOK(data)
 		IsEOF(data, len(data))
 		TerminatorStatus(data, caps)
+		// What a client without SESSION_TRACK gets: never longer than the packet, and
+		// readable with the same counters and info.
+		if out, err := AppendOKWithoutSessionState(nil, data); err == nil {
+			if len(out) > len(data) {
+				t.Fatalf("stripped OK longer than the packet: % x -> % x", data, out)
+			}
+			a, err1 := ParseOK(data, capsTrack)
+			b, err2 := ParseOK(out, capsClassic)
+			if err1 == nil && (err2 != nil || a.AffectedRows != b.AffectedRows || a.LastInsertID != b.LastInsertID ||
+				!bytes.Equal(a.Info, b.Info) || b.Status&StatusSessionStateChange != 0) {
+				t.Fatalf("% x stripped to % x: %+v / %+v (%v)", data, out, a, b, err2)
+			}
+		}
 		ok, err := ParseOK(data, caps)
 		if err != nil {
 			return
