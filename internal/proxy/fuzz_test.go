@@ -104,3 +104,72 @@ func fakeNode(nc net.Conn) {
 		}
 	}
 }
+
+// FuzzHandshake feeds arbitrary bytes to a session's login: the handshake response, then one
+// more packet for an auth switch or caching_sha2's exchange. Whatever they are, the session
+// answers or closes, never panics or hangs, and touches no node before a login succeeds (the
+// only node is one that refuses connections).
+func FuzzHandshake(f *testing.F) {
+	nonce := []byte("abcdefghijklmnopqrst")
+	resp := func(user, plugin string, auth []byte, caps uint32) []byte {
+		return mysql.AppendHandshakeResponse(nil, &mysql.HandshakeResponse{
+			Capabilities: caps, MaxPacketSize: 1 << 24, Charset: 45, User: user, AuthResponse: auth, AuthPlugin: plugin,
+		})
+	}
+	base := mysql.ClientProtocol41 | mysql.ClientSecureConnection | mysql.ClientPluginAuth | mysql.ClientLongPassword
+	f.Add(resp("app", mysql.AuthNativePassword, mysql.NativeScramble("app", nonce), base), []byte{})
+	f.Add(resp("app", mysql.AuthCachingSHA2, mysql.CachingSHA2Scramble("app", nonce), base|mysql.ClientPluginAuthLenencClientData), []byte{mysql.CachingSHA2RequestKey})
+	f.Add(resp("nobody", mysql.AuthCachingSHA2, []byte("x"), base), []byte("pw\x00"))
+	f.Add(resp("app", "dialog", nil, base), mysql.NativeScramble("app", nonce))
+	f.Add(resp("app", "", nil, base|mysql.ClientSSL), []byte{})
+	f.Add([]byte{0x85, 0xa6, 0x0f, 0, 0, 0, 0, 1, 8}, []byte{})
+	f.Fuzz(func(t *testing.T, response, more []byte) {
+		if len(response) > 1<<16 || len(more) > 1<<16 {
+			return
+		}
+		clientSide, front := net.Pipe()
+		defer clientSide.Close()
+		p, err := New(Options{
+			Nodes:          []Node{{Name: "primary", Address: "127.0.0.1:1", Role: "primary"}},
+			Users:          []User{{Name: "app", Password: "app", HasPassword: true}},
+			ConnectTimeout: time.Second,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ep := Endpoint{Name: "rw", Mode: "read-write", ReadWeights: map[string]int{"primary": 100}}
+		s := p.newSession(ep, p.routeEndpoint(ep), front)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("panic: %v", r)
+				}
+			}()
+			_ = s.handshake()
+			s.close()
+		}()
+		go func() {
+			c := mysql.NewConn(clientSide, 0, 0)
+			if _, err := c.ReadPacket(); err != nil {
+				return
+			}
+			c.SetSeq(1)
+			if c.WritePacketFlush(response) != nil {
+				return
+			}
+			if _, err := c.ReadPacket(); err != nil {
+				return
+			}
+			_ = c.WritePacketFlush(more)
+			_, _ = io.Copy(io.Discard, clientSide)
+		}()
+		time.AfterFunc(200*time.Millisecond, func() { clientSide.Close() })
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("login hangs on % x / % x", response, more)
+		}
+	})
+}
