@@ -144,7 +144,7 @@ type BackendTLS struct {
 // Limits protect the proxy's memory from one session.
 type Limits struct {
 	MaxPreparedStatements int `yaml:"max_prepared_statements"` // binary prepared statements per session (default 16382)
-	MaxLongData           int `yaml:"max_long_data"`           // bytes of COM_STMT_SEND_LONG_DATA a session may hold until EXECUTE (default 64 MiB)
+	MaxLongData           int `yaml:"max_long_data"`           // bytes a session may keep for its prepared statements: their texts and long data waiting for EXECUTE (default 64 MiB)
 }
 
 // Log configures sluice's own log output.

@@ -17,6 +17,7 @@ func (e *SQLError) Error() string {
 // Error codes sluice itself sends (the server's own errors are relayed as they are).
 const (
 	ErrConCount          = 1040 // Too many connections
+	ErrOutOfResources    = 1041 // Out of memory
 	ErrHandshake         = 1043 // Bad handshake
 	ErrAccessDenied      = 1045
 	ErrUnknownCom        = 1047

@@ -494,6 +494,7 @@ func (s *session) recordSet(c *classify.Result, stmt []byte) {
 // connections are closed and will be opened clean when needed.
 func (s *session) resetState() {
 	clear(s.stmts)
+	s.kept = 0
 	s.state = s.state[:0]
 	s.begin = s.begin[:0]
 	s.tempTables, s.userLocks = 0, 0

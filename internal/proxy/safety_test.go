@@ -343,3 +343,41 @@ func TestClientStallBounded(t *testing.T) {
 		t.Fatalf("the session ended after %s", d)
 	}
 }
+
+// TestSessionBudget: limits.max_long_data bounds what a session keeps for all its prepared
+// statements together, not per statement: long data for a second statement that takes the
+// session past it makes that EXECUTE fail with 1153, and a PREPARE past it fails with 1041.
+func TestSessionBudget(t *testing.T) {
+	s := startSluice(t, func(c *config.Config) { c.Limits.MaxLongData = 1 << 20 })
+	rc := dialRaw(t, s.rw, clientCaps|smysql.ClientDeprecateEOF, 0)
+	ids := [2][]byte{rc.prepare(t, "SELECT LENGTH(?)"), rc.prepare(t, "SELECT LENGTH(?)")}
+	chunk := make([]byte, 600<<10)
+	for _, id := range ids {
+		rc.SetSeq(0)
+		p := append(append([]byte{smysql.ComStmtSendLongData}, id...), 0, 0)
+		if err := rc.WritePacketFlush(append(p, chunk...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// EXECUTE with one parameter bound as a blob (type 0xfc), its value sent as long data.
+	execute := func(id []byte) []byte {
+		return append(append([]byte{smysql.ComStmtExecute}, id...), 0, 1, 0, 0, 0, 0, 1, 0xfc, 0)
+	}
+	first := rc.command(t, "execute 1", execute(ids[0]))
+	if smysql.IsERR(first[0]) {
+		t.Fatalf("the first statement's long data (within the budget) was refused: %v", smysql.ParseERR(first[0]))
+	}
+	second := rc.command(t, "execute 2", execute(ids[1]))
+	if !smysql.IsERR(second[0]) || smysql.ParseERR(second[0]).Code != 1153 {
+		t.Fatalf("long data past the session's budget: % x", second[0][:min(len(second[0]), 40)])
+	}
+	// A PREPARE whose text does not fit what is left.
+	big := "SELECT '" + strings.Repeat("x", 1100<<10) + "'"
+	r := rc.command(t, "prepare", append([]byte{smysql.ComStmtPrepare}, big...))
+	if !smysql.IsERR(r[0]) || smysql.ParseERR(r[0]).Code != smysql.ErrOutOfResources {
+		t.Fatalf("a prepare past the session's budget: % x", r[0][:min(len(r[0]), 40)])
+	}
+	if got := rc.query(t, "SELECT 'still here'"); len(got) < 2 {
+		t.Fatal("the session is not usable after the refusals")
+	}
+}

@@ -83,6 +83,9 @@ type session struct {
 	killTarget atomic.Pointer[[]killTarget]
 
 	stmts      map[uint32]*stmt // binary prepared statements by sluice's id
+	// kept counts the bytes the session holds for its prepared statements (their texts and
+	// waiting long data), bounded by limits.max_long_data.
+	kept int
 	nextStmtID uint32
 	lastStmtID uint32
 }

@@ -93,8 +93,19 @@ func (s *session) lookupStmt(id uint32) *stmt {
 
 // prepare handles COM_STMT_PREPARE: prepare on the session's node, answer with sluice's id.
 func (s *session) prepare() error {
-	s.client.SetSeq(0)
-	p, err := s.client.ReadPacket()
+	// The statement's text is kept for the statement's life: it counts against the session's
+	// budget, checked on what the header claims before anything is read.
+	if n, _, err := s.client.PeekHeader(); err != nil {
+		return err
+	} else if s.kept+n > s.maxLongData() {
+		if err := s.discardCommand(n); err != nil {
+			return err
+		}
+		s.client.SetSeq(1)
+		return s.writeErr(mysql.NewError(mysql.ErrOutOfResources, "HY000",
+			"sluice: this session's prepared statements and long data would exceed %d bytes (limits.max_long_data)", s.maxLongData()))
+	}
+	p, err := s.readKept()
 	if err != nil {
 		return err
 	}
@@ -156,6 +167,7 @@ func (s *session) prepare() error {
 	}
 	st.on = append(st.on, stmtBinding{bc: bc, id: backendID})
 	s.stmts[st.id] = st
+	s.kept += len(st.query)
 	s.lastStmtID = st.id
 	return s.relayFailure(s.finish(nil))
 }
@@ -320,7 +332,8 @@ func (s *session) stmtCommand(cmd byte, n int) error {
 		}
 		return s.forwardStmt(bc, b.id, n, respRows)
 	default: // COM_STMT_RESET
-		st.longData, st.longSize, st.longErr = st.longData[:0], 0, nil
+		s.dropLongData(st)
+		st.longErr = nil
 		b := st.binding(s.bc)
 		if b == nil {
 			// Never prepared on this connection: nothing to reset there.
@@ -344,6 +357,8 @@ func (s *session) closeStmt(st *stmt) {
 		}
 		// Flushed with the connection's next command.
 	}
+	s.dropLongData(st)
+	s.kept -= len(st.query)
 	delete(s.stmts, st.id)
 }
 
@@ -351,29 +366,44 @@ func (s *session) closeStmt(st *stmt) {
 // would take the session past its limit drops the statement's long data; the next EXECUTE then
 // fails with the reason, as the server reports long-data errors.
 func (s *session) sendLongData(st *stmt, n int) error {
-	if st == nil || st.longErr != nil || st.longSize+n > s.maxLongData() {
+	// Checked against the session's budget before anything is buffered: n is what the header
+	// claims, and the whole chunk (continuations included) is what the session would keep.
+	if st == nil || st.longErr != nil || s.kept+n > s.maxLongData() {
 		if st != nil && st.longErr == nil {
 			s.longDataTooLarge(st)
 		}
 		return s.discardCommand(n)
 	}
-	s.client.SetSeq(0)
-	p, err := s.client.ReadPacket()
+	p, err := s.readKept()
 	if err != nil {
 		return err
 	}
-	if st.longSize+len(p) > s.maxLongData() {
-		s.longDataTooLarge(st)
-		return nil
-	}
 	st.longData = append(st.longData, append([]byte(nil), p[5:]...))
 	st.longSize += len(p)
+	s.kept += len(p)
 	return nil
 }
 
 func (s *session) longDataTooLarge(st *stmt) {
 	st.longErr = mysql.NewError(mysql.ErrNetPacketTooLarge, "08S01",
 		"Long data for prepared statement exceeds sluice's limit of %d bytes per session (limits.max_long_data)", s.maxLongData())
+	s.dropLongData(st)
+}
+
+// readKept reads a command whose content the session keeps (a statement's text, long data),
+// bounded by what is left of the session's budget: a command whose 16 MiB continuations take
+// it past the budget ends the session (it cannot be skipped once its first packet is read).
+func (s *session) readKept() ([]byte, error) {
+	s.client.SetSeq(0)
+	s.client.MaxPacket = max(s.maxLongData()-s.kept, 1)
+	defer func() { s.client.MaxPacket = 0 }()
+	return s.client.ReadPacket()
+}
+
+// dropLongData forgets st's long data (sent, reset, or refused) and gives its bytes back to the
+// session's budget.
+func (s *session) dropLongData(st *stmt) {
+	s.kept -= st.longSize
 	st.longData, st.longSize = st.longData[:0], 0
 }
 
@@ -442,7 +472,8 @@ func (s *session) executeOn(st *stmt, n int) error {
 	bc := s.bc
 	if st.longErr != nil {
 		e := st.longErr
-		st.longData, st.longSize, st.longErr = st.longData[:0], 0, nil
+		s.dropLongData(st)
+		st.longErr = nil
 		if err := s.discardCommand(n); err != nil {
 			return err
 		}
@@ -462,7 +493,7 @@ func (s *session) executeOn(st *stmt, n int) error {
 			return s.nodeLost(err)
 		}
 	}
-	st.longData, st.longSize = st.longData[:0], 0
+	s.dropLongData(st)
 	head, err := s.client.PeekPayload(n, 10)
 	if err != nil {
 		return err
