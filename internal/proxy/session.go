@@ -82,10 +82,10 @@ type session struct {
 	// killTarget is the node thread serving this session, for KILL from other sessions.
 	killTarget atomic.Pointer[[]killTarget]
 
-	stmts      map[uint32]*stmt // binary prepared statements by sluice's id
+	stmts map[uint32]*stmt // binary prepared statements by sluice's id
 	// kept counts the bytes the session holds for its prepared statements (their texts and
 	// waiting long data), bounded by limits.max_long_data.
-	kept int
+	kept       int
 	nextStmtID uint32
 	lastStmtID uint32
 }
