@@ -63,6 +63,17 @@ func TestPreAuthPacketBound(t *testing.T) {
 	if err := db.Ping(); err != nil {
 		t.Fatal(err)
 	}
+	// COM_CHANGE_USER is a login too: a 1 MiB one is not buffered; the connection closes.
+	via := rawConnect(t, s.rw, "app", "app")
+	defer via.Close()
+	nc := via.NetConn()
+	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := nc.Write([]byte{0, 0, 0x10, 0, smysql.ComChangeUser}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadAll(nc); err != nil && os.IsTimeout(err) {
+		t.Fatal("a 1 MiB COM_CHANGE_USER is still being read")
+	}
 }
 
 // TestCachingSHA2HidesUnknownUsers: with caching_sha2_password, an unknown user gets the same

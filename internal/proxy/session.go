@@ -588,6 +588,9 @@ func (s *session) nodeLost(cause error) error {
 // replace the session's node connection with one logged in as that user (which also resets the
 // session state, as the server would).
 func (s *session) changeUser() error {
+	// A login: its packets (this one, the auth exchange) have the bound of a first login's.
+	s.client.MaxPacket = preAuthMaxPacket
+	defer func() { s.client.MaxPacket = 0 }()
 	s.client.SetSeq(0)
 	p, err := s.client.ReadPacket()
 	if err != nil {
