@@ -560,8 +560,8 @@ func (s *session) bulkExecuteOn(st *stmt, n int) error {
 // executeWithTypes rewrites an EXECUTE that relies on types bound earlier on another connection,
 // adding them, for a connection that prepared the statement lazily.
 func (s *session) executeWithTypes(st *stmt, b *stmtBinding, n, typesAt int, kind respKind) error {
-	s.client.SetSeq(0)
-	p, err := s.client.ReadPacket()
+	// Held whole to be rewritten: bounded by the session's budget like long data.
+	p, err := s.readKept()
 	if err != nil {
 		return err
 	}
@@ -571,6 +571,9 @@ func (s *session) executeWithTypes(st *stmt, b *stmtBinding, n, typesAt int, kin
 	out = append(out, st.types...)
 	out = append(out, p[typesAt+1:]...)
 	s.scratch = out
+	if cap(out) > 64<<10 {
+		s.scratch = nil // a large EXECUTE's copy is not kept for the session's life
+	}
 	b.typed = true
 	bc := b.bc
 	bc.SetSeq(0)
