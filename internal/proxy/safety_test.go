@@ -353,6 +353,29 @@ func TestClientStallBounded(t *testing.T) {
 	if d := time.Since(start); d > 10*time.Second {
 		t.Fatalf("the session ended after %s", d)
 	}
+
+	// LOAD DATA LOCAL: the client stops after the first packet of its file.
+	rc := dialRaw(t, s.rw, clientCaps, 0)
+	rc.query(t, "CREATE TABLE IF NOT EXISTS test.t_stall (v VARCHAR(10))")
+	rc.SetSeq(0)
+	if err := rc.WritePacketFlush(append([]byte{smysql.ComQuery}, "LOAD DATA LOCAL INFILE 'x' INTO TABLE test.t_stall"...)); err != nil {
+		t.Fatal(err)
+	}
+	p, err := rc.ReadPacket()
+	if err != nil || len(p) == 0 || p[0] != 0xfb {
+		t.Fatalf("no file request: % x %v", p, err)
+	}
+	if err := rc.WritePacketFlush([]byte("a\n")); err != nil {
+		t.Fatal(err)
+	}
+	_ = rc.nc.SetReadDeadline(time.Now().Add(15 * time.Second))
+	start = time.Now()
+	if _, err := io.ReadAll(rc.nc); err != nil && os.IsTimeout(err) {
+		t.Fatal("the session still waits for the rest of the file after 15 s")
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("the session ended after %s", d)
+	}
 }
 
 // TestSessionBudget: limits.max_long_data bounds what a session keeps for all its prepared
