@@ -354,6 +354,22 @@ func TestClientStallBounded(t *testing.T) {
 		t.Fatalf("the session ended after %s", d)
 	}
 
+	// Pipelined: a whole COM_PING and one byte of the next command's header, then nothing.
+	piped := rawConnect(t, s.rw, "app", "app")
+	defer piped.Close()
+	pnc := piped.NetConn()
+	if _, err := pnc.Write([]byte{1, 0, 0, 0, smysql.ComPing, 0x0e}); err != nil {
+		t.Fatal(err)
+	}
+	_ = pnc.SetReadDeadline(time.Now().Add(15 * time.Second))
+	start = time.Now()
+	if _, err := io.ReadAll(pnc); err != nil && os.IsTimeout(err) {
+		t.Fatal("the session still waits for the rest of a pipelined command after 15 s")
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("the session ended after %s", d)
+	}
+
 	// LOAD DATA LOCAL: the client stops after the first packet of its file.
 	rc := dialRaw(t, s.rw, clientCaps, 0)
 	rc.query(t, "CREATE TABLE IF NOT EXISTS test.t_stall (v VARCHAR(10))")

@@ -708,7 +708,16 @@ const idleProbe = time.Second
 
 // waitCommand waits for the client's next command, watching the node and the idle timeout.
 func (s *session) waitCommand() error {
-	if s.client.Buffered() > 0 {
+	if b := s.client.Buffered(); b > 0 {
+		// Pipelined: the next command, or part of it, is already here. What is missing must
+		// come within the stall limit, as for a command that arrives in pieces.
+		if b >= 4 {
+			if n, _, err := s.client.PeekHeader(); err == nil && b >= 4+n {
+				_ = s.nc.SetReadDeadline(time.Time{})
+				return nil
+			}
+		}
+		_ = s.nc.SetReadDeadline(time.Now().Add(s.stallLimit()))
 		return nil
 	}
 	idleLimit := s.p.opts.IdleTimeout
