@@ -478,6 +478,8 @@ var kindCases = []kindCase{
 	{"SET STATEMENT a=1, b=(2) FOR INSERT INTO t VALUES (1)", Insert, SetStatement},
 	{"SET STATEMENT x=1 FOR SELECT * FROM t FOR UPDATE", Select, SetStatement | LockingRead},
 	{"set statement x=1 for delete from t", Delete, SetStatement},
+	{"SET STATEMENT tx_read_only = 0 FOR SELECT f()", Select, SetStatement | SetReadWrite},
+	{"SET STATEMENT `transaction_read_only`=1, x=2 FOR SELECT 1", Select, SetStatement | SetReadWrite},
 	{"SET STATEMENT x=1", Set, SetStatement},
 
 	// SHOW (ShowKind is checked in showCases).

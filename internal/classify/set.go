@@ -149,12 +149,17 @@ func (c *classifier) setScope(global bool) {
 }
 
 // headSetStatement reads MariaDB's SET STATEMENT var = value [, …] FOR stmt. The variables
-// last for stmt only, so they set no Set* flag but SetStatement; the kind is stmt's.
+// last for stmt only, so they set no Set* flag but SetStatement; the kind is stmt's. An
+// assignment to tx_read_only or transaction_read_only sets SetReadWrite whatever its value:
+// stmt could run read-write.
 func (c *classifier) headSetStatement() token {
 	c.res.Flags |= SetStatement
 	depth := 0
 	for {
 		t, k := c.nextKw()
+		if depth <= 0 && (c.identEq(t, "TX_READ_ONLY") || c.identEq(t, "TRANSACTION_READ_ONLY")) {
+			c.res.Flags |= SetReadWrite
+		}
 		switch {
 		case t.typ == tEOF || t.typ == tSemi:
 			return t

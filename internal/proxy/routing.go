@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"sync/atomic"
 
 	"github.com/sluicedb/sluice/internal/backend"
@@ -218,8 +219,7 @@ func (s *session) query(n int) error {
 	for {
 		err := s.runOn(d.Node, snap)
 		if err == nil {
-			s.after(&c, stmt, d)
-			return nil
+			return s.after(&c, stmt, d)
 		}
 		if errors.Is(err, errStateSync) && d.Node != snap.Primary {
 			// A replica refused the session's state: stay on the primary from now on.
@@ -381,8 +381,7 @@ func (s *session) hugeQuery(n int, p []byte) error {
 	if err != nil {
 		return err
 	}
-	s.after(&c, head, d)
-	return nil
+	return s.after(&c, head, d)
 }
 
 // localTransaction answers a BEGIN that transaction splitting defers, or the COMMIT/ROLLBACK of
@@ -418,12 +417,24 @@ func (s *session) afterStatus() {
 }
 
 // after learns from a statement that ran on s.cur: transaction state, pins, session state.
-func (s *session) after(c *classify.Result, stmt []byte, d route.Decision) {
+// A statement that may have made a replica connection read-write (a SET SESSION TRANSACTION
+// READ WRITE inside a read-only transaction on a replica) is followed by the guard there; when
+// that fails the session ends.
+func (s *session) after(c *classify.Result, stmt []byte, d route.Decision) error {
 	s.prev, s.last = s.last, routeInfo{valid: true, node: d.Node, reason: d.Reason}
 	s.rs.LastNode = d.Node
 	s.afterStatus()
 	if s.failed {
-		return
+		return nil
+	}
+	if c.Flags&classify.SetReadWrite != 0 && d.Node >= 0 {
+		if conn := s.conns[d.Node]; conn != nil {
+			if err := s.guard(conn); err != nil {
+				// The client has its answer already; a replica that cannot be made
+				// read-only again must not serve this session: it ends.
+				return fmt.Errorf("node %s: restoring the read-only guard: %w", conn.name, err)
+			}
+		}
 	}
 	switch c.Kind {
 	case classify.Set:
@@ -456,6 +467,7 @@ func (s *session) after(c *classify.Result, stmt []byte, d route.Decision) {
 	if c.Flags&classify.Multi != 0 && (s.rep.StrictMulti || multiLeavesState(c, stmt)) {
 		s.pin(route.PinMulti, true)
 	}
+	return nil
 }
 
 func (s *session) pin(p route.Pin, on bool) {

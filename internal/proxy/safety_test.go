@@ -151,6 +151,28 @@ func TestReplicaGuardStays(t *testing.T) {
 		}
 		c.Close()
 	}
+	// Endpoint rw: SET SESSION TRANSACTION READ WRITE inside a read-only transaction runs on
+	// the transaction's replica; the guard comes back right after it.
+	{
+		db := open(t, dsn(s.rw, "app", "app", "test", ""))
+		c := conn(t, db)
+		for _, q := range []string{"START TRANSACTION READ ONLY", "SET SESSION TRANSACTION READ WRITE"} {
+			if _, err := c.ExecContext(ctx, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		node, role, _ := lastRoute(t, c)
+		if _, err := c.ExecContext(ctx, "COMMIT"); err != nil {
+			t.Fatal(err)
+		}
+		if role != "replica" {
+			t.Fatalf("the read-only transaction ran on %s (%s)", node, role)
+		}
+		var ro int
+		if err := c.QueryRowContext(ctx, "/*FORCE_NODE='"+node+"'*/ SELECT @@session.tx_read_only").Scan(&ro); err != nil || ro != 1 {
+			t.Errorf("tx_read_only on %s after SET SESSION TRANSACTION READ WRITE in its transaction: %d %v", node, ro, err)
+		}
+	}
 	// Endpoint ro: turning the guard off is refused, alone or in a batch.
 	ro := open(t, dsn(s.ro, "app", "app", "test", "multiStatements=true"))
 	ro.SetMaxOpenConns(1)
@@ -162,6 +184,11 @@ func TestReplicaGuardStays(t *testing.T) {
 		"SELECT 1; SET SESSION TRANSACTION READ WRITE; SELECT 2",
 		"SELECT 1; INSERT INTO t_never (id) VALUES (1)",
 		"SELECT 1; CREATE TABLE t_never (id INT)",
+		"PREPARE s FROM 'SET SESSION TRANSACTION READ WRITE'",
+		"PREPARE w FROM 'INSERT INTO t_never (id) VALUES (3)'",
+		"PREPARE g FROM 'SET GLOBAL read_only = 0'",
+		"PREPARE v FROM @q",
+		"SET STATEMENT tx_read_only = 0 FOR SELECT 1",
 	} {
 		_, err := ro.ExecContext(ctx, q)
 		if me := mysqlErr(t, err); me.Number != 1290 || !strings.Contains(me.Message, "sluice endpoint") {

@@ -462,7 +462,7 @@ func (s *session) execute(st *stmt, n int, bulk bool) error {
 	}
 	rn.Active.Add(-1)
 	if err == nil {
-		s.after(&st.class, st.query, d)
+		return s.after(&st.class, st.query, d)
 	}
 	return err
 }

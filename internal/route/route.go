@@ -131,6 +131,9 @@ var (
 
 // isWrite reports whether a statement must run on the primary whatever the session state.
 func needsPrimary(c *classify.Result) (bool, Reason) {
+	if c.Flags&classify.SetReadWrite != 0 && c.Kind != classify.Set {
+		return true, ReasonWrite // SET STATEMENT tx_read_only = 0 FOR …: it could write
+	}
 	switch c.Kind {
 	case classify.Select:
 		const session = classify.LockFunction | classify.ReleaseLock | classify.LockQuery | classify.LastInsertID |
@@ -271,14 +274,26 @@ func pickReplica(s *Session, ep *Endpoint, snap *Snapshot, withPrimary bool) int
 
 // decideReadOnly: every statement goes to the session's replica; writes are refused.
 func decideReadOnly(c *classify.Result, s *Session, ep *Endpoint, snap *Snapshot) Decision {
-	if c.Hint == classify.HintForceMaster {
+	if c.Hint == classify.HintForceMaster || readOnlyRefuses(c) {
 		return Decision{Node: -1, Err: errReadOnly(ep.Name)}
 	}
+	return Decision{Node: s.Bound, Reason: ReasonBound}
+}
+
+// readOnlyRefuses reports whether a read-only endpoint refuses c: anything that writes, or
+// that sluice cannot prove is a read.
+func readOnlyRefuses(c *classify.Result) bool {
 	primary, _ := needsPrimary(c)
 	switch c.Kind {
 	case classify.Set, classify.Use, classify.Begin, classify.Commit, classify.Rollback, classify.Savepoint,
-		classify.RollbackTo, classify.ReleaseSavepoint, classify.Prepare, classify.Execute, classify.Deallocate:
+		classify.RollbackTo, classify.ReleaseSavepoint, classify.Execute, classify.Deallocate:
 		primary = false
+	case classify.Prepare:
+		// SQL PREPARE: the text runs at EXECUTE, on this replica, so it is judged now as the
+		// statement itself (a text that is not a literal, PREPARE … FROM @v, is Unknown).
+		// Every name that can be executed was judged so.
+		inner := classify.Result{Kind: c.Inner, Flags: c.InnerFlags, Kinds: classify.KindSet(1) << c.Inner}
+		primary = readOnlyRefuses(&inner)
 	case classify.Select:
 		// Reads that need session functions are fine on the session's own replica; only
 		// locking reads and SELECT ... INTO OUTFILE write.
@@ -299,10 +314,7 @@ func decideReadOnly(c *classify.Result, s *Session, ep *Endpoint, snap *Snapshot
 	if c.Flags&classify.Multi != 0 && (c.Kinds&^readOnlyBatchKinds != 0 || c.Flags&classify.ExplainWrite != 0) {
 		primary = true
 	}
-	if primary {
-		return Decision{Node: -1, Err: errReadOnly(ep.Name)}
-	}
-	return Decision{Node: s.Bound, Reason: ReasonBound}
+	return primary
 }
 
 // readOnlyBatchKinds are the kinds a multi-statement batch may hold on a read-only endpoint:
