@@ -234,7 +234,9 @@ func (s *session) query(n int) error {
 		}
 		// Nothing reached the client yet: take the node out and try the read elsewhere, once,
 		// then on the primary.
-		s.p.markDown(d.Node, err)
+		if !errors.Is(err, errCapsMismatch) {
+			s.p.markDown(d.Node, err)
+		}
 		s.drop(d.Node)
 		tried++
 		snap = s.p.snapshot()

@@ -118,6 +118,11 @@ func (p *Proxy) newSession(ep Endpoint, rep *route.Endpoint, nc net.Conn) *sessi
 	return s
 }
 
+// errCapsMismatch: a node cannot lay out results as this client negotiated (MariaDB extended
+// capabilities the primary offers and it lacks). The node is healthy: it is not marked down,
+// the statement goes elsewhere.
+var errCapsMismatch = errors.New("the node does not offer the MariaDB capabilities the client negotiated with the primary")
+
 // preAuthMaxPacket bounds every packet a client sends before it has logged in (the handshake
 // response with its connection attributes, the answers to auth switches): an unauthenticated
 // client must not make sluice buffer more than this. MySQL caps connection attributes at 64 KiB.
@@ -349,7 +354,9 @@ func (s *session) connectNode() error {
 			_ = s.writeErr(se)
 			return err
 		}
-		s.p.markDown(home, err)
+		if !errors.Is(err, errCapsMismatch) {
+			s.p.markDown(home, err)
+		}
 		if s.rep.Mode != route.ReadOnly {
 			break
 		}
@@ -391,7 +398,7 @@ func (s *session) dial(n *Node) (*backend.Conn, error) {
 		// The client reads column definitions with the extended metadata block or without
 		// it; a node that lays them out the other way would garble every result.
 		bc.Close()
-		return nil, &backend.ConnectError{Addr: n.Address, Err: fmt.Errorf("node %s does not offer the MariaDB capabilities %#x the client negotiated with the primary's", n.Name, s.mcaps&^bc.MariaDBCaps)}
+		return nil, &backend.ConnectError{Addr: n.Address, Err: fmt.Errorf("%w: node %s lacks %#x", errCapsMismatch, n.Name, s.mcaps&^bc.MariaDBCaps)}
 	}
 	return bc, nil
 }

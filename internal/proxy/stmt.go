@@ -270,6 +270,10 @@ func (s *session) prepareOn(bc *backend.Conn, st *stmt) (*stmtBinding, error) {
 // the client prepared it on.
 var errShapeDiffers = errors.New("the node describes the prepared statement differently")
 
+// errNeedReprepare is what the client gets when a statement cannot run where it has the shape it
+// was told (the server's own error for a statement whose tables changed).
+var errNeedReprepare = mysql.NewError(1615, "HY000", "Prepared statement needs to be re-prepared")
+
 func getUint32(b []byte) uint32 {
 	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
 }
@@ -436,6 +440,15 @@ func (s *session) execute(st *stmt, n int, bulk bool) error {
 				differs = true
 			}
 		}
+		if differs && s.rep.Mode == route.ReadOnly {
+			// No primary to fall back to on a read-only endpoint.
+			if err := s.discardCommand(n); err != nil {
+				return err
+			}
+			s.client.SetSeq(1)
+			s.failed = true
+			return s.writeErr(errNeedReprepare)
+		}
 		if differs {
 			d = route.Decision{Node: snap.Primary, Reason: route.ReasonFallback}
 			c, err = s.use(d.Node)
@@ -535,7 +548,9 @@ func (s *session) bindOn(bc *backend.Conn, st *stmt, n int) (b *stmtBinding, err
 		return b, nil
 	}
 	var se *mysql.SQLError
-	if !errors.As(err, &se) {
+	if errors.Is(err, errShapeDiffers) {
+		se = errNeedReprepare
+	} else if !errors.As(err, &se) {
 		return nil, s.relayFailure(err)
 	}
 	if err := s.discardCommand(n); err != nil {
