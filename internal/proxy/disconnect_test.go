@@ -44,8 +44,8 @@ func TestDisconnectRollsBack(t *testing.T) {
 			if n == 0 {
 				break
 			}
-			if time.Since(start) > 5*time.Second {
-				t.Fatalf("round %d: the transaction of thread %s is still open after 5 s", i, thread)
+			if time.Since(start) > 15*time.Second {
+				t.Fatalf("round %d: the transaction of thread %s is still open after 15 s", i, thread)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
