@@ -163,6 +163,14 @@ func (c *Conn) readPayload(n int) error {
 	return nil
 }
 
+// ReleaseLarge drops the buffer ReadPacket reuses when a large packet grew it past limit, so
+// that an idle connection does not keep it. The next ReadPacket allocates again.
+func (c *Conn) ReleaseLarge(limit int) {
+	if cap(c.payload) > limit {
+		c.payload = nil
+	}
+}
+
 // ReadPacketInto reads one logical packet as ReadPacket does, into dst's storage (grown as the
 // bytes arrive) instead of the Conn's own buffer, and returns it. For a caller that keeps the
 // packet past the next read.

@@ -332,7 +332,7 @@ const maxHeldStatement = 1 << 20
 // releaseCmd lets go of a held statement's buffer when it was large, so that an idle session
 // does not keep a megabyte.
 func (s *session) releaseCmd() {
-	if cap(s.cmd) > 64<<10 {
+	if cap(s.cmd) > keepBuffer {
 		s.cmd = nil
 	}
 }

@@ -123,6 +123,9 @@ func (p *Proxy) newSession(ep Endpoint, rep *route.Endpoint, nc net.Conn) *sessi
 // the statement goes elsewhere.
 var errCapsMismatch = errors.New("the node does not offer the MariaDB capabilities the client negotiated with the primary")
 
+// keepBuffer is the largest buffer a session keeps between commands.
+const keepBuffer = 64 << 10
+
 // preAuthMaxPacket bounds every packet a client sends before it has logged in (the handshake
 // response with its connection attributes, the answers to auth switches): an unauthenticated
 // client must not make sluice buffer more than this. MySQL caps connection attributes at 64 KiB.
@@ -420,6 +423,12 @@ func (s *session) loop() {
 		if err != nil {
 			s.log.Debug("session ends", "reason", err)
 			return
+		}
+		// A large command (a prepared statement's text, long data, a rewritten EXECUTE) grew
+		// these buffers: an idle session does not keep them.
+		s.client.ReleaseLarge(keepBuffer)
+		if cap(s.scratch) > keepBuffer {
+			s.scratch = nil
 		}
 		if s.nodeClosing {
 			s.nodeClosing = false

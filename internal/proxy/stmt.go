@@ -585,10 +585,7 @@ func (s *session) executeWithTypes(st *stmt, b *stmtBinding, n, typesAt int, kin
 	out = append(out, 1)
 	out = append(out, st.types...)
 	out = append(out, p[typesAt+1:]...)
-	s.scratch = out
-	if cap(out) > 64<<10 {
-		s.scratch = nil // a large EXECUTE's copy is not kept for the session's life
-	}
+	s.scratch = out // released after the command when large (session.loop)
 	b.typed = true
 	bc := b.bc
 	bc.SetSeq(0)
