@@ -14,35 +14,12 @@ import (
 // query and never answers it.
 func hangingNode(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		nc, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer nc.Close()
-		c := mysql.NewConn(nc, 0, 0)
-		hs := &mysql.Handshake{ServerVersion: "10.11.0-MariaDB", ConnectionID: 7, Nonce: []byte("abcdefghijklmnopqrst"),
-			Capabilities: AlwaysCaps | mysql.ClientConnectWithDB, Charset: 45, Status: mysql.StatusAutocommit,
-			AuthPlugin: mysql.AuthNativePassword}
-		if err := c.WritePacketFlush(mysql.AppendHandshake(nil, hs)); err != nil {
-			return
-		}
-		if _, err := c.ReadPacket(); err != nil {
-			return
-		}
-		if err := c.WritePacketFlush(mysql.AppendOK(nil, mysql.OK{Status: mysql.StatusAutocommit}, AlwaysCaps)); err != nil {
-			return
-		}
+	return scriptedNode(t, mariaDBHandshake(), func(c *mysql.Conn, _ *mysql.HandshakeResponse) {
+		writeOK(c)
 		c.SetSeq(0)
 		_, _ = c.ReadPacket() // the setup statement, never answered
 		time.Sleep(time.Minute)
-	}()
-	return ln.Addr().String()
+	})
 }
 
 // TestDialInitSQLBounded: the setup statements run under the connect deadline; a node that
