@@ -14,17 +14,20 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicedb/sluice/internal/backend"
 	"github.com/sluicedb/sluice/internal/config"
 	"github.com/sluicedb/sluice/internal/mysql"
 	"github.com/sluicedb/sluice/internal/proxy"
+	"github.com/sluicedb/sluice/internal/route"
+	"github.com/sluicedb/sluice/internal/topology"
 )
 
 // App is a configured sluice.
 type App struct {
 	cfg   *config.Config
 	log   *slog.Logger
+	topo  *topology.Topology
 	proxy *proxy.Proxy
-	eps   []proxy.Endpoint
 
 	mu    sync.Mutex
 	addrs map[string]string // endpoint name -> bound address, once listening
@@ -36,6 +39,10 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	btlsMode, err := proxy.ParseBackendTLSMode(cfg.BackendTLS.Mode)
+	if err != nil {
+		return nil, err
+	}
 	opts := proxy.Options{
 		ConnectTimeout: cfg.Timeouts.Connect.Duration,
 		ReadTimeout:    cfg.Timeouts.Read.Duration,
@@ -45,7 +52,7 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 
 		MaxPreparedStatements: cfg.Limits.MaxPreparedStatements,
 		MaxLongData:           cfg.Limits.MaxLongData,
-		BackendTLS:            cfg.BackendTLS.Mode,
+		BackendTLS:            btlsMode,
 		BackendCompress:       cfg.BackendCompress,
 	}
 	if cfg.TLS.Cert != "" {
@@ -78,22 +85,96 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		}
 		opts.Users = append(opts.Users, pu)
 	}
-	for _, b := range cfg.Backends {
-		opts.Nodes = append(opts.Nodes, proxy.Node{Name: b.Name, Address: b.Address, Role: b.Role})
-	}
-	p, err := proxy.New(opts)
+	topo, err := newTopology(cfg, log)
 	if err != nil {
 		return nil, err
 	}
-	a := &App{cfg: cfg, log: log, proxy: p, addrs: map[string]string{}, ready: make(chan struct{})}
+	opts.Topology = topo
 	for _, e := range cfg.Endpoints {
-		a.eps = append(a.eps, proxy.Endpoint{
-			Name: e.Name, Listen: e.Listen, Mode: e.Mode,
-			MaxConnections: e.MaxConnections, ReadWeights: e.ReadWeights, TLS: e.TLS,
-			Balance: e.Balance, SplitTransactions: e.TransactionSplit, MultiStatements: e.MultiStatements,
-		})
+		ep, err := endpoint(cfg, e)
+		if err != nil {
+			topo.Close()
+			return nil, fmt.Errorf("endpoint %s: %w", e.Name, err)
+		}
+		opts.Endpoints = append(opts.Endpoints, ep)
 	}
-	return a, nil
+	p, err := proxy.New(opts)
+	if err != nil {
+		topo.Close()
+		return nil, err
+	}
+	return &App{cfg: cfg, log: log, topo: topo, proxy: p, addrs: map[string]string{}, ready: make(chan struct{})}, nil
+}
+
+// newTopology builds the nodes' topology from the backends, probed with the monitor account
+// (when configured) every monitor.interval after a failure.
+func newTopology(cfg *config.Config, log *slog.Logger) (*topology.Topology, error) {
+	var nodes []topology.Node
+	for _, b := range cfg.Backends {
+		role, err := topology.ParseRole(b.Role)
+		if err != nil {
+			return nil, fmt.Errorf("backend %s: %w", b.Name, err)
+		}
+		nodes = append(nodes, topology.Node{Name: b.Name, Address: b.Address, Zone: b.Zone, Role: role})
+	}
+	return topology.New(topology.Options{
+		Nodes:         nodes,
+		ProbeInterval: cfg.Monitor.Interval.Duration,
+		ProbeTimeout:  cfg.Timeouts.Connect.Duration,
+		Probe:         probe(cfg.Monitor, cfg.Timeouts.Connect.Duration),
+		Logger:        log,
+	})
+}
+
+// probe checks that a node answers: with a monitor account, that it accepts the account's login
+// and answers COM_PING; without one, that it sends its handshake.
+func probe(m config.Monitor, timeout time.Duration) topology.ProbeFunc {
+	if m.User == "" {
+		return func(ctx context.Context, n *topology.Node) error {
+			_, err := backend.ReadHandshake(ctx, n.Address, timeout)
+			return err
+		}
+	}
+	creds := backend.Credentials{User: m.User, Password: m.Password, HasPassword: true}
+	return func(ctx context.Context, n *topology.Node) error {
+		c, err := backend.Dial(ctx, backend.Options{Address: n.Address, Credentials: creds, ConnectTimeout: timeout})
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		if d, ok := ctx.Deadline(); ok {
+			_ = c.NetConn().SetDeadline(d)
+		}
+		return c.Command([]byte{mysql.ComPing})
+	}
+}
+
+// endpoint turns an endpoint's configuration into the proxy's: typed values, weights by node
+// index.
+func endpoint(cfg *config.Config, e config.Endpoint) (proxy.Endpoint, error) {
+	mode, err := route.ParseMode(e.Mode)
+	if err != nil {
+		return proxy.Endpoint{}, err
+	}
+	policy, err := route.ParsePolicy(e.Balance)
+	if err != nil {
+		return proxy.Endpoint{}, err
+	}
+	tlsMode, err := proxy.ParseTLSMode(e.TLS)
+	if err != nil {
+		return proxy.Endpoint{}, err
+	}
+	ep := proxy.Endpoint{
+		Name: e.Name, Listen: e.Listen, MaxConnections: e.MaxConnections, TLS: tlsMode,
+		Routing: route.Settings{
+			Mode: mode, Policy: policy, SplitTx: e.TransactionSplit,
+			StrictMulti: e.MultiStatements == config.MultiStatementsStrict,
+		},
+	}
+	for _, b := range cfg.Backends {
+		ep.Routing.Weights = append(ep.Routing.Weights, e.ReadWeights[b.Name])
+	}
+	return ep, nil
 }
 
 // Run listens on every endpoint and serves until ctx ends, then shuts down gracefully: it stops
@@ -104,9 +185,10 @@ func (a *App) Run(ctx context.Context) error {
 		a.log.Warn("primary not reachable yet; clients will get an error until it is", "err", err)
 	}
 	cancel()
+	defer a.topo.Close()
 	var lns []net.Listener
-	for _, ep := range a.eps {
-		ln, err := a.proxy.Listen(ep)
+	for _, ep := range a.cfg.Endpoints {
+		ln, err := a.proxy.Listen(ep.Name)
 		if err != nil {
 			for _, l := range lns {
 				l.Close()
@@ -121,8 +203,8 @@ func (a *App) Run(ctx context.Context) error {
 	}
 	close(a.ready)
 	errc := make(chan error, len(lns))
-	for i, ep := range a.eps {
-		go func() { errc <- a.proxy.Serve(ep, lns[i]) }()
+	for i, ep := range a.cfg.Endpoints {
+		go func() { errc <- a.proxy.Serve(ep.Name, lns[i]) }()
 	}
 	var serveErr error
 	select {

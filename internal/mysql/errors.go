@@ -14,23 +14,33 @@ func (e *SQLError) Error() string {
 	return fmt.Sprintf("ERROR %d (%s): %s", e.Code, e.State, e.Message)
 }
 
-// Error codes sluice itself sends (the server's own errors are relayed as they are).
+// Error codes sluice itself sends, or reads in the servers' errors (the servers' own errors are
+// relayed as they are).
 const (
-	ErrConCount          = 1040 // Too many connections
-	ErrOutOfResources    = 1041 // Out of memory
-	ErrHandshake         = 1043 // Bad handshake
-	ErrAccessDenied      = 1045
-	ErrUnknownCom        = 1047
-	ErrUnknown           = 1105
-	ErrNetPacketTooLarge = 1153
-	ErrNetReadError      = 1158
-	ErrOptionPreventsStm = 1290 // --read-only style refusals
-	ErrServerShutdown    = 1053
-	ErrMalformedPacket   = 1835
-	CRConnectionError    = 2002
-	CRConnHostError      = 2003
-	CRServerGone         = 2006
-	CRServerLost         = 2013
+	ErrConCount                 = 1040 // Too many connections
+	ErrOutOfResources           = 1041 // Out of memory
+	ErrHandshake                = 1043 // Bad handshake
+	ErrAccessDenied             = 1045
+	ErrUnknownCom               = 1047
+	ErrServerShutdown           = 1053
+	ErrNoSuchThread             = 1094 // Unknown thread id
+	ErrUnknown                  = 1105
+	ErrAbortingConnection       = 1152 // the server closes a connection it aborted
+	ErrNetPacketTooLarge        = 1153
+	ErrNetReadError             = 1158
+	ErrUnknownStmtHandler       = 1243
+	ErrOptionPreventsStm        = 1290 // --read-only style refusals
+	ErrStmtHasNoOpenCursor      = 1421
+	ErrMaxPreparedStmtCount     = 1461
+	ErrNeedReprepare            = 1615
+	ErrMalformedPacket          = 1835
+	ErrConnectionKilled         = 1927 // MariaDB: the connection was killed
+	ErrSecureTransportRequired  = 3159
+	ErrClientInteractionTimeout = 4031 // MySQL: disconnected for inactivity
+	CRConnectionError           = 2002
+	CRConnHostError             = 2003
+	CRServerGone                = 2006
+	CRServerLost                = 2013
 )
 
 // NewError returns an SQLError; the message is formatted with fmt.Sprintf when args are given.

@@ -28,10 +28,7 @@ func (l *failingListener) Accept() (net.Conn, error) {
 // listener) is waited out; the endpoint goes on accepting. Before, Serve returned the error and
 // the whole proxy shut down.
 func TestAcceptErrorsDoNotStopTheEndpoint(t *testing.T) {
-	p, err := New(Options{Nodes: []Node{{Name: "primary", Role: "primary", Address: "127.0.0.1:1"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := testProxy(t, Options{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +36,7 @@ func TestAcceptErrorsDoNotStopTheEndpoint(t *testing.T) {
 	fl := &failingListener{Listener: ln}
 	fl.fails.Store(5)
 	done := make(chan error, 1)
-	go func() { done <- p.Serve(Endpoint{Name: "rw", Mode: "read-write"}, fl) }()
+	go func() { done <- p.Serve("rw", fl) }()
 	nc, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)

@@ -261,14 +261,14 @@ func TestClassifyAndRouteDoNotAllocate(t *testing.T) {
 	}
 	m := newMemSession(t)
 	s := m.s
-	snap := s.p.snapshot()
+	snap := s.p.topo.Snapshot()
 	assertNoAllocs(t, "classifying and routing 10 statements", func() {
 		for _, stmt := range stmts {
 			if _, ok := classify.IsProxyInternal(stmt); ok {
 				t.Fatalf("%s: proxy internal", stmt)
 			}
 			c := classify.Classify(stmt)
-			d := route.Decide(&c, stmt, &s.rs, s.rep, snap)
+			d := route.Decide(&c, stmt, &s.rs, s.ep.route.Settings(), snap)
 			if d.Err != nil || d.Node != 0 {
 				t.Fatalf("%s: %+v", stmt, d)
 			}

@@ -119,16 +119,12 @@ func executeExchange(response []byte) exchange {
 // connections are nc and node, as if the handshake had run.
 func benchSession(tb testing.TB, client, node net.Conn) *session {
 	tb.Helper()
-	p, err := New(Options{Nodes: []Node{{Name: "primary", Address: "127.0.0.1:1", Role: "primary"}}})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ep := Endpoint{Name: "rw", Mode: "read-write", ReadWeights: map[string]int{"primary": 100}}
-	s := p.newSession(ep, p.routeEndpoint(ep), client)
+	p := testProxy(tb, Options{})
+	s := p.newSession(p.endpoints["rw"], client)
 	s.caps = frontCaps
 	bc := &backend.Conn{Conn: mysql.NewConn(node, 0, 4<<10), Caps: frontCaps, Handshake: &mysql.Handshake{}}
 	s.conns[0] = &nodeConn{Conn: bc, name: "primary"}
-	s.home, s.cur, s.node, s.bc = 0, 0, &p.opts.Nodes[0], bc
+	s.home, s.cur, s.node, s.bc = 0, 0, p.topo.Snapshot().Nodes[0], bc
 	return s
 }
 

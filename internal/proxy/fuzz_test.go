@@ -37,16 +37,12 @@ func FuzzSessionCommand(f *testing.F) {
 		back, nodeSide := net.Pipe()
 		defer clientSide.Close()
 		defer nodeSide.Close()
-		p, err := New(Options{Nodes: []Node{{Name: "primary", Address: "127.0.0.1:1", Role: "primary"}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ep := Endpoint{Name: "rw", Mode: "read-write", ReadWeights: map[string]int{"primary": 100}}
-		s := p.newSession(ep, p.routeEndpoint(ep), front)
+		p := testProxy(t, Options{})
+		s := p.newSession(p.endpoints["rw"], front)
 		s.caps, s.user = frontCaps, &User{Name: "app"}
 		bc := &backend.Conn{Conn: mysql.NewConn(back, 0, 0), Caps: frontCaps, Handshake: &mysql.Handshake{}}
 		s.conns[0] = &nodeConn{Conn: bc, name: "primary"}
-		s.home, s.cur, s.node, s.bc = 0, 0, &p.opts.Nodes[0], bc
+		s.home, s.cur, s.node, s.bc = 0, 0, p.topo.Snapshot().Nodes[0], bc
 		go fakeNode(nodeSide)
 		done := make(chan struct{})
 		go func() {
@@ -129,16 +125,8 @@ func FuzzHandshake(f *testing.F) {
 		}
 		clientSide, front := net.Pipe()
 		defer clientSide.Close()
-		p, err := New(Options{
-			Nodes:          []Node{{Name: "primary", Address: "127.0.0.1:1", Role: "primary"}},
-			Users:          []User{{Name: "app", Password: "app", HasPassword: true}},
-			ConnectTimeout: time.Second,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ep := Endpoint{Name: "rw", Mode: "read-write", ReadWeights: map[string]int{"primary": 100}}
-		s := p.newSession(ep, p.routeEndpoint(ep), front)
+		p := testProxy(t, Options{Users: []User{{Name: "app", Password: "app", HasPassword: true}}, ConnectTimeout: time.Second})
+		s := p.newSession(p.endpoints["rw"], front)
 		done := make(chan struct{})
 		go func() {
 			defer close(done)

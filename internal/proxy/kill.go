@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicedb/sluice/internal/backend"
 	"github.com/sluicedb/sluice/internal/mysql"
+	"github.com/sluicedb/sluice/internal/topology"
 )
 
 // KILL through sluice. Clients know sluice's connection ids (from the handshake), so
@@ -19,7 +20,7 @@ var errKilled = errors.New("connection killed by its own KILL")
 
 // killTarget is what a session exposes to another one that kills it.
 type killTarget struct {
-	node     *Node
+	node     *topology.Node
 	threadID uint32
 	conn     net.Conn // sluice's connection to that thread, closed when the session is killed
 }
@@ -97,7 +98,7 @@ func (s *session) updateKillTarget() {
 	var ts []killTarget
 	for i, c := range s.conns {
 		if c != nil {
-			ts = append(ts, killTarget{node: &s.p.opts.Nodes[i], threadID: c.Handshake.ConnectionID, conn: c.NetConn()})
+			ts = append(ts, killTarget{node: s.nodeOf(i), threadID: c.Handshake.ConnectionID, conn: c.NetConn()})
 		}
 	}
 	s.killTarget.Store(&ts)
@@ -113,9 +114,10 @@ func (s *session) killSession(id uint32, queryOnly bool) error {
 		}
 	}
 	if len(ts) == 0 {
-		return s.writeErr(mysql.NewError(1094, "HY000", "Unknown thread id: %d", id))
+		return s.writeErr(mysql.NewError(mysql.ErrNoSuchThread, "HY000", "Unknown thread id: %d", id))
 	}
 	var err error
+	failed := -1
 	for _, t := range ts {
 		stmt := "KILL CONNECTION " + strconv.FormatUint(uint64(t.threadID), 10)
 		if queryOnly {
@@ -129,13 +131,13 @@ func (s *session) killSession(id uint32, queryOnly bool) error {
 			e = s.connTo(t.node).Exec(stmt)
 		} else {
 			var bc *backend.Conn
-			if bc, e = s.dial(t.node); e == nil {
+			if bc, e = s.dial(t.node, false); e == nil {
 				e = bc.Exec(stmt)
 				bc.Close()
 			}
 		}
 		if e != nil && err == nil {
-			err = e
+			err, failed = e, t.node.Index
 		}
 	}
 	if err != nil {
@@ -146,7 +148,7 @@ func (s *session) killSession(id uint32, queryOnly bool) error {
 			}
 			return s.writeErr(se)
 		}
-		return s.nodeLost(err)
+		return s.fail(failed, err, nil)
 	}
 	if !queryOnly {
 		target.kill()
@@ -197,11 +199,9 @@ func (s *session) maybeKill(n int) (bool, error) {
 }
 
 // connTo returns the session's open connection to node n, or nil.
-func (s *session) connTo(n *Node) *backend.Conn {
-	for i, c := range s.conns {
-		if c != nil && &s.p.opts.Nodes[i] == n {
-			return c.Conn
-		}
+func (s *session) connTo(n *topology.Node) *backend.Conn {
+	if n.Index < len(s.conns) && s.conns[n.Index] != nil {
+		return s.conns[n.Index].Conn
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/sluicedb/sluice/internal/backend"
 	"github.com/sluicedb/sluice/internal/mysql"
 	"github.com/sluicedb/sluice/internal/route"
+	"github.com/sluicedb/sluice/internal/topology"
 )
 
 // User is an account clients log in with. sluice logs in to the nodes as the same user.
@@ -29,32 +30,78 @@ type User struct {
 	RequireTLS  bool
 }
 
-// Node is one backend server.
-type Node struct {
-	Name    string
-	Address string
-	Role    string // primary | replica
-}
-
-// Endpoint is one listening address with its policy.
+// Endpoint is one listening address: where it listens and how clients get in. How it routes is
+// its route.Endpoint, built from Routing and changeable while sessions run.
 type Endpoint struct {
 	Name           string
 	Listen         string
-	Mode           string // read-write | read-only
-	MaxConnections int
-	ReadWeights    map[string]int // node name -> read weight
-	TLS            string         // off | optional | required
-	Balance        string         // least-active | weighted
-	// SplitTransactions: reads before a transaction's first write go to replicas.
-	SplitTransactions bool
-	// MultiStatements: "strict" pins a session to the primary after any multi-statement batch.
-	MultiStatements string
+	MaxConnections int // 0: no limit
+	TLS            TLSMode
+	Routing        route.Settings
+}
+
+// TLSMode is whether an endpoint offers TLS to its clients.
+type TLSMode uint8
+
+const (
+	TLSOff      TLSMode = iota // not offered
+	TLSOptional                // offered; clients choose
+	TLSRequired                // clients without TLS are refused
+)
+
+// ParseTLSMode reads an endpoint's tls setting as the configuration spells it.
+func ParseTLSMode(s string) (TLSMode, error) {
+	switch s {
+	case "", "off":
+		return TLSOff, nil
+	case "optional":
+		return TLSOptional, nil
+	case "required":
+		return TLSRequired, nil
+	}
+	return TLSOff, fmt.Errorf("unknown tls mode %q (want off, optional or required)", s)
+}
+
+// BackendTLSMode is how node connections use TLS.
+type BackendTLSMode uint8
+
+const (
+	BackendTLSMirror    BackendTLSMode = iota // TLS to the node exactly when the client uses TLS
+	BackendTLSOff                             // never
+	BackendTLSPreferred                       // whenever the node offers it
+	BackendTLSRequired                        // always; a node without TLS is an error
+)
+
+// ParseBackendTLSMode reads backend_tls.mode as the configuration spells it.
+func ParseBackendTLSMode(s string) (BackendTLSMode, error) {
+	switch s {
+	case "", "mirror":
+		return BackendTLSMirror, nil
+	case "off":
+		return BackendTLSOff, nil
+	case "preferred":
+		return BackendTLSPreferred, nil
+	case "required":
+		return BackendTLSRequired, nil
+	}
+	return BackendTLSMirror, fmt.Errorf("unknown backend_tls mode %q (want mirror, off, preferred or required)", s)
+}
+
+// Topology is what sessions need of the nodes' state: the current snapshot to route on, and
+// where to report a node they failed to reach (the topology decides what that means). Both
+// are called from every session concurrently and must not block.
+type Topology interface {
+	Snapshot() *topology.Snapshot
+	NodeFailed(i int, cause error)
 }
 
 // Options configure the proxy.
 type Options struct {
-	Users          []User
-	Nodes          []Node
+	Users []User
+	// Topology gives the nodes and their state (required).
+	Topology Topology
+	// Endpoints are the addresses sluice serves (names unique).
+	Endpoints      []Endpoint
 	ConnectTimeout time.Duration // dial + handshake to a node
 	ReadTimeout    time.Duration // wait for a node's response; 0 = none
 	WriteTimeout   time.Duration // one flush to either side
@@ -66,9 +113,9 @@ type Options struct {
 	MaxLongData int
 	// TLS is the server configuration for clients (nil: no TLS offered).
 	TLS *tls.Config
-	// BackendTLS is how node connections use TLS: mirror (when the client's does), off,
-	// preferred or required. BackendTLSConfig is the client configuration for it.
-	BackendTLS       string
+	// BackendTLS is how node connections use TLS; BackendTLSConfig is the client
+	// configuration for it.
+	BackendTLS       BackendTLSMode
 	BackendTLSConfig *tls.Config
 	// BackendCompress uses the compressed protocol on node connections (for nodes across a
 	// slow network; it costs CPU on both sides).
@@ -76,22 +123,21 @@ type Options struct {
 	Logger          *slog.Logger
 }
 
-// Proxy owns what all endpoints share: users, nodes, connection ids, the RSA key and the
-// caching_sha2_password cache, and the set of live sessions.
+// Proxy owns what all endpoints share: users, connection ids, the RSA key and the
+// caching_sha2_password cache, the endpoints' routing, and the set of live sessions.
+//
+// Fields set by New and never changed need no lock: opts, log, users, topo, endpoints. The
+// others say what guards them.
 type Proxy struct {
-	opts    Options
-	log     *slog.Logger
-	users   map[string]*User
-	primary *Node
-
-	rnodes []*route.Node
-	snap   atomic.Pointer[route.Snapshot]
-	topoMu sync.Mutex
-	stop   chan struct{} // closed by Shutdown: background work ends
-	bg     sync.WaitGroup
+	opts      Options
+	log       *slog.Logger
+	users     map[string]*User
+	topo      Topology
+	endpoints map[string]*endpoint
+	stop      chan struct{} // closed by Shutdown (under mu): accept back-off waits end
 
 	nextID atomic.Uint32
-	server atomic.Pointer[serverInfo]
+	server atomic.Pointer[serverInfo] // what clients are greeted with, learnt from the primary
 
 	rsaOnce sync.Once
 	rsaKey  *rsa.PrivateKey
@@ -99,14 +145,21 @@ type Proxy struct {
 	rsaErr  error
 
 	sha2Mu    sync.Mutex
-	sha2Cache map[string][32]byte // user -> SHA256(SHA256(password)) after a full authentication
+	sha2Cache map[string][32]byte // guarded by sha2Mu: user -> SHA256(SHA256(password)) after a full authentication
 
-	mu        sync.Mutex
+	mu        sync.Mutex // guards sessions, byID, listeners, closing
 	sessions  map[*session]struct{}
 	byID      map[uint32]*session
 	listeners map[net.Listener]struct{}
 	closing   bool
-	wg        sync.WaitGroup
+	wg        sync.WaitGroup // one per tracked session
+}
+
+// endpoint is one endpoint as the proxy runs it.
+type endpoint struct {
+	cfg    Endpoint
+	route  *route.Endpoint // shared by the endpoint's sessions; its settings change live
+	active atomic.Int64    // client sessions
 }
 
 // serverInfo is what sluice presents to clients in its handshake, taken from the primary's.
@@ -144,10 +197,15 @@ func New(opts Options) (*Proxy, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.Topology == nil {
+		return nil, errors.New("proxy: no topology")
+	}
 	p := &Proxy{
 		opts:      opts,
 		log:       opts.Logger,
 		users:     make(map[string]*User, len(opts.Users)),
+		topo:      opts.Topology,
+		endpoints: make(map[string]*endpoint, len(opts.Endpoints)),
 		sha2Cache: make(map[string][32]byte),
 		sessions:  make(map[*session]struct{}),
 		byID:      make(map[uint32]*session),
@@ -158,24 +216,39 @@ func New(opts Options) (*Proxy, error) {
 		u := &opts.Users[i]
 		p.users[u.Name] = u
 	}
-	for i := range opts.Nodes {
-		if opts.Nodes[i].Role == "primary" {
-			p.primary = &opts.Nodes[i]
+	n := len(opts.Topology.Snapshot().Nodes)
+	for _, ep := range opts.Endpoints {
+		if p.endpoints[ep.Name] != nil {
+			return nil, fmt.Errorf("proxy: endpoint %q defined twice", ep.Name)
 		}
+		if len(ep.Routing.Weights) != n {
+			return nil, fmt.Errorf("proxy: endpoint %q has %d read weights for %d nodes", ep.Name, len(ep.Routing.Weights), n)
+		}
+		if ep.Routing.Policy == nil {
+			return nil, fmt.Errorf("proxy: endpoint %q has no balancing policy", ep.Name)
+		}
+		settings := ep.Routing
+		p.endpoints[ep.Name] = &endpoint{cfg: ep, route: route.NewEndpoint(ep.Name, &settings)}
 	}
-	if p.primary == nil {
-		return nil, errors.New("proxy: no primary node")
-	}
-	p.initTopology()
 	// Until the primary answers, present a MariaDB-like identity; it is replaced as soon as a
 	// handshake from the primary is seen.
 	p.server.Store(&serverInfo{version: "5.5.5-10.11.0-MariaDB-sluice", caps: frontCaps, charset: 45})
 	return p, nil
 }
 
+// Routing returns endpoint name's routing, whose settings can be changed while it serves
+// (route.Endpoint.Update), or nil.
+func (p *Proxy) Routing(name string) *route.Endpoint {
+	if ep := p.endpoints[name]; ep != nil {
+		return ep.route
+	}
+	return nil
+}
+
 // Probe reads the primary's handshake so clients see its version string and capabilities.
 func (p *Proxy) Probe(ctx context.Context) error {
-	hs, err := backend.ReadHandshake(ctx, p.primary.Address, p.connectTimeout())
+	snap := p.topo.Snapshot()
+	hs, err := backend.ReadHandshake(ctx, snap.Nodes[snap.Primary].Address, p.connectTimeout())
 	if err != nil {
 		return err
 	}
@@ -240,17 +313,26 @@ func (p *Proxy) sha2Remember(user, password string) {
 	p.sha2Mu.Unlock()
 }
 
-// Listen opens an endpoint's listener.
-func (p *Proxy) Listen(ep Endpoint) (net.Listener, error) {
-	ln, err := net.Listen("tcp", ep.Listen)
+// Listen opens endpoint name's listener.
+func (p *Proxy) Listen(name string) (net.Listener, error) {
+	ep := p.endpoints[name]
+	if ep == nil {
+		return nil, fmt.Errorf("proxy: no endpoint %q", name)
+	}
+	ln, err := net.Listen("tcp", ep.cfg.Listen)
 	if err != nil {
-		return nil, fmt.Errorf("endpoint %s: %w", ep.Name, err)
+		return nil, fmt.Errorf("endpoint %s: %w", name, err)
 	}
 	return ln, nil
 }
 
-// Serve accepts clients on ln for endpoint ep until the listener is closed.
-func (p *Proxy) Serve(ep Endpoint, ln net.Listener) error {
+// Serve accepts clients on ln for endpoint name until the listener is closed.
+func (p *Proxy) Serve(name string, ln net.Listener) error {
+	ep := p.endpoints[name]
+	if ep == nil {
+		ln.Close()
+		return fmt.Errorf("proxy: no endpoint %q", name)
+	}
 	p.mu.Lock()
 	if p.closing {
 		p.mu.Unlock()
@@ -259,10 +341,6 @@ func (p *Proxy) Serve(ep Endpoint, ln net.Listener) error {
 	}
 	p.listeners[ln] = struct{}{}
 	p.mu.Unlock()
-	var active atomic.Int64
-	// One routing state per endpoint: its balancing (weighted round robin's position) spans
-	// all its sessions, not each one on its own.
-	rep := p.routeEndpoint(ep)
 	backoff := 5 * time.Millisecond
 	for {
 		nc, err := ln.Accept()
@@ -278,7 +356,7 @@ func (p *Proxy) Serve(ep Endpoint, ln net.Listener) error {
 			}
 			// Out of file descriptors (EMFILE, ENFILE), a connection aborted before it was
 			// taken, ...: the endpoint keeps listening; only closing the listener stops it.
-			p.log.Warn("accept failed; retrying", "endpoint", ep.Name, "err", err, "after", backoff)
+			p.log.Warn("accept failed; retrying", "endpoint", name, "err", err, "after", backoff)
 			select {
 			case <-p.stop:
 			case <-time.After(backoff):
@@ -291,17 +369,17 @@ func (p *Proxy) Serve(ep Endpoint, ln net.Listener) error {
 			_ = tc.SetNoDelay(true)
 			_ = tc.SetKeepAlive(true)
 		}
-		s := p.newSession(ep, rep, nc)
+		s := p.newSession(ep, nc)
 		if !p.track(s) {
 			nc.Close()
 			continue
 		}
-		n := active.Add(1)
+		n := ep.active.Add(1)
 		go func() {
 			defer p.wg.Done()
 			defer p.untrack(s)
-			defer active.Add(-1)
-			s.run(ep.MaxConnections > 0 && n > int64(ep.MaxConnections))
+			defer ep.active.Add(-1)
+			s.run(ep.cfg.MaxConnections > 0 && n > int64(ep.cfg.MaxConnections))
 		}()
 	}
 }
@@ -352,7 +430,6 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 		p.wg.Wait()
 		close(done)
 	}()
-	defer p.bg.Wait()
 	select {
 	case <-done:
 		return nil
@@ -369,15 +446,15 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 
 // backendTLS returns the TLS configuration for a connection to n, for a client whose own
 // connection is (or is not) TLS, and whether TLS is required.
-func (p *Proxy) backendTLS(n *Node, clientTLS bool) (*tls.Config, bool) {
+func (p *Proxy) backendTLS(n *topology.Node, clientTLS bool) (*tls.Config, bool) {
 	base := p.opts.BackendTLSConfig
 	if base == nil {
 		base = &tls.Config{InsecureSkipVerify: true}
 	}
 	switch p.opts.BackendTLS {
-	case "off":
+	case BackendTLSOff:
 		return nil, false
-	case "preferred", "required":
+	case BackendTLSPreferred, BackendTLSRequired:
 	default: // mirror
 		if !clientTLS {
 			return nil, false
@@ -389,5 +466,5 @@ func (p *Proxy) backendTLS(n *Node, clientTLS bool) (*tls.Config, bool) {
 			cfg.ServerName = host
 		}
 	}
-	return cfg, p.opts.BackendTLS == "required"
+	return cfg, p.opts.BackendTLS == BackendTLSRequired
 }

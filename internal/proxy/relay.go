@@ -191,7 +191,7 @@ func (s *session) copyErr(bc *backend.Conn, n int) error {
 	s.failed = true
 	if p, err := bc.PeekPayload(n, 3); err == nil && len(p) == 3 {
 		switch uint16(p[1]) | uint16(p[2])<<8 {
-		case 1927, mysql.ErrServerShutdown, 4031, 1152:
+		case mysql.ErrConnectionKilled, mysql.ErrServerShutdown, mysql.ErrClientInteractionTimeout, mysql.ErrAbortingConnection:
 			s.nodeClosing = true
 		}
 	}

@@ -1,10 +1,6 @@
 package proxy
 
 import (
-	"compress/zlib"
-	"context"
-	"crypto/rand"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,6 +14,7 @@ import (
 	"github.com/sluicedb/sluice/internal/backend"
 	"github.com/sluicedb/sluice/internal/mysql"
 	"github.com/sluicedb/sluice/internal/route"
+	"github.com/sluicedb/sluice/internal/topology"
 )
 
 // Session life states, changed with compare-and-swap so that shutdown and the session's own
@@ -29,11 +26,12 @@ const (
 	stateClosed
 )
 
-// session is one client connection and everything it carries. All fields but state are owned by
-// the session's goroutine.
+// session is one client connection and everything it carries. Its fields belong to the
+// session's goroutine, except life and killTarget (atomics: shutdown and other sessions' KILL
+// read them) and what the idle watch's goroutines touch (documented on idleWatch).
 type session struct {
 	p      *Proxy
-	ep     Endpoint
+	ep     *endpoint
 	id     uint32
 	nc     net.Conn
 	client *mysql.Conn
@@ -54,11 +52,10 @@ type session struct {
 	attrs   []byte
 	options uint16 // last COM_SET_OPTION value
 
-	node   *Node         // the node of the current (or last) statement
-	bc     *backend.Conn // the session's connection to node
-	status uint16        // last server status reported to the client
+	node   *topology.Node // the node of the current (or last) statement
+	bc     *backend.Conn  // the session's connection to node
+	status uint16         // last server status reported to the client
 
-	rep   *route.Endpoint
 	rs    route.Session
 	conns []*nodeConn // per node index; nil until first used
 	home  int         // the primary (read-write) or the bound replica (read-only)
@@ -90,9 +87,8 @@ type session struct {
 	lastStmtID uint32
 }
 
-// newSession makes the session of a client connection to endpoint ep, whose routing state rep
-// (balancing included) is shared by all the endpoint's sessions.
-func (p *Proxy) newSession(ep Endpoint, rep *route.Endpoint, nc net.Conn) *session {
+// newSession makes the session of a client connection to endpoint ep.
+func (p *Proxy) newSession(ep *endpoint, nc net.Conn) *session {
 	id := p.nextID.Add(1)
 	host, _, err := net.SplitHostPort(nc.RemoteAddr().String())
 	if err != nil {
@@ -107,9 +103,8 @@ func (p *Proxy) newSession(ep Endpoint, rep *route.Endpoint, nc net.Conn) *sessi
 		host:   host,
 		stmts:  make(map[uint32]*stmt),
 		rs:     route.NewSession(),
-		rep:    rep,
-		conns:  make([]*nodeConn, len(p.opts.Nodes)),
-		log:    p.log.With("conn", id, "endpoint", ep.Name, "client", nc.RemoteAddr().String()),
+		conns:  make([]*nodeConn, len(p.topo.Snapshot().Nodes)),
+		log:    p.log.With("conn", id, "endpoint", ep.cfg.Name, "client", nc.RemoteAddr().String()),
 	}
 	s.client.SetWriteTimeout(p.opts.WriteTimeout)
 	// Clients pipeline (Connector/J sends its first queries back to back).
@@ -117,11 +112,6 @@ func (p *Proxy) newSession(ep Endpoint, rep *route.Endpoint, nc net.Conn) *sessi
 	s.client.MaxPacket = preAuthMaxPacket
 	return s
 }
-
-// errCapsMismatch: a node cannot lay out results as this client negotiated (MariaDB extended
-// capabilities the primary offers and it lacks). The node is healthy: it is not marked down,
-// the statement goes elsewhere.
-var errCapsMismatch = errors.New("the node does not offer the MariaDB capabilities the client negotiated with the primary")
 
 // keepBuffer is the largest buffer a session keeps between commands.
 const keepBuffer = 64 << 10
@@ -159,17 +149,6 @@ func (s *session) close() {
 	_ = s.client.Flush()
 	s.nc.Close()
 	s.closeConns()
-}
-
-// closeConns closes every node connection of the session.
-func (s *session) closeConns() {
-	for i, c := range s.conns {
-		if c != nil {
-			s.closeConn(i)
-		}
-	}
-	s.bc = nil
-	s.killTarget.Store(nil)
 }
 
 // drain is called by Shutdown: an idle session closes now, a busy one after its command.
@@ -212,198 +191,6 @@ func (s *session) writeErr(e *mysql.SQLError) error {
 func (s *session) writeOKPacket(status uint16) error {
 	s.scratch = mysql.AppendOK(s.scratch[:0], mysql.OK{Status: status}, s.caps)
 	return s.client.WritePacketFlush(s.scratch)
-}
-
-func newNonce() []byte {
-	b := make([]byte, 20)
-	_, _ = rand.Read(b)
-	for i := range b {
-		// Printable ASCII without NUL or '$', as servers send it: some clients treat the nonce
-		// as a C string.
-		b[i] = b[i]%94 + 33
-		if b[i] == '$' {
-			b[i] = '%'
-		}
-	}
-	return b
-}
-
-// handshake greets the client, authenticates it, and connects the session to its node.
-func (s *session) handshake() error {
-	info := s.p.server.Load()
-	s.nonce = newNonce()
-	offered := info.caps
-	tlsOffered := s.ep.TLS != "off" && s.ep.TLS != "" && s.p.opts.TLS != nil
-	if tlsOffered {
-		offered |= mysql.ClientSSL
-	}
-	hs := &mysql.Handshake{
-		ServerVersion: info.version,
-		ConnectionID:  s.id,
-		Nonce:         s.nonce,
-		Capabilities:  offered,
-		Charset:       info.charset,
-		Status:        mysql.StatusAutocommit,
-		AuthPlugin:    mysql.AuthNativePassword,
-
-		MariaDBCapabilities: info.mcaps,
-	}
-	_ = s.nc.SetReadDeadline(time.Now().Add(s.p.connectTimeout() * 2))
-	s.client.SetSeq(0)
-	if err := s.client.WritePacketFlush(mysql.AppendHandshake(nil, hs)); err != nil {
-		return err
-	}
-	p, err := s.client.ReadPacket()
-	if err != nil {
-		return err
-	}
-	resp, err := mysql.ParseHandshakeResponse(p)
-	if err != nil {
-		_ = s.writeErr(mysql.NewError(mysql.ErrHandshake, "08S01", "Bad handshake"))
-		return err
-	}
-	if resp.SSLRequest {
-		if !tlsOffered {
-			_ = s.writeErr(mysql.NewError(mysql.ErrHandshake, "08S01", "Bad handshake: TLS is not enabled on this endpoint"))
-			return errors.New("client asked for TLS")
-		}
-		if resp, err = s.upgradeTLS(); err != nil {
-			return err
-		}
-	}
-	if s.ep.TLS == "required" && !s.tls {
-		_ = s.writeErr(mysql.NewError(3159, "HY000", "Connections using insecure transport are prohibited on endpoint %s (tls: required)", s.ep.Name))
-		return errors.New("client without TLS on a TLS-only endpoint")
-	}
-	s.caps = resp.Capabilities & offered
-	if offered&mysql.ClientLongPassword == 0 && resp.Capabilities&mysql.ClientLongPassword == 0 {
-		s.mcaps = resp.MariaDBCapabilities & info.mcaps
-	}
-	u, creds, err := s.authenticate(resp.User, resp.AuthPlugin, resp.AuthResponse, false)
-	if err != nil {
-		return err
-	}
-	_ = s.nc.SetReadDeadline(time.Time{})
-	s.client.MaxPacket = 0 // logged in: the node's max_allowed_packet applies
-	s.user, s.creds = u, creds
-	s.db, s.charset, s.attrs = resp.Database, resp.Charset, resp.Attrs
-	if err := s.connectNode(); err != nil {
-		return err
-	}
-	if err := s.writeOKPacket(s.bc.Status); err != nil {
-		return err
-	}
-	if s.caps&mysql.ClientCompress != 0 {
-		// Everything after the handshake's OK travels in compressed frames.
-		return s.client.EnableCompression(mysql.CompressServer, zlib.BestSpeed)
-	}
-	return nil
-}
-
-// upgradeTLS runs the TLS handshake after the client's SSL request and reads the handshake
-// response the client then sends over TLS.
-func (s *session) upgradeTLS() (*mysql.HandshakeResponse, error) {
-	tc := tls.Server(s.client.Upgradable(), s.p.opts.TLS)
-	if err := tc.Handshake(); err != nil {
-		return nil, fmt.Errorf("TLS handshake: %w", err)
-	}
-	seq := s.client.Seq()
-	s.nc = tc
-	s.client = mysql.NewConn(tc, 0, 0)
-	s.client.SetWriteTimeout(s.p.opts.WriteTimeout)
-	s.client.SetPeerPipelines()
-	s.client.MaxPacket = preAuthMaxPacket
-	s.client.SetSeq(seq)
-	s.tls = true
-	p, err := s.client.ReadPacket()
-	if err != nil {
-		return nil, err
-	}
-	resp, err := mysql.ParseHandshakeResponse(p)
-	if err != nil || resp.SSLRequest {
-		_ = s.writeErr(mysql.NewError(mysql.ErrHandshake, "08S01", "Bad handshake"))
-		return nil, fmt.Errorf("handshake response over TLS: %v", err)
-	}
-	return resp, nil
-}
-
-// connectNode opens the session's home connection (the primary on a read-write endpoint, a
-// replica chosen by the endpoint's policy on a read-only one) and reports a failure to the client.
-func (s *session) connectNode() error {
-	snap := s.p.snapshot()
-	var lastErr error
-	for attempt := 0; attempt < len(snap.Nodes); attempt++ {
-		home := snap.Primary
-		if s.rep.Mode == route.ReadOnly {
-			if home = route.BindReplica(&s.rs, s.rep, snap); home < 0 {
-				break
-			}
-			s.rs.Bound = home
-		}
-		c, err := s.open(home)
-		if err == nil {
-			s.home, s.cur, s.node, s.bc = home, home, &s.p.opts.Nodes[home], c.Conn
-			s.status = c.Status
-			if home == snap.Primary {
-				s.p.learnServer(c.Handshake)
-			}
-			return nil
-		}
-		lastErr = err
-		var se *mysql.SQLError
-		if errors.As(err, &se) {
-			// The node itself refused (unknown database, access denied there, too many
-			// connections): the client sees that error as the node worded it.
-			_ = s.writeErr(se)
-			return err
-		}
-		if !errors.Is(err, errCapsMismatch) {
-			s.p.markDown(home, err)
-		}
-		if s.rep.Mode != route.ReadOnly {
-			break
-		}
-		snap = s.p.snapshot()
-	}
-	if lastErr == nil {
-		lastErr = errors.New("no readable replica is up")
-	}
-	_ = s.writeErr(mysql.NewError(mysql.CRConnHostError, "HY000", "sluice: cannot connect to a node for endpoint %q: %v", s.ep.Name, lastErr))
-	return lastErr
-}
-
-func (s *session) dial(n *Node) (*backend.Conn, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.p.connectTimeout())
-	defer cancel()
-	o := backend.Options{
-		Address:      n.Address,
-		Credentials:  s.creds,
-		Database:     s.db,
-		Charset:      s.charset,
-		Capabilities: s.caps,
-		Attrs:        s.attrs,
-
-		MariaDBCapabilities: s.mcaps,
-		ConnectTimeout:      s.p.connectTimeout(),
-		WriteTimeout:        s.p.opts.WriteTimeout,
-	}
-	o.TLS, o.TLSRequired = s.p.backendTLS(n, s.tls)
-	o.Compress = s.p.opts.BackendCompress
-	if n.Role != "primary" {
-		// A statement misrouted to a replica must fail, never fork the data.
-		o.InitSQL = []string{readOnlyGuard}
-	}
-	bc, err := backend.Dial(ctx, o)
-	if err != nil {
-		return nil, err
-	}
-	if bc.MariaDBCaps != s.mcaps {
-		// The client reads column definitions with the extended metadata block or without
-		// it; a node that lays them out the other way would garble every result.
-		bc.Close()
-		return nil, &backend.ConnectError{Addr: n.Address, Err: fmt.Errorf("%w: node %s lacks %#x", errCapsMismatch, n.Name, s.mcaps&^bc.MariaDBCaps)}
-	}
-	return bc, nil
 }
 
 // loop reads and runs the client's commands.
@@ -537,7 +324,8 @@ func (s *session) discardCommand(n int) error {
 	}
 }
 
-// forward sends the client's command to the session's node and relays the response.
+// forward sends the client's command to the session's current node and relays the response. A
+// failure is returned as it is, for fail to map.
 func (s *session) forward(n int, kind respKind) error {
 	bc := s.bc
 	for {
@@ -557,22 +345,15 @@ func (s *session) forward(n int, kind respKind) error {
 		}
 	}
 	if err := bc.FlushBeforeRead(); err != nil {
-		return s.nodeLost(err)
+		return &relayError{err: err}
 	}
-	if err := s.relayTimed(bc, kind); err != nil {
-		var re *relayError
-		if errors.As(err, &re) && !re.client {
-			return s.nodeLost(re.err)
-		}
-		return err
-	}
-	return nil
+	return s.relayTimed(bc, kind)
 }
 
 // nodeRefused handles a write to the node that failed in the middle of a client's command. A
 // server that refuses a command before reading all of it (a packet larger than its
 // max_allowed_packet: error 1153) sends an ERR and closes the connection: the client gets that
-// ERR, as directly, before its connection is closed. Otherwise the node is lost (nodeLost).
+// ERR, as directly, before its connection is closed. Otherwise the node's connection failed.
 func (s *session) nodeRefused(bc *backend.Conn, cause error) error {
 	_ = bc.NetConn().SetReadDeadline(time.Now().Add(100 * time.Millisecond))
 	if n, seq, err := bc.PeekHeader(); err == nil && n < 4096 {
@@ -584,121 +365,7 @@ func (s *session) nodeRefused(bc *backend.Conn, cause error) error {
 			return fmt.Errorf("node %s refused the command: %v", s.node.Name, mysql.ParseERR(p))
 		}
 	}
-	return s.nodeLost(cause)
-}
-
-// nodeLost ends the session after the connection to its home node broke: the client's
-// connection is closed without a reply, exactly as when a server dies under a client, so its
-// driver sees a broken connection (and its pool discards it) rather than a server error on a
-// connection that looks healthy.
-func (s *session) nodeLost(cause error) error {
-	if errors.Is(cause, os.ErrDeadlineExceeded) {
-		s.log.Warn("node did not answer within timeouts.read; closing the session", "node", s.node.Name, "timeout", s.p.opts.ReadTimeout)
-	} else {
-		s.log.Warn("lost connection to node", "node", s.node.Name, "err", cause)
-	}
-	return fmt.Errorf("node %s: %w", s.node.Name, cause)
-}
-
-// changeUser handles COM_CHANGE_USER: authenticate the new user against the configuration, then
-// replace the session's node connection with one logged in as that user (which also resets the
-// session state, as the server would).
-func (s *session) changeUser() error {
-	// A login: its packets (this one, the auth exchange) have the bound of a first login's.
-	s.client.MaxPacket = preAuthMaxPacket
-	defer func() { s.client.MaxPacket = 0 }()
-	s.client.SetSeq(0)
-	p, err := s.client.ReadPacket()
-	if err != nil {
-		return err
-	}
-	// The auth data in the packet answers the connection's first nonce; sluice always switches
-	// the client to a fresh nonce instead, so it is not used.
-	name, db, charset, attrs, err := parseChangeUser(p, s.caps)
-	if err != nil {
-		s.client.SetSeq(1)
-		return s.writeErr(mysql.NewError(mysql.ErrHandshake, "08S01", "Bad handshake"))
-	}
-	u, creds, err := s.authenticate(name, "", nil, true)
-	if errors.Is(err, errAuth) {
-		// authenticate sent the client its error. The server resets the session before it
-		// authenticates and keeps the previous user and database when that fails (MariaDB),
-		// with the server's default character set: so does sluice, with fresh node
-		// connections as that user.
-		s.closeConns()
-		s.resetState()
-		s.rs = route.NewSession()
-		s.charset = 0
-		return s.connectNode()
-	}
-	if err != nil {
-		return err
-	}
-	s.closeConns()
-	s.resetState()
-	s.rs = route.NewSession()
-	s.user, s.creds, s.db = u, creds, db
-	if charset != 0 {
-		s.charset = charset
-	}
-	if attrs != nil {
-		s.attrs = attrs
-	}
-	if err := s.connectNode(); err != nil {
-		return err
-	}
-	return s.writeOKPacket(s.bc.Status)
-}
-
-// parseChangeUser decodes COM_CHANGE_USER: user, auth data (skipped), database, character set,
-// plugin name (skipped) and connection attributes.
-func parseChangeUser(p []byte, caps uint32) (user, db string, charset uint8, attrs []byte, err error) {
-	errShort := errors.New("short COM_CHANGE_USER")
-	p = p[1:]
-	i := indexNul(p)
-	if i < 0 {
-		return "", "", 0, nil, errShort
-	}
-	user, p = string(p[:i]), p[i+1:]
-	if caps&mysql.ClientSecureConnection != 0 {
-		if len(p) < 1 || len(p) < 1+int(p[0]) {
-			return "", "", 0, nil, errShort
-		}
-		p = p[1+int(p[0]):]
-	} else {
-		if i = indexNul(p); i < 0 {
-			return "", "", 0, nil, errShort
-		}
-		p = p[i+1:]
-	}
-	if i = indexNul(p); i < 0 {
-		return user, string(p), 0, nil, nil
-	}
-	db, p = string(p[:i]), p[i+1:]
-	if len(p) >= 2 {
-		charset, p = p[0], p[2:]
-	}
-	if caps&mysql.ClientPluginAuth != 0 && len(p) > 0 {
-		if i = indexNul(p); i < 0 {
-			return user, db, charset, nil, nil
-		}
-		p = p[i+1:]
-	}
-	if caps&mysql.ClientConnectAttrs != 0 && len(p) > 0 {
-		if a, _, err := mysql.ReadLenEncString(p); err == nil {
-			attrs = append([]byte(nil), a...)
-		}
-	}
-	return user, db, charset, attrs, nil
-}
-
-func indexNul(b []byte) int {
-	for i, c := range b {
-		if c == 0 {
-			return i
-		}
-	}
-	return -1
+	return &relayError{err: cause}
 }
 
 // stallLimit bounds how long a client may stall in the middle of a command (a packet, LOAD DATA

@@ -2,12 +2,10 @@ package proxy
 
 import (
 	"errors"
-	"slices"
 
 	"github.com/sluicedb/sluice/internal/backend"
 	"github.com/sluicedb/sluice/internal/classify"
 	"github.com/sluicedb/sluice/internal/mysql"
-	"github.com/sluicedb/sluice/internal/route"
 )
 
 // Binary-protocol prepared statements.
@@ -111,36 +109,44 @@ func (s *session) prepare() error {
 	}
 	if len(s.stmts) >= s.maxStatements() {
 		s.client.SetSeq(1)
-		return s.writeErr(mysql.NewError(1461, "42000", "Can't create more than max_prepared_stmt_count statements (current value: %d)", s.maxStatements()))
+		return s.writeErr(mysql.NewError(mysql.ErrMaxPreparedStmtCount, "42000", "Can't create more than max_prepared_stmt_count statements (current value: %d)", s.maxStatements()))
 	}
 	st := &stmt{query: append([]byte(nil), p[1:]...)}
 	st.class = classify.Classify(st.query)
+	if err := s.prepareHome(st, p); err != nil {
+		return s.fail(s.home, err, nil)
+	}
+	return nil
+}
+
+// prepareHome prepares st (whose COM_STMT_PREPARE is p) on the session's home node and relays
+// the answer with sluice's statement id in place of the node's.
+func (s *session) prepareHome(st *stmt, p []byte) error {
 	if _, err := s.use(s.home); err != nil {
-		s.client.SetSeq(1)
-		return s.useFailed(s.home, err)
+		return err
 	}
 	bc := s.bc
 	bc.SetSeq(0)
 	if err := bc.WritePacket(p); err != nil {
-		return s.nodeLost(err)
+		return &relayError{err: err}
 	}
 	if err := bc.FlushBeforeRead(); err != nil {
-		return s.nodeLost(err)
+		return &relayError{err: err}
 	}
 	n, _, err := bc.PeekHeader()
 	if err != nil {
-		return s.nodeLost(err)
+		return &relayError{err: err}
 	}
 	first, err := bc.PeekPayload(n, 12)
 	if err != nil {
-		return s.nodeLost(err)
+		return &relayError{err: err}
 	}
 	if len(first) == 0 || first[0] != 0x00 || len(first) < 12 {
 		// ERR (or anything unexpected): relay it as it is.
 		if err := bc.CopyPacket(s.client, n); err != nil {
-			return s.relayFailure(backendFailure(err))
+			return backendFailure(err)
 		}
-		return s.relayFailure(s.finish(nil))
+		return s.finish(nil)
 	}
 	backendID := getUint32(first[1:])
 	st.columns = uint16(first[5]) | uint16(first[6])<<8
@@ -155,21 +161,21 @@ func (s *session) prepare() error {
 		return &relayError{client: true, err: err}
 	}
 	if err := bc.Discard(9); err != nil {
-		return s.nodeLost(err)
+		return &relayError{err: err}
 	}
 	if err := bc.CopyN(s.client, n-5); err != nil {
-		return s.relayFailure(backendFailure(err))
+		return backendFailure(err)
 	}
 	bc.SetSeq(seq + 1)
 	s.client.SetSeq(seq + 1)
 	if st.shape, err = relayDefs(bc, int(st.params), int(st.columns), s.client); err != nil {
-		return s.relayFailure(err)
+		return err
 	}
 	st.on = append(st.on, stmtBinding{bc: bc, id: backendID})
 	s.stmts[st.id] = st
 	s.kept += len(st.query)
 	s.lastStmtID = st.id
-	return s.relayFailure(s.finish(nil))
+	return s.finish(nil)
 }
 
 // relayDefs relays (dst != nil) or skips the params parameter and columns column definitions
@@ -217,18 +223,6 @@ func relayDefs(bc *backend.Conn, params, columns int, dst *mysql.Conn) (uint64, 
 	return shape, nil
 }
 
-// relayFailure turns a broken node connection into the error the client sees.
-func (s *session) relayFailure(err error) error {
-	if err == nil {
-		return nil // before errors.As, whose target would otherwise be allocated on every statement
-	}
-	var re *relayError
-	if errors.As(err, &re) && !re.client {
-		return s.nodeLost(re.err)
-	}
-	return err
-}
-
 // prepareOn prepares st on bc (a connection that has not seen it), reading the node's answer
 // without relaying it.
 func (s *session) prepareOn(bc *backend.Conn, st *stmt) (*stmtBinding, error) {
@@ -272,7 +266,7 @@ var errShapeDiffers = errors.New("the node describes the prepared statement diff
 
 // errNeedReprepare is what the client gets when a statement cannot run where it has the shape it
 // was told (the server's own error for a statement whose tables changed).
-var errNeedReprepare = mysql.NewError(1615, "HY000", "Prepared statement needs to be re-prepared")
+var errNeedReprepare = mysql.NewError(mysql.ErrNeedReprepare, "HY000", "Prepared statement needs to be re-prepared")
 
 func getUint32(b []byte) uint32 {
 	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
@@ -316,7 +310,7 @@ func (s *session) stmtCommand(cmd byte, n int) error {
 		s.client.SetSeq(1)
 		names := map[byte]string{mysql.ComStmtExecute: "mysqld_stmt_execute", mysql.ComStmtBulkExecute: "mysqld_stmt_bulk_execute",
 			mysql.ComStmtFetch: "mysqld_stmt_fetch", mysql.ComStmtReset: "mysqld_stmt_reset"}
-		return s.writeErr(mysql.NewError(1243, "HY000", "Unknown prepared statement handler (%d) given to %s", id, names[cmd]))
+		return s.writeErr(mysql.NewError(mysql.ErrUnknownStmtHandler, "HY000", "Unknown prepared statement handler (%d) given to %s", id, names[cmd]))
 	}
 	switch cmd {
 	case mysql.ComStmtExecute, mysql.ComStmtBulkExecute:
@@ -332,9 +326,9 @@ func (s *session) stmtCommand(cmd byte, n int) error {
 				return err
 			}
 			s.client.SetSeq(1)
-			return s.writeErr(mysql.NewError(1421, "HY000", "The statement (%d) has no open cursor.", id))
+			return s.writeErr(mysql.NewError(mysql.ErrStmtHasNoOpenCursor, "HY000", "The statement (%d) has no open cursor.", id))
 		}
-		return s.forwardStmt(bc, b.id, n, respRows)
+		return s.forwardStmtOn(bc, b.id, n, respRows)
 	default: // COM_STMT_RESET
 		s.dropLongData(st)
 		st.longErr = nil
@@ -347,8 +341,24 @@ func (s *session) stmtCommand(cmd byte, n int) error {
 			s.client.SetSeq(1)
 			return s.writeOKPacket(s.status)
 		}
-		return s.forwardStmt(s.bc, b.id, n, respSingle)
+		return s.forwardStmtOn(s.bc, b.id, n, respSingle)
 	}
+}
+
+// forwardStmtOn relays a statement command to bc (one of the session's connections) outside
+// the dispatch path (FETCH, RESET), mapping a failure as fail does.
+func (s *session) forwardStmtOn(bc *backend.Conn, id uint32, n int, kind respKind) error {
+	r := request{n: n, unread: true}
+	err := s.forwardStmt(bc, id, &r, kind)
+	if err == nil {
+		return nil
+	}
+	for i, c := range s.conns {
+		if c != nil && c.Conn == bc {
+			return s.fail(i, err, &r)
+		}
+	}
+	return err
 }
 
 // closeStmt closes st on every connection it was prepared on (COM_STMT_CLOSE has no response).
@@ -412,90 +422,46 @@ func (s *session) dropLongData(st *stmt) {
 }
 
 // execute handles COM_STMT_EXECUTE (and MariaDB's COM_STMT_BULK_EXECUTE, bulk): the statement is
-// routed like its text, on every EXECUTE.
+// routed like its text, on every EXECUTE. The command is held when it fits the read buffer,
+// so that a replica that fails before answering can be replaced by another; the statement's
+// long data goes with whichever node runs it, and is gone after.
 func (s *session) execute(st *stmt, n int, bulk bool) error {
-	snap := s.p.snapshot()
-	d := route.Decide(&st.class, st.query, &s.rs, s.rep, snap)
-	if d.Err != nil || d.Local {
-		if err := s.discardCommand(n); err != nil {
-			return err
-		}
-		s.client.SetSeq(1)
-		if d.Err != nil {
-			s.failed = true
-			return s.writeErr(d.Err)
-		}
-		s.cmd = append(append(s.cmd[:0], mysql.ComQuery), st.query...)
-		return s.localTransaction(&st.class, d)
-	}
-	c, err := s.use(d.Node)
-	if err == nil && d.Node != snap.Primary && st.binding(c.Conn) == nil {
-		// First EXECUTE on this node: prepare it here now, and when the node describes the
-		// statement otherwise (its schema differs), run it on the primary, now and next time.
-		differs := slices.Contains(st.differs, d.Node)
-		if !differs {
-			if _, perr := s.prepareOn(c.Conn, st); errors.Is(perr, errShapeDiffers) {
-				s.log.Info("prepared statement differs on a node; it runs on the primary", "node", s.p.opts.Nodes[d.Node].Name)
-				st.differs = append(st.differs, d.Node)
-				differs = true
-			}
-		}
-		if differs && s.rep.Mode == route.ReadOnly {
-			// No primary to fall back to on a read-only endpoint.
-			if err := s.discardCommand(n); err != nil {
+	defer s.dropLongData(st)
+	r := request{class: st.class, stmt: st.query, n: n, st: st, bulk: bulk, unread: true}
+	if n < mysql.MaxPacketPayload {
+		if p, err := s.client.PeekPayload(n, n); err == nil && len(p) == n {
+			s.cmd = append(s.cmd[:0], p...)
+			if err := s.client.Discard(4 + n); err != nil {
 				return err
 			}
-			s.client.SetSeq(1)
-			s.failed = true
-			return s.writeErr(errNeedReprepare)
-		}
-		if differs {
-			d = route.Decision{Node: snap.Primary, Reason: route.ReasonFallback}
-			c, err = s.use(d.Node)
+			r.held, r.unread = true, false
+			defer s.releaseCmd()
 		}
 	}
-	if err == nil && s.rs.TxPending && d.Node == snap.Primary {
-		if err = c.Exec(string(s.begin)); err == nil {
-			s.rs.TxPending = false
-		}
-	}
-	if err != nil {
-		if derr := s.discardCommand(n); derr != nil {
-			return derr
-		}
-		s.client.SetSeq(1)
-		return s.lost(d.Node, err)
-	}
-	rn := s.p.rnodes[d.Node]
-	rn.Active.Add(1)
-	if bulk {
-		err = s.bulkExecuteOn(st, n)
-	} else {
-		err = s.executeOn(st, n)
-	}
-	rn.Active.Add(-1)
-	if err == nil {
-		return s.after(&st.class, st.query, d)
-	}
-	return err
+	return s.dispatch(&r)
 }
 
-// executeOn runs COM_STMT_EXECUTE on the current connection.
-func (s *session) executeOn(st *stmt, n int) error {
-	bc := s.bc
+// executeOn runs r, an EXECUTE, on c (dispatch's send step).
+func (s *session) executeOn(r *request, c *nodeConn) error {
+	st, bc := r.st, c.Conn
 	if st.longErr != nil {
 		e := st.longErr
-		s.dropLongData(st)
 		st.longErr = nil
-		if err := s.discardCommand(n); err != nil {
+		if err := s.skip(r); err != nil {
 			return err
 		}
-		s.client.SetSeq(1)
+		s.failed = true
 		return s.writeErr(e)
 	}
-	b, err := s.bindOn(bc, st, n)
-	if b == nil {
+	b, err := s.bindOn(bc, st)
+	if err != nil {
 		return err
+	}
+	if r.bulk {
+		// Its parameter types come with it (the driver sets SEND_TYPES_TO_SERVER) and it takes
+		// no long data; the answer is one OK or ERR (sluice does not offer
+		// MARIADB_CLIENT_BULK_UNIT_RESULTS).
+		return s.forwardStmt(bc, b.id, r, respResult)
 	}
 	// Long data goes first, with this connection's id.
 	for _, chunk := range st.longData {
@@ -503,13 +469,18 @@ func (s *session) executeOn(st *stmt, n int) error {
 		s.scratch = append(s.scratch[:0], mysql.ComStmtSendLongData, byte(b.id), byte(b.id>>8), byte(b.id>>16), byte(b.id>>24))
 		s.scratch = append(s.scratch, chunk...)
 		if err := bc.WritePacket(s.scratch); err != nil {
-			return s.nodeLost(err)
+			return &relayError{err: err}
 		}
 	}
-	s.dropLongData(st)
-	head, err := s.client.PeekPayload(n, 10)
-	if err != nil {
-		return err
+	typesAt := -1
+	if st.params > 0 {
+		typesAt = 1 + 4 + 1 + 4 + (int(st.params)+7)/8 // the new-params-bound flag
+	}
+	head := s.cmd
+	if !r.held {
+		if head, err = s.client.PeekPayload(r.n, max(10, typesAt+1+2*int(st.params))); err != nil {
+			return &relayError{client: true, err: err}
+		}
 	}
 	kind := respResult
 	if len(head) > 5 && head[5]&0x0f != 0 {
@@ -517,129 +488,116 @@ func (s *session) executeOn(st *stmt, n int) error {
 		kind = respCursor
 	}
 	// Parameter types: remember them when bound; supply them when this connection lacks them.
-	typesAt := -1
-	if st.params > 0 {
-		typesAt = 1 + 4 + 1 + 4 + (int(st.params)+7)/8 // the new-params-bound flag
-	}
 	if typesAt > 0 {
-		head, err := s.client.PeekPayload(n, typesAt+1+2*int(st.params))
-		if err != nil {
-			return err
-		}
 		if len(head) > typesAt && head[typesAt] == 1 && len(head) >= typesAt+1+2*int(st.params) {
 			st.types = append(st.types[:0], head[typesAt+1:typesAt+1+2*int(st.params)]...)
 			b.typed = true
 		} else if len(head) > typesAt && head[typesAt] == 0 && !b.typed && len(st.types) > 0 {
-			return s.executeWithTypes(st, b, n, typesAt, kind)
+			return s.executeWithTypes(r, b, typesAt, kind)
 		}
 	}
-	return s.forwardStmt(bc, b.id, n, kind)
+	return s.forwardStmt(bc, b.id, r, kind)
 }
 
-// bindOn returns st's binding on bc, preparing st there first when it has none. When it cannot
-// (the node refused the statement: the client gets its error and the command is discarded; or
-// the node's connection broke, reported as relayFailure does) b is nil and err is the outcome of
-// the command.
-func (s *session) bindOn(bc *backend.Conn, st *stmt, n int) (b *stmtBinding, err error) {
-	if b = st.binding(bc); b != nil {
+// bindOn returns st's binding on bc, preparing st there first when it has none. The errors are
+// prepareOn's: the node's refusal (*mysql.SQLError), errShapeDiffers, or a broken connection.
+func (s *session) bindOn(bc *backend.Conn, st *stmt) (*stmtBinding, error) {
+	if b := st.binding(bc); b != nil {
 		return b, nil
 	}
-	if b, err = s.prepareOn(bc, st); err == nil {
-		return b, nil
-	}
-	var se *mysql.SQLError
-	if errors.Is(err, errShapeDiffers) {
-		se = errNeedReprepare
-	} else if !errors.As(err, &se) {
-		return nil, s.relayFailure(err)
-	}
-	if err := s.discardCommand(n); err != nil {
-		return nil, err
-	}
-	s.client.SetSeq(1)
-	return nil, s.writeErr(se)
-}
-
-// bulkExecuteOn runs COM_STMT_BULK_EXECUTE on the current connection. Its parameter types come
-// with it (the driver sets SEND_TYPES_TO_SERVER) and it takes no long data; the answer is one
-// OK or ERR (sluice does not offer MARIADB_CLIENT_BULK_UNIT_RESULTS).
-func (s *session) bulkExecuteOn(st *stmt, n int) error {
-	bc := s.bc
-	b, err := s.bindOn(bc, st, n)
-	if b == nil {
-		return err
-	}
-	return s.forwardStmt(bc, b.id, n, respResult)
+	return s.prepareOn(bc, st)
 }
 
 // executeWithTypes rewrites an EXECUTE that relies on types bound earlier on another connection,
 // adding them, for a connection that prepared the statement lazily.
-func (s *session) executeWithTypes(st *stmt, b *stmtBinding, n, typesAt int, kind respKind) error {
-	// Held whole to be rewritten: bounded by the session's budget like long data.
-	p, err := s.readKept()
-	if err != nil {
-		return err
+func (s *session) executeWithTypes(r *request, b *stmtBinding, typesAt int, kind respKind) error {
+	p := s.cmd
+	if !r.held {
+		// Held whole to be rewritten: bounded by the session's budget like long data.
+		var err error
+		r.unread = false
+		if p, err = s.readKept(); err != nil {
+			return &relayError{client: true, err: err}
+		}
 	}
 	out := append(s.scratch[:0], p[0], byte(b.id), byte(b.id>>8), byte(b.id>>16), byte(b.id>>24))
 	out = append(out, p[5:typesAt]...)
 	out = append(out, 1)
-	out = append(out, st.types...)
+	out = append(out, r.st.types...)
 	out = append(out, p[typesAt+1:]...)
 	s.scratch = out // released after the command when large (session.loop)
 	b.typed = true
 	bc := b.bc
 	bc.SetSeq(0)
 	if err := bc.WritePacket(out); err != nil {
-		return s.nodeLost(err)
+		return &relayError{err: err}
 	}
 	if err := bc.FlushBeforeRead(); err != nil {
-		return s.nodeLost(err)
+		return &relayError{err: err}
 	}
 	s.client.SetSeq(bc.Seq())
-	return s.relayFailure(s.relayTimed(bc, kind))
+	return s.relayTimed(bc, kind)
 }
 
-// forwardStmt relays a statement command to bc with the statement id replaced by the node's.
-func (s *session) forwardStmt(bc *backend.Conn, id uint32, n int, kind respKind) error {
+// forwardStmt sends r, a statement command, to bc with the statement id replaced by the node's
+// (id), and relays the answer. A held command is sent from s.cmd; otherwise it streams from the
+// client's buffer.
+func (s *session) forwardStmt(bc *backend.Conn, id uint32, r *request, kind respKind) error {
+	if r.held {
+		s.cmd[1], s.cmd[2], s.cmd[3], s.cmd[4] = byte(id), byte(id>>8), byte(id>>16), byte(id>>24)
+		bc.SetSeq(0)
+		if err := bc.WritePacket(s.cmd); err != nil {
+			return &relayError{err: err}
+		}
+		if err := bc.FlushBeforeRead(); err != nil {
+			return &relayError{err: err}
+		}
+		s.client.SetSeq(1)
+		return s.relayTimed(bc, kind)
+	}
+	n := r.n
+	r.unread = false
 	hdr, err := s.client.PeekPayload(n, 1)
 	if err != nil {
-		return err
+		return &relayError{client: true, err: err}
 	}
 	cmd := hdr[0]
 	if err := s.client.Discard(9); err != nil {
-		return err
+		return &relayError{client: true, err: err}
 	}
 	// Built in s.scratch: a slice literal passed to WriteRaw would be allocated per statement.
 	s.scratch = append(s.scratch[:0], byte(n), byte(n>>8), byte(n>>16), 0, cmd,
 		byte(id), byte(id>>8), byte(id>>16), byte(id>>24))
 	if err := bc.WriteRaw(s.scratch); err != nil {
-		return s.nodeLost(err)
+		return &relayError{err: err}
 	}
 	if err := s.client.CopyN(bc.Conn, n-5); err != nil {
-		var we *mysql.WriteError
-		if errors.As(err, &we) {
-			return s.nodeLost(we.Err)
-		}
-		return err
+		return copyFailure(err)
 	}
 	seq := uint8(1)
 	for n == mysql.MaxPacketPayload {
 		if n, _, err = s.client.PeekHeader(); err != nil {
-			return err
+			return &relayError{client: true, err: err}
 		}
 		if err := s.client.CopyPacket(bc.Conn, n); err != nil {
-			var we *mysql.WriteError
-			if errors.As(err, &we) {
-				return s.nodeLost(we.Err)
-			}
-			return err
+			return copyFailure(err)
 		}
 		seq++
 	}
 	bc.SetSeq(seq)
 	s.client.SetSeq(seq)
 	if err := bc.FlushBeforeRead(); err != nil {
-		return s.nodeLost(err)
+		return &relayError{err: err}
 	}
-	return s.relayFailure(s.relayTimed(bc, kind))
+	return s.relayTimed(bc, kind)
+}
+
+// copyFailure classifies a failure of copying the client's command to a node: the node's side
+// (a *mysql.WriteError) or the client's.
+func copyFailure(err error) error {
+	var we *mysql.WriteError
+	if errors.As(err, &we) {
+		return &relayError{err: we.Err}
+	}
+	return &relayError{client: true, err: err}
 }

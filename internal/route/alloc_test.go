@@ -46,13 +46,13 @@ func TestDecideDoesNotAllocate(t *testing.T) {
 	roResults := results(roStmts)
 	for _, tc := range []struct {
 		name string
-		ep   *Endpoint
+		ep   *Settings
 	}{
 		{"read-write, weighted", rw()},
-		{"read-write, least-active", &Endpoint{Name: "rw", Mode: ReadWrite, Weights: []int{0, 100, 100}, Policy: LeastActive{}}},
-		{"read-write, least-connections", &Endpoint{Name: "rw", Mode: ReadWrite, Weights: []int{0, 100, 100}, Policy: LeastConnections{}}},
-		{"read-write, transaction splitting", &Endpoint{Name: "rw", Mode: ReadWrite, Weights: []int{50, 100, 100}, Policy: NewWeighted(), SplitTx: true}},
-		{"read-only", &Endpoint{Name: "ro", Mode: ReadOnly, Weights: []int{0, 100, 100}, Policy: NewWeighted()}},
+		{"read-write, least-active", &Settings{Name: "rw", Mode: ReadWrite, Weights: []int{0, 100, 100}, Policy: LeastActive{}}},
+		{"read-write, least-connections", &Settings{Name: "rw", Mode: ReadWrite, Weights: []int{0, 100, 100}, Policy: LeastConnections{}}},
+		{"read-write, transaction splitting", &Settings{Name: "rw", Mode: ReadWrite, Weights: []int{50, 100, 100}, Policy: NewWeighted(), SplitTx: true}},
+		{"read-only", &Settings{Name: "ro", Mode: ReadOnly, Weights: []int{0, 100, 100}, Policy: NewWeighted()}},
 	} {
 		snap := cluster()
 		s := NewSession()

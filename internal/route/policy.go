@@ -1,26 +1,17 @@
 package route
 
 import (
+	"fmt"
 	"sync"
-	"sync/atomic"
-)
 
-// Node is one backend as routing sees it: fixed identity plus live counters.
-type Node struct {
-	Name    string
-	Primary bool
-	Zone    string
-	// Active counts the statements this proxy has in flight on the node (least-active).
-	Active atomic.Int64
-	// Conns counts this proxy's open connections to the node.
-	Conns atomic.Int64
-}
+	"github.com/sluicedb/sluice/internal/topology"
+)
 
 // Policy picks one node for a read among candidates (node indexes, in configuration order)
 // with their weights (> 0). It returns -1 when candidates is empty. Implementations are safe for
 // concurrent use.
 type Policy interface {
-	Pick(nodes []*Node, candidates []int, weights []int) int
+	Pick(load []*topology.Load, candidates []int, weights []int) int
 	Name() string
 }
 
@@ -38,7 +29,7 @@ func NewWeighted() *Weighted { return &Weighted{current: map[int]int{}} }
 
 func (w *Weighted) Name() string { return "weighted" }
 
-func (w *Weighted) Pick(_ []*Node, candidates []int, weights []int) int {
+func (w *Weighted) Pick(_ []*topology.Load, candidates []int, weights []int) int {
 	if len(candidates) == 0 {
 		return -1
 	}
@@ -64,17 +55,17 @@ type LeastActive struct{}
 
 func (LeastActive) Name() string { return "least-active" }
 
-func (LeastActive) Pick(nodes []*Node, candidates []int, weights []int) int {
-	return leastPerWeight(nodes, candidates, weights, func(n *Node) int64 { return n.Active.Load() })
+func (LeastActive) Pick(load []*topology.Load, candidates []int, weights []int) int {
+	return leastPerWeight(load, candidates, weights, func(l *topology.Load) int64 { return l.Active.Load() })
 }
 
 // leastPerWeight picks the candidate with the lowest load/weight, ties to the one listed first.
-func leastPerWeight(nodes []*Node, candidates []int, weights []int, load func(*Node) int64) int {
+func leastPerWeight(loads []*topology.Load, candidates []int, weights []int, load func(*topology.Load) int64) int {
 	best := -1
 	var bestLoad int64
 	bestWeight := 1
 	for i, n := range candidates {
-		l := load(nodes[n])
+		l := load(loads[n])
 		// l/w < bestLoad/bestWeight, without division.
 		if best < 0 || l*int64(bestWeight) < bestLoad*int64(weights[i]) {
 			best, bestLoad, bestWeight = n, l, weights[i]
@@ -83,12 +74,17 @@ func leastPerWeight(nodes []*Node, candidates []int, weights []int, load func(*N
 	return best
 }
 
-// PolicyByName returns a new policy for a configuration name.
-func PolicyByName(name string) Policy {
-	if name == "weighted" {
-		return NewWeighted()
+// ParsePolicy returns a new policy for its configuration name.
+func ParsePolicy(name string) (Policy, error) {
+	switch name {
+	case "weighted":
+		return NewWeighted(), nil
+	case "least-active":
+		return LeastActive{}, nil
+	case "least-connections":
+		return LeastConnections{}, nil
 	}
-	return LeastActive{}
+	return nil, fmt.Errorf("unknown balancing policy %q (want least-active, weighted or least-connections)", name)
 }
 
 // LeastConnections picks the candidate with the fewest proxy connections per unit of weight
@@ -98,6 +94,6 @@ type LeastConnections struct{}
 
 func (LeastConnections) Name() string { return "least-connections" }
 
-func (LeastConnections) Pick(nodes []*Node, candidates []int, weights []int) int {
-	return leastPerWeight(nodes, candidates, weights, func(n *Node) int64 { return n.Conns.Load() })
+func (LeastConnections) Pick(load []*topology.Load, candidates []int, weights []int) int {
+	return leastPerWeight(load, candidates, weights, func(l *topology.Load) int64 { return l.Conns.Load() })
 }

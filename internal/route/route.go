@@ -1,8 +1,12 @@
 package route
 
 import (
+	"fmt"
+	"sync/atomic"
+
 	"github.com/sluicedb/sluice/internal/classify"
 	"github.com/sluicedb/sluice/internal/mysql"
+	"github.com/sluicedb/sluice/internal/topology"
 )
 
 // Mode is an endpoint's mode.
@@ -13,9 +17,55 @@ const (
 	ReadOnly              // each session bound to one replica; the primary never used
 )
 
-// Endpoint is the routing policy of one endpoint.
+// String returns the configuration spelling of the mode.
+func (m Mode) String() string {
+	if m == ReadOnly {
+		return "read-only"
+	}
+	return "read-write"
+}
+
+// ParseMode reads a mode as the configuration spells it.
+func ParseMode(s string) (Mode, error) {
+	switch s {
+	case "read-write":
+		return ReadWrite, nil
+	case "read-only":
+		return ReadOnly, nil
+	}
+	return ReadWrite, fmt.Errorf("unknown endpoint mode %q (want read-write or read-only)", s)
+}
+
+// Endpoint is one endpoint's routing policy, shared by all its sessions. Its settings sit
+// behind an atomic pointer: a change (Update) reaches every live session at its next
+// statement, and a statement sees one version of them, never a mix.
 type Endpoint struct {
-	Name    string
+	name     string
+	settings atomic.Pointer[Settings]
+}
+
+// NewEndpoint returns the endpoint called name with settings s.
+func NewEndpoint(name string, s *Settings) *Endpoint {
+	e := &Endpoint{name: name}
+	e.Update(s)
+	return e
+}
+
+// Name returns the endpoint's name.
+func (e *Endpoint) Name() string { return e.name }
+
+// Settings returns the settings in force. The caller must not modify them.
+func (e *Endpoint) Settings() *Settings { return e.settings.Load() }
+
+// Update replaces the settings; s must not be modified afterwards.
+func (e *Endpoint) Update(s *Settings) {
+	s.Name = e.name
+	e.settings.Store(s)
+}
+
+// Settings are an endpoint's routing settings. Immutable once published by Endpoint.Update.
+type Settings struct {
+	Name    string // the endpoint's, for error messages (set by Update)
 	Mode    Mode
 	Weights []int // read weight per node index
 	Policy  Policy
@@ -24,13 +74,6 @@ type Endpoint struct {
 	SplitTx bool
 	// StrictMulti pins the session to the primary after any multi-statement batch.
 	StrictMulti bool
-}
-
-// Snapshot is the topology routing reads: the nodes and which are up. Immutable once published.
-type Snapshot struct {
-	Nodes   []*Node
-	Up      []bool
-	Primary int
 }
 
 // Pin is a set of reasons a session must stay on the primary, where its state lives.
@@ -42,8 +85,6 @@ const (
 	PinGetLock                    // GET_LOCK until the locks are released
 	PinSet                        // a SET sluice cannot replay on other nodes
 	PinMulti                      // a multi-statement batch that may have left state behind
-	PinUserVar                    // user variables set on the primary
-	PinPrepare                    // SQL-level PREPARE: the statement lives on the primary
 )
 
 // Session is the routing state of one client session.
@@ -90,7 +131,6 @@ const (
 	ReasonReadOnlyTx  // START TRANSACTION READ ONLY on a replica
 	ReasonPrimaryOnly // statements that only the primary answers meaningfully (SHOW MASTER STATUS...)
 	ReasonMulti       // multi-statement batch
-	ReasonRefused
 )
 
 var reasonNames = [...]string{
@@ -99,7 +139,7 @@ var reasonNames = [...]string{
 	ReasonSessionFunction: "session function", ReasonPinned: "pinned", ReasonPrevious: "previous statement",
 	ReasonUnknown: "unclassified", ReasonFallback: "fallback: no replica", ReasonBound: "bound replica",
 	ReasonSession: "session state", ReasonDeferredTx: "transaction deferred", ReasonReadOnlyTx: "read-only transaction",
-	ReasonPrimaryOnly: "primary only", ReasonMulti: "multi-statement", ReasonRefused: "refused",
+	ReasonPrimaryOnly: "primary only", ReasonMulti: "multi-statement",
 }
 
 func (r Reason) String() string {
@@ -129,7 +169,8 @@ var (
 	errHintWrite = mysql.NewError(mysql.ErrOptionPreventsStm, "HY000", "sluice: /*FORCE_SLAVE*/ cannot run a write or a statement of a transaction that wrote")
 )
 
-// isWrite reports whether a statement must run on the primary whatever the session state.
+// needsPrimary reports whether a statement must run on the primary whatever the session state,
+// and why.
 func needsPrimary(c *classify.Result) (bool, Reason) {
 	if c.Flags&classify.SetReadWrite != 0 && c.Kind != classify.Set {
 		return true, ReasonWrite // SET STATEMENT tx_read_only = 0 FOR …: it could write
@@ -166,7 +207,7 @@ func needsPrimary(c *classify.Result) (bool, Reason) {
 }
 
 // Decide routes one statement. stmt is the statement text (for the FORCE_NODE name).
-func Decide(c *classify.Result, stmt []byte, s *Session, ep *Endpoint, snap *Snapshot) Decision {
+func Decide(c *classify.Result, stmt []byte, s *Session, ep *Settings, snap *topology.Snapshot) Decision {
 	if ep.Mode == ReadOnly {
 		return decideReadOnly(c, s, ep, snap)
 	}
@@ -259,7 +300,7 @@ func Decide(c *classify.Result, stmt []byte, s *Session, ep *Endpoint, snap *Sna
 
 // pickReplica chooses among the nodes with a read weight that are up (the primary too when
 // withPrimary and its weight > 0; a FORCE_SLAVE hint wants a replica only).
-func pickReplica(s *Session, ep *Endpoint, snap *Snapshot, withPrimary bool) int {
+func pickReplica(s *Session, ep *Settings, snap *topology.Snapshot, withPrimary bool) int {
 	candidates, weights := s.cand[:0], s.wts[:0]
 	for i, w := range ep.Weights {
 		if w <= 0 || !snap.Up[i] || (i == snap.Primary && !withPrimary) {
@@ -269,11 +310,11 @@ func pickReplica(s *Session, ep *Endpoint, snap *Snapshot, withPrimary bool) int
 		weights = append(weights, w)
 	}
 	s.cand, s.wts = candidates, weights
-	return ep.Policy.Pick(snap.Nodes, candidates, weights)
+	return ep.Policy.Pick(snap.Load, candidates, weights)
 }
 
 // decideReadOnly: every statement goes to the session's replica; writes are refused.
-func decideReadOnly(c *classify.Result, s *Session, ep *Endpoint, snap *Snapshot) Decision {
+func decideReadOnly(c *classify.Result, s *Session, ep *Settings, snap *topology.Snapshot) Decision {
 	if c.Hint == classify.HintForceMaster || readOnlyRefuses(c) {
 		return Decision{Node: -1, Err: errReadOnly(ep.Name)}
 	}
@@ -324,7 +365,7 @@ const readOnlyBatchKinds = classify.KindSet(1<<classify.Select | 1<<classify.Sho
 	1<<classify.Set | 1<<classify.Use | 1<<classify.Begin | 1<<classify.Commit | 1<<classify.Rollback)
 
 // BindReplica chooses the replica a new session of a read-only endpoint is bound to, or -1.
-func BindReplica(s *Session, ep *Endpoint, snap *Snapshot) int {
+func BindReplica(s *Session, ep *Settings, snap *topology.Snapshot) int {
 	if _, ok := ep.Policy.(LeastActive); ok {
 		bind := *ep
 		bind.Policy = LeastConnections{}

@@ -4,33 +4,40 @@ import (
 	"testing"
 
 	"github.com/sluicedb/sluice/internal/classify"
+	"github.com/sluicedb/sluice/internal/topology"
 )
 
 // cluster: node 0 primary, 1 replica1, 2 replica2.
-func cluster(up ...bool) *Snapshot {
+func cluster(up ...bool) *topology.Snapshot {
 	if len(up) == 0 {
 		up = []bool{true, true, true}
 	}
-	return &Snapshot{
-		Nodes:   []*Node{{Name: "primary", Primary: true}, {Name: "replica1"}, {Name: "replica2"}},
+	return &topology.Snapshot{
+		Nodes: []*topology.Node{
+			{Index: 0, Name: "primary", Role: topology.Primary},
+			{Index: 1, Name: "replica1"},
+			{Index: 2, Name: "replica2"},
+		},
+		Load:    []*topology.Load{{}, {}, {}},
 		Up:      up,
 		Primary: 0,
 	}
 }
 
-func rw(weights ...int) *Endpoint {
+func rw(weights ...int) *Settings {
 	if len(weights) == 0 {
 		weights = []int{0, 100, 100}
 	}
-	return &Endpoint{Name: "rw", Mode: ReadWrite, Weights: weights, Policy: NewWeighted()}
+	return &Settings{Name: "rw", Mode: ReadWrite, Weights: weights, Policy: NewWeighted()}
 }
 
 func TestWeightedSequence(t *testing.T) {
 	w := NewWeighted()
-	nodes := cluster().Nodes
+	snap := cluster()
+	nodes := snap.Nodes
 	var got []string
 	for i := 0; i < 10; i++ {
-		got = append(got, nodes[w.Pick(nodes, []int{0, 1, 2}, []int{100, 200, 200})].Name)
+		got = append(got, nodes[w.Pick(snap.Load, []int{0, 1, 2}, []int{100, 200, 200})].Name)
 	}
 	want := []string{"replica1", "replica2", "primary", "replica1", "replica2", "replica1", "replica2", "primary", "replica1", "replica2"}
 	for i := range want {
@@ -41,7 +48,7 @@ func TestWeightedSequence(t *testing.T) {
 }
 
 func TestLeastActive(t *testing.T) {
-	nodes := cluster().Nodes
+	nodes := cluster().Load
 	p := LeastActive{}
 	if n := p.Pick(nodes, []int{1, 2}, []int{100, 100}); n != 1 {
 		t.Fatalf("tie: %d, want the first listed", n)
@@ -67,8 +74,8 @@ func TestDecide(t *testing.T) {
 		c      classify.Result
 		stmt   string
 		s      func(*Session)
-		ep     *Endpoint
-		snap   *Snapshot
+		ep     *Settings
+		snap   *topology.Snapshot
 		node   int // -1: error or local
 		reason Reason
 		err    bool
@@ -133,16 +140,16 @@ func TestDecide(t *testing.T) {
 			stmt: "primary", node: 0, reason: ReasonHint},
 		{name: "hint force node down", c: classify.Result{Kind: classify.Select, Hint: classify.HintForceNode, NodeName: [2]int32{0, 8}},
 			stmt: "replica1", snap: cluster(true, false, true), node: -1, err: true},
-		{name: "split: begin deferred", c: classify.Result{Kind: classify.Begin}, ep: &Endpoint{Mode: ReadWrite, Weights: []int{0, 100, 100}, Policy: NewWeighted(), SplitTx: true},
+		{name: "split: begin deferred", c: classify.Result{Kind: classify.Begin}, ep: &Settings{Mode: ReadWrite, Weights: []int{0, 100, 100}, Policy: NewWeighted(), SplitTx: true},
 			node: -1, local: true, reason: ReasonDeferredTx},
 		{name: "split: read before the first write", c: sel, s: func(s *Session) { s.TxPending = true },
-			ep: &Endpoint{Mode: ReadWrite, Weights: []int{0, 100, 100}, Policy: NewWeighted(), SplitTx: true}, node: 1, reason: ReasonRead},
+			ep: &Settings{Mode: ReadWrite, Weights: []int{0, 100, 100}, Policy: NewWeighted(), SplitTx: true}, node: 1, reason: ReasonRead},
 		{name: "split: commit of a transaction that never wrote", c: classify.Result{Kind: classify.Commit}, s: func(s *Session) { s.TxPending = true },
-			ep: &Endpoint{Mode: ReadWrite, Weights: []int{0, 100, 100}, Policy: NewWeighted(), SplitTx: true}, node: -1, local: true, reason: ReasonDeferredTx},
+			ep: &Settings{Mode: ReadWrite, Weights: []int{0, 100, 100}, Policy: NewWeighted(), SplitTx: true}, node: -1, local: true, reason: ReasonDeferredTx},
 		{name: "split: first write to the primary", c: classify.Result{Kind: classify.Insert}, s: func(s *Session) { s.TxPending = true },
-			ep: &Endpoint{Mode: ReadWrite, Weights: []int{0, 100, 100}, Policy: NewWeighted(), SplitTx: true}, node: 0, reason: ReasonWrite},
+			ep: &Settings{Mode: ReadWrite, Weights: []int{0, 100, 100}, Policy: NewWeighted(), SplitTx: true}, node: 0, reason: ReasonWrite},
 	}
-	ro := &Endpoint{Name: "ro", Mode: ReadOnly, Weights: []int{0, 100, 100}, Policy: NewWeighted()}
+	ro := &Settings{Name: "ro", Mode: ReadOnly, Weights: []int{0, 100, 100}, Policy: NewWeighted()}
 	bound := func(s *Session) { s.Bound = 2 }
 	tests = append(tests,
 		tc{name: "read-only: select on the bound replica", c: sel, s: bound, ep: ro, node: 2, reason: ReasonBound},
@@ -198,7 +205,7 @@ func TestDecide(t *testing.T) {
 }
 
 func TestBindReplica(t *testing.T) {
-	ep := &Endpoint{Mode: ReadOnly, Weights: []int{0, 100, 100}, Policy: NewWeighted()}
+	ep := &Settings{Mode: ReadOnly, Weights: []int{0, 100, 100}, Policy: NewWeighted()}
 	s := NewSession()
 	if n := BindReplica(&s, ep, cluster(true, false, false)); n != -1 {
 		t.Fatalf("no replica up: %d", n)
@@ -215,7 +222,7 @@ func TestBindReplica(t *testing.T) {
 func BenchmarkDecide(b *testing.B) {
 	c := classify.Result{Kind: classify.Select}
 	s := NewSession()
-	ep := &Endpoint{Mode: ReadWrite, Weights: []int{0, 100, 100}, Policy: LeastActive{}}
+	ep := &Settings{Mode: ReadWrite, Weights: []int{0, 100, 100}, Policy: LeastActive{}}
 	snap := cluster()
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {

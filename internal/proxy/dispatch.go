@@ -1,0 +1,355 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+
+	"github.com/sluicedb/sluice/internal/classify"
+	"github.com/sluicedb/sluice/internal/mysql"
+	"github.com/sluicedb/sluice/internal/route"
+	"github.com/sluicedb/sluice/internal/topology"
+)
+
+// One dispatch path for every statement a client sends, as text (COM_QUERY) or prepared
+// (COM_STMT_EXECUTE, COM_STMT_BULK_EXECUTE):
+//
+//	route -> acquire the node connection -> sync session state -> deferred BEGIN ->
+//	count active -> relay -> after-effects
+//
+// with a read that failed on a replica before any byte reached the client retried once on
+// another replica, then on the primary (retry), and one function (fail) deciding what the
+// client sees when it does not work out.
+
+// request is one statement command on its way to a node.
+type request struct {
+	// class is held by value: the request's pointers (st) reach the heap, and a pointer here
+	// would take the classification there with them, once per statement.
+	class classify.Result
+	stmt  []byte // the statement's text: FORCE_NODE's node name, after-effects
+	// n is the command's payload length. When held, the command is in s.cmd and can be sent
+	// again; otherwise it stays in the client's read buffer until it is sent (unread), and can
+	// be sent only once.
+	n      int
+	held   bool
+	unread bool
+	st     *stmt // EXECUTE: the prepared statement
+	bulk   bool  // COM_STMT_BULK_EXECUTE
+}
+
+// resendable reports whether the command can still be sent to another node.
+func (r *request) resendable() bool { return r.held || r.unread }
+
+// maxHeldStatement is the largest statement sluice holds whole to classify it; a larger one is
+// routed by its head (hugeQuery).
+const maxHeldStatement = 1 << 20
+
+// query runs one COM_QUERY.
+func (s *session) query(n int) error {
+	p, err := s.client.PeekPayload(n, n)
+	if err != nil {
+		return err
+	}
+	switch {
+	case n >= mysql.MaxPacketPayload || n > maxHeldStatement:
+		// Too large to hold: routed by its head, streamed.
+		return s.hugeQuery(n, p)
+	case len(p) < n:
+		// Larger than the read buffer: held whole, so that it is classified whole (a trailing
+		// FOR UPDATE or INTO counts) and routed like any statement.
+		s.client.SetSeq(0)
+		if s.cmd, err = s.client.ReadPacketInto(s.cmd); err != nil {
+			return err
+		}
+	default:
+		s.cmd = append(s.cmd[:0], p...)
+		if err := s.client.Discard(4 + n); err != nil {
+			return err
+		}
+	}
+	defer s.releaseCmd()
+	s.client.SetSeq(1)
+	stmt := s.cmd[1:]
+	if cmd, ok := classify.IsProxyInternal(stmt); ok {
+		return s.proxyCommand(cmd)
+	}
+	return s.dispatch(&request{class: classify.Classify(stmt), stmt: stmt, n: n, held: true})
+}
+
+// hugeQuery routes and streams a statement too large to hold (over maxHeldStatement, or over
+// one 16 MiB packet), of which sluice sees only the head (p: what the read buffer holds). What
+// the rest says is unknown, so it is routed as a statement sluice cannot classify: to the
+// primary, opening a deferred transaction first, or where the session's transaction is; hints
+// in the head count. On a read-only endpoint a SELECT (one statement, as far as the head
+// shows) goes to the bound replica, whose connection is read-only; anything else is refused.
+func (s *session) hugeQuery(n int, p []byte) error {
+	s.cmd = append(s.cmd[:0], p...)
+	defer s.releaseCmd()
+	head := s.cmd[1:]
+	c := classify.Classify(head)
+	if !(s.ep.route.Settings().Mode == route.ReadOnly && c.Kind == classify.Select && c.Flags&classify.Multi == 0) {
+		c = classify.Result{Kind: classify.Unknown, Hint: c.Hint, NodeName: c.NodeName}
+	}
+	return s.dispatch(&request{class: c, stmt: head, n: n, unread: true})
+}
+
+// releaseCmd lets go of a held statement's buffer when it was large, so that an idle session
+// does not keep a megabyte.
+func (s *session) releaseCmd() {
+	if cap(s.cmd) > keepBuffer {
+		s.cmd = nil
+	}
+}
+
+// dispatch routes r, runs it, and learns from the outcome.
+func (s *session) dispatch(r *request) error {
+	// One version of the endpoint's settings for the whole statement.
+	set := s.ep.route.Settings()
+	snap := s.p.topo.Snapshot()
+	d := route.Decide(&r.class, r.stmt, &s.rs, set, snap)
+	if d.Err != nil || d.Local {
+		if err := s.skip(r); err != nil {
+			return err
+		}
+		if d.Err != nil {
+			s.failed = true
+			return s.writeErr(d.Err)
+		}
+		return s.localTransaction(r, d)
+	}
+	tries := 0
+	for {
+		err := s.send(r, d, snap)
+		if err == nil {
+			return s.after(&r.class, r.stmt, d, set)
+		}
+		next, again := s.retry(r, d, err, &tries, set)
+		if !again {
+			return s.fail(d.Node, err, r)
+		}
+		d, snap = next, s.p.topo.Snapshot()
+	}
+}
+
+// skip drops a command that will not be sent (refused, or answered by sluice) from the
+// client's buffer, and readies the answer's sequence id.
+func (s *session) skip(r *request) error {
+	if r.unread {
+		r.unread = false
+		if err := s.discardCommand(r.n); err != nil {
+			return err
+		}
+	}
+	s.client.SetSeq(1)
+	return nil
+}
+
+// send runs r on the node d chose: acquire its connection (opened and brought in line with the
+// session), open a deferred transaction there, count the statement active, relay.
+func (s *session) send(r *request, d route.Decision, snap *topology.Snapshot) error {
+	c, err := s.use(d.Node)
+	if err != nil {
+		return err
+	}
+	if r.st != nil && !snap.IsPrimary(d.Node) && r.st.binding(c.Conn) == nil {
+		// First EXECUTE on this node: prepare the statement here now; a node that describes
+		// it otherwise (its schema differs) does not run it, now or later.
+		if slices.Contains(r.st.differs, d.Node) {
+			return errShapeDiffers
+		}
+		if _, err := s.prepareOn(c.Conn, r.st); err != nil {
+			if errors.Is(err, errShapeDiffers) {
+				s.log.Info("prepared statement differs on a node; it runs on the primary", "node", c.name)
+				r.st.differs = append(r.st.differs, d.Node)
+			}
+			return err
+		}
+	}
+	if s.rs.TxPending && snap.IsPrimary(d.Node) {
+		// Transaction splitting: the transaction opens on the primary at its first write.
+		if err := c.Exec(string(s.begin)); err != nil {
+			return err
+		}
+		s.rs.TxPending = false
+	}
+	load := snap.Load[d.Node]
+	load.Active.Add(1)
+	defer load.Active.Add(-1)
+	switch {
+	case r.st != nil:
+		return s.executeOn(r, c)
+	case r.held:
+		c.SetSeq(0)
+		if err := c.WritePacket(s.cmd); err != nil {
+			return &relayError{err: err}
+		}
+		// Sent from inside the wait for the answer (saves a read that would find nothing).
+		if err := c.FlushBeforeRead(); err != nil {
+			return &relayError{err: err}
+		}
+		s.client.SetSeq(1)
+		return s.relayTimed(c.Conn, respResult)
+	default:
+		r.unread = false
+		return s.forward(r.n, respResult)
+	}
+}
+
+// retry decides, after r failed on the node d chose, whether it goes elsewhere and where: a
+// statement whose prepared form differs on a replica, or whose session state a replica
+// refused, goes to the primary; a read whose replica failed before any byte of its answer
+// reached the client goes to another replica once, then to the primary.
+func (s *session) retry(r *request, d route.Decision, err error, tries *int, set *route.Settings) (route.Decision, bool) {
+	snap := s.p.topo.Snapshot()
+	primary := route.Decision{Node: snap.Primary, Reason: route.ReasonFallback}
+	if !r.resendable() || s.responseStarted() || s.killed() || d.Node == snap.Primary {
+		return d, false
+	}
+	switch {
+	case errors.Is(err, errShapeDiffers):
+		// No primary to fall back to on a read-only endpoint.
+		return primary, set.Mode != route.ReadOnly
+	case errors.Is(err, errStateSync):
+		// A replica refused the session's state: the session stays on the primary from now on.
+		s.rs.Pins |= route.PinSet
+		return route.Decision{Node: snap.Primary, Reason: route.ReasonPinned}, set.Mode != route.ReadOnly
+	}
+	var re *relayError
+	if d.Reason != route.ReasonRead || (errors.As(err, &re) && re.client) {
+		return d, false
+	}
+	// Try the read elsewhere. A replica that failed is taken out of routing; one that answered
+	// with an error (it refused the connection: too many connections, access denied there) or
+	// cannot serve this client (errCapsMismatch) is not down.
+	var se *mysql.SQLError
+	if !errors.Is(err, errCapsMismatch) && !errors.As(err, &se) {
+		s.p.topo.NodeFailed(d.Node, unwrapRelay(err))
+	}
+	s.drop(d.Node)
+	*tries++
+	snap = s.p.topo.Snapshot()
+	if *tries == 1 {
+		next := route.Decide(&r.class, r.stmt, &s.rs, set, snap)
+		if next.Err == nil && !next.Local && next.Node != snap.Primary {
+			return next, true
+		}
+	}
+	return route.Decision{Node: snap.Primary, Reason: route.ReasonFallback}, true
+}
+
+func unwrapRelay(err error) error {
+	var re *relayError
+	if errors.As(err, &re) {
+		return re.err
+	}
+	return err
+}
+
+// fail decides what the client sees after a command failed on node i, and whether the session
+// goes on (nil) or ends (an error). It is the one place that decides:
+//   - the client's own connection broke: the session ends;
+//   - the node answered with an error (it refused a deferred BEGIN, the statement's session
+//     state, the statement's prepared form): the client gets that error, the session goes on;
+//   - the node's connection broke or timed out: the node is reported to the topology; the client
+//     gets error 2013 when the node was not the session's home and nothing of the answer
+//     reached it yet; otherwise its connection is closed, as when a server dies under a client
+//     (nodeLost).
+//
+// r is the failed command (nil for one that was read whole): one still in the client's buffer
+// is dropped before an error packet is written.
+func (s *session) fail(i int, err error, r *request) error {
+	var re *relayError
+	if errors.As(err, &re) {
+		if re.client {
+			return err
+		}
+		err = re.err
+	}
+	var se *mysql.SQLError
+	switch {
+	case errors.Is(err, errShapeDiffers):
+		se = errNeedReprepare
+	case errors.Is(err, errStateSync):
+		se = mysql.NewError(mysql.ErrUnknown, "HY000", "sluice: node %s refused this session's state", s.nodeOf(i).Name)
+	case errors.As(err, &se):
+	}
+	if se != nil {
+		if r != nil {
+			if err := s.skip(r); err != nil {
+				return err
+			}
+		}
+		s.failed = true
+		return s.writeErr(se)
+	}
+	s.node = s.nodeOf(i)
+	s.drop(i)
+	if i == s.home {
+		return s.nodeLost(err)
+	}
+	if s.killed() {
+		return err // sluice closed it (shutdown, KILL): the node is fine
+	}
+	if !errors.Is(err, errCapsMismatch) {
+		s.p.topo.NodeFailed(i, err)
+	}
+	if s.responseStarted() {
+		// Part of the node's answer already reached the client: no error packet can follow
+		// it. The client's connection closes, as when a server dies mid-answer.
+		return s.nodeLost(err)
+	}
+	// Another node's connection broke mid-statement: the client gets the error, and the
+	// session, whose state lives on its home node, goes on.
+	if r != nil {
+		if err := s.skip(r); err != nil {
+			return err
+		}
+	}
+	s.failed = true
+	return s.writeErr(mysql.NewError(mysql.CRServerLost, "HY000", "Lost connection to backend server '%s' during query", s.node.Name))
+}
+
+// nodeLost ends the session after the connection to a node broke where no error packet can
+// tell the client: the client's connection is closed without a reply, exactly as when a server
+// dies under a client, so its driver sees a broken connection (and its pool discards it) rather
+// than a server error on a connection that looks healthy.
+func (s *session) nodeLost(cause error) error {
+	if errors.Is(cause, os.ErrDeadlineExceeded) {
+		s.log.Warn("node did not answer within timeouts.read; closing the session", "node", s.node.Name, "timeout", s.p.opts.ReadTimeout)
+	} else {
+		s.log.Warn("lost connection to node", "node", s.node.Name, "err", cause)
+	}
+	return fmt.Errorf("node %s: %w", s.node.Name, cause)
+}
+
+// homeCommand runs a command that belongs to the session's home node (COM_PING,
+// COM_INIT_DB, COM_FIELD_LIST, ...).
+func (s *session) homeCommand(n int, kind respKind) error {
+	c, err := s.use(s.home)
+	if err != nil {
+		return s.fail(s.home, err, &request{n: n, unread: true})
+	}
+	if err := s.forward(n, kind); err != nil {
+		return err
+	}
+	c.db, c.options = s.db, s.options
+	return nil
+}
+
+// localTransaction answers a BEGIN that transaction splitting defers, or the COMMIT/ROLLBACK of
+// a transaction that never reached a node.
+func (s *session) localTransaction(r *request, d route.Decision) error {
+	s.prev, s.last = s.last, routeInfo{valid: true, node: -1, reason: d.Reason}
+	status := s.status &^ (mysql.StatusInTrans | mysql.StatusMoreResultsExists)
+	if r.class.Kind == classify.Begin {
+		s.begin = append(s.begin[:0], r.stmt...)
+		s.rs.TxPending = true
+		status |= mysql.StatusInTrans
+	} else {
+		s.begin = s.begin[:0]
+		s.rs.TxPending = false
+	}
+	s.status = status
+	return s.writeOKPacket(status)
+}

@@ -1,0 +1,244 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/sluicedb/sluice/internal/backend"
+	"github.com/sluicedb/sluice/internal/mysql"
+	"github.com/sluicedb/sluice/internal/route"
+	"github.com/sluicedb/sluice/internal/topology"
+)
+
+// A session over several nodes. The session keeps at most one connection per node, opened
+// the first time a statement is routed there. Session state that must be the same on every node
+// it uses (SET of session variables, SET NAMES, the schema, COM_SET_OPTION) is recorded and
+// replayed on a connection before its next use; state that cannot be replayed (temporary
+// tables, LOCK TABLES, GET_LOCK, a SET sluice cannot repeat) pins the session to the primary.
+
+// nodeConn is one of the session's node connections and how far it is in line with the session.
+type nodeConn struct {
+	*backend.Conn
+	idx     int
+	name    string
+	applied int    // entries of session.state replayed here
+	db      string // schema selected here
+	options uint16 // COM_SET_OPTION value in force here
+	// lost is set by the idle watch's goroutine when the node closed the connection.
+	lost atomic.Bool
+}
+
+// errStateSync marks a replayed session statement that a node refused: the session then
+// stays on the primary, where its state is known to hold.
+var errStateSync = errors.New("session state could not be replayed")
+
+// errCapsMismatch: a node cannot lay out results as this client negotiated (MariaDB extended
+// capabilities the primary offers and it lacks). The node is healthy: it is not reported
+// failed, the statement goes elsewhere.
+var errCapsMismatch = errors.New("the node does not offer the MariaDB capabilities the client negotiated with the primary")
+
+// maxState bounds the replay list; past it the session is pinned to the primary.
+const maxState = 64
+
+// nodeOf returns node i of the current topology.
+func (s *session) nodeOf(i int) *topology.Node { return s.p.topo.Snapshot().Nodes[i] }
+
+// open dials node i for the session.
+func (s *session) open(i int) (*nodeConn, error) {
+	snap := s.p.topo.Snapshot()
+	n := snap.Nodes[i]
+	bc, err := s.dial(n, !snap.IsPrimary(i))
+	if err != nil {
+		return nil, err
+	}
+	c := &nodeConn{Conn: bc, idx: i, name: n.Name, db: s.db}
+	snap.Load[i].Conns.Add(1)
+	if s.conns[i] != nil {
+		s.closeConn(i)
+	}
+	s.conns[i] = c
+	s.updateKillTarget()
+	return c, nil
+}
+
+// dial connects to node n as the session's user, with the client's capabilities. A connection
+// to a node that is not the primary is read-only: a statement misrouted there fails instead of
+// forking the data.
+func (s *session) dial(n *topology.Node, readOnly bool) (*backend.Conn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.p.connectTimeout())
+	defer cancel()
+	o := backend.Options{
+		Address:      n.Address,
+		Credentials:  s.creds,
+		Database:     s.db,
+		Charset:      s.charset,
+		Capabilities: s.caps,
+		Attrs:        s.attrs,
+
+		MariaDBCapabilities: s.mcaps,
+		ConnectTimeout:      s.p.connectTimeout(),
+		WriteTimeout:        s.p.opts.WriteTimeout,
+	}
+	o.TLS, o.TLSRequired = s.p.backendTLS(n, s.tls)
+	o.Compress = s.p.opts.BackendCompress
+	if readOnly {
+		o.InitSQL = []string{readOnlyGuard}
+	}
+	bc, err := backend.Dial(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	if bc.MariaDBCaps != s.mcaps {
+		// The client reads column definitions with the extended metadata block or without
+		// it; a node that lays them out the other way would garble every result.
+		bc.Close()
+		return nil, &backend.ConnectError{Addr: n.Address, Err: fmt.Errorf("%w: node %s lacks %#x", errCapsMismatch, n.Name, s.mcaps&^bc.MariaDBCaps)}
+	}
+	return bc, nil
+}
+
+// connectNode opens the session's home connection (the primary on a read-write endpoint, a
+// replica chosen by the endpoint's policy on a read-only one) and reports a failure to the client.
+func (s *session) connectNode() error {
+	set := s.ep.route.Settings()
+	snap := s.p.topo.Snapshot()
+	var lastErr error
+	for attempt := 0; attempt < len(snap.Nodes); attempt++ {
+		home := snap.Primary
+		if set.Mode == route.ReadOnly {
+			if home = route.BindReplica(&s.rs, set, snap); home < 0 {
+				break
+			}
+			s.rs.Bound = home
+		}
+		c, err := s.open(home)
+		if err == nil {
+			s.home, s.cur, s.node, s.bc = home, home, snap.Nodes[home], c.Conn
+			s.status = c.Status
+			if snap.IsPrimary(home) {
+				s.p.learnServer(c.Handshake)
+			}
+			return nil
+		}
+		lastErr = err
+		var se *mysql.SQLError
+		if errors.As(err, &se) {
+			// The node itself refused (unknown database, access denied there, too many
+			// connections): the client sees that error as the node worded it.
+			_ = s.writeErr(se)
+			return err
+		}
+		if !errors.Is(err, errCapsMismatch) {
+			s.p.topo.NodeFailed(home, err)
+		}
+		if set.Mode != route.ReadOnly {
+			break
+		}
+		snap = s.p.topo.Snapshot()
+	}
+	if lastErr == nil {
+		lastErr = errors.New("no readable replica is up")
+	}
+	_ = s.writeErr(mysql.NewError(mysql.CRConnHostError, "HY000", "sluice: cannot connect to a node for endpoint %q: %v", s.ep.cfg.Name, lastErr))
+	return lastErr
+}
+
+// use makes node i's connection current, opening it and bringing it in line with the session.
+func (s *session) use(i int) (*nodeConn, error) {
+	if i >= len(s.conns) {
+		s.conns = append(s.conns, make([]*nodeConn, i+1-len(s.conns))...)
+	}
+	c := s.conns[i]
+	if c == nil {
+		var err error
+		if c, err = s.open(i); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.sync(c); err != nil {
+		return nil, err
+	}
+	s.cur, s.node, s.bc = i, s.nodeOf(i), c.Conn
+	return c, nil
+}
+
+// sync replays on c what the session changed since c last ran a statement.
+func (s *session) sync(c *nodeConn) error {
+	if c.db != s.db && s.db != "" {
+		s.scratch = append(append(s.scratch[:0], mysql.ComInitDB), s.db...)
+		if err := c.Command(s.scratch); err != nil {
+			return syncErr(err)
+		}
+		c.db = s.db
+	}
+	if c.options != s.options {
+		if err := c.Command([]byte{mysql.ComSetOption, byte(s.options), byte(s.options >> 8)}); err != nil {
+			return syncErr(err)
+		}
+		c.options = s.options
+	}
+	replayed := c.applied < len(s.state)
+	for c.applied < len(s.state) {
+		if err := c.Exec(string(s.state[c.applied])); err != nil {
+			return syncErr(err)
+		}
+		c.applied++
+	}
+	if replayed {
+		// What was replayed may have been SET SESSION TRANSACTION READ WRITE or tx_read_only=0,
+		// right for the primary: the guard comes last.
+		return s.guard(c)
+	}
+	return nil
+}
+
+// readOnlyGuard is the first and the last word of sluice on a replica connection: a statement
+// misrouted there fails instead of forking the data.
+const readOnlyGuard = "SET SESSION TRANSACTION READ ONLY"
+
+// guard makes a replica connection read-only again (a primary connection is left alone).
+func (s *session) guard(c *nodeConn) error {
+	if s.p.topo.Snapshot().IsPrimary(c.idx) {
+		return nil
+	}
+	if err := c.Exec(readOnlyGuard); err != nil {
+		return syncErr(err)
+	}
+	return nil
+}
+
+func syncErr(err error) error {
+	var se *mysql.SQLError
+	if errors.As(err, &se) {
+		return errStateSync
+	}
+	return err
+}
+
+// drop closes node i's connection (after it failed).
+func (s *session) drop(i int) {
+	if i < len(s.conns) && s.conns[i] != nil {
+		s.closeConn(i)
+		s.updateKillTarget()
+	}
+}
+
+// closeConn closes node i's connection and forgets it.
+func (s *session) closeConn(i int) {
+	s.conns[i].Close()
+	s.conns[i] = nil
+	s.p.topo.Snapshot().Load[i].Conns.Add(-1)
+}
+
+// closeConns closes every node connection of the session.
+func (s *session) closeConns() {
+	for i, c := range s.conns {
+		if c != nil {
+			s.closeConn(i)
+		}
+	}
+	s.bc = nil
+	s.killTarget.Store(nil)
+}

@@ -1,0 +1,189 @@
+package proxy
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/sluicedb/sluice/internal/classify"
+	"github.com/sluicedb/sluice/internal/mysql"
+	"github.com/sluicedb/sluice/internal/route"
+)
+
+// What a statement leaves behind: the transaction state the node reports, the pins that keep a
+// session on the primary, and the session state replayed on the session's other connections.
+
+// routeInfo is one statement's route, for SHOW LAST ROUTE.
+type routeInfo struct {
+	valid  bool
+	node   int
+	reason route.Reason
+}
+
+// afterStatus follows the transaction state the node reported.
+func (s *session) afterStatus(set *route.Settings) {
+	if s.status&mysql.StatusInTrans != 0 {
+		s.rs.InTx, s.rs.TxNode, s.rs.TxPending = true, s.cur, false
+	} else {
+		s.rs.InTx, s.rs.TxNode = false, -1
+	}
+	if s.p.topo.Snapshot().IsPrimary(s.cur) || set.Mode == route.ReadOnly {
+		s.rs.Autocommit = s.status&mysql.StatusAutocommit != 0
+	}
+	if c := s.conns[s.cur]; c != nil {
+		c.db = s.db
+	}
+}
+
+// after learns from a statement that ran on s.cur: transaction state, pins, session state.
+// A statement that may have made a replica connection read-write (a SET SESSION TRANSACTION
+// READ WRITE inside a read-only transaction on a replica) is followed by the guard there; when
+// that fails the session ends.
+func (s *session) after(c *classify.Result, stmt []byte, d route.Decision, set *route.Settings) error {
+	s.prev, s.last = s.last, routeInfo{valid: true, node: d.Node, reason: d.Reason}
+	s.rs.LastNode = d.Node
+	s.afterStatus(set)
+	if s.failed {
+		return nil
+	}
+	if c.Flags&classify.SetReadWrite != 0 && d.Node >= 0 {
+		if conn := s.conns[d.Node]; conn != nil {
+			if err := s.guard(conn); err != nil {
+				// The client has its answer already; a replica that cannot be made
+				// read-only again must not serve this session: it ends.
+				return fmt.Errorf("node %s: restoring the read-only guard: %w", conn.name, err)
+			}
+		}
+	}
+	switch c.Kind {
+	case classify.Set:
+		s.recordSet(c, stmt)
+	case classify.DDL:
+		if c.Flags&classify.TempTable != 0 {
+			if firstWordIs(stmt, "CREATE") {
+				s.tempTables++
+			} else if s.tempTables > 0 {
+				s.tempTables--
+			}
+			s.pin(route.PinTempTable, s.tempTables > 0)
+		}
+	case classify.LockTables:
+		s.pin(route.PinLockTables, true)
+	case classify.UnlockTables:
+		s.pin(route.PinLockTables, false)
+	}
+	if c.Flags&classify.LockFunction != 0 {
+		s.userLocks++
+	}
+	if c.Flags&classify.ReleaseLock != 0 {
+		if containsFold(stmt, "RELEASE_ALL_LOCKS") {
+			s.userLocks = 0
+		} else if s.userLocks > 0 {
+			s.userLocks--
+		}
+	}
+	s.pin(route.PinGetLock, s.userLocks > 0)
+	if c.Flags&classify.Multi != 0 && (set.StrictMulti || multiLeavesState(c, stmt)) {
+		s.pin(route.PinMulti, true)
+	}
+	return nil
+}
+
+func (s *session) pin(p route.Pin, on bool) {
+	if on {
+		s.rs.Pins |= p
+	} else {
+		s.rs.Pins &^= p
+	}
+}
+
+// recordSet keeps a successful SET for replay on the session's other node connections, or
+// pins the session when it cannot be replayed.
+func (s *session) recordSet(c *classify.Result, stmt []byte) {
+	const replayable = classify.SetSession | classify.SetNames | classify.SetRole
+	switch {
+	case c.Flags&classify.SetGlobal != 0 && c.Flags&replayable == 0:
+		return // server-wide, not session state
+	case c.Flags&classify.SetAutocommit != 0 && c.Flags&^(classify.SetAutocommit|classify.SetSession) == 0:
+		return // followed through the server's status flags; replicas stay in autocommit
+	case c.Flags&classify.SetTransaction != 0 && c.Flags&classify.SetSession == 0:
+		return // SET TRANSACTION: only the next transaction, on this node
+	case c.Flags&(classify.UserVar|classify.UserVarAssign|classify.Multi|classify.SetAutocommit) != 0,
+		c.Flags&replayable == 0, bytes.IndexByte(stmt, '(') >= 0, len(s.state) >= maxState:
+		// User variables live where they were set; expressions may not give the same value
+		// elsewhere: keep the session on the primary.
+		s.pin(route.PinSet, true)
+		return
+	}
+	s.state = append(s.state, append([]byte(nil), stmt...))
+	if cur := s.conns[s.cur]; cur != nil {
+		cur.applied = len(s.state)
+	}
+}
+
+// resetState forgets the session state (COM_RESET_CONNECTION, COM_CHANGE_USER): other nodes'
+// connections are closed and will be opened clean when needed.
+func (s *session) resetState() {
+	clear(s.stmts)
+	s.kept = 0
+	s.state = s.state[:0]
+	s.begin = s.begin[:0]
+	s.tempTables, s.userLocks = 0, 0
+	bound := s.rs.Bound
+	s.rs = route.NewSession()
+	s.rs.Bound = bound
+	for i, c := range s.conns {
+		if c != nil && i != s.home {
+			s.closeConn(i)
+		}
+	}
+	if c := s.conns[s.home]; c != nil {
+		c.applied = 0
+	}
+	s.updateKillTarget()
+}
+
+// multiLeavesState is the default rule for multi-statement batches: they run on the primary,
+// and pin the session there when any statement in them may leave session state behind.
+func multiLeavesState(c *classify.Result, stmt []byte) bool {
+	switch c.Kind {
+	case classify.Select, classify.Insert, classify.Update, classify.Delete, classify.Replace:
+	default:
+		return true
+	}
+	for _, w := range []string{"SET", "USE", "TEMPORARY", "LOCK", "PREPARE", "BEGIN", "START", "@", "AUTOCOMMIT", "XA"} {
+		if containsFold(stmt, w) {
+			return true
+		}
+	}
+	return false
+}
+
+func containsFold(s []byte, upper string) bool {
+	n := len(upper)
+	for i := 0; i+n <= len(s); i++ {
+		if eqFold(s[i:i+n], upper) {
+			return true
+		}
+	}
+	return false
+}
+
+// firstWordIs reports whether the statement's first word (after blanks and comments) is w.
+func firstWordIs(stmt []byte, w string) bool {
+	i := 0
+	for i < len(stmt) {
+		switch {
+		case stmt[i] == ' ' || stmt[i] == '\t' || stmt[i] == '\n' || stmt[i] == '\r':
+			i++
+		case i+1 < len(stmt) && stmt[i] == '/' && stmt[i+1] == '*':
+			end := bytes.Index(stmt[i+2:], []byte("*/"))
+			if end < 0 {
+				return false
+			}
+			i += end + 4
+		default:
+			return len(stmt)-i >= len(w) && eqFold(stmt[i:i+len(w)], w)
+		}
+	}
+	return false
+}

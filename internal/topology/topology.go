@@ -1,0 +1,192 @@
+package topology
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Snapshot is the topology as routing sees it. Immutable once published: a change makes a new
+// Snapshot. Nodes, Load and Up are indexed alike, in configuration order.
+type Snapshot struct {
+	Nodes []*Node
+	// Load is shared by every snapshot: the counters live on across swaps.
+	Load []*Load
+	Up   []bool
+	// Primary is the index of the node that takes writes.
+	Primary int
+}
+
+// IsPrimary reports whether node i is the primary.
+func (s *Snapshot) IsPrimary(i int) bool { return i == s.Primary }
+
+// Node returns the node called name, or nil.
+func (s *Snapshot) Node(name string) *Node {
+	for _, n := range s.Nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// ProbeFunc checks that a node answers. It must return once ctx ends.
+type ProbeFunc func(ctx context.Context, n *Node) error
+
+// Options configure a Topology.
+type Options struct {
+	Nodes []Node
+	// ProbeInterval is how often a node that failed is checked again (0: 500 ms).
+	ProbeInterval time.Duration
+	// ProbeTimeout bounds one probe (0: 5 s).
+	ProbeTimeout time.Duration
+	// Probe checks a node; nil means a node reported failed stays down until the next report
+	// of success (only tests do that).
+	Probe  ProbeFunc
+	Logger *slog.Logger
+}
+
+// Topology owns the nodes' state and publishes it. Safe for concurrent use: Snapshot is
+// lock-free; NodeFailed may be called from any session at any time.
+type Topology struct {
+	opts Options
+	log  *slog.Logger
+	snap atomic.Pointer[Snapshot]
+
+	mu      sync.Mutex // serialises publishing (Snapshot stays lock-free)
+	probing []bool     // node i has a probe running; guarded by mu
+	stop    chan struct{}
+	closed  bool // guarded by mu
+	wg      sync.WaitGroup
+}
+
+// New builds the topology of opts.Nodes (exactly one of them the primary), every node up.
+func New(opts Options) (*Topology, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.ProbeInterval <= 0 {
+		opts.ProbeInterval = 500 * time.Millisecond
+	}
+	if opts.ProbeTimeout <= 0 {
+		opts.ProbeTimeout = 5 * time.Second
+	}
+	s := &Snapshot{Primary: -1}
+	seen := map[string]bool{}
+	for i := range opts.Nodes {
+		n := opts.Nodes[i]
+		n.Index = i
+		if n.Name == "" || seen[n.Name] {
+			return nil, fmt.Errorf("topology: node %d: empty or duplicate name %q", i, n.Name)
+		}
+		seen[n.Name] = true
+		if n.Role == Primary {
+			if s.Primary >= 0 {
+				return nil, errors.New("topology: more than one primary")
+			}
+			s.Primary = i
+		}
+		s.Nodes = append(s.Nodes, &n)
+		s.Load = append(s.Load, &Load{})
+		s.Up = append(s.Up, true)
+	}
+	if s.Primary < 0 {
+		return nil, errors.New("topology: no primary node")
+	}
+	t := &Topology{opts: opts, log: opts.Logger, probing: make([]bool, len(s.Nodes)), stop: make(chan struct{})}
+	t.snap.Store(s)
+	return t, nil
+}
+
+// Snapshot returns the current topology. Never nil; never modified after it is returned.
+func (t *Topology) Snapshot() *Snapshot { return t.snap.Load() }
+
+// setUp publishes a snapshot with node i up or down and reports whether that changed anything.
+// Called with t.mu held.
+func (t *Topology) setUp(i int, up bool) bool {
+	cur := t.snap.Load()
+	if cur.Up[i] == up {
+		return false
+	}
+	next := *cur
+	next.Up = append([]bool(nil), cur.Up...)
+	next.Up[i] = up
+	t.snap.Store(&next)
+	return true
+}
+
+// NodeFailed reports that a connection to node i failed (it refused a connection, broke, or
+// timed out). The node takes no new work until a probe finds it answering again.
+func (t *Topology) NodeFailed(i int, cause error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed || i < 0 || i >= len(t.probing) {
+		return
+	}
+	if t.setUp(i, false) {
+		t.log.Warn("node marked down", "node", t.snap.Load().Nodes[i].Name, "err", cause)
+	}
+	if t.probing[i] || t.opts.Probe == nil {
+		return
+	}
+	t.probing[i] = true
+	t.wg.Add(1)
+	go t.probe(i)
+}
+
+// probe checks node i every ProbeInterval until it answers, then marks it up.
+func (t *Topology) probe(i int) {
+	defer t.wg.Done()
+	n := t.snap.Load().Nodes[i]
+	tick := time.NewTicker(t.opts.ProbeInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.stop:
+			return
+		case <-tick.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), t.opts.ProbeTimeout)
+		err := t.runProbe(ctx, n)
+		cancel()
+		if err != nil {
+			continue
+		}
+		t.mu.Lock()
+		t.probing[i] = false
+		if !t.closed && t.setUp(i, true) {
+			t.log.Info("node is up again", "node", n.Name)
+		}
+		t.mu.Unlock()
+		return
+	}
+}
+
+// runProbe runs one probe, ended early when the topology closes.
+func (t *Topology) runProbe(ctx context.Context, n *Node) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-t.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return t.opts.Probe(ctx, n)
+}
+
+// Close stops every probe and waits for them.
+func (t *Topology) Close() {
+	t.mu.Lock()
+	if !t.closed {
+		t.closed = true
+		close(t.stop)
+	}
+	t.mu.Unlock()
+	t.wg.Wait()
+}
