@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sluicedb/sluice/internal/topology"
 )
 
 // launch starts a node's server and waits until it answers on its socket. On failure the
@@ -223,7 +225,7 @@ func (c *Cluster) WaitCaughtUp(ctx context.Context, timeout time.Duration) error
 	}
 	pdb := c.adminDB(p)
 	var pos string
-	err := pdb.QueryRowContext(ctx, c.fl.positionSQL()).Scan(&pos)
+	err := pdb.QueryRowContext(ctx, topology.PositionQuery(c.fl.family())).Scan(&pos)
 	pdb.Close()
 	if err != nil {
 		return fmt.Errorf("sandbox: primary: read position: %w", err)

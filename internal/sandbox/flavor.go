@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluicedb/sluice/internal/topology"
 )
 
 // Flavors of server the sandbox can run.
@@ -103,6 +105,14 @@ func flavorFor(name, server string) *flavor {
 }
 
 func (f *flavor) mariadb() bool { return f.name == FlavorMariaDB }
+
+// family is the flavour as the topology's shared queries know it.
+func (f *flavor) family() topology.Flavor {
+	if f.mariadb() {
+		return topology.MariaDB
+	}
+	return topology.MySQL
+}
 
 // nodeConfig is what the per-node option file is rendered from.
 type nodeConfig struct {
@@ -289,22 +299,6 @@ func (f *flavor) lagSQL(seconds int) []string {
 	return []string{"STOP REPLICA", fmt.Sprintf("CHANGE REPLICATION SOURCE TO SOURCE_DELAY=%d", seconds), "START REPLICA"}
 }
 
-// replicaStatusSQL returns one row on a configured replica, none on the primary.
-func (f *flavor) replicaStatusSQL() string {
-	if f.mariadb() {
-		return "SHOW SLAVE STATUS"
-	}
-	return "SHOW REPLICA STATUS"
-}
-
-// positionSQL returns the primary's position that WaitCaughtUp waits for.
-func (f *flavor) positionSQL() string {
-	if f.mariadb() {
-		return "SELECT @@global.gtid_binlog_pos"
-	}
-	return "SELECT @@global.gtid_executed"
-}
-
 // waitSQL waits on a replica until it applied a position; the result is waitOK when it did.
 // MASTER_GTID_WAIT returns 0 or -1 (timeout); WAIT_FOR_EXECUTED_GTID_SET 0 or 1 (timeout).
 func (f *flavor) waitSQL() string {
@@ -315,14 +309,6 @@ func (f *flavor) waitSQL() string {
 }
 
 const waitOK = 0
-
-// nodeStateSQL reads version, read_only and the binlog, current and replica GTID positions.
-func (f *flavor) nodeStateSQL() string {
-	if f.mariadb() {
-		return "SELECT @@version, @@global.read_only, @@global.gtid_binlog_pos, @@global.gtid_current_pos, @@global.gtid_slave_pos"
-	}
-	return "SELECT @@version, @@global.read_only, @@global.gtid_executed, @@global.gtid_executed, ''"
-}
 
 // version splits "10.11.19-MariaDB-0+deb12u1-log" into 10, 11.
 func parseVersion(v string) (major, minor int) {

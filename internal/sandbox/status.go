@@ -3,10 +3,10 @@ package sandbox
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/sluicedb/sluice/internal/topology"
 )
 
 // NodeStatus is one node's state as Status saw it.
@@ -62,13 +62,13 @@ func (c *Cluster) nodeStatus(ctx context.Context, n *Node) NodeStatus {
 	db := c.adminDB(n)
 	defer db.Close()
 	var version string
-	err := db.QueryRowContext(ctx, c.fl.nodeStateSQL()).Scan(&version, &s.ReadOnly, &s.BinlogPos, &s.CurrentPos, &s.SlavePos)
+	err := db.QueryRowContext(ctx, topology.StateQuery(c.fl.family())).Scan(&version, &s.ReadOnly, &s.BinlogPos, &s.CurrentPos, &s.SlavePos)
 	if err != nil {
 		s.Error = err.Error()
 		return s
 	}
 	s.Up = true
-	rows, err := db.QueryContext(ctx, c.fl.replicaStatusSQL())
+	rows, err := db.QueryContext(ctx, topology.ReplicaStatusQuery(c.fl.family()))
 	if err != nil {
 		s.Error = err.Error()
 		return s
@@ -78,39 +78,12 @@ func (c *Cluster) nodeStatus(ctx context.Context, n *Node) NodeStatus {
 		return s
 	}
 	r := all[0]
-	get := func(names ...string) string {
-		for _, name := range names {
-			if v, ok := r[name]; ok {
-				return v
-			}
-		}
-		return ""
-	}
-	num := func(names ...string) *int64 {
-		v := get(names...)
-		if v == "" || v == nullMarker {
-			return nil
-		}
-		x, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return nil
-		}
-		return &x
-	}
-	s.IORunning = get("Slave_IO_Running", "Replica_IO_Running")
-	s.SQLRunning = get("Slave_SQL_Running", "Replica_SQL_Running")
-	s.SecondsBehind = num("Seconds_Behind_Master", "Seconds_Behind_Source")
-	if d := num("SQL_Delay"); d != nil {
-		s.SQLDelay = int(*d)
-	}
-	s.RemainingWait = num("SQL_Remaining_Delay")
-	var errs []string
-	for _, e := range []string{get("Last_IO_Error"), get("Last_SQL_Error")} {
-		if e != "" && e != nullMarker {
-			errs = append(errs, e)
-		}
-	}
-	s.LastError = strings.Join(errs, "; ")
+	rs := topology.ParseReplicaStatus(func(name string) (string, bool) {
+		v, ok := r[name]
+		return v, ok && v != nullMarker
+	})
+	s.IORunning, s.SQLRunning, s.SecondsBehind = rs.IORunning, rs.SQLRunning, rs.SecondsBehind
+	s.SQLDelay, s.RemainingWait, s.LastError = rs.SQLDelay, rs.RemainingWait, rs.LastError
 	return s
 }
 
@@ -126,27 +99,13 @@ func (c *Cluster) ReplicaWrites(ctx context.Context) ([]string, error) {
 	for _, n := range c.Replicas() {
 		db := c.adminDB(n)
 		var id, pos string
-		q := "SELECT @@server_id, @@gtid_binlog_pos"
-		if !c.fl.mariadb() {
-			q = "SELECT @@server_uuid, @@gtid_executed"
-		}
-		err := db.QueryRowContext(ctx, q).Scan(&id, &pos)
+		err := db.QueryRowContext(ctx, topology.IdentityQuery(c.fl.family())).Scan(&id, &pos)
 		db.Close()
 		if err != nil {
 			return found, fmt.Errorf("sandbox: %s: %w", n.Name, err)
 		}
-		for _, g := range strings.Split(pos, ",") {
-			g = strings.TrimSpace(g)
-			own := false
-			if c.fl.mariadb() {
-				parts := strings.Split(g, "-")
-				own = len(parts) == 3 && parts[1] == id
-			} else {
-				own = strings.HasPrefix(strings.ToLower(g), strings.ToLower(id)+":")
-			}
-			if own {
-				found = append(found, n.Name+": "+g)
-			}
+		for _, g := range topology.OwnGTIDs(c.fl.family(), id, pos) {
+			found = append(found, n.Name+": "+g)
 		}
 	}
 	return found, nil

@@ -1,0 +1,136 @@
+package topology
+
+import (
+	"strconv"
+	"strings"
+)
+
+// The queries that read a node's position and replication state, and how to read their
+// results, for both server families. The sandbox reports with them; the monitor polls with
+// them. They take and return plain values (no connection), so either can run them its own way.
+
+// Flavor is a server family: the queries and their column names differ.
+type Flavor uint8
+
+const (
+	MariaDB Flavor = iota
+	MySQL
+)
+
+// StateQuery returns one row: version, @@read_only, the node's binlog position, the position
+// it has applied, and (MariaDB) the position replicated from its source. MariaDB:
+// @@gtid_binlog_pos, @@gtid_current_pos, @@gtid_slave_pos. MySQL: @@gtid_executed twice, then an empty string.
+func StateQuery(f Flavor) string {
+	if f == MariaDB {
+		return "SELECT @@version, @@global.read_only, @@global.gtid_binlog_pos, @@global.gtid_current_pos, @@global.gtid_slave_pos"
+	}
+	return "SELECT @@version, @@global.read_only, @@global.gtid_executed, @@global.gtid_executed, ''"
+}
+
+// PositionQuery returns one row: the GTID position of everything the node has written to its
+// binlog (on a primary: every committed transaction).
+func PositionQuery(f Flavor) string {
+	if f == MariaDB {
+		return "SELECT @@global.gtid_binlog_pos"
+	}
+	return "SELECT @@global.gtid_executed"
+}
+
+// IdentityQuery returns one row: the node's own identity in GTIDs (MariaDB @@server_id, MySQL
+// @@server_uuid) and its binlog position, for OwnGTIDs.
+func IdentityQuery(f Flavor) string {
+	if f == MariaDB {
+		return "SELECT @@server_id, @@gtid_binlog_pos"
+	}
+	return "SELECT @@server_uuid, @@gtid_executed"
+}
+
+// ReplicaStatusQuery returns the replication status: no row on a node that does not replicate.
+func ReplicaStatusQuery(f Flavor) string {
+	if f == MariaDB {
+		return "SHOW SLAVE STATUS"
+	}
+	return "SHOW REPLICA STATUS"
+}
+
+// OwnGTIDs returns the GTIDs of pos that the node with identity id wrote itself (a transaction
+// that did not come from its source): MariaDB domain-server-seq whose server is id, MySQL
+// uuid:intervals whose uuid is id. On a replica, any is a write that did not replicate.
+func OwnGTIDs(f Flavor, id, pos string) []string {
+	var own []string
+	for _, g := range strings.Split(pos, ",") {
+		g = strings.TrimSpace(g)
+		mine := false
+		if f == MariaDB {
+			parts := strings.Split(g, "-")
+			mine = len(parts) == 3 && parts[1] == id
+		} else {
+			mine = id != "" && strings.HasPrefix(strings.ToLower(g), strings.ToLower(id)+":")
+		}
+		if mine {
+			own = append(own, g)
+		}
+	}
+	return own
+}
+
+// ReplicaStatus is the part of SHOW SLAVE/REPLICA STATUS sluice reads.
+type ReplicaStatus struct {
+	// IORunning and SQLRunning: Yes, No or Connecting.
+	IORunning  string
+	SQLRunning string
+	// SecondsBehind is nil when the server reports NULL: whenever the SQL thread is stopped or
+	// the IO thread is not connected. NULL is not "no lag".
+	SecondsBehind *int64
+	SQLDelay      int    // configured MASTER_DELAY
+	RemainingWait *int64 // SQL_Remaining_Delay, while the SQL thread waits for the delay
+	LastError     string // Last_IO_Error and Last_SQL_Error, joined
+	Source        string // host:port it replicates from
+}
+
+// Column reads one column of a result row by name: its value, and false when it is NULL or
+// absent.
+type Column func(name string) (string, bool)
+
+// ParseReplicaStatus reads a SHOW SLAVE STATUS (MariaDB, MySQL before 8.0.22) or SHOW REPLICA
+// STATUS (MySQL 8) row.
+func ParseReplicaStatus(col Column) ReplicaStatus {
+	get := func(names ...string) string {
+		for _, n := range names {
+			if v, ok := col(n); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	num := func(names ...string) *int64 {
+		for _, n := range names {
+			if v, ok := col(n); ok {
+				if x, err := strconv.ParseInt(v, 10, 64); err == nil {
+					return &x
+				}
+			}
+		}
+		return nil
+	}
+	s := ReplicaStatus{
+		IORunning:     get("Slave_IO_Running", "Replica_IO_Running"),
+		SQLRunning:    get("Slave_SQL_Running", "Replica_SQL_Running"),
+		SecondsBehind: num("Seconds_Behind_Master", "Seconds_Behind_Source"),
+		RemainingWait: num("SQL_Remaining_Delay"),
+	}
+	if d := num("SQL_Delay"); d != nil {
+		s.SQLDelay = int(*d)
+	}
+	if host := get("Master_Host", "Source_Host"); host != "" {
+		s.Source = host + ":" + get("Master_Port", "Source_Port")
+	}
+	var errs []string
+	for _, e := range []string{get("Last_IO_Error"), get("Last_SQL_Error")} {
+		if e != "" {
+			errs = append(errs, e)
+		}
+	}
+	s.LastError = strings.Join(errs, "; ")
+	return s
+}
