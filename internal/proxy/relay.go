@@ -32,8 +32,8 @@ const (
 	stRows
 )
 
-// errBackend marks a failure of the node's connection while relaying; errClient one of the
-// client's. The session decides from them what the client sees.
+// relayError is a broken connection met while relaying: the client's (client set) or the
+// node's. fail decides from it what the client sees.
 type relayError struct {
 	client bool
 	err    error
@@ -42,7 +42,19 @@ type relayError struct {
 func (e *relayError) Error() string { return e.err.Error() }
 func (e *relayError) Unwrap() error { return e.err }
 
-func backendFailure(err error) error {
+// toNode classifies a failure of copying the client's command to a node: a *mysql.WriteError is
+// the node's side, anything else the client's.
+func toNode(err error) error {
+	var we *mysql.WriteError
+	if errors.As(err, &we) {
+		return &relayError{err: we.Err}
+	}
+	return &relayError{client: true, err: err}
+}
+
+// fromNode classifies a failure of copying a node's answer to the client: a *mysql.WriteError
+// is the client's side, anything else the node's.
+func fromNode(err error) error {
 	var we *mysql.WriteError
 	if errors.As(err, &we) {
 		return &relayError{client: true, err: we.Err}
@@ -73,12 +85,12 @@ func (s *session) relay(bc *backend.Conn, kind respKind) error {
 	for {
 		n, _, err := bc.PeekHeader()
 		if err != nil {
-			return backendFailure(err)
+			return fromNode(err)
 		}
 		if continuation {
 			continuation = n == mysql.MaxPacketPayload
 			if err := bc.CopyPacket(s.client, n); err != nil {
-				return backendFailure(err)
+				return fromNode(err)
 			}
 			continue
 		}
@@ -86,7 +98,7 @@ func (s *session) relay(bc *backend.Conn, kind respKind) error {
 		if n > 0 {
 			p, err := bc.PeekPayload(n, 1)
 			if err != nil {
-				return backendFailure(err)
+				return fromNode(err)
 			}
 			first = p[0]
 		}
@@ -94,7 +106,7 @@ func (s *session) relay(bc *backend.Conn, kind respKind) error {
 		case stFirst:
 			switch {
 			case n == 0:
-				return backendFailure(errors.New("empty packet from node"))
+				return fromNode(errors.New("empty packet from node"))
 			case first == 0xff:
 				return s.copyErr(bc, n)
 			case first == 0x00 && kind != respFieldList:
@@ -111,7 +123,7 @@ func (s *session) relay(bc *backend.Conn, kind respKind) error {
 					return s.finish(err)
 				}
 				if err := bc.CopyPacket(s.client, n); err != nil {
-					return backendFailure(err)
+					return fromNode(err)
 				}
 				continue
 			case first == 0xfb:
@@ -122,22 +134,22 @@ func (s *session) relay(bc *backend.Conn, kind respKind) error {
 			}
 			p, err := bc.PeekPayload(n, 9)
 			if err != nil {
-				return backendFailure(err)
+				return fromNode(err)
 			}
 			v, _, _, err := mysql.ReadLenEncInt(p)
 			if err != nil {
-				return backendFailure(err)
+				return fromNode(err)
 			}
 			columns = v
 			state = stColumns
 			continuation = n == mysql.MaxPacketPayload
 			if err := bc.CopyPacket(s.client, n); err != nil {
-				return backendFailure(err)
+				return fromNode(err)
 			}
 		case stColumns:
 			continuation = n == mysql.MaxPacketPayload
 			if err := bc.CopyPacket(s.client, n); err != nil {
-				return backendFailure(err)
+				return fromNode(err)
 			}
 			columns--
 			if columns == 0 {
@@ -159,7 +171,7 @@ func (s *session) relay(bc *backend.Conn, kind respKind) error {
 				}
 			}
 			if err := bc.CopyPacket(s.client, n); err != nil {
-				return backendFailure(err)
+				return fromNode(err)
 			}
 			state = stRows
 		case stRows:
@@ -176,13 +188,12 @@ func (s *session) relay(bc *backend.Conn, kind respKind) error {
 			}
 			continuation = n == mysql.MaxPacketPayload
 			if err := bc.CopyPacket(s.client, n); err != nil {
-				return backendFailure(err)
+				return fromNode(err)
 			}
 		}
 	}
 }
 
-// copyLast relays the last packet of a response (an ERR or a single-packet answer) and flushes.
 // copyErr relays an ERR that ends a response. Some errors mean the node is closing the
 // connection (KILL CONNECTION, shutdown, idle disconnect): the session then treats that
 // connection as gone, as the server does, so the client's connection is closed right after
@@ -198,9 +209,11 @@ func (s *session) copyErr(bc *backend.Conn, n int) error {
 	return s.copyLast(bc, n)
 }
 
+// copyLast relays the last packet of a response (an ERR or a single-packet answer) and ends the
+// response.
 func (s *session) copyLast(bc *backend.Conn, n int) error {
 	if err := bc.CopyPacket(s.client, n); err != nil {
-		return backendFailure(err)
+		return fromNode(err)
 	}
 	return s.finish(nil)
 }
@@ -224,17 +237,17 @@ func (s *session) finish(err error) error {
 func (s *session) relayOK(bc *backend.Conn, n int) (more bool, err error) {
 	_, seq, err := bc.PeekHeader()
 	if err != nil {
-		return false, backendFailure(err)
+		return false, fromNode(err)
 	}
 	p, err := bc.PeekPayload(n, n)
 	if err != nil {
-		return false, backendFailure(err)
+		return false, fromNode(err)
 	}
 	consumed := false
 	if len(p) < n {
 		// Larger than the read buffer: only a huge info string does that. Read it whole.
 		if p, err = bc.ReadPacket(); err != nil {
-			return false, backendFailure(err)
+			return false, fromNode(err)
 		}
 		consumed = true
 	}
@@ -243,7 +256,7 @@ func (s *session) relayOK(bc *backend.Conn, n int) (more bool, err error) {
 	if classicEOF {
 		ok.Status = mysql.ParseEOF(p).Status
 	} else if ok, err = mysql.ParseOK(p, bc.Caps); err != nil {
-		return false, backendFailure(err)
+		return false, fromNode(err)
 	}
 	s.status = ok.Status
 	if len(ok.SessionState) > 0 {
@@ -257,11 +270,11 @@ func (s *session) relayOK(bc *backend.Conn, n int) (more bool, err error) {
 	switch {
 	case rewrite:
 		if s.scratch, err = mysql.AppendOKWithoutSessionState(s.scratch[:0], p); err != nil {
-			return false, backendFailure(err)
+			return false, fromNode(err)
 		}
 		if !consumed {
 			if err := bc.Discard(4 + n); err != nil {
-				return false, backendFailure(err)
+				return false, fromNode(err)
 			}
 			bc.SetSeq(seq + 1)
 		}
@@ -270,7 +283,7 @@ func (s *session) relayOK(bc *backend.Conn, n int) (more bool, err error) {
 		return more, s.writeClient(seq, p)
 	default:
 		if err := bc.CopyPacket(s.client, n); err != nil {
-			return false, backendFailure(err)
+			return false, fromNode(err)
 		}
 		return more, nil
 	}
@@ -302,7 +315,7 @@ func (s *session) trackSessionState(block []byte) {
 // and the client's file packets, up to the empty one that ends them, go to the node.
 func (s *session) relayLocalInfile(bc *backend.Conn, n int) error {
 	if err := bc.CopyPacket(s.client, n); err != nil {
-		return backendFailure(err)
+		return fromNode(err)
 	}
 	if err := s.client.Flush(); err != nil {
 		return &relayError{client: true, err: err}
@@ -317,11 +330,7 @@ func (s *session) relayLocalInfile(bc *backend.Conn, n int) error {
 			return &relayError{client: true, err: err}
 		}
 		if err := s.client.CopyPacket(bc.Conn, m); err != nil {
-			var we *mysql.WriteError
-			if errors.As(err, &we) {
-				return &relayError{err: we.Err}
-			}
-			return &relayError{client: true, err: err}
+			return toNode(err)
 		}
 		if m == 0 {
 			break

@@ -144,7 +144,7 @@ func (s *session) prepareHome(st *stmt, p []byte) error {
 	if len(first) == 0 || first[0] != 0x00 || len(first) < 12 {
 		// ERR (or anything unexpected): relay it as it is.
 		if err := bc.CopyPacket(s.client, n); err != nil {
-			return backendFailure(err)
+			return fromNode(err)
 		}
 		return s.finish(nil)
 	}
@@ -164,7 +164,7 @@ func (s *session) prepareHome(st *stmt, p []byte) error {
 		return &relayError{err: err}
 	}
 	if err := bc.CopyN(s.client, n-5); err != nil {
-		return backendFailure(err)
+		return fromNode(err)
 	}
 	bc.SetSeq(seq + 1)
 	s.client.SetSeq(seq + 1)
@@ -197,12 +197,12 @@ func relayDefs(bc *backend.Conn, params, columns int, dst *mysql.Conn) (uint64, 
 		for i := 0; i < count; i++ {
 			n, _, err := bc.PeekHeader()
 			if err != nil {
-				return 0, backendFailure(err)
+				return 0, fromNode(err)
 			}
 			if group.hash && i < group.n {
 				p, err := bc.PeekPayload(n, n)
 				if err != nil {
-					return 0, backendFailure(err)
+					return 0, fromNode(err)
 				}
 				for _, b := range p {
 					shape = (shape ^ uint64(b)) * 1099511628211
@@ -210,12 +210,12 @@ func relayDefs(bc *backend.Conn, params, columns int, dst *mysql.Conn) (uint64, 
 			}
 			if dst != nil {
 				if err := bc.CopyPacket(dst, n); err != nil {
-					return 0, backendFailure(err)
+					return 0, fromNode(err)
 				}
 				continue
 			}
 			if err := bc.Discard(4 + n); err != nil {
-				return 0, backendFailure(err)
+				return 0, fromNode(err)
 			}
 			bc.SetSeq(bc.Seq() + 1)
 		}
@@ -572,7 +572,7 @@ func (s *session) forwardStmt(bc *backend.Conn, id uint32, r *request, kind resp
 		return &relayError{err: err}
 	}
 	if err := s.client.CopyN(bc.Conn, n-5); err != nil {
-		return copyFailure(err)
+		return toNode(err)
 	}
 	seq := uint8(1)
 	for n == mysql.MaxPacketPayload {
@@ -580,7 +580,7 @@ func (s *session) forwardStmt(bc *backend.Conn, id uint32, r *request, kind resp
 			return &relayError{client: true, err: err}
 		}
 		if err := s.client.CopyPacket(bc.Conn, n); err != nil {
-			return copyFailure(err)
+			return toNode(err)
 		}
 		seq++
 	}
@@ -590,14 +590,4 @@ func (s *session) forwardStmt(bc *backend.Conn, id uint32, r *request, kind resp
 		return &relayError{err: err}
 	}
 	return s.relayTimed(bc, kind)
-}
-
-// copyFailure classifies a failure of copying the client's command to a node: the node's side
-// (a *mysql.WriteError) or the client's.
-func copyFailure(err error) error {
-	var we *mysql.WriteError
-	if errors.As(err, &we) {
-		return &relayError{err: we.Err}
-	}
-	return &relayError{client: true, err: err}
 }
