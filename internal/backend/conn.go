@@ -1,7 +1,6 @@
 package backend
 
 import (
-	"compress/zlib"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -27,8 +26,10 @@ type Credentials struct {
 type Options struct {
 	Address     string
 	Credentials Credentials
-	Database    string
-	Charset     uint8
+	// Database is the schema selected at connect (when the node offers CLIENT_CONNECT_WITH_DB):
+	// the session's State.DB, so that a new connection starts in line with its session.
+	Database string
+	Charset  uint8
 	// Capabilities are the client capabilities to ask the node for: the proxy passes on what its
 	// own client negotiated, so results look the same as against the node directly.
 	Capabilities uint32
@@ -36,7 +37,7 @@ type Options struct {
 	// client like Capabilities; a node that does not offer one does not get it.
 	MariaDBCapabilities uint32
 	Attrs               []byte // raw connection attributes to send
-	// ConnectTimeout bounds dial plus handshake (0: 5 s).
+	// ConnectTimeout bounds dial plus handshake plus the setup statements (0: 5 s).
 	ConnectTimeout time.Duration
 	WriteTimeout   time.Duration
 	// TLS, when set, upgrades the connection to TLS if the node offers it; with TLSRequired a
@@ -45,12 +46,24 @@ type Options struct {
 	TLSRequired bool
 	// Compress asks the node for the compressed protocol (when it offers it).
 	Compress bool
-	// InitSQL runs once the connection is authenticated (e.g. SET SESSION TRANSACTION READ ONLY
-	// on replicas).
+	// InitSQL runs once the connection is authenticated, in order, before the read-only guard.
 	InitSQL []string
+	// ReadOnly opens the connection in read-only transaction mode: Dial runs ReadOnlyGuard
+	// last, and the connection keeps it through Sync (see Conn.Guard). Every replica connection
+	// is opened so.
+	ReadOnly bool
+	// Epoch is the session-state epoch the connection starts at (State.Epoch of the session it
+	// is dialed for): a new connection carries no replayed statements of that epoch.
+	Epoch uint64
 }
 
 // Conn is an authenticated connection to a node.
+//
+// Besides the protocol state, a Conn knows which session state it carries (Fingerprint): the
+// schema, the COM_SET_OPTION value and how many of the session's statements it has applied,
+// and whether it is read-only. Sync, Adopt, MarkReset and Guard keep that knowledge true.
+//
+// A Conn is used by one goroutine at a time.
 type Conn struct {
 	*mysql.Conn
 	Addr      string
@@ -62,6 +75,12 @@ type Conn struct {
 	Status uint16
 	// TLS reports whether the connection to the node is encrypted.
 	TLS bool
+
+	fp       Fingerprint // the session state the connection carries
+	readOnly bool        // opened with Options.ReadOnly: the guard belongs here
+	// unguarded: the connection may have left read-only mode since the guard last ran (a
+	// replayed or relayed statement, a reset, a guard that failed). Meaningful when readOnly.
+	unguarded bool
 }
 
 // AlwaysCaps are requested from every node regardless of the client: the protocol sluice speaks,
@@ -86,7 +105,9 @@ type ConnectError struct {
 func (e *ConnectError) Error() string { return fmt.Sprintf("backend %s: %v", e.Addr, e.Err) }
 func (e *ConnectError) Unwrap() error { return e.Err }
 
-// Dial connects and authenticates.
+// Dial connects, authenticates and runs the setup statements (InitSQL, then the read-only guard
+// when o.ReadOnly), all under o.ConnectTimeout. A refusal of the node comes back as its
+// *mysql.SQLError, anything else as a *ConnectError.
 func Dial(ctx context.Context, o Options) (*Conn, error) {
 	timeout := o.ConnectTimeout
 	if timeout <= 0 {
@@ -108,27 +129,38 @@ func Dial(ctx context.Context, o Options) (*Conn, error) {
 	c := &Conn{Conn: mysql.NewConn(nc, 0, 4<<10), Addr: o.Address}
 	c.SetWriteTimeout(o.WriteTimeout)
 	if err := c.handshake(o); err != nil {
-		nc.Close()
-		var se *mysql.SQLError
-		if errors.As(err, &se) {
-			return nil, se
-		}
-		return nil, &ConnectError{o.Address, err}
+		return nil, c.dialFailed(err)
 	}
-	// The setup statements (a replica's read-only guard) are part of connecting: a node that
-	// hangs there is bounded by the same deadline.
+	c.fp = Fingerprint{Epoch: o.Epoch}
+	if c.Caps&mysql.ClientConnectWithDB != 0 {
+		c.fp.DB = o.Database
+	}
+	// The setup statements are part of connecting: a node that hangs there is bounded by the
+	// same deadline.
 	for _, q := range o.InitSQL {
 		if err := c.Exec(q); err != nil {
-			nc.Close()
-			var se *mysql.SQLError
-			if errors.As(err, &se) {
-				return nil, se
-			}
-			return nil, &ConnectError{o.Address, err}
+			return nil, c.dialFailed(err)
+		}
+	}
+	if o.ReadOnly {
+		c.readOnly = true
+		if err := c.Guard(); err != nil {
+			return nil, c.dialFailed(err)
 		}
 	}
 	_ = nc.SetDeadline(time.Time{})
 	return c, nil
+}
+
+// dialFailed closes c and words err for Dial's caller: the node's own refusal as it is, anything
+// else as a ConnectError.
+func (c *Conn) dialFailed(err error) error {
+	c.Close()
+	var se *mysql.SQLError
+	if errors.As(err, &se) {
+		return se
+	}
+	return &ConnectError{c.Addr, err}
 }
 
 // ReadHandshake reads only a node's initial handshake (no login): how sluice learns the version
@@ -152,254 +184,95 @@ func ReadHandshake(ctx context.Context, addr string, timeout time.Duration) (*my
 	return mysql.ParseHandshake(p)
 }
 
-func (c *Conn) handshake(o Options) error {
-	p, err := c.ReadPacket()
-	if err != nil {
-		return err
-	}
-	hs, err := mysql.ParseHandshake(p)
-	if err != nil {
-		return err
-	}
-	c.Handshake = hs
-	if hs.Capabilities&mysql.ClientProtocol41 == 0 {
-		return errors.New("node does not speak protocol 4.1")
-	}
-	caps := AlwaysCaps | (o.Capabilities & MirroredCaps)
-	if o.Database != "" {
-		caps |= mysql.ClientConnectWithDB
-	}
-	if len(o.Attrs) > 0 {
-		caps |= mysql.ClientConnectAttrs
-	}
-	if o.Compress {
-		caps |= mysql.ClientCompress
-	}
-	caps &= hs.Capabilities | mysql.ClientLongPassword
-	// MariaDB's extended capabilities travel only when both sides clear CLIENT_MYSQL.
-	var mcaps uint32
-	if hs.Capabilities&mysql.ClientLongPassword == 0 {
-		if mcaps = o.MariaDBCapabilities & hs.MariaDBCapabilities; mcaps != 0 {
-			caps &^= mysql.ClientLongPassword
-		}
-	}
-	charset := o.Charset
-	if charset == 0 {
-		charset = hs.Charset
-	}
-	if o.TLS != nil && hs.Capabilities&mysql.ClientSSL != 0 {
-		caps |= mysql.ClientSSL
-		req := mysql.AppendHandshakeResponse(nil, &mysql.HandshakeResponse{
-			Capabilities: caps, MaxPacketSize: 1 << 30, Charset: charset, SSLRequest: true,
-			MariaDBCapabilities: mcaps,
-		})
-		if err := c.WritePacketFlush(req); err != nil {
-			return err
-		}
-		tc := tls.Client(c.Upgradable(), o.TLS)
-		if err := tc.Handshake(); err != nil {
-			return fmt.Errorf("TLS handshake with node: %w", err)
-		}
-		seq := c.Seq()
-		c.Conn = mysql.NewConn(tc, 0, 4<<10)
-		c.SetSeq(seq)
-		c.TLS = true
-	} else if o.TLSRequired {
-		return errors.New("node does not offer TLS, which backend_tls.mode required needs")
-	}
-	c.Caps, c.MariaDBCaps = caps, mcaps
-	plugin := hs.AuthPlugin
-	if plugin != mysql.AuthCachingSHA2 {
-		plugin = mysql.AuthNativePassword
-	}
-	auth, err := scramble(plugin, o.Credentials, hs.Nonce)
-	if err != nil {
-		return err
-	}
-	resp := &mysql.HandshakeResponse{
-		Capabilities:  caps,
-		MaxPacketSize: 1 << 30,
-		Charset:       charset,
-		User:          o.Credentials.User,
-		AuthResponse:  auth,
-		Database:      o.Database,
-		AuthPlugin:    plugin,
-		Attrs:         o.Attrs,
+// ReadOnly reports whether the connection was opened read-only (Options.ReadOnly).
+func (c *Conn) ReadOnly() bool { return c.readOnly }
 
-		MariaDBCapabilities: mcaps,
-	}
-	buf := mysql.AppendHandshakeResponse(c.Scratch(), resp)
-	c.KeepScratch(buf)
-	if err := c.WritePacketFlush(buf); err != nil {
-		return err
-	}
-	nonce := hs.Nonce
-	for {
-		p, err := c.ReadPacket()
-		if err != nil {
-			return err
-		}
-		switch {
-		case mysql.IsOK(p):
-			ok, err := mysql.ParseOK(p, c.Caps)
-			if err != nil {
-				return err
-			}
-			c.Status = ok.Status
-			if c.Caps&mysql.ClientCompress != 0 {
-				return c.EnableCompression(mysql.CompressClient, zlib.BestSpeed)
-			}
-			return nil
-		case mysql.IsERR(p):
-			return mysql.ParseERR(p)
-		case p[0] == 0xfe: // auth switch
-			var err error
-			plugin, nonce, err = mysql.ParseAuthSwitchRequest(p)
-			if err != nil {
-				return err
-			}
-			if len(nonce) > 20 {
-				nonce = nonce[:20]
-			}
-			auth, err := scramble(plugin, o.Credentials, nonce)
-			if err != nil {
-				return err
-			}
-			if err := c.WritePacketFlush(auth); err != nil {
-				return err
-			}
-		case p[0] == mysql.AuthMoreDataHeader && plugin == mysql.AuthCachingSHA2 && len(p) >= 2:
-			switch p[1] {
-			case mysql.CachingSHA2FastOK:
-				// The OK packet follows.
-			case mysql.CachingSHA2FullAuth:
-				if !o.Credentials.HasPassword {
-					return fmt.Errorf("node %s asks for caching_sha2_password full authentication, which needs the plaintext password of user %q: configure password instead of password_hash", o.Address, o.Credentials.User)
-				}
-				if c.TLS {
-					// Over TLS the password goes as it is.
-					if err := c.WritePacketFlush(append([]byte(o.Credentials.Password), 0)); err != nil {
-						return err
-					}
-					continue
-				}
-				if err := c.WritePacketFlush([]byte{mysql.CachingSHA2RequestKey}); err != nil {
-					return err
-				}
-				key, err := c.ReadPacket()
-				if err != nil {
-					return err
-				}
-				if mysql.IsERR(key) {
-					return mysql.ParseERR(key)
-				}
-				if len(key) < 2 || key[0] != mysql.AuthMoreDataHeader {
-					return errors.New("unexpected packet in place of the node's RSA public key")
-				}
-				enc, err := mysql.EncryptPassword(key[1:], o.Credentials.Password, nonce)
-				if err != nil {
-					return err
-				}
-				if err := c.WritePacketFlush(enc); err != nil {
-					return err
-				}
-			default:
-				return fmt.Errorf("unexpected caching_sha2_password state %d", p[1])
-			}
-		default:
-			return fmt.Errorf("unexpected packet 0x%02x during authentication", p[0])
-		}
-	}
-}
-
-func scramble(plugin string, cr Credentials, nonce []byte) ([]byte, error) {
-	switch plugin {
-	case mysql.AuthNativePassword:
-		switch {
-		case cr.HasPassword:
-			return mysql.NativeScramble(cr.Password, nonce), nil
-		case cr.HasStage1:
-			return mysql.NativeScrambleFromStage1(cr.Stage1, nonce), nil
-		default:
-			return nil, nil
-		}
-	case mysql.AuthCachingSHA2:
-		if !cr.HasPassword {
-			if cr.HasStage1 {
-				return nil, fmt.Errorf("user %q is configured by mysql_native_password hash, which cannot log in with caching_sha2_password", cr.User)
-			}
-			return nil, nil
-		}
-		return mysql.CachingSHA2Scramble(cr.Password, nonce), nil
-	default:
-		return nil, fmt.Errorf("node asks for authentication plugin %q, which sluice does not support", plugin)
-	}
-}
-
-// Exec runs a statement and discards any result; the node's error comes back as *mysql.SQLError.
+// Exec runs a statement and discards any result (every result of a multi-statement); the node's
+// error comes back as *mysql.SQLError. It does not allocate once the scratch buffer has grown to
+// the statement's size.
 func (c *Conn) Exec(query string) error {
-	c.SetSeq(0)
 	buf := append(c.Scratch(), mysql.ComQuery)
 	buf = append(buf, query...)
-	c.KeepScratch(buf)
-	if err := c.WritePacketFlush(buf); err != nil {
+	if err := c.send(buf); err != nil {
 		return err
 	}
-	var sqlErr error
+	return c.readResults(nil)
+}
+
+// execBytes is Exec for a statement held as bytes.
+func (c *Conn) execBytes(stmt []byte) error {
+	buf := append(c.Scratch(), mysql.ComQuery)
+	buf = append(buf, stmt...)
+	if err := c.send(buf); err != nil {
+		return err
+	}
+	return c.readResults(nil)
+}
+
+// send writes buf, built in c's scratch buffer, as a new command and flushes it. The scratch
+// buffer keeps buf's capacity.
+func (c *Conn) send(buf []byte) error {
+	c.KeepScratch(buf)
+	c.SetSeq(0)
+	return c.WritePacketFlush(buf)
+}
+
+// errLocalInfile: a statement asked sluice for a local file, which sluice never sends.
+var errLocalInfile = errors.New("backend: the node asked for a LOCAL INFILE, which sluice does not send")
+
+// readResults reads the whole answer to a COM_QUERY: its results (OK packets and text result
+// sets), chained by SERVER_MORE_RESULTS_EXISTS, up to the last one or the first ERR (which ends
+// the answer and is returned as *mysql.SQLError). c.Status follows every result. When keep is
+// not nil, the first result is decoded into it (see Query), the others are skipped.
+//
+// Errors that leave the connection usable: *mysql.SQLError, ErrResultTooLarge, a malformed row
+// (the result is read to its end) and errLocalInfile. Any other error leaves the answer partly
+// read: close the connection.
+func (c *Conn) readResults(keep *Rows) error {
+	var failed error
 	for {
 		p, err := c.ReadPacket()
 		if err != nil {
 			return err
 		}
-		more := false
+		var status uint16
 		switch {
 		case mysql.IsOK(p):
 			ok, err := mysql.ParseOK(p, c.Caps)
 			if err != nil {
 				return err
 			}
-			c.Status = ok.Status
-			more = ok.Status&mysql.StatusMoreResultsExists != 0
+			status = ok.Status
 		case mysql.IsERR(p):
 			return mysql.ParseERR(p)
-		default:
-			// A result set: skip column definitions and rows up to the terminator(s).
-			status, err := c.skipResultSet()
-			if err != nil {
+		case p[0] == localInfileHeader:
+			// An empty packet says there is no file; the node then answers this result with
+			// its OK or ERR.
+			if err := c.WritePacketFlush(nil); err != nil {
 				return err
 			}
-			c.Status = status
-			more = status&mysql.StatusMoreResultsExists != 0
+			failed = errLocalInfile
+			continue
+		default:
+			if status, err = c.readResultSet(p, keep); err != nil {
+				if !drained(err) {
+					return err
+				}
+				if failed == nil {
+					failed = err
+				}
+			}
 		}
-		if !more {
-			return sqlErr
+		keep = nil
+		c.Status = status
+		if status&mysql.StatusMoreResultsExists == 0 {
+			return failed
 		}
 	}
 }
 
-// skipResultSet reads a text result set after its column-count packet and returns the final
-// status.
-func (c *Conn) skipResultSet() (uint16, error) {
-	eofs := 0
-	if c.Caps&mysql.ClientDeprecateEOF != 0 {
-		eofs = 1 // only the final OK
-	}
-	for {
-		p, err := c.ReadPacket()
-		if err != nil {
-			return 0, err
-		}
-		if mysql.IsERR(p) {
-			return 0, mysql.ParseERR(p)
-		}
-		if mysql.IsEOF(p, len(p)) {
-			eofs++
-			if eofs == 2 {
-				return mysql.TerminatorStatus(p, c.Caps)
-			}
-		}
-	}
-}
+// localInfileHeader starts a LOCAL INFILE request in place of a result.
+const localInfileHeader = 0xfb
 
 // Command sends a command whose answer is one OK, EOF or ERR packet (COM_INIT_DB,
 // COM_SET_OPTION, COM_PING...); the node's error comes back as *mysql.SQLError.
@@ -412,12 +285,17 @@ func (c *Conn) Command(payload []byte) error {
 	if err != nil {
 		return err
 	}
-	if mysql.IsERR(p) {
+	switch {
+	case mysql.IsERR(p):
 		return mysql.ParseERR(p)
-	}
-	if mysql.IsOK(p) {
+	case mysql.IsOK(p):
 		if ok, err := mysql.ParseOK(p, c.Caps); err == nil {
 			c.Status = ok.Status
+		}
+	case mysql.IsEOF(p, len(p)):
+		// COM_SET_OPTION answers with an EOF (an OK with the 0xfe header under DEPRECATE_EOF).
+		if status, err := mysql.TerminatorStatus(p, c.Caps); err == nil && len(p) >= 5 {
+			c.Status = status
 		}
 	}
 	return nil

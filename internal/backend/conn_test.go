@@ -1,9 +1,20 @@
 package backend
 
 import (
+	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha1"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"errors"
+	"io"
+	"math/big"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,7 +64,7 @@ func TestDialInitSQLBounded(t *testing.T) {
 
 // scriptedNode accepts one connection, sends hs and hands the parsed handshake response to
 // script, which plays the rest of the login.
-func scriptedNode(t *testing.T, hs *mysql.Handshake, script func(c *mysql.Conn, r *mysql.HandshakeResponse)) string {
+func scriptedNode(t testing.TB, hs *mysql.Handshake, script func(c *mysql.Conn, r *mysql.HandshakeResponse)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -182,4 +193,452 @@ func TestDialVariants(t *testing.T) {
 		}
 		bc.Close()
 	})
+}
+
+// commandNode is a scripted node that logs any client in, then reads its commands one by one:
+// each is copied to the returned channel and answered by answer (nil: an OK). caps are the
+// capabilities the client asked for. The channel is closed when the connection ends; past its
+// 1024 buffered packets, no more are recorded.
+func commandNode(t testing.TB, hs *mysql.Handshake, answer func(c *mysql.Conn, caps uint32, p []byte)) (string, <-chan []byte) {
+	t.Helper()
+	got := make(chan []byte, 1024)
+	addr := scriptedNode(t, hs, func(c *mysql.Conn, r *mysql.HandshakeResponse) {
+		defer close(got)
+		writeOK(c)
+		for {
+			c.SetSeq(0)
+			p, err := c.ReadPacket()
+			if err != nil {
+				return
+			}
+			select {
+			case got <- append([]byte(nil), p...):
+			default: // a benchmark: nobody reads them
+			}
+			if answer == nil {
+				writeOK(c)
+			} else {
+				answer(c, r.Capabilities, p)
+			}
+		}
+	})
+	return addr, got
+}
+
+// testDial dials addr as user app with password app.
+func testDial(t testing.TB, addr string, o Options) *Conn {
+	t.Helper()
+	o.Address, o.ConnectTimeout = addr, 5*time.Second
+	if o.Credentials.User == "" {
+		o.Credentials = Credentials{User: "app", Password: "app", HasPassword: true}
+	}
+	bc, err := Dial(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bc.Close() })
+	return bc
+}
+
+// query is a COM_QUERY packet.
+func query(s string) []byte { return append([]byte{mysql.ComQuery}, s...) }
+
+// expectPackets checks that the node received exactly want, in order, and then the sentinel
+// COM_PING the client sends last (so that "nothing" can be asserted without waiting).
+func expectPackets(t *testing.T, bc *Conn, got <-chan []byte, want ...[]byte) {
+	t.Helper()
+	if err := bc.Command([]byte{mysql.ComPing}); err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, []byte{mysql.ComPing})
+	for i, w := range want {
+		select {
+		case p := <-got:
+			if !bytes.Equal(p, w) {
+				t.Fatalf("packet %d: node received %q, want %q", i, p, w)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("packet %d: node received nothing, want %q", i, w)
+		}
+	}
+}
+
+// testCert is a self-signed certificate for 127.0.0.1, and a client configuration trusting it.
+func testCert(t *testing.T) (server, client *tls.Config) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "node"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		KeyUsage:    x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	server = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
+	return server, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}
+}
+
+// tlsNode is a scripted node offering TLS: it takes the client's SSL request, upgrades, and
+// hands the handshake response read over TLS to script.
+func tlsNode(t *testing.T, hs *mysql.Handshake, cfg *tls.Config, script func(c *mysql.Conn, r *mysql.HandshakeResponse)) string {
+	t.Helper()
+	hs.Capabilities |= mysql.ClientSSL
+	return scriptedNode(t, hs, func(c *mysql.Conn, r *mysql.HandshakeResponse) {
+		if !r.SSLRequest {
+			_ = c.WritePacketFlush(mysql.AppendERR(nil, mysql.NewError(1045, "28000", "TLS expected")))
+			return
+		}
+		tc := tls.Server(c.Upgradable(), cfg)
+		if err := tc.Handshake(); err != nil {
+			return
+		}
+		seq := c.Seq()
+		c = mysql.NewConn(tc, 0, 0)
+		c.SetSeq(seq)
+		p, err := c.ReadPacket()
+		if err != nil {
+			return
+		}
+		r, err = mysql.ParseHandshakeResponse(p)
+		if err != nil {
+			return
+		}
+		script(c, r)
+	})
+}
+
+// TestNegotiate: what sluice asks a node for, as a table over the node's handshake and the
+// Options.
+func TestNegotiate(t *testing.T) {
+	mysqlNode := mariaDBHandshake()
+	mysqlNode.Capabilities |= mysql.ClientLongPassword // CLIENT_MYSQL: no extended capabilities
+	noDB := mariaDBHandshake()
+	noDB.Capabilities &^= mysql.ClientConnectWithDB
+	withSSL := mariaDBHandshake()
+	withSSL.Capabilities |= mysql.ClientSSL
+	ext := mysql.MariaDBClientExtendedMetadata
+	for _, tc := range []struct {
+		name      string
+		hs        *mysql.Handshake
+		o         Options
+		set, nset uint32 // capabilities that must be set, must not be set
+		mcaps     uint32
+		charset   uint8
+	}{
+		{name: "MariaDB node, extended asked and offered", hs: mariaDBHandshake(), o: Options{MariaDBCapabilities: ext | mysql.MariaDBClientCacheMetadata},
+			nset: mysql.ClientLongPassword, mcaps: ext, charset: 45},
+		{name: "MariaDB node, none asked: CLIENT_MYSQL stays", hs: mariaDBHandshake(), set: mysql.ClientLongPassword, charset: 45},
+		{name: "MariaDB node, asked but not offered", hs: mariaDBHandshake(), o: Options{MariaDBCapabilities: mysql.MariaDBClientBulkUnitResults},
+			set: mysql.ClientLongPassword, charset: 45},
+		{name: "MySQL node (CLIENT_MYSQL set): never extended", hs: mysqlNode, o: Options{MariaDBCapabilities: ext},
+			set: mysql.ClientLongPassword, charset: 45},
+		{name: "mirrored and offered only", hs: mariaDBHandshake(), o: Options{Capabilities: mysql.ClientDeprecateEOF | mysql.ClientMultiStatements | mysql.ClientSSL | mysql.ClientCompress, Charset: 33},
+			set: mysql.ClientDeprecateEOF | AlwaysCaps, nset: mysql.ClientMultiStatements | mysql.ClientSSL | mysql.ClientCompress, charset: 33},
+		{name: "schema at connect when offered", hs: mariaDBHandshake(), o: Options{Database: "d"}, set: mysql.ClientConnectWithDB, charset: 45},
+		{name: "schema at connect not offered", hs: noDB, o: Options{Database: "d"}, nset: mysql.ClientConnectWithDB, charset: 45},
+		{name: "TLS offered and wanted", hs: withSSL, o: Options{TLS: &tls.Config{}}, set: mysql.ClientSSL, charset: 45},
+		{name: "TLS offered, not wanted", hs: withSSL, nset: mysql.ClientSSL, charset: 45},
+		{name: "TLS wanted, not offered", hs: mariaDBHandshake(), o: Options{TLS: &tls.Config{}}, nset: mysql.ClientSSL, charset: 45},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := negotiate(tc.hs, tc.o)
+			if n.caps&tc.set != tc.set || n.caps&tc.nset != 0 || n.mcaps != tc.mcaps || n.charset != tc.charset {
+				t.Fatalf("caps %#x (want set %#x, unset %#x), MariaDB caps %#x (want %#x), charset %d (want %d)",
+					n.caps, tc.set, tc.nset, n.mcaps, tc.mcaps, n.charset, tc.charset)
+			}
+		})
+	}
+}
+
+// TestDialAuth: the auth exchange against scripted nodes, path by path.
+func TestDialAuth(t *testing.T) {
+	creds := Credentials{User: "app", Password: "app", HasPassword: true}
+	dial := func(addr string, o Options) (*Conn, error) {
+		o.Address, o.ConnectTimeout = addr, 5*time.Second
+		if o.Credentials.User == "" {
+			o.Credentials = creds
+		}
+		return Dial(context.Background(), o)
+	}
+	deny := func(c *mysql.Conn) {
+		_ = c.WritePacketFlush(mysql.AppendERR(nil, mysql.AccessDenied("app", "h", true)))
+	}
+	t.Run("mysql_native_password", func(t *testing.T) {
+		addr := scriptedNode(t, mariaDBHandshake(), func(c *mysql.Conn, r *mysql.HandshakeResponse) {
+			if r.User != "app" || r.AuthPlugin != mysql.AuthNativePassword || !bytes.Equal(r.AuthResponse, mysql.NativeScramble("app", mariaDBHandshake().Nonce)) {
+				deny(c)
+				return
+			}
+			_ = c.WritePacketFlush(mysql.AppendOK(nil, mysql.OK{Status: mysql.StatusAutocommit | mysql.StatusInTrans}, AlwaysCaps))
+		})
+		bc, err := dial(addr, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer bc.Close()
+		if bc.Status != mysql.StatusAutocommit|mysql.StatusInTrans || bc.TLS || bc.Handshake.ConnectionID != 9 {
+			t.Fatalf("status %#x, TLS %v, handshake %+v", bc.Status, bc.TLS, bc.Handshake)
+		}
+	})
+	t.Run("mysql_native_password from SHA1(password)", func(t *testing.T) {
+		addr := scriptedNode(t, mariaDBHandshake(), func(c *mysql.Conn, r *mysql.HandshakeResponse) {
+			if !bytes.Equal(r.AuthResponse, mysql.NativeScramble("app", mariaDBHandshake().Nonce)) {
+				deny(c)
+				return
+			}
+			writeOK(c)
+		})
+		bc, err := dial(addr, Options{Credentials: Credentials{User: "app", Stage1: sha1.Sum([]byte("app")), HasStage1: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bc.Close()
+	})
+	t.Run("auth switch to mysql_native_password with a new nonce", func(t *testing.T) {
+		hs := mariaDBHandshake()
+		hs.AuthPlugin = mysql.AuthCachingSHA2
+		nonce := []byte("ABCDEFGHIJKLMNOPQRST")
+		addr := scriptedNode(t, hs, func(c *mysql.Conn, r *mysql.HandshakeResponse) {
+			_ = c.WritePacketFlush(mysql.AppendAuthSwitchRequest(nil, mysql.AuthNativePassword, nonce))
+			p, err := c.ReadPacket()
+			if err != nil || !bytes.Equal(p, mysql.NativeScramble("app", nonce)) {
+				deny(c)
+				return
+			}
+			writeOK(c)
+		})
+		bc, err := dial(addr, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bc.Close()
+	})
+	t.Run("caching_sha2_password full authentication with the node's RSA key", func(t *testing.T) {
+		key, err := mysql.GenerateRSAKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := mariaDBHandshake()
+		hs.AuthPlugin = mysql.AuthCachingSHA2
+		decrypted := make(chan string, 1)
+		addr := scriptedNode(t, hs, func(c *mysql.Conn, r *mysql.HandshakeResponse) {
+			_ = c.WritePacketFlush(mysql.AppendAuthMoreData(nil, mysql.CachingSHA2FullAuth))
+			p, err := c.ReadPacket()
+			if err != nil || !bytes.Equal(p, []byte{mysql.CachingSHA2RequestKey}) {
+				deny(c)
+				return
+			}
+			_ = c.WritePacketFlush(mysql.AppendAuthMoreData(nil, mysql.PublicKeyPEM(key)...))
+			if p, err = c.ReadPacket(); err != nil {
+				return
+			}
+			pw, err := mysql.DecryptPassword(key, p, hs.Nonce)
+			decrypted <- pw
+			if err != nil || pw != "app" {
+				deny(c)
+				return
+			}
+			writeOK(c)
+		})
+		bc, err := dial(addr, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bc.Close()
+		if pw := <-decrypted; pw != "app" {
+			t.Fatalf("node decrypted %q", pw)
+		}
+	})
+	t.Run("caching_sha2_password full authentication over TLS: the password as it is", func(t *testing.T) {
+		server, client := testCert(t)
+		hs := mariaDBHandshake()
+		hs.AuthPlugin = mysql.AuthCachingSHA2
+		addr := tlsNode(t, hs, server, func(c *mysql.Conn, r *mysql.HandshakeResponse) {
+			if r.Capabilities&mysql.ClientSSL == 0 || !bytes.Equal(r.AuthResponse, mysql.CachingSHA2Scramble("app", hs.Nonce)) {
+				deny(c)
+				return
+			}
+			_ = c.WritePacketFlush(mysql.AppendAuthMoreData(nil, mysql.CachingSHA2FullAuth))
+			if p, err := c.ReadPacket(); err != nil || string(p) != "app\x00" {
+				deny(c)
+				return
+			}
+			writeOK(c)
+		})
+		bc, err := dial(addr, Options{TLS: client, TLSRequired: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer bc.Close()
+		if !bc.TLS || bc.Caps&mysql.ClientSSL == 0 {
+			t.Fatalf("TLS %v, caps %#x", bc.TLS, bc.Caps)
+		}
+	})
+	t.Run("caching_sha2_password full authentication refused for a user configured by hash", func(t *testing.T) {
+		hs := mariaDBHandshake()
+		hs.AuthPlugin = mysql.AuthCachingSHA2
+		addr := scriptedNode(t, hs, func(c *mysql.Conn, r *mysql.HandshakeResponse) { deny(c) })
+		_, err := dial(addr, Options{Credentials: Credentials{User: "app", Stage1: sha1.Sum([]byte("app")), HasStage1: true}})
+		if err == nil || !strings.Contains(err.Error(), "mysql_native_password hash") {
+			t.Fatalf("got %v, want the error naming the hash", err)
+		}
+		var se *mysql.SQLError
+		if errors.As(err, &se) {
+			t.Fatalf("got the node's error %v: sluice should have refused first", err)
+		}
+	})
+	t.Run("caching_sha2_password full authentication refused without a plaintext password", func(t *testing.T) {
+		hs := mariaDBHandshake()
+		hs.AuthPlugin = mysql.AuthCachingSHA2
+		addr := scriptedNode(t, hs, func(c *mysql.Conn, r *mysql.HandshakeResponse) {
+			_ = c.WritePacketFlush(mysql.AppendAuthMoreData(nil, mysql.CachingSHA2FullAuth))
+		})
+		_, err := dial(addr, Options{Credentials: Credentials{User: "nopw"}})
+		if err == nil || !strings.Contains(err.Error(), "configure password instead of password_hash") {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("auth switch to caching_sha2_password for a user configured by hash", func(t *testing.T) {
+		addr := scriptedNode(t, mariaDBHandshake(), func(c *mysql.Conn, r *mysql.HandshakeResponse) {
+			_ = c.WritePacketFlush(mysql.AppendAuthSwitchRequest(nil, mysql.AuthCachingSHA2, []byte("ABCDEFGHIJKLMNOPQRST")))
+		})
+		_, err := dial(addr, Options{Credentials: Credentials{User: "app", Stage1: sha1.Sum([]byte("app")), HasStage1: true}})
+		if err == nil || !strings.Contains(err.Error(), "cannot log in with caching_sha2_password") {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("ERR during auth: the node's error", func(t *testing.T) {
+		hs := mariaDBHandshake()
+		hs.AuthPlugin = mysql.AuthCachingSHA2
+		addr := scriptedNode(t, hs, func(c *mysql.Conn, r *mysql.HandshakeResponse) {
+			_ = c.WritePacketFlush(mysql.AppendAuthMoreData(nil, mysql.CachingSHA2FullAuth))
+			if _, err := c.ReadPacket(); err != nil { // the key request
+				return
+			}
+			_ = c.WritePacketFlush(mysql.AppendERR(nil, mysql.AccessDenied("app", "h", true)))
+		})
+		_, err := dial(addr, Options{})
+		var se *mysql.SQLError
+		var ce *ConnectError
+		if !errors.As(err, &se) || se.Code != mysql.ErrAccessDenied || errors.As(err, &ce) {
+			t.Fatalf("got %v, want the node's 1045", err)
+		}
+	})
+	t.Run("TLS required, node without TLS: nothing sent", func(t *testing.T) {
+		sent := make(chan int, 1)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		go func() {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer nc.Close()
+			_ = nc.SetDeadline(time.Now().Add(5 * time.Second))
+			c := mysql.NewConn(nc, 0, 0)
+			_ = c.WritePacketFlush(mysql.AppendHandshake(nil, mariaDBHandshake()))
+			n, _ := io.Copy(io.Discard, nc)
+			sent <- int(n)
+		}()
+		_, client := testCert(t)
+		_, err = dial(ln.Addr().String(), Options{TLS: client, TLSRequired: true})
+		var ce *ConnectError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), "TLS") {
+			t.Fatalf("got %v", err)
+		}
+		if n := <-sent; n != 0 {
+			t.Fatalf("sluice sent %d bytes to a node that does not offer TLS", n)
+		}
+	})
+	t.Run("TLS preferred, node without TLS: plain", func(t *testing.T) {
+		addr := scriptedNode(t, mariaDBHandshake(), func(c *mysql.Conn, r *mysql.HandshakeResponse) { writeOK(c) })
+		_, client := testCert(t)
+		bc, err := dial(addr, Options{TLS: client})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer bc.Close()
+		if bc.TLS {
+			t.Fatal("TLS on a node without it")
+		}
+	})
+	t.Run("unsupported plugin after a switch", func(t *testing.T) {
+		addr := scriptedNode(t, mariaDBHandshake(), func(c *mysql.Conn, r *mysql.HandshakeResponse) {
+			_ = c.WritePacketFlush(mysql.AppendAuthSwitchRequest(nil, "client_ed25519", []byte("ABCDEFGHIJKLMNOPQRST")))
+		})
+		if _, err := dial(addr, Options{}); err == nil || !strings.Contains(err.Error(), "client_ed25519") {
+			t.Fatalf("got %v", err)
+		}
+	})
+}
+
+// TestDialSetup: what a new connection runs and carries.
+func TestDialSetup(t *testing.T) {
+	t.Run("read-only: InitSQL, then the guard", func(t *testing.T) {
+		addr, got := commandNode(t, mariaDBHandshake(), nil)
+		bc := testDial(t, addr, Options{Database: "shop", Epoch: 3, ReadOnly: true, InitSQL: []string{"SET NAMES utf8mb4"}})
+		if !bc.ReadOnly() {
+			t.Fatal("not read-only")
+		}
+		if fp := bc.Fingerprint(); fp != (Fingerprint{DB: "shop", Epoch: 3}) {
+			t.Fatalf("fingerprint %+v", fp)
+		}
+		expectPackets(t, bc, got, query("SET NAMES utf8mb4"), query(ReadOnlyGuard))
+	})
+	t.Run("read-write: nothing", func(t *testing.T) {
+		addr, got := commandNode(t, mariaDBHandshake(), nil)
+		bc := testDial(t, addr, Options{})
+		if bc.ReadOnly() {
+			t.Fatal("read-only")
+		}
+		if err := bc.Guard(); err != nil {
+			t.Fatal(err)
+		}
+		expectPackets(t, bc, got)
+	})
+	t.Run("the guard refused: the node's error", func(t *testing.T) {
+		addr, _ := commandNode(t, mariaDBHandshake(), func(c *mysql.Conn, _ uint32, p []byte) {
+			_ = c.WritePacketFlush(mysql.AppendERR(nil, mysql.NewError(1227, "42000", "Access denied")))
+		})
+		_, err := Dial(context.Background(), Options{Address: addr, ReadOnly: true, ConnectTimeout: 5 * time.Second})
+		var se *mysql.SQLError
+		if !errors.As(err, &se) || se.Code != 1227 {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("node without CLIENT_CONNECT_WITH_DB: no schema carried", func(t *testing.T) {
+		hs := mariaDBHandshake()
+		hs.Capabilities &^= mysql.ClientConnectWithDB
+		addr, _ := commandNode(t, hs, nil)
+		bc := testDial(t, addr, Options{Database: "shop"})
+		if fp := bc.Fingerprint(); fp != (Fingerprint{}) {
+			t.Fatalf("fingerprint %+v", fp)
+		}
+	})
+}
+
+func TestReadHandshake(t *testing.T) {
+	addr := scriptedNode(t, mariaDBHandshake(), func(c *mysql.Conn, r *mysql.HandshakeResponse) {})
+	hs, err := ReadHandshake(context.Background(), addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hs.ServerVersion != "5.5.5-10.11.0-MariaDB" || hs.MariaDBCapabilities != mariaDBHandshake().MariaDBCapabilities {
+		t.Fatalf("%+v", hs)
+	}
 }

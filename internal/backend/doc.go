@@ -2,4 +2,24 @@
 // handshake and authentication (mysql_native_password and caching_sha2_password, including the
 // RSA exchange), and hands the session a ready connection whose capabilities mirror what the
 // proxy's own client negotiated.
+//
+// Files by concern:
+//
+//   - conn.go: Options, Dial, the Conn, and the commands a Conn runs itself (Exec, Command).
+//   - handshake.go: the login in named steps: capability negotiation (MariaDB's extended
+//     capabilities and CLIENT_MYSQL included), the TLS upgrade, the auth exchange.
+//   - sync.go: session-state sync. A session describes what every one of its node connections
+//     must carry (State: schema, COM_SET_OPTION, replayable SET statements, an epoch counting its
+//     resets); a Conn knows what it carries (Fingerprint) and Sync sends only the difference,
+//     nothing and no allocation when it is in line. A replica connection is opened read-only
+//     (Options.ReadOnly) and Sync keeps it so: the guard runs again after anything replayed.
+//   - query.go: Query, a small text-protocol query decoded into strings, bounded in size, for
+//     the control plane (the monitor). Statements the proxy forwards never pass through it.
+//
+// Errors: a node's refusal is a *mysql.SQLError (wrapped in a *SyncError when Sync sent it);
+// ErrDiverged and Query's ErrResultTooLarge leave the connection usable; anything else is a
+// transport or protocol error after which the connection is closed (Dial words those as
+// *ConnectError).
+//
+// A Conn is used by one goroutine at a time; nothing in this package starts goroutines.
 package backend

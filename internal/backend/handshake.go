@@ -1,0 +1,283 @@
+package backend
+
+import (
+	"compress/zlib"
+	"crypto/tls"
+	"errors"
+	"fmt"
+
+	"github.com/sluicedb/sluice/internal/mysql"
+)
+
+// The login to a node, in the order it happens on the wire:
+//
+//  1. greeting: the node's HandshakeV10 (readGreeting);
+//  2. capability negotiation: what to ask the node for, given its handshake and the Options
+//     (negotiate, a pure function);
+//  3. the TLS upgrade, when both sides want it (startTLS);
+//  4. the auth exchange: the handshake response with the first scramble, then whatever the node
+//     asks for (an auth switch, caching_sha2_password's fast path or full authentication), up
+//     to its OK or ERR (authenticate).
+//
+// Every step runs under the connect deadline Dial set on the socket.
+
+// handshake logs c in to the node as o describes.
+func (c *Conn) handshake(o Options) error {
+	hs, err := c.readGreeting()
+	if err != nil {
+		return err
+	}
+	n := negotiate(hs, o)
+	if n.caps&mysql.ClientSSL != 0 {
+		if err := c.startTLS(o.TLS, n); err != nil {
+			return err
+		}
+	} else if o.TLSRequired {
+		return errors.New("node does not offer TLS, which backend_tls.mode required needs")
+	}
+	c.Caps, c.MariaDBCaps = n.caps, n.mcaps
+	return c.authenticate(o, hs, n)
+}
+
+// readGreeting reads and checks the node's initial handshake.
+func (c *Conn) readGreeting() (*mysql.Handshake, error) {
+	p, err := c.ReadPacket()
+	if err != nil {
+		return nil, err
+	}
+	hs, err := mysql.ParseHandshake(p)
+	if err != nil {
+		return nil, err
+	}
+	c.Handshake = hs
+	if hs.Capabilities&mysql.ClientProtocol41 == 0 {
+		return nil, errors.New("node does not speak protocol 4.1")
+	}
+	return hs, nil
+}
+
+// negotiation is what sluice asks a node for.
+type negotiation struct {
+	caps    uint32 // client capabilities, ClientSSL included when TLS is to be started
+	mcaps   uint32 // MariaDB extended capabilities (0 unless CLIENT_MYSQL is cleared in caps)
+	charset uint8
+}
+
+// negotiate decides the capabilities to ask node hs for. sluice asks for AlwaysCaps, what the
+// client asked of MirroredCaps, and what the Options need (a schema at connect, attributes,
+// compression, TLS), and keeps of that only what the node offers (CLIENT_LONG_PASSWORD aside,
+// below).
+//
+// CLIENT_LONG_PASSWORD (bit 0) is also MariaDB's CLIENT_MYSQL. A MariaDB node that clears it
+// offers extended capabilities in its handshake; they are asked for (the ones the client wanted
+// and the node offers) only when the node cleared the bit, and sluice then clears it too, which
+// is how a client says it sends them. Asking for none, sluice keeps the bit set, as a MySQL
+// client does, so the node treats the connection as a plain MySQL one.
+func negotiate(hs *mysql.Handshake, o Options) negotiation {
+	caps := AlwaysCaps | (o.Capabilities & MirroredCaps)
+	if o.Database != "" {
+		caps |= mysql.ClientConnectWithDB
+	}
+	if len(o.Attrs) > 0 {
+		caps |= mysql.ClientConnectAttrs
+	}
+	if o.Compress {
+		caps |= mysql.ClientCompress
+	}
+	if o.TLS != nil {
+		caps |= mysql.ClientSSL
+	}
+	caps &= hs.Capabilities | mysql.ClientLongPassword
+	var mcaps uint32
+	if hs.Capabilities&mysql.ClientLongPassword == 0 {
+		if mcaps = o.MariaDBCapabilities & hs.MariaDBCapabilities; mcaps != 0 {
+			caps &^= mysql.ClientLongPassword
+		}
+	}
+	charset := o.Charset
+	if charset == 0 {
+		charset = hs.Charset
+	}
+	return negotiation{caps: caps, mcaps: mcaps, charset: charset}
+}
+
+// startTLS upgrades the connection: the SSL request (the first 32 bytes of a handshake
+// response, with ClientSSL), then the TLS handshake over the same socket. Bytes the node sent
+// after its greeting, already in c's read buffer, are read by TLS first; the sequence ids go on
+// from where the SSL request left them.
+func (c *Conn) startTLS(cfg *tls.Config, n negotiation) error {
+	req := mysql.AppendHandshakeResponse(c.Scratch(), &mysql.HandshakeResponse{
+		Capabilities: n.caps, MaxPacketSize: 1 << 30, Charset: n.charset, SSLRequest: true,
+		MariaDBCapabilities: n.mcaps,
+	})
+	c.KeepScratch(req)
+	if err := c.WritePacketFlush(req); err != nil {
+		return err
+	}
+	tc := tls.Client(c.Upgradable(), cfg)
+	if err := tc.Handshake(); err != nil {
+		return fmt.Errorf("TLS handshake with node: %w", err)
+	}
+	seq := c.Seq()
+	c.Conn = mysql.NewConn(tc, 0, 4<<10)
+	c.SetSeq(seq)
+	c.TLS = true
+	return nil
+}
+
+// authPlugin is the plugin sluice answers a node's greeting with: the node's own when sluice
+// speaks it with a password (caching_sha2_password), mysql_native_password otherwise (the node
+// then switches to what the account needs, or accepts it).
+func authPlugin(nodePlugin string) string {
+	if nodePlugin == mysql.AuthCachingSHA2 {
+		return mysql.AuthCachingSHA2
+	}
+	return mysql.AuthNativePassword
+}
+
+// authenticate sends the handshake response with the first scramble and plays the exchange the
+// node leads until its OK (logged in) or ERR (returned as *mysql.SQLError). In between the node
+// may ask for another plugin (an auth switch, with a new nonce) or, under caching_sha2_password,
+// say that the fast path succeeded or that it needs full authentication.
+func (c *Conn) authenticate(o Options, hs *mysql.Handshake, n negotiation) error {
+	plugin := authPlugin(hs.AuthPlugin)
+	auth, err := scramble(plugin, o.Credentials, hs.Nonce)
+	if err != nil {
+		return err
+	}
+	buf := mysql.AppendHandshakeResponse(c.Scratch(), &mysql.HandshakeResponse{
+		Capabilities:  n.caps,
+		MaxPacketSize: 1 << 30,
+		Charset:       n.charset,
+		User:          o.Credentials.User,
+		AuthResponse:  auth,
+		Database:      o.Database,
+		AuthPlugin:    plugin,
+		Attrs:         o.Attrs,
+
+		MariaDBCapabilities: n.mcaps,
+	})
+	c.KeepScratch(buf)
+	if err := c.WritePacketFlush(buf); err != nil {
+		return err
+	}
+	nonce := hs.Nonce
+	for {
+		p, err := c.ReadPacket()
+		if err != nil {
+			return err
+		}
+		switch {
+		case mysql.IsOK(p):
+			return c.loggedIn(p)
+		case mysql.IsERR(p):
+			return mysql.ParseERR(p)
+		case p[0] == 0xfe:
+			if plugin, nonce, err = c.switchAuth(p, o.Credentials); err != nil {
+				return err
+			}
+		case p[0] == mysql.AuthMoreDataHeader && plugin == mysql.AuthCachingSHA2 && len(p) >= 2:
+			if err := c.cachingSHA2(p[1], o, nonce); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("unexpected packet 0x%02x during authentication", p[0])
+		}
+	}
+}
+
+// loggedIn takes the node's final OK: the status it reports, and the compressed protocol from
+// here on when it was negotiated.
+func (c *Conn) loggedIn(p []byte) error {
+	ok, err := mysql.ParseOK(p, c.Caps)
+	if err != nil {
+		return err
+	}
+	c.Status = ok.Status
+	if c.Caps&mysql.ClientCompress != 0 {
+		return c.EnableCompression(mysql.CompressClient, zlib.BestSpeed)
+	}
+	return nil
+}
+
+// switchAuth answers an auth-switch request: the scramble of the plugin the node asks for over
+// the new nonce. It returns the plugin and nonce now in force.
+func (c *Conn) switchAuth(p []byte, cr Credentials) (plugin string, nonce []byte, err error) {
+	plugin, nonce, err = mysql.ParseAuthSwitchRequest(p)
+	if err != nil {
+		return "", nil, err
+	}
+	if len(nonce) > 20 {
+		nonce = nonce[:20]
+	}
+	auth, err := scramble(plugin, cr, nonce)
+	if err != nil {
+		return "", nil, err
+	}
+	return plugin, nonce, c.WritePacketFlush(auth)
+}
+
+// cachingSHA2 answers caching_sha2_password's AuthMoreData state byte. Fast OK: the node found
+// the account in its cache and the OK follows. Full authentication: the node needs the password
+// itself, which sluice has only when it was configured in plaintext (a user configured by
+// mysql_native_password hash cannot log in this way); over TLS it goes as it is, otherwise
+// encrypted with the node's RSA public key, which sluice requests first (it pins no key).
+func (c *Conn) cachingSHA2(state byte, o Options, nonce []byte) error {
+	switch state {
+	case mysql.CachingSHA2FastOK:
+		return nil
+	case mysql.CachingSHA2FullAuth:
+	default:
+		return fmt.Errorf("unexpected caching_sha2_password state %d", state)
+	}
+	if !o.Credentials.HasPassword {
+		return fmt.Errorf("node %s asks for caching_sha2_password full authentication, which needs the plaintext password of user %q: configure password instead of password_hash", o.Address, o.Credentials.User)
+	}
+	if c.TLS {
+		return c.WritePacketFlush(append([]byte(o.Credentials.Password), 0))
+	}
+	if err := c.WritePacketFlush([]byte{mysql.CachingSHA2RequestKey}); err != nil {
+		return err
+	}
+	key, err := c.ReadPacket()
+	if err != nil {
+		return err
+	}
+	if mysql.IsERR(key) {
+		return mysql.ParseERR(key)
+	}
+	if len(key) < 2 || key[0] != mysql.AuthMoreDataHeader {
+		return errors.New("unexpected packet in place of the node's RSA public key")
+	}
+	enc, err := mysql.EncryptPassword(key[1:], o.Credentials.Password, nonce)
+	if err != nil {
+		return err
+	}
+	return c.WritePacketFlush(enc)
+}
+
+// scramble is the first auth response of plugin for cr over nonce. A user without a password
+// answers with nothing, as clients do.
+func scramble(plugin string, cr Credentials, nonce []byte) ([]byte, error) {
+	switch plugin {
+	case mysql.AuthNativePassword:
+		switch {
+		case cr.HasPassword:
+			return mysql.NativeScramble(cr.Password, nonce), nil
+		case cr.HasStage1:
+			return mysql.NativeScrambleFromStage1(cr.Stage1, nonce), nil
+		default:
+			return nil, nil
+		}
+	case mysql.AuthCachingSHA2:
+		if !cr.HasPassword {
+			if cr.HasStage1 {
+				return nil, fmt.Errorf("user %q is configured by mysql_native_password hash, which cannot log in with caching_sha2_password", cr.User)
+			}
+			return nil, nil
+		}
+		return mysql.CachingSHA2Scramble(cr.Password, nonce), nil
+	default:
+		return nil, fmt.Errorf("node asks for authentication plugin %q, which sluice does not support", plugin)
+	}
+}

@@ -1,0 +1,247 @@
+package backend
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"github.com/sluicedb/sluice/internal/mysql"
+)
+
+// Query is for the control plane (the monitor's SHOW SLAVE STATUS, SELECT @@read_only, ...): a
+// small text-protocol result decoded into strings. The forwarding path never decodes rows; it
+// relays them.
+
+// Bounds of a Query result. A result past either is read to its end and dropped, and Query
+// returns ErrResultTooLarge: the monitor's queries return a few rows, and a node must not be
+// able to make sluice hold an unbounded result.
+const (
+	// MaxQueryRows bounds the rows of a Query result.
+	MaxQueryRows = 10_000
+	// MaxQueryBytes bounds the memory a Query result holds: the bytes of its column names and
+	// row packets, plus the fixed size of a Value per cell. It also bounds one packet of the
+	// answer (a larger one fails with mysql.ErrPacketTooLarge and the connection is unusable).
+	MaxQueryBytes = 1 << 20
+)
+
+// ErrResultTooLarge is returned by Query for a result past MaxQueryRows or MaxQueryBytes. The
+// connection stays usable.
+var ErrResultTooLarge = errors.New("backend: query result larger than the bounds of Query")
+
+// Value is one cell of a text result: its text, or NULL. (A NULL is told apart from the empty
+// string; sluice does not import database/sql for its NullString.)
+type Value struct {
+	S    string
+	Null bool
+}
+
+// Rows is the result of Query: the column names, and the rows, each with one Value per column.
+// A statement without a result set (an OK) gives no columns and no rows.
+//
+// The cells of one row share one string allocation (the row packet's bytes); Rows is not tied to
+// the connection's buffers.
+type Rows struct {
+	Columns []string
+	Values  [][]Value
+}
+
+// Map returns row i as a map from column name to text, for results looked up by name (SHOW
+// SLAVE STATUS has some 60 columns). A NULL cell has no entry, so `v, ok := m[name]` tells NULL
+// (ok false) from the empty string; of two columns with the same name the first wins. A row
+// that does not exist (a replica-status query on a node that replicates from nobody returns
+// none) gives a nil map, from which every lookup reports absent.
+func (r *Rows) Map(i int) map[string]string {
+	if r == nil || i < 0 || i >= len(r.Values) {
+		return nil
+	}
+	row := r.Values[i]
+	m := make(map[string]string, len(r.Columns))
+	for j, name := range r.Columns {
+		if row[j].Null {
+			continue
+		}
+		if _, dup := m[name]; !dup {
+			m[name] = row[j].S
+		}
+	}
+	return m
+}
+
+// Query runs q with COM_QUERY and returns its first result decoded: a result set's columns and
+// rows, or, for a statement that returns none, a Rows without columns or rows. Under the
+// classic protocol and CLIENT_DEPRECATE_EOF alike.
+//
+// Further results (a multi-statement, a CALL) are read and dropped, so the connection is ready
+// for its next command; an ERR in any of them is returned in place of the rows, as the statement
+// as a whole failed. A refusal of the node is a *mysql.SQLError, a result past the bounds
+// ErrResultTooLarge; after those, and after a malformed row, the connection stays usable. After
+// any other error (transport, a packet past MaxQueryBytes) close it.
+func (c *Conn) Query(q string) (*Rows, error) {
+	buf := append(c.Scratch(), mysql.ComQuery)
+	buf = append(buf, q...)
+	if err := c.send(buf); err != nil {
+		return nil, err
+	}
+	// One packet past the bound is refused before it is read into memory.
+	defer func(limit int) { c.MaxPacket = limit }(c.MaxPacket)
+	c.MaxPacket = MaxQueryBytes
+	rows := &Rows{}
+	err := c.readResults(rows)
+	// The packet buffer may have grown with the result; an idle connection does not keep that.
+	c.ReleaseLarge(64 << 10)
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+// drained reports whether err, from readResultSet, left the result read to its end.
+func drained(err error) bool {
+	var m *malformedRowError
+	return err == ErrResultTooLarge || errors.As(err, &m)
+}
+
+// malformedRowError is a row that does not decode as a text row of the result's columns.
+type malformedRowError struct{ reason string }
+
+func (e *malformedRowError) Error() string { return "backend: malformed text row: " + e.reason }
+
+// valueSize is what one cell costs besides its bytes, counted against MaxQueryBytes.
+const valueSize = int(unsafe.Sizeof(Value{}))
+
+// readResultSet reads a text result set whose column-count packet is first, up to its
+// terminator, and returns the terminator's status. Into keep, when not nil, go the column names
+// and the rows. A result set past the bounds, or with a malformed row, is read to its end
+// and reported as ErrResultTooLarge or a *malformedRowError, with keep emptied.
+func (c *Conn) readResultSet(first []byte, keep *Rows) (uint16, error) {
+	n, _, null, err := mysql.ReadLenEncInt(first)
+	if err != nil || null || n == 0 {
+		return 0, fmt.Errorf("backend: malformed column count 0x%x", first)
+	}
+	var failed error
+	size := 0
+	fail := func(err error) {
+		if failed == nil {
+			failed = err
+		}
+		if keep != nil {
+			keep.Columns, keep.Values = nil, nil
+			keep = nil
+		}
+	}
+	for i := uint64(0); i < n; i++ {
+		p, err := c.ReadPacket()
+		if err != nil {
+			return 0, err
+		}
+		if mysql.IsERR(p) {
+			return 0, mysql.ParseERR(p)
+		}
+		if keep == nil {
+			continue
+		}
+		name, err := columnName(p)
+		if err != nil {
+			return 0, err
+		}
+		if size += len(name); size > MaxQueryBytes {
+			fail(ErrResultTooLarge)
+			continue
+		}
+		keep.Columns = append(keep.Columns, string(name))
+	}
+	if c.Caps&mysql.ClientDeprecateEOF == 0 {
+		// The classic EOF after the column definitions.
+		p, err := c.ReadPacket()
+		if err != nil {
+			return 0, err
+		}
+		if mysql.IsERR(p) {
+			return 0, mysql.ParseERR(p)
+		}
+		if !mysql.IsEOF(p, len(p)) {
+			return 0, fmt.Errorf("backend: packet 0x%02x in place of the EOF after the column definitions", p[0])
+		}
+	}
+	for {
+		p, err := c.ReadPacket()
+		if err != nil {
+			return 0, err
+		}
+		switch {
+		case mysql.IsERR(p):
+			// A row cannot start with 0xff (not a length): the statement failed half way.
+			return 0, mysql.ParseERR(p)
+		case mysql.IsEOF(p, len(p)):
+			// A row starting with 0xfe (an 8-byte length) is at least 16 MiB long.
+			status, err := mysql.TerminatorStatus(p, c.Caps)
+			if err != nil {
+				return 0, err
+			}
+			return status, failed
+		}
+		if keep == nil {
+			continue
+		}
+		size += len(p) + valueSize*len(keep.Columns)
+		if size > MaxQueryBytes || len(keep.Values) == MaxQueryRows {
+			fail(ErrResultTooLarge)
+			continue
+		}
+		row, err := textRow(p, len(keep.Columns))
+		if err != nil {
+			fail(err)
+			continue
+		}
+		keep.Values = append(keep.Values, row)
+	}
+}
+
+// columnName returns the name (the alias the statement gave) of a ColumnDefinition41: the fifth
+// length-encoded string, after catalog, schema, table and original table. MariaDB's extended
+// metadata comes later in the packet and does not move it.
+func columnName(p []byte) ([]byte, error) {
+	for range 4 {
+		_, k, err := mysql.ReadLenEncString(p)
+		if err != nil {
+			return nil, fmt.Errorf("backend: malformed column definition: %w", err)
+		}
+		p = p[k:]
+	}
+	name, _, err := mysql.ReadLenEncString(p)
+	if err != nil {
+		return nil, fmt.Errorf("backend: malformed column definition: %w", err)
+	}
+	return name, nil
+}
+
+// textRow decodes a text-protocol row of cols cells: each a length-encoded string, or 0xfb for
+// NULL. The cells are substrings of one copy of the packet.
+func textRow(p []byte, cols int) ([]Value, error) {
+	s := string(p)
+	row := make([]Value, cols)
+	off := 0
+	for j := range row {
+		if off >= len(p) {
+			return nil, &malformedRowError{fmt.Sprintf("%d cells, want %d", j, cols)}
+		}
+		v, k, null, err := mysql.ReadLenEncInt(p[off:])
+		if err != nil {
+			return nil, &malformedRowError{err.Error()}
+		}
+		off += k
+		if null {
+			row[j].Null = true
+			continue
+		}
+		if v > uint64(len(p)-off) {
+			return nil, &malformedRowError{"cell longer than the row"}
+		}
+		row[j].S = s[off : off+int(v)]
+		off += int(v)
+	}
+	if off != len(p) {
+		return nil, &malformedRowError{fmt.Sprintf("%d bytes after the last of %d cells", len(p)-off, cols)}
+	}
+	return row, nil
+}

@@ -1,0 +1,200 @@
+package backend
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/sluicedb/sluice/internal/mysql"
+)
+
+// Session-state sync. A session spreads its statements over several node connections; what it
+// changed in its session (the schema, COM_SET_OPTION, replayable SET statements) must hold on
+// every one of them before it runs a statement there. The session describes that state as a
+// State; each Conn knows which State it carries (its Fingerprint), and Sync sends only the
+// difference. Statements that cannot be undone are never rolled back: a session that resets its
+// state starts a new Epoch, and a connection of an older epoch is replaced or reset by the
+// caller (ErrDiverged).
+//
+// None of this is safe for concurrent use: a State belongs to its session, a Conn to the one
+// goroutine using it.
+
+// ReadOnlyGuard is the statement that keeps a replica connection read-only: a statement
+// misrouted there fails instead of forking the data (on MariaDB an account with ALL PRIVILEGES
+// can write on a read_only replica). It is the first statement sluice runs on such a connection
+// (Options.ReadOnly) and the last one after replaying the session's statements, which may include
+// the client's own SET SESSION TRANSACTION READ WRITE, right for the primary.
+const ReadOnlyGuard = "SET SESSION TRANSACTION READ ONLY"
+
+// State is what a session wants every one of its node connections to carry.
+//
+// Ownership: a State belongs to its session. Stmts only grows within one Epoch, and the byte
+// slices appended to it belong to the session and are never modified afterwards: a Conn reads
+// them during Sync and keeps none of them. To forget its state (COM_RESET_CONNECTION,
+// COM_CHANGE_USER) the session empties Stmts and increments Epoch.
+type State struct {
+	// DB is the schema selected; empty leaves each connection's schema as it is.
+	DB string
+	// Options is the COM_SET_OPTION value in force (0, MYSQL_OPTION_MULTI_STATEMENTS_ON, is what a
+	// new connection is taken to carry).
+	Options uint16
+	// Epoch counts the session's resets of its state.
+	Epoch uint64
+	// Stmts are the replayable session statements (SET ...) the session ran since its state was
+	// last reset, in order.
+	Stmts [][]byte
+}
+
+// Fingerprint is a summary of session state, comparable with ==: a State's, or what a Conn
+// carries. Applied counts the statements of Epoch applied.
+type Fingerprint struct {
+	DB      string
+	Options uint16
+	Epoch   uint64
+	Applied int
+}
+
+// Fingerprint summarizes t.
+func (t *State) Fingerprint() Fingerprint {
+	return Fingerprint{DB: t.DB, Options: t.Options, Epoch: t.Epoch, Applied: len(t.Stmts)}
+}
+
+// Fingerprint is the session state c carries. When it equals the State's, Sync sends nothing
+// unless the read-only guard is due (after MarkReset or a failed Guard); the converse does not
+// hold: with an empty State.DB the schemas need not match. Sync itself costs nothing when
+// nothing is to be sent, so callers call it before every use rather than compare.
+func (c *Conn) Fingerprint() Fingerprint { return c.fp }
+
+// ErrDiverged is returned by Sync for a connection that carries state of another epoch of the
+// session's state (statements the session has since forgotten, which cannot be undone here):
+// the caller replaces the connection, or resets it and calls MarkReset. Nothing was sent.
+var ErrDiverged = errors.New("backend: connection carries session state the session has reset")
+
+// SyncError is a node's refusal of a part of the session state Sync sent it. Its Err is the
+// node's error, found with errors.As(err, &*mysql.SQLError) like any other refusal; a SyncError
+// tells it from a transport error, which Sync returns as it is.
+type SyncError struct {
+	// Command is mysql.ComInitDB, mysql.ComSetOption or mysql.ComQuery (a replayed statement or
+	// the guard).
+	Command byte
+	// Stmt is the schema of COM_INIT_DB, the statement of COM_QUERY, empty for COM_SET_OPTION.
+	Stmt string
+	Err  *mysql.SQLError
+}
+
+func (e *SyncError) Error() string {
+	switch e.Command {
+	case mysql.ComInitDB:
+		return fmt.Sprintf("node refused COM_INIT_DB %q: %v", e.Stmt, e.Err)
+	case mysql.ComSetOption:
+		return fmt.Sprintf("node refused COM_SET_OPTION: %v", e.Err)
+	}
+	stmt := e.Stmt
+	if len(stmt) > 80 {
+		stmt = stmt[:80] + "..."
+	}
+	return fmt.Sprintf("node refused session statement %q: %v", stmt, e.Err)
+}
+
+func (e *SyncError) Unwrap() error { return e.Err }
+
+// refused wraps a node's refusal of cmd in a SyncError; other errors pass as they are.
+func refused(err error, cmd byte, stmt string) error {
+	var se *mysql.SQLError
+	if !errors.As(err, &se) {
+		return err
+	}
+	return &SyncError{Command: cmd, Stmt: stmt, Err: se}
+}
+
+// Sync brings c in line with t, sending only the difference, in this order: COM_INIT_DB when
+// the schema differs (and t.DB is set), COM_SET_OPTION when the option differs, then the
+// statements of t not applied here yet. On a read-only connection the guard comes last whenever
+// a statement was replayed, and whenever it is due otherwise (MarkReset, a failed Guard).
+//
+// When nothing differs Sync sends nothing and does not allocate. A connection of another epoch
+// (or one that claims more statements than t has) gets ErrDiverged, and nothing is sent.
+//
+// A refusal of the node is a *SyncError; c's fingerprint then counts what was applied before
+// it, and on a read-only connection the guard has been run all the same (the refused statement
+// may have changed the session before failing). A transport error is returned as it is: close
+// the connection.
+func (c *Conn) Sync(t *State) error {
+	if c.fp.Epoch != t.Epoch || c.fp.Applied > len(t.Stmts) {
+		return ErrDiverged
+	}
+	if t.DB != "" && c.fp.DB != t.DB {
+		buf := append(c.Scratch(), mysql.ComInitDB)
+		buf = append(buf, t.DB...)
+		c.KeepScratch(buf)
+		if err := c.Command(buf); err != nil {
+			return refused(err, mysql.ComInitDB, t.DB)
+		}
+		c.fp.DB = t.DB
+	}
+	if c.fp.Options != t.Options {
+		buf := append(c.Scratch(), mysql.ComSetOption, byte(t.Options), byte(t.Options>>8))
+		c.KeepScratch(buf)
+		if err := c.Command(buf); err != nil {
+			return refused(err, mysql.ComSetOption, "")
+		}
+		c.fp.Options = t.Options
+	}
+	var failed error
+	for c.fp.Applied < len(t.Stmts) {
+		stmt := t.Stmts[c.fp.Applied]
+		c.unguarded = true
+		if err := c.execBytes(stmt); err != nil {
+			var se *mysql.SQLError
+			if !errors.As(err, &se) {
+				return err
+			}
+			failed = &SyncError{Command: mysql.ComQuery, Stmt: string(stmt), Err: se}
+			break
+		}
+		c.fp.Applied++
+	}
+	if c.readOnly && c.unguarded {
+		if err := c.Guard(); err != nil {
+			return refused(err, mysql.ComQuery, ReadOnlyGuard)
+		}
+	}
+	return failed
+}
+
+// Adopt records that c now carries t as it is: the node itself ran a statement of the session
+// (the caller relayed a USE, a SET or a COM_INIT_DB there, and recorded it in t). c's
+// fingerprint becomes t's. When t has statements c had not applied, the guard of a read-only
+// connection is due at the next Sync (the statement may have been SET SESSION TRANSACTION READ
+// WRITE); a caller that needs the guard at once calls Guard.
+func (c *Conn) Adopt(t *State) {
+	if t.Epoch != c.fp.Epoch || len(t.Stmts) > c.fp.Applied {
+		c.unguarded = true
+	}
+	c.fp = t.Fingerprint()
+}
+
+// MarkReset records that the node reset the session itself (the caller relayed a
+// COM_RESET_CONNECTION): c carries no statement of epoch, the session's new epoch. The schema
+// and the COM_SET_OPTION value stay as they were (MariaDB keeps the schema across
+// COM_RESET_CONNECTION). The reset also ended read-only mode: on a read-only connection the
+// guard is due, and the next Sync runs it even when the fingerprints match (or call Guard).
+func (c *Conn) MarkReset(epoch uint64) {
+	c.fp.Epoch, c.fp.Applied = epoch, 0
+	c.unguarded = true
+}
+
+// Guard runs ReadOnlyGuard on a read-only connection (Options.ReadOnly); on any other
+// connection it does nothing and returns nil. The caller runs it after relaying a statement that
+// may have made the connection read-write (Sync does so after replaying). A refusal is the
+// node's *mysql.SQLError; the guard then stays due.
+func (c *Conn) Guard() error {
+	if !c.readOnly {
+		return nil
+	}
+	c.unguarded = true
+	if err := c.Exec(ReadOnlyGuard); err != nil {
+		return err
+	}
+	c.unguarded = false
+	return nil
+}
