@@ -231,3 +231,7 @@ func (a *App) Addr(name string) string {
 	defer a.mu.Unlock()
 	return a.addrs[name]
 }
+
+// Routing returns endpoint name's routing, whose settings can be changed while it serves, or
+// nil.
+func (a *App) Routing(name string) *route.Endpoint { return a.proxy.Routing(name) }

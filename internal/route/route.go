@@ -318,6 +318,12 @@ func decideReadOnly(c *classify.Result, s *Session, ep *Settings, snap *topology
 	if c.Hint == classify.HintForceMaster || readOnlyRefuses(c) {
 		return Decision{Node: -1, Err: errReadOnly(ep.Name)}
 	}
+	if s.Bound < 0 {
+		// The endpoint became read-only after this session connected as read-write: it has
+		// no replica of its own, and the primary is not for read-only endpoints.
+		return Decision{Node: -1, Err: mysql.NewError(mysql.ErrOptionPreventsStm, "HY000",
+			"The sluice endpoint '%s' became read-only after this connection was made: reconnect", ep.Name)}
+	}
 	return Decision{Node: s.Bound, Reason: ReasonBound}
 }
 

@@ -153,6 +153,7 @@ func TestDecide(t *testing.T) {
 	bound := func(s *Session) { s.Bound = 2 }
 	tests = append(tests,
 		tc{name: "read-only: select on the bound replica", c: sel, s: bound, ep: ro, node: 2, reason: ReasonBound},
+		tc{name: "read-only: a session connected before the endpoint became read-only has no replica", c: sel, ep: ro, node: -1, err: true},
 		tc{name: "read-only: write refused", c: classify.Result{Kind: classify.Insert}, s: bound, ep: ro, node: -1, err: true},
 		tc{name: "read-only: ddl refused", c: classify.Result{Kind: classify.DDL}, s: bound, ep: ro, node: -1, err: true},
 		tc{name: "read-only: for update refused", c: classify.Result{Kind: classify.Select, Flags: classify.LockingRead}, s: bound, ep: ro, node: -1, err: true},

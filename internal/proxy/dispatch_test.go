@@ -1,0 +1,128 @@
+package proxy_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/sluicedb/sluice/internal/config"
+	"github.com/sluicedb/sluice/internal/route"
+	"github.com/sluicedb/sluice/internal/testutil"
+)
+
+// TestReadsRetriedWhenAReplicaDies: a replica dies under a session that holds a connection to
+// it, with a statement prepared there. Every read after that, text or prepared, is answered:
+// the one that meets the dead connection first goes to another node, before any byte reached
+// the client. (Before, only text reads were retried: an EXECUTE on the dead replica ended the
+// session.)
+func TestReadsRetriedWhenAReplicaDies(t *testing.T) {
+	s := startSluice(t, func(c *config.Config) {
+		for i := range c.Endpoints {
+			c.Endpoints[i].Balance = config.BalanceWeighted
+		}
+	})
+	cl := testutil.Cluster(t)
+	ctx := context.Background()
+	for _, prepared := range []bool{false, true} {
+		db := open(t, dsn(s.rw, "app", "app", "", ""))
+		c := conn(t, db)
+		stmt, err := c.PrepareContext(ctx, "SELECT @@server_id")
+		if err != nil {
+			t.Fatal(err)
+		}
+		read := func() (int, error) {
+			var id int
+			if prepared {
+				return id, stmt.QueryRowContext(ctx).Scan(&id)
+			}
+			return id, c.QueryRowContext(ctx, "SELECT @@server_id").Scan(&id)
+		}
+		// Weighted round robin over two replicas: four reads open (and prepare on) both.
+		seen := map[int]bool{}
+		for i := 0; i < 4; i++ {
+			id, err := read()
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen[id] = true
+		}
+		if len(seen) != 2 {
+			t.Fatalf("prepared=%v: reads went to servers %v, want both replicas", prepared, seen)
+		}
+		if err := cl.Stop(ctx, "replica1"); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 6; i++ {
+			if _, err := read(); err != nil {
+				t.Errorf("prepared=%v: read %d after replica1 died: %v", prepared, i, err)
+			}
+		}
+		stmt.Close()
+		c.Close()
+		db.Close()
+		if err := cl.Start(ctx, "replica1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.WaitCaughtUp(ctx, 30*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		// The topology probes replica1 back up.
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			db := open(t, dsn(s.rw, "app", "app", "", ""))
+			c := conn(t, db)
+			up := false
+			for i := 0; i < 4 && !up; i++ {
+				if _, err := c.ExecContext(ctx, "SELECT 1"); err != nil {
+					t.Fatal(err)
+				}
+				node, _, _ := lastRoute(t, c)
+				up = node == "replica1"
+			}
+			c.Close()
+			db.Close()
+			if up {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("replica1 did not come back into routing")
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+}
+
+// TestEndpointSettingsChangeLive: a change of an endpoint's routing settings reaches a session
+// that is already connected, at its next statement.
+func TestEndpointSettingsChangeLive(t *testing.T) {
+	s := startSluice(t, nil)
+	ctx := context.Background()
+	db := open(t, dsn(s.rw, "app", "app", "", ""))
+	c := conn(t, db)
+	if _, err := c.ExecContext(ctx, "SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	if node, _, reason := lastRoute(t, c); node == "primary" || reason != "read" {
+		t.Fatalf("before: %s (%s), want a replica", node, reason)
+	}
+	ep := s.app.Routing("rw")
+	old := ep.Settings()
+	next := *old
+	next.Weights = []int{100, 0, 0} // the primary only
+	ep.Update(&next)
+	defer ep.Update(old)
+	if _, err := c.ExecContext(ctx, "SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	if node, _, reason := lastRoute(t, c); node != "primary" || reason != "read" {
+		t.Fatalf("after: %s (%s), want the primary by weight", node, reason)
+	}
+	ro := next
+	ro.Mode = route.ReadOnly
+	ep.Update(&ro)
+	// A session of a read-write endpoint has no replica of its own: the change reaches it as
+	// an error, not as a statement sent nowhere.
+	if _, err := c.ExecContext(ctx, "SELECT 1"); err == nil {
+		t.Fatal("a read-write session went on after its endpoint became read-only")
+	}
+}
