@@ -83,3 +83,47 @@ func BenchmarkClassifyTable(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(stmts)), "ns/stmt")
 }
+
+// The proxy's questions after a statement ran: each allocates nothing.
+
+func BenchmarkLeavesSessionState(b *testing.B) {
+	r := Classify([]byte("SELECT * FROM t LIMIT 1 OFFSET 2; UPDATE t SET a = 1 WHERE id = 2"))
+	b.ReportAllocs()
+	for b.Loop() {
+		LeavesSessionState(&r)
+	}
+}
+
+func BenchmarkFirstWordIs(b *testing.B) {
+	stmt := []byte("/* app=shop */ CREATE TEMPORARY TABLE tmp_orders (id BIGINT PRIMARY KEY)")
+	b.ReportAllocs()
+	for b.Loop() {
+		FirstWordIs(stmt, "CREATE")
+	}
+}
+
+func BenchmarkReleasesAllLocks(b *testing.B) {
+	stmt := []byte("SELECT RELEASE_LOCK('orders'), RELEASE_ALL_LOCKS()")
+	b.ReportAllocs()
+	b.SetBytes(int64(len(stmt)))
+	for b.Loop() {
+		ReleasesAllLocks(stmt)
+	}
+}
+
+func BenchmarkParseKill(b *testing.B) {
+	stmt := []byte("/* admin */ KILL QUERY 4711;")
+	b.ReportAllocs()
+	for b.Loop() {
+		ParseKill(stmt)
+	}
+}
+
+// BenchmarkMaybeKill is the test every COM_QUERY pays.
+func BenchmarkMaybeKill(b *testing.B) {
+	stmt := []byte("SELECT c FROM sbtest1 WHERE id=?")
+	b.ReportAllocs()
+	for b.Loop() {
+		MaybeKill(stmt)
+	}
+}

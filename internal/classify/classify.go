@@ -22,15 +22,20 @@ func Classify(stmt []byte) Result {
 }
 
 func classify(stmt []byte, nest int) Result {
+	var c classifier
+	c.classify(stmt, nest)
+	return c.res
+}
+
+// classify classifies stmt into c, which must be zero.
+func (c *classifier) classify(stmt []byte, nest int) {
 	if len(stmt) > maxStmt {
 		stmt = stmt[:maxStmt]
 	}
-	var c classifier
 	c.lx.s = stmt
 	c.nest = nest
 	c.hint()
 	c.run()
-	return c.res
 }
 
 // stmt is what the classifier knows about the statement it is in.
@@ -64,6 +69,10 @@ type classifier struct {
 	st    stmt
 	depth int // parenthesis depth in the current statement
 	nest  int // depth of classify calls on string literals
+
+	// allLocks: RELEASE_ALL_LOCKS( is called in text that runs. Flags has no bit left for
+	// it (ReleaseLock covers both release functions), so ReleasesAllLocks reads it here.
+	allLocks bool
 }
 
 // run classifies statement after statement until the text ends.
@@ -713,7 +722,7 @@ func (c *classifier) headPrepare() token {
 		t = c.next()
 	}
 	if t.typ == tString {
-		r := c.literal(t)
+		r, _ := c.literal(t) // defined, not run: a RELEASE_ALL_LOCKS( in it releases nothing yet
 		st.inner, st.innerFlags = r.Kind, r.Flags
 	}
 	return t
@@ -737,9 +746,10 @@ func (c *classifier) headExecute() token {
 	if t.typ != tString {
 		return t
 	}
-	r := c.literal(t)
+	r, allLocks := c.literal(t)
 	st.kind, st.show, st.inner, st.innerFlags = r.Kind, r.Show, r.Inner, r.InnerFlags
 	c.res.Flags |= r.Flags
+	c.allLocks = c.allLocks || allLocks
 	if r.Flags&SetAutocommit != 0 {
 		c.res.Autocommit = r.Autocommit
 	}
@@ -750,16 +760,19 @@ func (c *classifier) headExecute() token {
 // as they are written, escapes and all: a doubled or backslashed quote inside lexes as the
 // edge of a string, which keeps keywords in strings out of the way as before, so the kind
 // and the flags come out right for what PREPARE and EXECUTE IMMEDIATE are given in practice.
-func (c *classifier) literal(t token) Result {
+// allLocks reports whether the text calls RELEASE_ALL_LOCKS(.
+func (c *classifier) literal(t token) (r Result, allLocks bool) {
 	if c.nest >= maxNest {
-		return Result{}
+		return Result{}, false
 	}
 	s := c.lx.s
 	end := t.end
 	if end-t.start >= 2 && s[end-1] == s[t.start] {
 		end--
 	}
-	return classify(s[t.start+1:end], c.nest+1)
+	var in classifier
+	in.classify(s[t.start+1:end], c.nest+1)
+	return in.res, in.allLocks
 }
 
 // headFlush: FLUSH TABLES … WITH READ LOCK and FLUSH TABLES … FOR EXPORT take locks that live
@@ -901,8 +914,12 @@ func (c *classifier) word(t token) {
 		}
 	case kwGetLock:
 		c.call(LockFunction)
-	case kwReleaseLock, kwReleaseAllLocks:
+	case kwReleaseLock:
 		c.call(ReleaseLock)
+	case kwReleaseAllLocks:
+		if c.call(ReleaseLock) {
+			c.allLocks = true
+		}
 	case kwIsFreeLock, kwIsUsedLock:
 		c.call(LockQuery)
 	case kwLastInsertId:
@@ -949,10 +966,13 @@ func (c *classifier) word(t token) {
 
 // call sets f when the word just read is a function call: followed by '(' (whitespace and
 // comments allowed between, as with IGNORE_SPACE), so that a column named get_lock is not.
-func (c *classifier) call(f Flags) {
+// It reports whether it did.
+func (c *classifier) call(f Flags) bool {
 	if c.lx.peek().typ == tLParen {
 		c.res.Flags |= f
+		return true
 	}
+	return false
 }
 
 // sysVar splits an @@[scope.]name token into whether the scope is global and the name.

@@ -1066,14 +1066,31 @@ func TestNoAllocs(t *testing.T) {
 	for _, tc := range nameCases {
 		stmts = append(stmts, []byte(tc.in))
 	}
+	for _, tc := range stateCases {
+		stmts = append(stmts, []byte(tc.in))
+	}
+	for _, tc := range firstWordCases {
+		stmts = append(stmts, []byte(tc.in))
+	}
+	for _, tc := range releaseAllCases {
+		stmts = append(stmts, []byte(tc.in))
+	}
+	for _, tc := range killCases {
+		stmts = append(stmts, []byte(tc.in))
+	}
 	stmts = append(stmts, []byte(longSelect))
 	allocs := testing.AllocsPerRun(10, func() {
 		for _, s := range stmts {
-			Classify(s)
+			r := Classify(s)
 			IsProxyInternal(s)
+			LeavesSessionState(&r)
+			FirstWordIs(s, "CREATE")
+			ReleasesAllLocks(s)
+			ParseKill(s)
+			MaybeKill(s)
 		}
 	})
 	if allocs != 0 {
-		t.Errorf("Classify allocates: %v allocs per pass over the table", allocs)
+		t.Errorf("Classify or a scanner allocates: %v allocs per pass over the table", allocs)
 	}
 }

@@ -64,4 +64,24 @@
 //   - Oracle-mode seq.nextval/currval/lastval count as Sequence, so a column of that name
 //     qualified by its table does too: a false alarm sends a read to the primary, which is
 //     the safe side.
+//
+// # What the proxy asks besides Classify
+//
+// The proxy's other questions about statement text are answered here too, from Classify's
+// Result or with the same lexer, never by searching bytes: a substring search finds SET in
+// OFFSET, LOCK in a column lock_id and RELEASE_ALL_LOCKS in a string.
+//
+//   - LeavesSessionState: whether a multi-statement batch may leave state on its
+//     connection, from Kinds and Flags alone. UPDATE … SET and INSERT … ON DUPLICATE KEY
+//     UPDATE a = 1 leave none: that SET belongs to the statement. Reading a user variable
+//     leaves none; assigning one does (UserVarAssign).
+//   - FirstWordIs (CREATE or DROP TEMPORARY TABLE?): the first token as Classify sees it,
+//     so an executable comment's content is the statement (/*!40101 CREATE …*/ starts with
+//     CREATE), ordinary comments and a hint are skipped.
+//   - ReleasesAllLocks: RELEASE_ALL_LOCKS( as a call, counted exactly where Classify sets
+//     ReleaseLock (Flags has no bit left to tell the two release functions apart).
+//   - ParseKill, MaybeKill: KILL [HARD|SOFT] [CONNECTION|QUERY] n with n a plain decimal
+//     that fits in 32 bits, words separated by whitespace or comments, trailing ';'
+//     allowed. Every other KILL form is not ok, and MaybeKill never rejects what ParseKill
+//     accepts.
 package classify

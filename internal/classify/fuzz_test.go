@@ -21,6 +21,18 @@ func FuzzClassify(f *testing.F) {
 	for _, tc := range nameCases {
 		f.Add([]byte(tc.in))
 	}
+	for _, tc := range stateCases {
+		f.Add([]byte(tc.in))
+	}
+	for _, tc := range firstWordCases {
+		f.Add([]byte(tc.in))
+	}
+	for _, tc := range releaseAllCases {
+		f.Add([]byte(tc.in))
+	}
+	for _, tc := range killCases {
+		f.Add([]byte(tc.in))
+	}
 	f.Add([]byte(longSelect))
 	f.Fuzz(func(t *testing.T, stmt []byte) {
 		orig := bytes.Clone(stmt)
@@ -62,5 +74,56 @@ func FuzzClassify(f *testing.F) {
 		if cmd, ok := IsProxyInternal(stmt); ok != (cmd == ShowLastRoute) {
 			t.Fatalf("IsProxyInternal = %v %v", cmd, ok)
 		}
+		checkSession(t, stmt, &r)
+		checkKill(t, stmt, &r)
+		if !bytes.Equal(stmt, orig) {
+			t.Fatal("a scanner modified its input")
+		}
 	})
+}
+
+// checkSession checks the session-state scanners against Classify's answer r for stmt.
+func checkSession(t *testing.T, stmt []byte, r *Result) {
+	state := LeavesSessionState(r)
+	switch {
+	case r.Kinds&(1<<Set|1<<Use|1<<Begin|1<<LockTables) != 0 && !state:
+		t.Fatalf("kinds %b leave no state", r.Kinds)
+	case r.Flags&(TempTable|UserVarAssign|LockFunction) != 0 && !state:
+		t.Fatalf("flags %v leave no state", r.Flags)
+	}
+	all := ReleasesAllLocks(stmt)
+	if all != ReleasesAllLocks(stmt) {
+		t.Fatal("ReleasesAllLocks not deterministic")
+	}
+	if all && r.Flags&ReleaseLock == 0 {
+		t.Fatalf("RELEASE_ALL_LOCKS without ReleaseLock: %v", r.Flags)
+	}
+	create, drop := FirstWordIs(stmt, "CREATE"), FirstWordIs(stmt, "DROP")
+	if create && drop {
+		t.Fatal("first word both CREATE and DROP")
+	}
+	// FirstWordIs sees the word Classify's head sees.
+	if FirstWordIs(stmt, "SELECT") && r.Kind != Select || FirstWordIs(stmt, "KILL") && r.Kind != Kill {
+		t.Fatalf("first word disagrees with kind %v", r.Kind)
+	}
+}
+
+// checkKill checks ParseKill and MaybeKill against each other and against Classify.
+func checkKill(t *testing.T, stmt []byte, r *Result) {
+	id, queryOnly, ok := ParseKill(stmt)
+	if !ok {
+		if id != 0 || queryOnly {
+			t.Fatalf("ParseKill = %d %v without ok", id, queryOnly)
+		}
+		return
+	}
+	if !MaybeKill(stmt) {
+		t.Fatal("ParseKill accepts what MaybeKill rejects")
+	}
+	if id > 1<<32-1 {
+		t.Fatalf("id %d over 32 bits", id)
+	}
+	if r.Kind != Kill || !FirstWordIs(stmt, "KILL") {
+		t.Fatalf("ParseKill accepts a %v", r.Kind)
+	}
 }

@@ -1,0 +1,90 @@
+package classify
+
+import "math"
+
+// MaybeKill is the cheap test, for every COM_QUERY, of whether ParseKill is worth calling:
+// whether the first byte after whitespace is k or K, or starts a comment (/*, #, --), after
+// which a KILL may follow. It never says false for a text ParseKill accepts.
+func MaybeKill(q []byte) bool {
+	i := skipSpace(q, 0)
+	if i >= len(q) {
+		return false
+	}
+	switch q[i] {
+	case 'k', 'K', '#':
+		return true
+	case '/':
+		return i+1 < len(q) && q[i+1] == '*'
+	case '-':
+		return i+1 < len(q) && q[i+1] == '-'
+	}
+	return false
+}
+
+// ParseKill recognises KILL [HARD|SOFT] [CONNECTION|QUERY] id, the form that names a
+// connection id, and returns the id and whether only the running query is to be killed
+// (QUERY). Words are case-insensitive and may be separated by whitespace and comments, as
+// everywhere in this package (an executable comment's content is text: /*!KILL 5*/ is a
+// KILL); the id is a decimal number that fits in 32 bits (connection ids are uint32 in the
+// protocol); the text may end in ';' (any number of them) with whitespace and comments.
+//
+// Anything else gives ok false: KILL USER name, MariaDB's KILL QUERY ID n, an expression
+// (KILL @v, KILL 1+1, KILL '5', KILL (5)), a number that is not a plain decimal (0x5, 5.0,
+// 5e0) or over 4294967295, more statements after it (KILL 5; SELECT 1).
+func ParseKill(q []byte) (id uint64, queryOnly bool, ok bool) {
+	if len(q) > maxStmt {
+		return 0, false, false
+	}
+	l := lexer{s: q}
+	t := l.scan()
+	if !wordIs(q, t, "KILL") {
+		return 0, false, false
+	}
+	t = l.scan()
+	if wordIs(q, t, "HARD") || wordIs(q, t, "SOFT") {
+		t = l.scan()
+	}
+	switch {
+	case wordIs(q, t, "CONNECTION"):
+		t = l.scan()
+	case wordIs(q, t, "QUERY"):
+		queryOnly = true
+		t = l.scan()
+	}
+	if t.typ != tNumber {
+		return 0, false, false
+	}
+	id, ok = parseUint32(q[t.start:t.end])
+	if !ok {
+		return 0, false, false
+	}
+	for t = l.scan(); t.typ == tSemi; t = l.scan() {
+	}
+	if t.typ != tEOF {
+		return 0, false, false
+	}
+	return id, queryOnly, true
+}
+
+// wordIs reports whether t is a word spelling upper, ignoring case.
+func wordIs(s []byte, t token, upper string) bool {
+	return t.typ == tWord && eqFold(s[t.start:t.end], upper)
+}
+
+// parseUint32 parses a run of decimal digits (leading zeros allowed) into a value of at most
+// math.MaxUint32. Anything else, or an overflow, gives ok false.
+func parseUint32(b []byte) (n uint64, ok bool) {
+	if len(b) == 0 {
+		return 0, false
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+		if n > math.MaxUint32 {
+			return 0, false
+		}
+	}
+	return n, true
+}

@@ -1,0 +1,129 @@
+package classify
+
+import "testing"
+
+var killCases = []struct {
+	in        string
+	id        uint64
+	queryOnly bool
+	ok        bool
+}{
+	{"KILL 5", 5, false, true},
+	{"kill 5", 5, false, true},
+	{"Kill Connection 7", 7, false, true},
+	{"kill connection 7;", 7, false, true},
+	{"  KILL QUERY 12 ", 12, true, true},
+	{"KILL HARD QUERY 3", 3, true, true},
+	{"KILL SOFT CONNECTION 3", 3, false, true},
+	{"kill soft 3", 3, false, true},
+	{"KILL\tQUERY\n9\r\n", 9, true, true},
+	{"KILL 5;", 5, false, true},
+	{"KILL 5 ; ", 5, false, true},
+	{"KILL 5;;", 5, false, true},
+	{"KILL 0", 0, false, true},
+	{"KILL 007", 7, false, true},
+	{"KILL 4294967295", 4294967295, false, true},
+	{"KILL 000000000000004294967295", 4294967295, false, true},
+	// Comments between and around the words; executable comments are text.
+	{"/* app */ KILL 5", 5, false, true},
+	{"/*FORCE_MASTER*/ KILL QUERY 5", 5, true, true},
+	{"# c\nKILL 5", 5, false, true},
+	{"-- c\nKILL 5", 5, false, true},
+	{"KILL/* c */QUERY/* d */5/* e */", 5, true, true},
+	{"KILL QUERY 5 -- why", 5, true, true},
+	{"KILL 5 # why", 5, false, true},
+	{"KILL 5; -- done", 5, false, true},
+	{"/*!KILL 5*/", 5, false, true},
+	{"KILL /*!QUERY*/ 5", 5, true, true},
+	{"/*M!100100 KILL 5 */", 5, false, true},
+
+	// Other forms go to the node as they are.
+	{"KILL USER app", 0, false, false},
+	{"KILL QUERY ID 4", 0, false, false},
+	{"KILL CONNECTION USER app", 0, false, false},
+	{"KILL @v", 0, false, false},
+	{"KILL 1+1", 0, false, false},
+	{"KILL 1 + 1", 0, false, false},
+	{"KILL (5)", 0, false, false},
+	{"KILL '5'", 0, false, false},
+	{"KILL `5`", 0, false, false},
+	{"KILL -5", 0, false, false},
+	{"KILL +5", 0, false, false},
+	{"KILL 0x5", 0, false, false},
+	{"KILL 5.0", 0, false, false},
+	{"KILL 5e0", 0, false, false},
+	{"KILL 5abc", 0, false, false},
+	{"KILL ?", 0, false, false},
+	{"KILL CONNECTION_ID()", 0, false, false},
+	{"KILL 4294967296", 0, false, false},
+	{"KILL 99999999999999999999999999", 0, false, false},
+	{"KILL 4 5", 0, false, false},
+	{"KILL 5; SELECT 1", 0, false, false},
+	{"KILL 5 */", 0, false, false},
+	{"KILL QUERY HARD 5", 0, false, false},
+	{"KILL CONNECTION QUERY 5", 0, false, false},
+	{"KILL HARD HARD 5", 0, false, false},
+	{"KILL", 0, false, false},
+	{"KILL ;", 0, false, false},
+	{"KILL QUERY", 0, false, false},
+	{"KILLX 4", 0, false, false},
+	{"KILL_ 4", 0, false, false},
+	{"`KILL` 4", 0, false, false},
+	{"'KILL 4'", 0, false, false},
+	{"/* KILL 4 */", 0, false, false},
+	{"-- KILL 4", 0, false, false},
+	{"SELECT 1; KILL 4", 0, false, false},
+	{"EXPLAIN KILL 4", 0, false, false},
+	{"--KILL 4", 0, false, false},
+	{"", 0, false, false},
+	{"   ", 0, false, false},
+	{"\x00\xff", 0, false, false},
+	{"K", 0, false, false},
+}
+
+func TestParseKill(t *testing.T) {
+	for _, tc := range killCases {
+		q := []byte(tc.in)
+		id, queryOnly, ok := ParseKill(q)
+		if id != tc.id || queryOnly != tc.queryOnly || ok != tc.ok {
+			t.Errorf("ParseKill(%q) = %d %v %v, want %d %v %v", tc.in, id, queryOnly, ok, tc.id, tc.queryOnly, tc.ok)
+		}
+		if ok && !MaybeKill(q) {
+			t.Errorf("MaybeKill(%q) = false for a KILL", tc.in)
+		}
+		if ok && Classify(q).Kind != Kill {
+			t.Errorf("Classify(%q) is not Kill", tc.in)
+		}
+	}
+}
+
+func TestMaybeKill(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want bool
+	}{
+		{"KILL 5", true},
+		{"kill 5", true},
+		{" \t\r\n\f\vk", true},
+		{"Killjoy", true}, // cheap: ParseKill decides
+		{"/* c */ KILL 5", true},
+		{"/* c */ SELECT 1", true},
+		{"/*!KILL 5*/", true},
+		{"# c\nKILL 5", true},
+		{"-- c\nKILL 5", true},
+		{"--", true},
+		{"SELECT 1", false},
+		{"select 'KILL 5'", false},
+		{"-1", false},
+		{"/ 2", false},
+		{"/", false},
+		{"-", false},
+		{"", false},
+		{"   ", false},
+		{"\x00K", false},
+	} {
+		if got := MaybeKill([]byte(tc.in)); got != tc.want {
+			t.Errorf("MaybeKill(%q) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
