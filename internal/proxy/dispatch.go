@@ -333,7 +333,7 @@ func (s *session) homeCommand(n int, kind respKind) error {
 	if err := s.forward(n, kind); err != nil {
 		return err
 	}
-	c.db, c.options = s.db, s.options
+	c.Adopt(&s.state)
 	return nil
 }
 

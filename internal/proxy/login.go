@@ -87,7 +87,7 @@ func (s *session) handshake() error {
 	_ = s.nc.SetReadDeadline(time.Time{})
 	s.client.MaxPacket = 0 // logged in: the node's max_allowed_packet applies
 	s.user, s.creds = u, creds
-	s.db, s.charset, s.attrs = resp.Database, resp.Charset, resp.Attrs
+	s.state.DB, s.charset, s.attrs = resp.Database, resp.Charset, resp.Attrs
 	if err := s.connectNode(); err != nil {
 		return err
 	}
@@ -165,7 +165,7 @@ func (s *session) changeUser() error {
 	s.closeConns()
 	s.resetState()
 	s.rs = route.NewSession()
-	s.user, s.creds, s.db = u, creds, db
+	s.user, s.creds, s.state.DB = u, creds, db
 	if charset != 0 {
 		s.charset = charset
 	}

@@ -18,20 +18,18 @@ import (
 // replayed on a connection before its next use; state that cannot be replayed (temporary
 // tables, LOCK TABLES, GET_LOCK, a SET sluice cannot repeat) pins the session to the primary.
 
-// nodeConn is one of the session's node connections and how far it is in line with the session.
+// nodeConn is one of the session's node connections. What session state it carries is the
+// backend connection's own business (backend.Conn.Sync).
 type nodeConn struct {
 	*backend.Conn
-	idx     int
-	name    string
-	applied int    // entries of session.state replayed here
-	db      string // schema selected here
-	options uint16 // COM_SET_OPTION value in force here
+	idx  int
+	name string
 	// lost is set by the idle watch's goroutine when the node closed the connection.
 	lost atomic.Bool
 }
 
-// errStateSync marks a replayed session statement that a node refused: the session then
-// stays on the primary, where its state is known to hold.
+// errStateSync marks session state (a replayed statement, the schema) that a node refused:
+// the session then stays on the primary, where its state is known to hold.
 var errStateSync = errors.New("session state could not be replayed")
 
 // errCapsMismatch: a node cannot lay out results as this client negotiated (MariaDB extended
@@ -53,7 +51,7 @@ func (s *session) open(i int) (*nodeConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &nodeConn{Conn: bc, idx: i, name: n.Name, db: s.db}
+	c := &nodeConn{Conn: bc, idx: i, name: n.Name}
 	snap.Load[i].Conns.Add(1)
 	if s.conns[i] != nil {
 		s.closeConn(i)
@@ -72,7 +70,8 @@ func (s *session) dial(n *topology.Node, readOnly bool) (*backend.Conn, error) {
 	o := backend.Options{
 		Address:      n.Address,
 		Credentials:  s.creds,
-		Database:     s.db,
+		Database:     s.state.DB,
+		Epoch:        s.state.Epoch,
 		Charset:      s.charset,
 		Capabilities: s.caps,
 		Attrs:        s.attrs,
@@ -83,9 +82,7 @@ func (s *session) dial(n *topology.Node, readOnly bool) (*backend.Conn, error) {
 	}
 	o.TLS, o.TLSRequired = s.p.backendTLS(n, s.tls)
 	o.Compress = s.p.opts.BackendCompress
-	if readOnly {
-		o.InitSQL = []string{readOnlyGuard}
-	}
+	o.ReadOnly = readOnly
 	bc, err := backend.Dial(ctx, o)
 	if err != nil {
 		return nil, err
@@ -157,64 +154,33 @@ func (s *session) use(i int) (*nodeConn, error) {
 			return nil, err
 		}
 	}
-	if err := s.sync(c); err != nil {
+	c, err := s.sync(c)
+	if err != nil {
 		return nil, err
 	}
 	s.cur, s.node, s.bc = i, s.nodeOf(i), c.Conn
 	return c, nil
 }
 
-// sync replays on c what the session changed since c last ran a statement.
-func (s *session) sync(c *nodeConn) error {
-	if c.db != s.db && s.db != "" {
-		s.scratch = append(append(s.scratch[:0], mysql.ComInitDB), s.db...)
-		if err := c.Command(s.scratch); err != nil {
-			return syncErr(err)
+// sync brings c in line with the session's state (only what differs is sent). A connection that
+// carries state the session has since reset is replaced by a fresh one.
+func (s *session) sync(c *nodeConn) (*nodeConn, error) {
+	err := c.Sync(&s.state)
+	if err == nil {
+		return c, nil // before errors.As, whose target would be allocated on every statement
+	}
+	if errors.Is(err, backend.ErrDiverged) {
+		s.drop(c.idx)
+		if c, err = s.open(c.idx); err != nil {
+			return nil, err
 		}
-		c.db = s.db
+		err = c.Sync(&s.state)
 	}
-	if c.options != s.options {
-		if err := c.Command([]byte{mysql.ComSetOption, byte(s.options), byte(s.options >> 8)}); err != nil {
-			return syncErr(err)
-		}
-		c.options = s.options
-	}
-	replayed := c.applied < len(s.state)
-	for c.applied < len(s.state) {
-		if err := c.Exec(string(s.state[c.applied])); err != nil {
-			return syncErr(err)
-		}
-		c.applied++
-	}
-	if replayed {
-		// What was replayed may have been SET SESSION TRANSACTION READ WRITE or tx_read_only=0,
-		// right for the primary: the guard comes last.
-		return s.guard(c)
-	}
-	return nil
-}
-
-// readOnlyGuard is the first and the last word of sluice on a replica connection: a statement
-// misrouted there fails instead of forking the data.
-const readOnlyGuard = "SET SESSION TRANSACTION READ ONLY"
-
-// guard makes a replica connection read-only again (a primary connection is left alone).
-func (s *session) guard(c *nodeConn) error {
-	if s.p.topo.Snapshot().IsPrimary(c.idx) {
-		return nil
-	}
-	if err := c.Exec(readOnlyGuard); err != nil {
-		return syncErr(err)
-	}
-	return nil
-}
-
-func syncErr(err error) error {
 	var se *mysql.SQLError
 	if errors.As(err, &se) {
-		return errStateSync
+		return nil, errStateSync
 	}
-	return err
+	return c, err
 }
 
 // drop closes node i's connection (after it failed).

@@ -304,8 +304,8 @@ func (s *session) trackSessionState(block []byte) {
 		if err != nil {
 			return
 		}
-		if sc.Type == mysql.SessionTrackSchema && string(sc.Value) != s.db {
-			s.db = string(sc.Value)
+		if sc.Type == mysql.SessionTrackSchema && string(sc.Value) != s.state.DB {
+			s.state.DB = string(sc.Value)
 		}
 		block = rest
 	}

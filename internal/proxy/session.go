@@ -47,10 +47,8 @@ type session struct {
 	nonce   []byte
 	user    *User
 	creds   backend.Credentials
-	db      string
 	charset uint8
 	attrs   []byte
-	options uint16 // last COM_SET_OPTION value
 
 	node   *topology.Node // the node of the current (or last) statement
 	bc     *backend.Conn  // the session's connection to node
@@ -60,9 +58,9 @@ type session struct {
 	conns []*nodeConn // per node index; nil until first used
 	home  int         // the primary (read-write) or the bound replica (read-only)
 	cur   int         // index of node
-	// state lists the session-state statements (SET ..., SET NAMES) to replay, in order, on
-	// every node connection before its next use.
-	state [][]byte
+	// state is what every node connection of the session must carry before its next use: the
+	// schema, the COM_SET_OPTION value, the session statements (SET ..., SET NAMES) to replay.
+	state backend.State
 	// begin is a BEGIN held back by transaction splitting until the first write.
 	begin      []byte
 	last, prev routeInfo
@@ -263,7 +261,7 @@ func (s *session) command() (quit bool, err error) {
 		return false, s.homeCommand(n, respSingle)
 	case mysql.ComSetOption:
 		if q, err := s.client.PeekPayload(n, 3); err == nil && len(q) == 3 {
-			s.options = uint16(q[1]) | uint16(q[2])<<8
+			s.state.Options = uint16(q[1]) | uint16(q[2])<<8
 		}
 		return false, s.homeCommand(n, respSingle)
 	case mysql.ComResetConnection:
@@ -275,7 +273,9 @@ func (s *session) command() (quit bool, err error) {
 			return false, err
 		}
 		if c := s.conns[s.home]; c != nil && !s.failed {
-			return false, s.guard(c)
+			if err := c.Guard(); err != nil {
+				return false, fmt.Errorf("node %s: restoring the read-only guard after a reset: %w", c.name, err)
+			}
 		}
 		return false, nil
 	case mysql.ComStmtPrepare:

@@ -30,7 +30,7 @@ func (s *session) afterStatus(set *route.Settings) {
 		s.rs.Autocommit = s.status&mysql.StatusAutocommit != 0
 	}
 	if c := s.conns[s.cur]; c != nil {
-		c.db = s.db
+		c.Adopt(&s.state) // a USE ran there
 	}
 }
 
@@ -44,15 +44,6 @@ func (s *session) after(c *classify.Result, stmt []byte, d route.Decision, set *
 	s.afterStatus(set)
 	if s.failed {
 		return nil
-	}
-	if c.Flags&classify.SetReadWrite != 0 && d.Node >= 0 {
-		if conn := s.conns[d.Node]; conn != nil {
-			if err := s.guard(conn); err != nil {
-				// The client has its answer already; a replica that cannot be made
-				// read-only again must not serve this session: it ends.
-				return fmt.Errorf("node %s: restoring the read-only guard: %w", conn.name, err)
-			}
-		}
 	}
 	switch c.Kind {
 	case classify.Set:
@@ -85,6 +76,15 @@ func (s *session) after(c *classify.Result, stmt []byte, d route.Decision, set *
 	if c.Flags&classify.Multi != 0 && (set.StrictMulti || multiLeavesState(c, stmt)) {
 		s.pin(route.PinMulti, true)
 	}
+	if c.Flags&classify.SetReadWrite != 0 && d.Node >= 0 {
+		if conn := s.conns[d.Node]; conn != nil {
+			if err := conn.Guard(); err != nil {
+				// The client has its answer already; a replica that cannot be made
+				// read-only again must not serve this session: it ends.
+				return fmt.Errorf("node %s: restoring the read-only guard: %w", conn.name, err)
+			}
+		}
+	}
 	return nil
 }
 
@@ -108,15 +108,15 @@ func (s *session) recordSet(c *classify.Result, stmt []byte) {
 	case c.Flags&classify.SetTransaction != 0 && c.Flags&classify.SetSession == 0:
 		return // SET TRANSACTION: only the next transaction, on this node
 	case c.Flags&(classify.UserVar|classify.UserVarAssign|classify.Multi|classify.SetAutocommit) != 0,
-		c.Flags&replayable == 0, bytes.IndexByte(stmt, '(') >= 0, len(s.state) >= maxState:
+		c.Flags&replayable == 0, bytes.IndexByte(stmt, '(') >= 0, len(s.state.Stmts) >= maxState:
 		// User variables live where they were set; expressions may not give the same value
 		// elsewhere: keep the session on the primary.
 		s.pin(route.PinSet, true)
 		return
 	}
-	s.state = append(s.state, append([]byte(nil), stmt...))
+	s.state.Stmts = append(s.state.Stmts, append([]byte(nil), stmt...))
 	if cur := s.conns[s.cur]; cur != nil {
-		cur.applied = len(s.state)
+		cur.Adopt(&s.state) // it ran there
 	}
 }
 
@@ -125,7 +125,8 @@ func (s *session) recordSet(c *classify.Result, stmt []byte) {
 func (s *session) resetState() {
 	clear(s.stmts)
 	s.kept = 0
-	s.state = s.state[:0]
+	s.state.Stmts = s.state.Stmts[:0]
+	s.state.Epoch++
 	s.begin = s.begin[:0]
 	s.tempTables, s.userLocks = 0, 0
 	bound := s.rs.Bound
@@ -137,7 +138,7 @@ func (s *session) resetState() {
 		}
 	}
 	if c := s.conns[s.home]; c != nil {
-		c.applied = 0
+		c.MarkReset(s.state.Epoch) // the node resets it (COM_RESET_CONNECTION), or it is replaced
 	}
 	s.updateKillTarget()
 }

@@ -16,7 +16,7 @@ func BenchmarkSessionSync(b *testing.B) {
 	s := m.s
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := s.sync(c); err != nil {
+		if _, err := s.sync(c); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -49,7 +49,7 @@ func BenchmarkRelayOK(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			m := newMemSession(b)
 			s := m.s
-			s.caps, s.db = bc.caps, "sbtest"
+			s.caps, s.state.DB = bc.caps, "sbtest"
 			pkts := make([][]byte, len(bc.oks))
 			for i, p := range bc.oks {
 				pkts[i] = packets(1, p)
@@ -84,9 +84,9 @@ func BenchmarkRelayOK(b *testing.B) {
 func inLineSession(tb testing.TB) (*memSession, *nodeConn) {
 	m := newMemSession(tb)
 	s := m.s
-	s.db = "sbtest"
-	s.state = [][]byte{[]byte("SET NAMES utf8mb4"), []byte("SET SESSION sql_mode = 'ANSI'")}
+	s.state.DB = "sbtest"
+	s.state.Stmts = [][]byte{[]byte("SET NAMES utf8mb4"), []byte("SET SESSION sql_mode = 'ANSI'")}
 	c := s.conns[0]
-	c.db, c.applied = s.db, len(s.state)
+	c.Adopt(&s.state)
 	return m, c
 }
