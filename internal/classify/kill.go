@@ -88,3 +88,23 @@ func parseUint32(b []byte) (n uint64, ok bool) {
 	}
 	return n, true
 }
+
+// KillsUser reports whether q is KILL [HARD|SOFT] [CONNECTION|QUERY] USER …: a KILL that names an
+// account, not a connection id.
+func KillsUser(q []byte) bool {
+	if len(q) > maxStmt {
+		return false
+	}
+	l := lexer{s: q}
+	if !wordIs(q, l.scan(), "KILL") {
+		return false
+	}
+	t := l.scan()
+	if wordIs(q, t, "HARD") || wordIs(q, t, "SOFT") {
+		t = l.scan()
+	}
+	if wordIs(q, t, "CONNECTION") || wordIs(q, t, "QUERY") {
+		t = l.scan()
+	}
+	return wordIs(q, t, "USER")
+}

@@ -127,3 +127,23 @@ func TestMaybeKill(t *testing.T) {
 		}
 	}
 }
+
+func TestKillsUser(t *testing.T) {
+	for q, want := range map[string]bool{
+		"KILL USER app":                true,
+		"kill hard connection user x":  true,
+		"KILL /* c */ QUERY USER 'a'":  true,
+		"KILL 5":                       false,
+		"KILL QUERY ID 5":              false,
+		"SELECT 'KILL USER app'":       false,
+		"KILL USERS":                   false,
+		"":                             false,
+		"KILL":                         false,
+		"/*!KILL USER app*/":           true,
+		"KILL CONNECTION QUERY USER a": false,
+	} {
+		if got := KillsUser([]byte(q)); got != want {
+			t.Errorf("KillsUser(%q) = %v, want %v", q, got, want)
+		}
+	}
+}

@@ -74,7 +74,13 @@ func (s *session) query(n int) error {
 	if cmd, ok := classify.IsProxyInternal(stmt); ok {
 		return s.proxyCommand(cmd)
 	}
-	return s.dispatch(&request{class: classify.Classify(stmt), stmt: stmt, n: n, held: true})
+	r := request{class: classify.Classify(stmt), stmt: stmt, n: n, held: true}
+	if r.class.Kind == classify.Kill || r.class.Kinds&(classify.KindSet(1)<<classify.Kill) != 0 {
+		if handled, err := s.killStatement(&r.class, stmt); handled {
+			return err
+		}
+	}
+	return s.dispatch(&r)
 }
 
 // hugeQuery routes and streams a statement too large to hold (over maxHeldStatement, or over

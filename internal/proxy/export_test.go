@@ -7,9 +7,6 @@ import (
 	"github.com/sluicedb/sluice/internal/topology"
 )
 
-// ParseKill exposes parseKill to the external tests.
-func ParseKill(q string) (uint64, bool, bool) { return parseKill([]byte(q)) }
-
 // testProxy builds a proxy over one primary (at a closed port) with a read-write endpoint
 // "rw", for tests that play the node themselves. opts may add users and timeouts.
 func testProxy(tb testing.TB, opts Options) *Proxy {

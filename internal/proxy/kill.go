@@ -1,12 +1,12 @@
 package proxy
 
 import (
-	"bytes"
 	"errors"
 	"net"
 	"strconv"
 
 	"github.com/sluicedb/sluice/internal/backend"
+	"github.com/sluicedb/sluice/internal/classify"
 	"github.com/sluicedb/sluice/internal/mysql"
 	"github.com/sluicedb/sluice/internal/topology"
 )
@@ -23,68 +23,6 @@ type killTarget struct {
 	node     *topology.Node
 	threadID uint32
 	conn     net.Conn // sluice's connection to that thread, closed when the session is killed
-}
-
-// parseKill recognises `KILL [HARD|SOFT] [CONNECTION|QUERY] <number>` (case-insensitive, with
-// optional surrounding whitespace and a trailing semicolon). Other forms (KILL USER, KILL QUERY
-// ID) return ok=false and go to the node as they are.
-func parseKill(q []byte) (id uint64, query bool, ok bool) {
-	i := 0
-	word := func() []byte {
-		for i < len(q) && (q[i] == ' ' || q[i] == '\t' || q[i] == '\n' || q[i] == '\r') {
-			i++
-		}
-		start := i
-		for i < len(q) && q[i] != ' ' && q[i] != '\t' && q[i] != '\n' && q[i] != '\r' && q[i] != ';' {
-			i++
-		}
-		return q[start:i]
-	}
-	if !eqFold(word(), "KILL") {
-		return 0, false, false
-	}
-	w := word()
-	if eqFold(w, "HARD") || eqFold(w, "SOFT") {
-		w = word()
-	}
-	switch {
-	case eqFold(w, "CONNECTION"):
-		w = word()
-	case eqFold(w, "QUERY"):
-		query = true
-		w = word()
-	}
-	n, err := strconv.ParseUint(string(w), 10, 32)
-	if err != nil {
-		return 0, false, false
-	}
-	for i < len(q) && (q[i] == ' ' || q[i] == '\t' || q[i] == '\n' || q[i] == '\r' || q[i] == ';') {
-		i++
-	}
-	if i != len(q) {
-		return 0, false, false
-	}
-	return n, query, true
-}
-
-// eqFold compares a word of a statement with an upper-case keyword.
-func eqFold(b []byte, upper string) bool {
-	return len(b) == len(upper) && bytes.EqualFold(b, []byte(upper))
-}
-
-// isKill is the cheap check on the statement path: does the text start with K after blanks?
-func isKill(q []byte) bool {
-	for _, c := range q {
-		switch c {
-		case ' ', '\t', '\n', '\r':
-			continue
-		case 'k', 'K':
-			return true
-		default:
-			return false
-		}
-	}
-	return false
 }
 
 func (p *Proxy) session(id uint32) *session {
@@ -180,22 +118,23 @@ func (s *session) processKill(n int) error {
 	return s.killSession(id, false)
 }
 
-// maybeKill intercepts a COM_QUERY that is a KILL of a sluice connection id. It reports whether
-// it handled the command.
-func (s *session) maybeKill(n int) (bool, error) {
-	q, err := s.client.PeekPayload(n, 128)
-	if err != nil || len(q) < 2 || len(q) < n || !isKill(q[1:]) {
-		return false, err
+// killStatement answers a KILL statement (one the classifier gives kind Kill, alone or in a
+// batch). Clients know sluice's connection ids, not the nodes' thread ids: KILL [CONNECTION |
+// QUERY] id kills sluice session id (on its nodes); KILL USER goes to the primary as it is.
+// Any other form would name a thread id on the node, where that number is another client's
+// thread: it is refused.
+func (s *session) killStatement(c *classify.Result, stmt []byte) (handled bool, err error) {
+	if c.Flags&classify.Multi == 0 {
+		if id, queryOnly, ok := classify.ParseKill(stmt); ok {
+			return true, s.killSession(uint32(id), queryOnly)
+		}
+		if classify.KillsUser(stmt) {
+			return false, nil
+		}
 	}
-	id, queryOnly, ok := parseKill(q[1:])
-	if !ok {
-		return false, nil
-	}
-	if err := s.discardCommand(n); err != nil {
-		return true, err
-	}
-	s.client.SetSeq(1)
-	return true, s.killSession(uint32(id), queryOnly)
+	s.failed = true
+	return true, s.writeErr(mysql.NewError(mysql.ErrUnknown, "HY000",
+		"sluice: KILL takes a sluice connection id as a number, alone in its statement: KILL [CONNECTION | QUERY] <id>"))
 }
 
 // connTo returns the session's open connection to node n, or nil.

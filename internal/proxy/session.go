@@ -251,9 +251,6 @@ func (s *session) command() (quit bool, err error) {
 	case mysql.ComQuit:
 		return true, nil
 	case mysql.ComQuery:
-		if handled, err := s.maybeKill(n); handled || err != nil {
-			return false, err
-		}
 		return false, s.query(n)
 	case mysql.ComProcessKill:
 		return false, s.processKill(n)

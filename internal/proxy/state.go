@@ -50,7 +50,9 @@ func (s *session) after(c *classify.Result, stmt []byte, d route.Decision, set *
 		s.recordSet(c, stmt)
 	case classify.DDL:
 		if c.Flags&classify.TempTable != 0 {
-			if firstWordIs(stmt, "CREATE") {
+			// In doubt a create (SET STATEMENT … FOR CREATE TEMPORARY …, EXECUTE IMMEDIATE):
+			// a session kept on the primary too long is safe, one released too early is not.
+			if !classify.FirstWordIs(stmt, "DROP") {
 				s.tempTables++
 			} else if s.tempTables > 0 {
 				s.tempTables--
@@ -66,14 +68,14 @@ func (s *session) after(c *classify.Result, stmt []byte, d route.Decision, set *
 		s.userLocks++
 	}
 	if c.Flags&classify.ReleaseLock != 0 {
-		if containsFold(stmt, "RELEASE_ALL_LOCKS") {
+		if classify.ReleasesAllLocks(stmt) {
 			s.userLocks = 0
 		} else if s.userLocks > 0 {
 			s.userLocks--
 		}
 	}
 	s.pin(route.PinGetLock, s.userLocks > 0)
-	if c.Flags&classify.Multi != 0 && (set.StrictMulti || multiLeavesState(c, stmt)) {
+	if c.Flags&classify.Multi != 0 && (set.StrictMulti || classify.LeavesSessionState(c)) {
 		s.pin(route.PinMulti, true)
 	}
 	if c.Flags&classify.SetReadWrite != 0 && d.Node >= 0 {
@@ -141,50 +143,4 @@ func (s *session) resetState() {
 		c.MarkReset(s.state.Epoch) // the node resets it (COM_RESET_CONNECTION), or it is replaced
 	}
 	s.updateKillTarget()
-}
-
-// multiLeavesState is the default rule for multi-statement batches: they run on the primary,
-// and pin the session there when any statement in them may leave session state behind.
-func multiLeavesState(c *classify.Result, stmt []byte) bool {
-	switch c.Kind {
-	case classify.Select, classify.Insert, classify.Update, classify.Delete, classify.Replace:
-	default:
-		return true
-	}
-	for _, w := range []string{"SET", "USE", "TEMPORARY", "LOCK", "PREPARE", "BEGIN", "START", "@", "AUTOCOMMIT", "XA"} {
-		if containsFold(stmt, w) {
-			return true
-		}
-	}
-	return false
-}
-
-func containsFold(s []byte, upper string) bool {
-	n := len(upper)
-	for i := 0; i+n <= len(s); i++ {
-		if eqFold(s[i:i+n], upper) {
-			return true
-		}
-	}
-	return false
-}
-
-// firstWordIs reports whether the statement's first word (after blanks and comments) is w.
-func firstWordIs(stmt []byte, w string) bool {
-	i := 0
-	for i < len(stmt) {
-		switch {
-		case stmt[i] == ' ' || stmt[i] == '\t' || stmt[i] == '\n' || stmt[i] == '\r':
-			i++
-		case i+1 < len(stmt) && stmt[i] == '/' && stmt[i+1] == '*':
-			end := bytes.Index(stmt[i+2:], []byte("*/"))
-			if end < 0 {
-				return false
-			}
-			i += end + 4
-		default:
-			return len(stmt)-i >= len(w) && eqFold(stmt[i:i+len(w)], w)
-		}
-	}
-	return false
 }
