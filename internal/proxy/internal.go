@@ -3,6 +3,7 @@ package proxy
 import (
 	"github.com/sluicedb/sluice/internal/classify"
 	"github.com/sluicedb/sluice/internal/mysql"
+	"github.com/sluicedb/sluice/internal/topology"
 )
 
 // Statements sluice answers itself: /*PROXY_INTERNAL*/ commands.
@@ -14,9 +15,9 @@ func (s *session) proxyCommand(cmd classify.ProxyCommand) error {
 	if r.valid {
 		reason = r.reason.String()
 		if r.node >= 0 {
-			node, role = s.nodeOf(r.node).Name, "replica"
+			node, role = s.nodeOf(r.node).Name, topology.Replica.String()
 			if s.p.topo.Snapshot().IsPrimary(r.node) {
-				role = "primary"
+				role = topology.Primary.String()
 			}
 		} else {
 			node, role = "sluice", "proxy"
