@@ -2,4 +2,22 @@
 // connection, which authenticates the client, reads its commands, sends each to a node and
 // relays the node's response back byte for byte, decoding only the packets that carry state
 // (the first packet of a response and its terminators).
+//
+// Where things live:
+//
+//   - proxy.go: Proxy (what all endpoints share), Options, endpoints, Serve, Shutdown.
+//   - session.go: the session, its command loop, the idle watch.
+//   - login.go, auth.go: the client's login (greeting, TLS, authentication), COM_CHANGE_USER.
+//   - dispatch.go: the one path every statement takes (route, acquire, sync, deferred BEGIN,
+//     relay, after-effects), replica retry, and fail, the one place that decides what the
+//     client sees when a command fails.
+//   - nodes.go: the session's node connections (open, sync through backend.Conn.Sync, drop).
+//   - state.go: what a statement leaves behind (transaction state, pins, replayed SETs).
+//   - stmt.go: binary prepared statements (sluice's own ids, lazy prepare per connection,
+//     long data, cursors, bulk execute).
+//   - relay.go: relaying one response (result sets, OK/EOF with session tracking, LOCAL INFILE).
+//   - kill.go: KILL with sluice's connection ids; internal.go: /*PROXY_INTERNAL*/ statements.
+//
+// Routing decisions are route's (pure), node state is topology's, node connections and their
+// session state are backend's: the session glues them together per command.
 package proxy
