@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 
+	"github.com/sluicedb/sluice/internal/backend"
 	"github.com/sluicedb/sluice/internal/classify"
 	"github.com/sluicedb/sluice/internal/mysql"
 	"github.com/sluicedb/sluice/internal/route"
@@ -186,20 +187,25 @@ func (s *session) send(r *request, d route.Decision, snap *topology.Snapshot) er
 	case r.st != nil:
 		return s.executeOn(r, c)
 	case r.held:
-		c.SetSeq(0)
-		if err := c.WritePacket(s.cmd); err != nil {
-			return &relayError{err: err}
-		}
-		// Sent from inside the wait for the answer (saves a read that would find nothing).
-		if err := c.FlushBeforeRead(); err != nil {
-			return &relayError{err: err}
-		}
-		s.client.SetSeq(1)
-		return s.relayTimed(c.Conn, respResult)
+		return s.sendPacket(c.Conn, s.cmd, respResult)
 	default:
 		r.unread = false
 		return s.forward(r.n, respResult)
 	}
+}
+
+// sendPacket sends a command of one packet, held whole (p), to bc and relays the answer.
+func (s *session) sendPacket(bc *backend.Conn, p []byte, kind respKind) error {
+	bc.SetSeq(0)
+	if err := bc.WritePacket(p); err != nil {
+		return &relayError{err: err}
+	}
+	// Sent from inside the wait for the answer (saves a read that would find nothing).
+	if err := bc.FlushBeforeRead(); err != nil {
+		return &relayError{err: err}
+	}
+	s.client.SetSeq(bc.Seq())
+	return s.relayTimed(bc, kind)
 }
 
 // retry decides, after r failed on the node d chose, whether it goes elsewhere and where: a

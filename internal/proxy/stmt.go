@@ -527,16 +527,7 @@ func (s *session) executeWithTypes(r *request, b *stmtBinding, typesAt int, kind
 	out = append(out, p[typesAt+1:]...)
 	s.scratch = out // released after the command when large (session.loop)
 	b.typed = true
-	bc := b.bc
-	bc.SetSeq(0)
-	if err := bc.WritePacket(out); err != nil {
-		return &relayError{err: err}
-	}
-	if err := bc.FlushBeforeRead(); err != nil {
-		return &relayError{err: err}
-	}
-	s.client.SetSeq(bc.Seq())
-	return s.relayTimed(bc, kind)
+	return s.sendPacket(b.bc, out, kind)
 }
 
 // forwardStmt sends r, a statement command, to bc with the statement id replaced by the node's
@@ -545,15 +536,7 @@ func (s *session) executeWithTypes(r *request, b *stmtBinding, typesAt int, kind
 func (s *session) forwardStmt(bc *backend.Conn, id uint32, r *request, kind respKind) error {
 	if r.held {
 		s.cmd[1], s.cmd[2], s.cmd[3], s.cmd[4] = byte(id), byte(id>>8), byte(id>>16), byte(id>>24)
-		bc.SetSeq(0)
-		if err := bc.WritePacket(s.cmd); err != nil {
-			return &relayError{err: err}
-		}
-		if err := bc.FlushBeforeRead(); err != nil {
-			return &relayError{err: err}
-		}
-		s.client.SetSeq(1)
-		return s.relayTimed(bc, kind)
+		return s.sendPacket(bc, s.cmd, kind)
 	}
 	n := r.n
 	r.unread = false
