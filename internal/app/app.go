@@ -85,7 +85,7 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		}
 		opts.Users = append(opts.Users, pu)
 	}
-	topo, err := newTopology(cfg, log)
+	topo, err := newTopology(cfg, log, btls, btlsMode)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +108,7 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 
 // newTopology builds the nodes' topology from the backends, probed with the monitor account
 // (when configured) every monitor.interval after a failure.
-func newTopology(cfg *config.Config, log *slog.Logger) (*topology.Topology, error) {
+func newTopology(cfg *config.Config, log *slog.Logger, btls *tls.Config, btlsMode proxy.BackendTLSMode) (*topology.Topology, error) {
 	var nodes []topology.Node
 	for _, b := range cfg.Backends {
 		role, err := topology.ParseRole(b.Role)
@@ -121,14 +121,15 @@ func newTopology(cfg *config.Config, log *slog.Logger) (*topology.Topology, erro
 		Nodes:         nodes,
 		ProbeInterval: cfg.Monitor.Interval.Duration,
 		ProbeTimeout:  cfg.Timeouts.Connect.Duration,
-		Probe:         probe(cfg.Monitor, cfg.Timeouts.Connect.Duration),
+		Probe:         probe(cfg.Monitor, cfg.Timeouts.Connect.Duration, btls, btlsMode),
 		Logger:        log,
 	})
 }
 
 // probe checks that a node answers: with a monitor account, that it accepts the account's login
-// and answers COM_PING; without one, that it sends its handshake.
-func probe(m config.Monitor, timeout time.Duration) topology.ProbeFunc {
+// and answers COM_PING; without one, that it sends its handshake. The login uses TLS as
+// backend_tls says for a client without TLS (preferred and required: TLS).
+func probe(m config.Monitor, timeout time.Duration, btls *tls.Config, mode proxy.BackendTLSMode) topology.ProbeFunc {
 	if m.User == "" {
 		return func(ctx context.Context, n *topology.Node) error {
 			_, err := backend.ReadHandshake(ctx, n.Address, timeout)
@@ -137,7 +138,14 @@ func probe(m config.Monitor, timeout time.Duration) topology.ProbeFunc {
 	}
 	creds := backend.Credentials{User: m.User, Password: m.Password, HasPassword: true}
 	return func(ctx context.Context, n *topology.Node) error {
-		c, err := backend.Dial(ctx, backend.Options{Address: n.Address, Credentials: creds, ConnectTimeout: timeout})
+		o := backend.Options{Address: n.Address, Credentials: creds, ConnectTimeout: timeout}
+		if mode == proxy.BackendTLSPreferred || mode == proxy.BackendTLSRequired {
+			o.TLS, o.TLSRequired = btls.Clone(), mode == proxy.BackendTLSRequired
+			if o.TLS.ServerName == "" {
+				o.TLS.ServerName, _, _ = net.SplitHostPort(n.Address)
+			}
+		}
+		c, err := backend.Dial(ctx, o)
 		if err != nil {
 			return err
 		}

@@ -187,6 +187,20 @@ func ReadHandshake(ctx context.Context, addr string, timeout time.Duration) (*my
 // ReadOnly reports whether the connection was opened read-only (Options.ReadOnly).
 func (c *Conn) ReadOnly() bool { return c.readOnly }
 
+// errEmptyPacket: a node sent a packet without a payload where one must say what it is.
+var errEmptyPacket = errors.New("backend: empty packet from the node")
+
+// readPacket reads the node's next packet, refusing an empty one: every packet a node answers
+// with starts with a byte that says what it is (an empty one, or a hostile node's, must not be
+// indexed).
+func (c *Conn) readPacket() ([]byte, error) {
+	p, err := c.ReadPacket()
+	if err == nil && len(p) == 0 {
+		return nil, errEmptyPacket
+	}
+	return p, err
+}
+
 // Exec runs a statement and discards any result (every result of a multi-statement); the node's
 // error comes back as *mysql.SQLError. It does not allocate once the scratch buffer has grown to
 // the statement's size.
@@ -231,7 +245,7 @@ var errLocalInfile = errors.New("backend: the node asked for a LOCAL INFILE, whi
 func (c *Conn) readResults(keep *Rows) error {
 	var failed error
 	for {
-		p, err := c.ReadPacket()
+		p, err := c.readPacket()
 		if err != nil {
 			return err
 		}
@@ -281,7 +295,7 @@ func (c *Conn) Command(payload []byte) error {
 	if err := c.WritePacketFlush(payload); err != nil {
 		return err
 	}
-	p, err := c.ReadPacket()
+	p, err := c.readPacket()
 	if err != nil {
 		return err
 	}

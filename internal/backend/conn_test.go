@@ -642,3 +642,51 @@ func TestReadHandshake(t *testing.T) {
 		t.Fatalf("%+v", hs)
 	}
 }
+
+// dialScripted logs in to a scripted node as app/app.
+func dialScripted(addr string, o Options) (*Conn, error) {
+	o.Address = addr
+	o.Credentials = Credentials{User: "app", Password: "app", HasPassword: true}
+	o.ConnectTimeout = 2 * time.Second
+	return Dial(context.Background(), o)
+}
+
+// TestEmptyPacketsRefused: a node that answers with an empty packet (where the first byte must
+// say what the packet is) gets an error, not a panic: during login, and after a statement.
+func TestEmptyPacketsRefused(t *testing.T) {
+	t.Run("login", func(t *testing.T) {
+		addr := scriptedNode(t, mariaDBHandshake(), func(c *mysql.Conn, _ *mysql.HandshakeResponse) {
+			_ = c.WritePacketFlush(nil)
+		})
+		if _, err := dialScripted(addr, Options{}); err == nil || !strings.Contains(err.Error(), "empty packet") {
+			t.Fatalf("dial: %v", err)
+		}
+	})
+	for _, run := range []struct {
+		name string
+		do   func(*Conn) error
+	}{
+		{"Exec", func(c *Conn) error { return c.Exec("SELECT 1") }},
+		{"Query", func(c *Conn) error { _, err := c.Query("SELECT 1"); return err }},
+		{"Command", func(c *Conn) error { return c.Command([]byte{mysql.ComPing}) }},
+	} {
+		t.Run(run.name, func(t *testing.T) {
+			addr := scriptedNode(t, mariaDBHandshake(), func(c *mysql.Conn, _ *mysql.HandshakeResponse) {
+				writeOK(c)
+				c.SetSeq(0)
+				if _, err := c.ReadPacket(); err != nil {
+					return
+				}
+				_ = c.WritePacketFlush(nil)
+			})
+			bc, err := dialScripted(addr, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer bc.Close()
+			if err := run.do(bc); err == nil {
+				t.Fatal("an empty answer was accepted")
+			}
+		})
+	}
+}

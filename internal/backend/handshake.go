@@ -41,7 +41,7 @@ func (c *Conn) handshake(o Options) error {
 
 // readGreeting reads and checks the node's initial handshake.
 func (c *Conn) readGreeting() (*mysql.Handshake, error) {
-	p, err := c.ReadPacket()
+	p, err := c.readPacket()
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +163,7 @@ func (c *Conn) authenticate(o Options, hs *mysql.Handshake, n negotiation) error
 	}
 	nonce := hs.Nonce
 	for {
-		p, err := c.ReadPacket()
+		p, err := c.readPacket()
 		if err != nil {
 			return err
 		}
@@ -239,7 +239,7 @@ func (c *Conn) cachingSHA2(state byte, o Options, nonce []byte) error {
 	if err := c.WritePacketFlush([]byte{mysql.CachingSHA2RequestKey}); err != nil {
 		return err
 	}
-	key, err := c.ReadPacket()
+	key, err := c.readPacket()
 	if err != nil {
 		return err
 	}

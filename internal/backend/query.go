@@ -130,7 +130,7 @@ func (c *Conn) readResultSet(first []byte, keep *Rows) (uint16, error) {
 		}
 	}
 	for i := uint64(0); i < n; i++ {
-		p, err := c.ReadPacket()
+		p, err := c.readPacket()
 		if err != nil {
 			return 0, err
 		}
@@ -152,7 +152,7 @@ func (c *Conn) readResultSet(first []byte, keep *Rows) (uint16, error) {
 	}
 	if c.Caps&mysql.ClientDeprecateEOF == 0 {
 		// The classic EOF after the column definitions.
-		p, err := c.ReadPacket()
+		p, err := c.readPacket()
 		if err != nil {
 			return 0, err
 		}
@@ -164,7 +164,7 @@ func (c *Conn) readResultSet(first []byte, keep *Rows) (uint16, error) {
 		}
 	}
 	for {
-		p, err := c.ReadPacket()
+		p, err := c.readPacket()
 		if err != nil {
 			return 0, err
 		}

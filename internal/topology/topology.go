@@ -34,7 +34,9 @@ func (s *Snapshot) Node(name string) *Node {
 	return nil
 }
 
-// ProbeFunc checks that a node answers. It must return once ctx ends.
+// ProbeFunc checks that a node answers. It is called from the topology's own goroutines, for
+// several nodes at once, and must return once ctx ends. A panic in it is recovered and counts
+// as a failed check.
 type ProbeFunc func(ctx context.Context, n *Node) error
 
 // Options configure a Topology.
@@ -44,8 +46,7 @@ type Options struct {
 	ProbeInterval time.Duration
 	// ProbeTimeout bounds one probe (0: 5 s).
 	ProbeTimeout time.Duration
-	// Probe checks a node; nil means a node reported failed stays down until the next report
-	// of success (only tests do that).
+	// Probe checks a node; nil means a node reported failed stays down (only tests do that).
 	Probe  ProbeFunc
 	Logger *slog.Logger
 }
@@ -59,8 +60,9 @@ type Topology struct {
 
 	mu      sync.Mutex // serialises publishing (Snapshot stays lock-free)
 	probing []bool     // node i has a probe running; guarded by mu
-	stop    chan struct{}
-	closed  bool // guarded by mu
+	closed  bool       // guarded by mu
+	ctx     context.Context
+	cancel  context.CancelFunc // ends every probe (Close)
 	wg      sync.WaitGroup
 }
 
@@ -97,7 +99,8 @@ func New(opts Options) (*Topology, error) {
 	if s.Primary < 0 {
 		return nil, errors.New("topology: no primary node")
 	}
-	t := &Topology{opts: opts, log: opts.Logger, probing: make([]bool, len(s.Nodes)), stop: make(chan struct{})}
+	t := &Topology{opts: opts, log: opts.Logger, probing: make([]bool, len(s.Nodes))}
+	t.ctx, t.cancel = context.WithCancel(context.Background())
 	t.snap.Store(s)
 	return t, nil
 }
@@ -146,14 +149,11 @@ func (t *Topology) probe(i int) {
 	defer tick.Stop()
 	for {
 		select {
-		case <-t.stop:
+		case <-t.ctx.Done():
 			return
 		case <-tick.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), t.opts.ProbeTimeout)
-		err := t.runProbe(ctx, n)
-		cancel()
-		if err != nil {
+		if err := t.check(n); err != nil {
 			continue
 		}
 		t.mu.Lock()
@@ -166,27 +166,24 @@ func (t *Topology) probe(i int) {
 	}
 }
 
-// runProbe runs one probe, ended early when the topology closes.
-func (t *Topology) runProbe(ctx context.Context, n *Node) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-t.stop:
-			cancel()
-		case <-ctx.Done():
+// check runs one probe of n, bounded by ProbeTimeout and ended early by Close.
+func (t *Topology) check(n *Node) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			t.log.Error("node probe panicked", "node", n.Name, "panic", r)
+			err = fmt.Errorf("probe panicked: %v", r)
 		}
 	}()
+	ctx, cancel := context.WithTimeout(t.ctx, t.opts.ProbeTimeout)
+	defer cancel()
 	return t.opts.Probe(ctx, n)
 }
 
 // Close stops every probe and waits for them.
 func (t *Topology) Close() {
 	t.mu.Lock()
-	if !t.closed {
-		t.closed = true
-		close(t.stop)
-	}
+	t.closed = true
 	t.mu.Unlock()
+	t.cancel()
 	t.wg.Wait()
 }

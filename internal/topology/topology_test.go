@@ -157,3 +157,33 @@ func TestParseRole(t *testing.T) {
 		t.Error("master accepted")
 	}
 }
+
+// TestProbePanicRecovered: a probe that panics counts as a failed check; sluice goes on.
+func TestProbePanicRecovered(t *testing.T) {
+	var calls atomic.Int32
+	topo, err := New(Options{
+		Nodes:         threeNodes(),
+		ProbeInterval: time.Millisecond,
+		Probe: func(ctx context.Context, n *Node) error {
+			if calls.Add(1) == 1 {
+				panic("a node's bytes broke the probe")
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer topo.Close()
+	topo.NodeFailed(1, errors.New("gone"))
+	deadline := time.Now().Add(5 * time.Second)
+	for !topo.Snapshot().Up[1] {
+		if time.Now().After(deadline) {
+			t.Fatal("not up after the probe recovered")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if calls.Load() < 2 {
+		t.Fatalf("%d probes", calls.Load())
+	}
+}
