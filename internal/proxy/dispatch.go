@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"time"
 
 	"github.com/sluicedb/sluice/internal/backend"
 	"github.com/sluicedb/sluice/internal/classify"
@@ -75,13 +76,7 @@ func (s *session) query(n int) error {
 	if cmd, ok := classify.IsProxyInternal(stmt); ok {
 		return s.proxyCommand(cmd)
 	}
-	r := request{class: classify.Classify(stmt), stmt: stmt, n: n, held: true}
-	if r.class.Kind == classify.Kill || r.class.Kinds&(classify.KindSet(1)<<classify.Kill) != 0 {
-		if handled, err := s.killStatement(&r.class, stmt); handled {
-			return err
-		}
-	}
-	return s.dispatch(&r)
+	return s.dispatch(&request{class: classify.Classify(stmt), stmt: stmt, n: n, held: true})
 }
 
 // hugeQuery routes and streams a statement too large to hold (over maxHeldStatement, or over
@@ -95,10 +90,21 @@ func (s *session) hugeQuery(n int, p []byte) error {
 	defer s.releaseCmd()
 	head := s.cmd[1:]
 	c := classify.Classify(head)
-	if !(s.ep.route.Settings().Mode == route.ReadOnly && c.Kind == classify.Select && c.Flags&classify.Multi == 0) {
-		c = classify.Result{Kind: classify.Unknown, Hint: c.Hint, NodeName: c.NodeName}
+	set := s.ep.route.Settings()
+	r := request{class: c, stmt: head, n: n, unread: true}
+	if !isKill(&c) && !(set.Mode == route.ReadOnly && c.Kind == classify.Select && c.Flags&classify.Multi == 0) {
+		r.class = classify.Result{Kind: classify.Unknown, Hint: c.Hint, NodeName: c.NodeName}
 	}
-	return s.dispatch(&request{class: c, stmt: head, n: n, unread: true})
+	if err := s.dispatchWith(&r, set); err != nil || s.failed {
+		return err
+	}
+	// What the rest of the statement did is unknown: when its head shows that it may leave
+	// session state behind (a temporary table, a lock, a SET, a user variable...), the session
+	// stays on the primary from now on.
+	if classify.LeavesSessionState(&c) {
+		s.pin(route.PinMulti, true)
+	}
+	return nil
 }
 
 // releaseCmd lets go of a held statement's buffer when it was large, so that an idle session
@@ -111,10 +117,22 @@ func (s *session) releaseCmd() {
 
 // dispatch routes r, runs it, and learns from the outcome.
 func (s *session) dispatch(r *request) error {
-	// One version of the endpoint's settings for the whole statement.
-	set := s.ep.route.Settings()
+	return s.dispatchWith(r, s.ep.route.Settings())
+}
+
+// dispatchWith is dispatch under the endpoint's settings set: one version of them for the whole
+// statement.
+func (s *session) dispatchWith(r *request, set *route.Settings) error {
+	if isKill(&r.class) {
+		if handled, err := s.killStatement(r); handled {
+			return err
+		}
+	}
 	snap := s.p.topo.Snapshot()
 	d := route.Decide(&r.class, r.stmt, &s.rs, set, snap)
+	if d.EndTx {
+		s.endReplicaTx()
+	}
 	if d.Err != nil || d.Local {
 		if err := s.skip(r); err != nil {
 			return err
@@ -263,23 +281,26 @@ func unwrapRelay(err error) error {
 //   - the client's own connection broke: the session ends;
 //   - the node answered with an error (it refused a deferred BEGIN, the statement's session
 //     state, the statement's prepared form): the client gets that error, the session goes on;
-//   - the node's connection broke or timed out: the node is reported to the topology; the client
-//     gets error 2013 when the node was not the session's home and nothing of the answer
-//     reached it yet; otherwise its connection is closed, as when a server dies under a client
-//     (nodeLost).
+//   - the node's connection broke or timed out: a node other than the session's home is
+//     reported to the topology; the client gets error 2013 and the session goes on only when
+//     nothing of the answer reached the client, the command was read whole, and the node held
+//     neither the session's home state nor its transaction; otherwise its connection is closed,
+//     as when a server dies under a client (nodeLost).
 //
 // r is the failed command (nil for one that was read whole): one still in the client's buffer
 // is dropped before an error packet is written.
 func (s *session) fail(i int, err error, r *request) error {
+	partial, answered := false, false
 	var re *relayError
 	if errors.As(err, &re) {
 		if re.client {
 			return err
 		}
-		err = re.err
+		partial, answered, err = re.partial, re.answered, re.err
 	}
 	var se *mysql.SQLError
 	switch {
+	case partial:
 	case errors.Is(err, errShapeDiffers):
 		se = errNeedReprepare
 	case errors.Is(err, errStateSync):
@@ -287,39 +308,43 @@ func (s *session) fail(i int, err error, r *request) error {
 	case errors.As(err, &se):
 	}
 	if se != nil {
-		if r != nil {
-			if err := s.skip(r); err != nil {
-				return err
-			}
-		}
-		s.failed = true
-		return s.writeErr(se)
+		return s.refuse(r, se)
 	}
 	s.node = s.nodeOf(i)
 	s.drop(i)
-	if i == s.home {
-		return s.nodeLost(err)
-	}
 	if s.killed() {
 		return err // sluice closed it (shutdown, KILL): the node is fine
 	}
-	if !errors.Is(err, errCapsMismatch) {
+	if answered {
+		// The node refused the command in its middle and said why: the client has the node's
+		// error; the rest of the command is unread, and the session ends, as directly.
+		return err
+	}
+	if i != s.home && !errors.Is(err, errCapsMismatch) {
 		s.p.topo.NodeFailed(i, err)
 	}
-	if s.responseStarted() {
-		// Part of the node's answer already reached the client: no error packet can follow
-		// it. The client's connection closes, as when a server dies mid-answer.
+	if i == s.home || partial || s.responseStarted() || (s.rs.InTx && s.rs.TxNode == i) {
+		// The session's state or transaction lived there, part of the command is still
+		// unread, or part of the answer reached the client: no error packet can stand for it.
 		return s.nodeLost(err)
 	}
-	// Another node's connection broke mid-statement: the client gets the error, and the
+	// Another node's connection broke before it answered: the client gets the error, and the
 	// session, whose state lives on its home node, goes on.
+	return s.refuse(r, mysql.NewError(mysql.CRServerLost, "HY000", "Lost connection to backend server '%s' during query", s.node.Name))
+}
+
+// refuse answers the command r (nil: one read whole) with an error packet: what is left of it in
+// the client's buffer is dropped first. The session goes on.
+func (s *session) refuse(r *request, se *mysql.SQLError) error {
 	if r != nil {
 		if err := s.skip(r); err != nil {
 			return err
 		}
+	} else {
+		s.client.SetSeq(1)
 	}
 	s.failed = true
-	return s.writeErr(mysql.NewError(mysql.CRServerLost, "HY000", "Lost connection to backend server '%s' during query", s.node.Name))
+	return s.writeErr(se)
 }
 
 // nodeLost ends the session after the connection to a node broke where no error packet can
@@ -335,6 +360,52 @@ func (s *session) nodeLost(cause error) error {
 	return fmt.Errorf("node %s: %w", s.node.Name, cause)
 }
 
+// forward streams the client's command (n: its first packet's payload length, still in the
+// client's buffer) to the session's current node and relays the response. A failure is
+// returned for fail to map; one in the middle of the command is partial (the rest of it is
+// still unread: the session cannot go on).
+func (s *session) forward(n int, kind respKind) error {
+	bc := s.bc
+	for {
+		if err := s.client.CopyPacket(bc.Conn, n); err != nil {
+			var we *mysql.WriteError
+			if errors.As(err, &we) {
+				return s.nodeRefused(bc, we.Err)
+			}
+			return &relayError{client: true, err: err}
+		}
+		if n < mysql.MaxPacketPayload {
+			break
+		}
+		var err error
+		if n, _, err = s.client.PeekHeader(); err != nil {
+			return &relayError{client: true, err: err}
+		}
+	}
+	if err := bc.FlushBeforeRead(); err != nil {
+		return &relayError{err: err}
+	}
+	return s.relayTimed(bc, kind)
+}
+
+// nodeRefused handles a write to the node that failed in the middle of a client's command. A
+// server that refuses a command before reading all of it (a packet larger than its
+// max_allowed_packet: error 1153) sends an ERR and closes the connection: the client gets that
+// ERR, as directly, before its connection is closed. Otherwise the node's connection failed.
+func (s *session) nodeRefused(bc *backend.Conn, cause error) error {
+	_ = bc.NetConn().SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	if n, seq, err := bc.PeekHeader(); err == nil && n < 4096 {
+		if p, err := bc.PeekPayload(n, n); err == nil && mysql.IsERR(p) {
+			s.client.SetSeq(seq)
+			if err := s.client.WritePacketFlush(p); err == nil {
+				s.log.Info("node refused the command and closed the connection", "node", s.node.Name, "err", mysql.ParseERR(p))
+			}
+			return &relayError{err: fmt.Errorf("node %s refused the command: %w", s.node.Name, mysql.ParseERR(p)), partial: true, answered: true}
+		}
+	}
+	return &relayError{err: cause, partial: true}
+}
+
 // homeCommand runs a command that belongs to the session's home node (COM_PING,
 // COM_INIT_DB, COM_FIELD_LIST, ...).
 func (s *session) homeCommand(n int, kind respKind) error {
@@ -343,10 +414,27 @@ func (s *session) homeCommand(n int, kind respKind) error {
 		return s.fail(s.home, err, &request{n: n, unread: true})
 	}
 	if err := s.forward(n, kind); err != nil {
-		return err
+		return s.fail(s.home, err, nil)
 	}
 	c.Adopt(&s.state)
 	return nil
+}
+
+// endReplicaTx ends the read-only transaction the session holds on a replica, as the server
+// would end it implicitly (a new transaction, SET autocommit): route.Decision.EndTx.
+func (s *session) endReplicaTx() {
+	i := s.rs.TxNode
+	s.rs.InTx, s.rs.TxNode = false, -1
+	if i < 0 || i >= len(s.conns) || s.conns[i] == nil {
+		return
+	}
+	if err := s.conns[i].Exec("COMMIT"); err != nil {
+		// It did not end there: the connection, whatever it holds, is not used again.
+		s.log.Debug("ending a replica's read-only transaction failed; closing that connection", "node", s.conns[i].name, "err", err)
+		if i != s.home {
+			s.drop(i)
+		}
+	}
 }
 
 // localTransaction answers a BEGIN that transaction splitting defers, or the COMMIT/ROLLBACK of

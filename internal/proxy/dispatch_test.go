@@ -109,8 +109,10 @@ func TestEndpointSettingsChangeLive(t *testing.T) {
 	old := ep.Settings()
 	next := *old
 	next.Weights = []int{100, 0, 0} // the primary only
-	ep.Update(&next)
-	defer ep.Update(old)
+	if err := ep.Update(next); err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Update(*old)
 	if _, err := c.ExecContext(ctx, "SELECT 1"); err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +121,9 @@ func TestEndpointSettingsChangeLive(t *testing.T) {
 	}
 	ro := next
 	ro.Mode = route.ReadOnly
-	ep.Update(&ro)
+	if err := ep.Update(ro); err != nil {
+		t.Fatal(err)
+	}
 	// A session of a read-write endpoint has no replica of its own: the change reaches it as
 	// an error, not as a statement sent nowhere.
 	if _, err := c.ExecContext(ctx, "SELECT 1"); err == nil {

@@ -118,23 +118,34 @@ func (s *session) processKill(n int) error {
 	return s.killSession(id, false)
 }
 
-// killStatement answers a KILL statement (one the classifier gives kind Kill, alone or in a
-// batch). Clients know sluice's connection ids, not the nodes' thread ids: KILL [CONNECTION |
-// QUERY] id kills sluice session id (on its nodes); KILL USER goes to the primary as it is.
-// Any other form would name a thread id on the node, where that number is another client's
-// thread: it is refused.
-func (s *session) killStatement(c *classify.Result, stmt []byte) (handled bool, err error) {
-	if c.Flags&classify.Multi == 0 {
-		if id, queryOnly, ok := classify.ParseKill(stmt); ok {
-			return true, s.killSession(uint32(id), queryOnly)
-		}
-		if classify.KillsUser(stmt) {
-			return false, nil
+// killStatement answers a KILL statement (one the classifier gives kind Kill, alone, in a batch,
+// or prepared by SQL PREPARE). Clients know sluice's connection ids, not the nodes' thread ids:
+// KILL [CONNECTION | QUERY] id kills sluice session id (on its nodes); KILL USER goes to the
+// primary as it is. Any other form would name a thread id on the node, where that number is
+// another client's thread: it is refused, and so is a KILL too large to hold.
+func (s *session) killStatement(r *request) (handled bool, err error) {
+	if r.held || r.st != nil {
+		if r.class.Flags&classify.Multi == 0 && r.class.Kind == classify.Kill {
+			if id, queryOnly, ok := classify.ParseKill(r.stmt); ok {
+				if err := s.skip(r); err != nil {
+					return true, err
+				}
+				return true, s.killSession(uint32(id), queryOnly)
+			}
+			if classify.KillsUser(r.stmt) {
+				return false, nil
+			}
 		}
 	}
-	s.failed = true
-	return true, s.writeErr(mysql.NewError(mysql.ErrUnknown, "HY000",
+	return true, s.refuse(r, mysql.NewError(mysql.ErrUnknown, "HY000",
 		"sluice: KILL takes a sluice connection id as a number, alone in its statement: KILL [CONNECTION | QUERY] <id>"))
+}
+
+// isKill reports whether c holds a KILL: the statement, one of a batch, or the text of an SQL
+// PREPARE.
+func isKill(c *classify.Result) bool {
+	return c.Kind == classify.Kill || c.Kinds&(classify.KindSet(1)<<classify.Kill) != 0 ||
+		(c.Kind == classify.Prepare && c.Inner == classify.Kill)
 }
 
 // connTo returns the session's open connection to node n, or nil.

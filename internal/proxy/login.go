@@ -88,7 +88,7 @@ func (s *session) handshake() error {
 	s.client.MaxPacket = 0 // logged in: the node's max_allowed_packet applies
 	s.user, s.creds = u, creds
 	s.state.DB, s.charset, s.attrs = resp.Database, resp.Charset, resp.Attrs
-	if err := s.connectNode(); err != nil {
+	if err := s.connectNode(true); err != nil {
 		return err
 	}
 	if err := s.writeOKPacket(s.bc.Status); err != nil {
@@ -140,8 +140,8 @@ func (s *session) changeUser() error {
 	if err != nil {
 		return err
 	}
-	// The auth data in the packet answers the connection's first nonce; sluice always switches
-	// the client to a fresh nonce instead, so it is not used.
+	// The auth data in the packet is not used: sluice always answers with an auth switch (with
+	// the connection's nonce) and checks the client's answer to that.
 	name, db, charset, attrs, err := parseChangeUser(p, s.caps)
 	if err != nil {
 		s.client.SetSeq(1)
@@ -153,11 +153,13 @@ func (s *session) changeUser() error {
 		// authenticates and keeps the previous user and database when that fails (MariaDB),
 		// with the server's default character set: so does sluice, with fresh node
 		// connections as that user.
+		// The client has its error: a node that cannot be reached now ends the session
+		// without a second one.
 		s.closeConns()
 		s.resetState()
 		s.rs = route.NewSession()
 		s.charset = 0
-		return s.connectNode()
+		return s.connectNode(false)
 	}
 	if err != nil {
 		return err
@@ -172,7 +174,7 @@ func (s *session) changeUser() error {
 	if attrs != nil {
 		s.attrs = attrs
 	}
-	if err := s.connectNode(); err != nil {
+	if err := s.connectNode(true); err != nil {
 		return err
 	}
 	return s.writeOKPacket(s.bc.Status)

@@ -97,8 +97,9 @@ func (s *session) dial(n *topology.Node, readOnly bool) (*backend.Conn, error) {
 }
 
 // connectNode opens the session's home connection (the primary on a read-write endpoint, a
-// replica chosen by the endpoint's policy on a read-only one) and reports a failure to the client.
-func (s *session) connectNode() error {
+// replica chosen by the endpoint's policy on a read-only one) and, when report is set, tells
+// the client why it could not.
+func (s *session) connectNode(report bool) error {
 	set := s.ep.route.Settings()
 	snap := s.p.topo.Snapshot()
 	var lastErr error
@@ -124,7 +125,9 @@ func (s *session) connectNode() error {
 		if errors.As(err, &se) {
 			// The node itself refused (unknown database, access denied there, too many
 			// connections): the client sees that error as the node worded it.
-			_ = s.writeErr(se)
+			if report {
+				_ = s.writeErr(se)
+			}
 			return err
 		}
 		if !errors.Is(err, errCapsMismatch) {
@@ -138,7 +141,9 @@ func (s *session) connectNode() error {
 	if lastErr == nil {
 		lastErr = errors.New("no readable replica is up")
 	}
-	_ = s.writeErr(mysql.NewError(mysql.CRConnHostError, "HY000", "sluice: cannot connect to a node for endpoint %q: %v", s.ep.cfg.Name, lastErr))
+	if report {
+		_ = s.writeErr(mysql.NewError(mysql.CRConnHostError, "HY000", "sluice: cannot connect to a node for endpoint %q: %v", s.ep.cfg.Name, lastErr))
+	}
 	return lastErr
 }
 
@@ -191,11 +196,23 @@ func (s *session) drop(i int) {
 	}
 }
 
-// closeConn closes node i's connection and forgets it.
+// closeConn closes node i's connection and forgets it, and everything that pointed at it: the
+// current connection falls back to the home node's, prepared statements lose their binding and
+// cursor there.
 func (s *session) closeConn(i int) {
-	s.conns[i].Close()
+	c := s.conns[i]
+	c.Close()
 	s.conns[i] = nil
 	s.p.topo.Snapshot().Load[i].Conns.Add(-1)
+	if s.bc == c.Conn {
+		s.cur, s.node, s.bc = s.home, s.nodeOf(s.home), nil
+		if h := s.conns[s.home]; h != nil {
+			s.bc = h.Conn
+		}
+	}
+	for _, st := range s.stmts {
+		st.unbind(c.Conn)
+	}
 }
 
 // closeConns closes every node connection of the session.

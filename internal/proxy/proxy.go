@@ -31,7 +31,8 @@ type User struct {
 }
 
 // Endpoint is one listening address: where it listens and how clients get in. How it routes is
-// its route.Endpoint, built from Routing and changeable while sessions run.
+// its route.Endpoint, built from Routing (the initial settings) and changeable while sessions
+// run (Proxy.Routing).
 type Endpoint struct {
 	Name           string
 	Listen         string
@@ -221,14 +222,11 @@ func New(opts Options) (*Proxy, error) {
 		if p.endpoints[ep.Name] != nil {
 			return nil, fmt.Errorf("proxy: endpoint %q defined twice", ep.Name)
 		}
-		if len(ep.Routing.Weights) != n {
-			return nil, fmt.Errorf("proxy: endpoint %q has %d read weights for %d nodes", ep.Name, len(ep.Routing.Weights), n)
+		re, err := route.NewEndpoint(ep.Name, n, ep.Routing)
+		if err != nil {
+			return nil, fmt.Errorf("proxy: %w", err)
 		}
-		if ep.Routing.Policy == nil {
-			return nil, fmt.Errorf("proxy: endpoint %q has no balancing policy", ep.Name)
-		}
-		settings := ep.Routing
-		p.endpoints[ep.Name] = &endpoint{cfg: ep, route: route.NewEndpoint(ep.Name, &settings)}
+		p.endpoints[ep.Name] = &endpoint{cfg: ep, route: re}
 	}
 	// Until the primary answers, present a MariaDB-like identity; it is replaced as soon as a
 	// handshake from the primary is seen.

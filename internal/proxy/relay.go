@@ -37,17 +37,20 @@ const (
 type relayError struct {
 	client bool
 	err    error
+	// partial: the node failed in the middle of the client's command, whose rest is still
+	// unread in the client's buffer. answered: the node said why, and the client has its ERR.
+	partial, answered bool
 }
 
 func (e *relayError) Error() string { return e.err.Error() }
 func (e *relayError) Unwrap() error { return e.err }
 
-// toNode classifies a failure of copying the client's command to a node: a *mysql.WriteError is
-// the node's side, anything else the client's.
+// toNode classifies a failure of copying the client's command to a node, in its middle: a
+// *mysql.WriteError is the node's side (partial), anything else the client's.
 func toNode(err error) error {
 	var we *mysql.WriteError
 	if errors.As(err, &we) {
-		return &relayError{err: we.Err}
+		return &relayError{err: we.Err, partial: true}
 	}
 	return &relayError{client: true, err: err}
 }

@@ -30,9 +30,13 @@ const (
 // session's goroutine, except life and killTarget (atomics: shutdown and other sessions' KILL
 // read them) and what the idle watch's goroutines touch (documented on idleWatch).
 type session struct {
-	p      *Proxy
-	ep     *endpoint
-	id     uint32
+	p  *Proxy
+	ep *endpoint
+	id uint32
+	// raw is the client's TCP connection, never changed: what other goroutines close (drain,
+	// kill, the idle watch). nc is the connection the session reads, TLS once upgraded, and
+	// belongs to the session's goroutine.
+	raw    net.Conn
 	nc     net.Conn
 	client *mysql.Conn
 	log    *slog.Logger
@@ -97,6 +101,7 @@ func (p *Proxy) newSession(ep *endpoint, nc net.Conn) *session {
 		ep:     ep,
 		id:     id,
 		nc:     nc,
+		raw:    nc,
 		client: mysql.NewConn(nc, 0, 0),
 		host:   host,
 		stmts:  make(map[uint32]*stmt),
@@ -152,7 +157,7 @@ func (s *session) close() {
 // drain is called by Shutdown: an idle session closes now, a busy one after its command.
 func (s *session) drain() {
 	if s.life.CompareAndSwap(stateIdle, stateClosed) {
-		s.nc.Close()
+		s.raw.Close()
 		return
 	}
 	s.life.CompareAndSwap(stateBusy, stateDraining)
@@ -173,7 +178,7 @@ func (s *session) killed() bool { return s.life.Load() == stateClosed }
 // session's published kill targets.)
 func (s *session) kill() {
 	s.life.Store(stateClosed)
-	s.nc.Close()
+	s.raw.Close()
 	if ts := s.killTarget.Load(); ts != nil {
 		for _, t := range *ts {
 			t.conn.Close()
@@ -203,7 +208,7 @@ func (s *session) loop() {
 		if !s.life.CompareAndSwap(stateIdle, stateBusy) {
 			return // shutdown closed us while the command arrived
 		}
-		s.sentAt = s.client.Sent()
+		s.sentAt, s.failed = s.client.Sent(), false
 		quit, err := s.command()
 		if err != nil {
 			s.log.Debug("session ends", "reason", err)
@@ -257,10 +262,20 @@ func (s *session) command() (quit bool, err error) {
 	case mysql.ComPing, mysql.ComStatistics, mysql.ComRefresh, mysql.ComInitDB:
 		return false, s.homeCommand(n, respSingle)
 	case mysql.ComSetOption:
+		// Recorded once the node took it (an option it refuses must not be replayed), so that
+		// its other connections get it before their next statement.
+		option, ok := uint16(0), false
 		if q, err := s.client.PeekPayload(n, 3); err == nil && len(q) == 3 {
-			s.state.Options = uint16(q[1]) | uint16(q[2])<<8
+			option, ok = uint16(q[1])|uint16(q[2])<<8, true
 		}
-		return false, s.homeCommand(n, respSingle)
+		if err := s.homeCommand(n, respSingle); err != nil || !ok || s.failed {
+			return false, err
+		}
+		s.state.Options = option
+		if c := s.conns[s.home]; c != nil {
+			c.Adopt(&s.state)
+		}
+		return false, nil
 	case mysql.ComResetConnection:
 		// The node drops the session's state and prepared statements; so does sluice: the
 		// other node connections are closed and reopened clean when next needed. A replica
@@ -319,50 +334,6 @@ func (s *session) discardCommand(n int) error {
 			return err
 		}
 	}
-}
-
-// forward sends the client's command to the session's current node and relays the response. A
-// failure is returned as it is, for fail to map.
-func (s *session) forward(n int, kind respKind) error {
-	bc := s.bc
-	for {
-		if err := s.client.CopyPacket(bc.Conn, n); err != nil {
-			var we *mysql.WriteError
-			if errors.As(err, &we) {
-				return s.nodeRefused(bc, we.Err)
-			}
-			return err // the client broke mid-command; the node got half a packet: drop both
-		}
-		if n < mysql.MaxPacketPayload {
-			break
-		}
-		var err error
-		if n, _, err = s.client.PeekHeader(); err != nil {
-			return err
-		}
-	}
-	if err := bc.FlushBeforeRead(); err != nil {
-		return &relayError{err: err}
-	}
-	return s.relayTimed(bc, kind)
-}
-
-// nodeRefused handles a write to the node that failed in the middle of a client's command. A
-// server that refuses a command before reading all of it (a packet larger than its
-// max_allowed_packet: error 1153) sends an ERR and closes the connection: the client gets that
-// ERR, as directly, before its connection is closed. Otherwise the node's connection failed.
-func (s *session) nodeRefused(bc *backend.Conn, cause error) error {
-	_ = bc.NetConn().SetReadDeadline(time.Now().Add(100 * time.Millisecond))
-	if n, seq, err := bc.PeekHeader(); err == nil && n < 4096 {
-		if p, err := bc.PeekPayload(n, n); err == nil && mysql.IsERR(p) {
-			s.client.SetSeq(seq)
-			if err := s.client.WritePacketFlush(p); err == nil {
-				s.log.Info("node refused the command and closed the connection", "node", s.node.Name, "err", mysql.ParseERR(p))
-			}
-			return fmt.Errorf("node %s refused the command: %v", s.node.Name, mysql.ParseERR(p))
-		}
-	}
-	return &relayError{err: cause}
 }
 
 // stallLimit bounds how long a client may stall in the middle of a command (a packet, LOAD DATA
@@ -463,7 +434,7 @@ func (s *session) startWatch() {
 				return
 			}
 			s.watch.dead.Store(true)
-			s.nc.Close()
+			s.raw.Close()
 		}()
 	}
 }
@@ -484,7 +455,7 @@ func (s *session) stopWatch() error {
 			continue
 		}
 		if c.lost.Load() {
-			s.closeConn(i)
+			s.drop(i) // and no longer a kill target
 			continue
 		}
 		_ = c.NetConn().SetReadDeadline(time.Time{})

@@ -19,11 +19,15 @@ type routeInfo struct {
 	reason route.Reason
 }
 
-// afterStatus follows the transaction state the node reported.
+// afterStatus follows the transaction state the node reported. A statement that ran on another
+// node than the session's open transaction (a hint sent it elsewhere) says nothing about that
+// transaction, which stays open where it is.
 func (s *session) afterStatus(set *route.Settings) {
-	if s.status&mysql.StatusInTrans != 0 {
+	switch {
+	case s.rs.InTx && s.rs.TxNode >= 0 && s.cur != s.rs.TxNode:
+	case s.status&mysql.StatusInTrans != 0:
 		s.rs.InTx, s.rs.TxNode, s.rs.TxPending = true, s.cur, false
-	} else {
+	default:
 		s.rs.InTx, s.rs.TxNode = false, -1
 	}
 	if s.p.topo.Snapshot().IsPrimary(s.cur) || set.Mode == route.ReadOnly {
@@ -35,13 +39,22 @@ func (s *session) afterStatus(set *route.Settings) {
 }
 
 // after learns from a statement that ran on s.cur: transaction state, pins, session state.
-// A statement that may have made a replica connection read-write (a SET SESSION TRANSACTION
-// READ WRITE inside a read-only transaction on a replica) is followed by the guard there; when
-// that fails the session ends.
+// A statement that may have made a replica connection read-write (mayTurnReadWrite) is
+// followed by the guard there; when that fails the session ends.
 func (s *session) after(c *classify.Result, stmt []byte, d route.Decision, set *route.Settings) error {
 	s.prev, s.last = s.last, routeInfo{valid: true, node: d.Node, reason: d.Reason}
 	s.rs.LastNode = d.Node
 	s.afterStatus(set)
+	if mayTurnReadWrite(c) && d.Node >= 0 {
+		// Even when it failed: a procedure may have changed the session before its error.
+		if conn := s.conns[d.Node]; conn != nil {
+			if err := conn.Guard(); err != nil {
+				// The client has its answer already; a replica that cannot be made
+				// read-only again must not serve this session: it ends.
+				return fmt.Errorf("node %s: restoring the read-only guard: %w", conn.name, err)
+			}
+		}
+	}
 	if s.failed {
 		return nil
 	}
@@ -78,16 +91,16 @@ func (s *session) after(c *classify.Result, stmt []byte, d route.Decision, set *
 	if c.Flags&classify.Multi != 0 && (set.StrictMulti || classify.LeavesSessionState(c)) {
 		s.pin(route.PinMulti, true)
 	}
-	if c.Flags&classify.SetReadWrite != 0 && d.Node >= 0 {
-		if conn := s.conns[d.Node]; conn != nil {
-			if err := conn.Guard(); err != nil {
-				// The client has its answer already; a replica that cannot be made
-				// read-only again must not serve this session: it ends.
-				return fmt.Errorf("node %s: restoring the read-only guard: %w", conn.name, err)
-			}
-		}
-	}
 	return nil
+}
+
+// mayTurnReadWrite reports whether c may have made its connection read-write: a SET that says
+// so (SET SESSION TRANSACTION READ WRITE, tx_read_only = 0), or a statement whose effects sluice
+// cannot see (an EXECUTE of an SQL prepared statement, a CALL, EXECUTE IMMEDIATE of a
+// variable, anything unclassified). The guard follows it on a replica's connection.
+func mayTurnReadWrite(c *classify.Result) bool {
+	return c.Flags&classify.SetReadWrite != 0 || c.Kind == classify.Execute || c.Kind == classify.Call ||
+		c.Kind == classify.Unknown
 }
 
 func (s *session) pin(p route.Pin, on bool) {

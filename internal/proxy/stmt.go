@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/sluicedb/sluice/internal/backend"
 	"github.com/sluicedb/sluice/internal/classify"
@@ -47,6 +48,14 @@ type stmtBinding struct {
 	id uint32
 	// typed reports whether this connection has been sent parameter types.
 	typed bool
+}
+
+// unbind forgets st's binding and cursor on bc, a connection that is closed.
+func (st *stmt) unbind(bc *backend.Conn) {
+	st.on = slices.DeleteFunc(st.on, func(b stmtBinding) bool { return b.bc == bc })
+	if st.cursorConn == bc {
+		st.cursorConn = nil
+	}
 }
 
 func (st *stmt) binding(bc *backend.Conn) *stmtBinding {
@@ -320,7 +329,10 @@ func (s *session) stmtCommand(cmd byte, n int) error {
 		if bc == nil {
 			bc = s.bc
 		}
-		b := st.binding(bc)
+		var b *stmtBinding
+		if bc != nil {
+			b = st.binding(bc)
+		}
 		if b == nil {
 			if err := s.discardCommand(n); err != nil {
 				return err
@@ -332,7 +344,10 @@ func (s *session) stmtCommand(cmd byte, n int) error {
 	default: // COM_STMT_RESET
 		s.dropLongData(st)
 		st.longErr = nil
-		b := st.binding(s.bc)
+		var b *stmtBinding
+		if s.bc != nil {
+			b = st.binding(s.bc)
+		}
 		if b == nil {
 			// Never prepared on this connection: nothing to reset there.
 			if err := s.discardCommand(n); err != nil {
@@ -491,6 +506,10 @@ func (s *session) executeOn(r *request, c *nodeConn) error {
 	if typesAt > 0 {
 		if len(head) > typesAt && head[typesAt] == 1 && len(head) >= typesAt+1+2*int(st.params) {
 			st.types = append(st.types[:0], head[typesAt+1:typesAt+1+2*int(st.params)]...)
+			// Types bound anew: the other connections have the old ones, or none.
+			for i := range st.on {
+				st.on[i].typed = false
+			}
 			b.typed = true
 		} else if len(head) > typesAt && head[typesAt] == 0 && !b.typed && len(st.types) > 0 {
 			return s.executeWithTypes(r, b, typesAt, kind)
@@ -552,7 +571,7 @@ func (s *session) forwardStmt(bc *backend.Conn, id uint32, r *request, kind resp
 	s.scratch = append(s.scratch[:0], byte(n), byte(n>>8), byte(n>>16), 0, cmd,
 		byte(id), byte(id>>8), byte(id>>16), byte(id>>24))
 	if err := bc.WriteRaw(s.scratch); err != nil {
-		return &relayError{err: err}
+		return &relayError{err: err, partial: true}
 	}
 	if err := s.client.CopyN(bc.Conn, n-5); err != nil {
 		return toNode(err)

@@ -41,14 +41,20 @@ func ParseMode(s string) (Mode, error) {
 // statement, and a statement sees one version of them, never a mix.
 type Endpoint struct {
 	name     string
+	nodes    int // the topology's node count: every Settings has one weight per node
 	settings atomic.Pointer[Settings]
 }
 
-// NewEndpoint returns the endpoint called name with settings s.
-func NewEndpoint(name string, s *Settings) *Endpoint {
-	e := &Endpoint{name: name}
-	e.Update(s)
-	return e
+// MaxWeight is the largest read weight.
+const MaxWeight = 10000
+
+// NewEndpoint returns the endpoint called name, over a topology of nodes nodes, with settings s.
+func NewEndpoint(name string, nodes int, s Settings) (*Endpoint, error) {
+	e := &Endpoint{name: name, nodes: nodes}
+	if err := e.Update(s); err != nil {
+		return nil, err
+	}
+	return e, nil
 }
 
 // Name returns the endpoint's name.
@@ -57,10 +63,27 @@ func (e *Endpoint) Name() string { return e.name }
 // Settings returns the settings in force. The caller must not modify them.
 func (e *Endpoint) Settings() *Settings { return e.settings.Load() }
 
-// Update replaces the settings; s must not be modified afterwards.
-func (e *Endpoint) Update(s *Settings) {
+// Update checks s and puts it in force (a copy: the caller keeps s). Settings that do not fit
+// the topology change nothing and return an error.
+func (e *Endpoint) Update(s Settings) error {
+	if len(s.Weights) != e.nodes {
+		return fmt.Errorf("endpoint %s: %d read weights for %d nodes", e.name, len(s.Weights), e.nodes)
+	}
+	for i, w := range s.Weights {
+		if w < 0 || w > MaxWeight {
+			return fmt.Errorf("endpoint %s: read weight %d of node %d is out of 0..%d", e.name, w, i, MaxWeight)
+		}
+	}
+	if s.Policy == nil {
+		return fmt.Errorf("endpoint %s: no balancing policy", e.name)
+	}
+	if s.Mode != ReadWrite && s.Mode != ReadOnly {
+		return fmt.Errorf("endpoint %s: unknown mode %d", e.name, s.Mode)
+	}
 	s.Name = e.name
-	e.settings.Store(s)
+	s.Weights = append([]int(nil), s.Weights...)
+	e.settings.Store(&s)
+	return nil
 }
 
 // Settings are an endpoint's routing settings. Immutable once published by Endpoint.Update.
@@ -84,7 +107,7 @@ const (
 	PinLockTables                 // LOCK TABLES until UNLOCK TABLES
 	PinGetLock                    // GET_LOCK until the locks are released
 	PinSet                        // a SET sluice cannot replay on other nodes
-	PinMulti                      // a multi-statement batch that may have left state behind
+	PinMulti                      // a multi-statement batch, or a statement too large to read whole, that may have left state behind
 )
 
 // Session is the routing state of one client session.
@@ -156,6 +179,9 @@ type Decision struct {
 	// Local: sluice answers the statement itself (a deferred BEGIN, or COMMIT of a transaction
 	// that never reached a node).
 	Local bool
+	// EndTx: first end the read-only transaction the session holds on a replica (TxNode), as
+	// the server ends a transaction implicitly (a new transaction, SET autocommit).
+	EndTx bool
 	Err   *mysql.SQLError
 }
 
@@ -246,11 +272,24 @@ func Decide(c *classify.Result, stmt []byte, s *Session, ep *Settings, snap *top
 		return Decision{Node: n, Reason: ReasonHint}
 	}
 
-	// Inside a transaction a node holds, everything goes there until it ends.
+	// Inside a transaction a node holds, everything goes there until it ends. A transaction
+	// on a replica is read-only: where a server would end it implicitly (a new transaction, a
+	// change of autocommit), sluice ends it there (EndTx) and routes the statement as outside a
+	// transaction; a write sent into it would only fail there (or, on a replica that let it
+	// through, fork the data).
 	if s.InTx && s.TxNode >= 0 {
-		return Decision{Node: s.TxNode, Reason: ReasonInTransaction}
+		if s.TxNode == snap.Primary || (c.Kind != classify.Begin && c.Flags&classify.SetAutocommit == 0) {
+			return Decision{Node: s.TxNode, Reason: ReasonInTransaction}
+		}
+		d := decideOutsideTx(c, s, ep, snap, primary, why)
+		d.EndTx = true
+		return d
 	}
+	return decideOutsideTx(c, s, ep, snap, primary, why)
+}
 
+// decideOutsideTx is Decide for a statement of a session with no transaction open on a node.
+func decideOutsideTx(c *classify.Result, s *Session, ep *Settings, snap *topology.Snapshot, primary bool, why Reason) Decision {
 	switch c.Kind {
 	case classify.Begin:
 		switch {
@@ -303,6 +342,9 @@ func Decide(c *classify.Result, stmt []byte, s *Session, ep *Settings, snap *top
 func pickReplica(s *Session, ep *Settings, snap *topology.Snapshot, withPrimary bool) int {
 	candidates, weights := s.cand[:0], s.wts[:0]
 	for i, w := range ep.Weights {
+		if i >= len(snap.Up) {
+			break // a node added to the topology before the endpoint's weights (its weight: 0)
+		}
 		if w <= 0 || !snap.Up[i] || (i == snap.Primary && !withPrimary) {
 			continue
 		}

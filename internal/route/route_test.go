@@ -230,3 +230,67 @@ func BenchmarkDecide(b *testing.B) {
 		Decide(&c, nil, &s, ep, snap)
 	}
 }
+
+// TestEndpointUpdateChecks: settings that do not fit the topology change nothing; accepted
+// ones are copied (the caller's slice is not kept) and in force at once.
+func TestEndpointUpdateChecks(t *testing.T) {
+	e, err := NewEndpoint("rw", 3, *rw())
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := e.Settings()
+	for name, s := range map[string]Settings{
+		"too many weights": {Weights: []int{0, 1, 1, 1}, Policy: LeastActive{}},
+		"too few weights":  {Weights: []int{0, 1}, Policy: LeastActive{}},
+		"negative weight":  {Weights: []int{0, -1, 1}, Policy: LeastActive{}},
+		"weight too large": {Weights: []int{0, MaxWeight + 1, 1}, Policy: LeastActive{}},
+		"no policy":        {Weights: []int{0, 1, 1}},
+		"unknown mode":     {Weights: []int{0, 1, 1}, Policy: LeastActive{}, Mode: 7},
+	} {
+		if err := e.Update(s); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+		if e.Settings() != before {
+			t.Errorf("%s: settings changed", name)
+		}
+	}
+	w := []int{100, 0, 0}
+	if err := e.Update(Settings{Weights: w, Policy: LeastActive{}}); err != nil {
+		t.Fatal(err)
+	}
+	w[0] = 0
+	if got := e.Settings(); got.Weights[0] != 100 || got.Name != "rw" {
+		t.Fatalf("settings in force: %+v", got)
+	}
+}
+
+// TestDecideEndsReplicaTransaction: in a (read-only) transaction on a replica, what a server
+// would end it with ends it there, and routes as outside a transaction; everything else stays
+// in it, writes included (they fail there, as in a READ ONLY transaction on a server); a
+// transaction on the primary keeps everything.
+func TestDecideEndsReplicaTransaction(t *testing.T) {
+	inReplicaTx := func() *Session { s := NewSession(); s.InTx, s.TxNode = true, 2; return &s }
+	for _, tc := range []struct {
+		name   string
+		stmt   string
+		s      *Session
+		node   int
+		reason Reason
+		endTx  bool
+	}{
+		{"begin", "START TRANSACTION", inReplicaTx(), 0, ReasonTransactionStart, true},
+		{"begin read write", "START TRANSACTION READ WRITE", inReplicaTx(), 0, ReasonTransactionStart, true},
+		{"begin read only", "START TRANSACTION READ ONLY", inReplicaTx(), 1, ReasonReadOnlyTx, true},
+		{"set autocommit", "SET autocommit = 0", inReplicaTx(), 0, ReasonSession, true},
+		{"insert stays", "INSERT INTO t VALUES (1)", inReplicaTx(), 2, ReasonInTransaction, false},
+		{"select stays", "SELECT 1", inReplicaTx(), 2, ReasonInTransaction, false},
+		{"commit stays", "COMMIT", inReplicaTx(), 2, ReasonInTransaction, false},
+		{"primary tx keeps begin", "BEGIN", func() *Session { s := NewSession(); s.InTx, s.TxNode = true, 0; return &s }(), 0, ReasonInTransaction, false},
+	} {
+		c := classify.Classify([]byte(tc.stmt))
+		d := Decide(&c, []byte(tc.stmt), tc.s, rw(), cluster())
+		if d.Node != tc.node || d.Reason != tc.reason || d.EndTx != tc.endTx || d.Err != nil {
+			t.Errorf("%s: %+v, want node %d (%s) endTx %v", tc.name, d, tc.node, tc.reason, tc.endTx)
+		}
+	}
+}
