@@ -189,7 +189,7 @@ func endpoint(cfg *config.Config, e config.Endpoint) (proxy.Endpoint, error) {
 // accepting, lets running statements finish for up to timeouts.shutdown, and closes the rest.
 func (a *App) Run(ctx context.Context) error {
 	probeCtx, cancel := context.WithTimeout(ctx, a.cfg.Timeouts.Connect.Duration+time.Second)
-	if err := a.proxy.Probe(probeCtx); err != nil {
+	if err := a.proxy.LearnPrimary(probeCtx); err != nil {
 		a.log.Warn("primary not reachable yet; clients will get an error until it is", "err", err)
 	}
 	cancel()

@@ -118,12 +118,3 @@ func BenchmarkParseKill(b *testing.B) {
 		ParseKill(stmt)
 	}
 }
-
-// BenchmarkMaybeKill is the test every COM_QUERY pays.
-func BenchmarkMaybeKill(b *testing.B) {
-	stmt := []byte("SELECT c FROM sbtest1 WHERE id=?")
-	b.ReportAllocs()
-	for b.Loop() {
-		MaybeKill(stmt)
-	}
-}

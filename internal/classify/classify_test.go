@@ -1087,7 +1087,7 @@ func TestNoAllocs(t *testing.T) {
 			FirstWordIs(s, "CREATE")
 			ReleasesAllLocks(s)
 			ParseKill(s)
-			MaybeKill(s)
+			KillsUser(s)
 		}
 	})
 	if allocs != 0 {

@@ -80,8 +80,7 @@
 //     CREATE), ordinary comments and a hint are skipped.
 //   - ReleasesAllLocks: RELEASE_ALL_LOCKS( as a call, counted exactly where Classify sets
 //     ReleaseLock (Flags has no bit left to tell the two release functions apart).
-//   - ParseKill, MaybeKill: KILL [HARD|SOFT] [CONNECTION|QUERY] n with n a plain decimal
-//     that fits in 32 bits, words separated by whitespace or comments, trailing ';'
-//     allowed. Every other KILL form is not ok, and MaybeKill never rejects what ParseKill
-//     accepts.
+//   - ParseKill: KILL [HARD|SOFT] [CONNECTION|QUERY] n with n a plain decimal that fits in
+//     32 bits, words separated by whitespace or comments, trailing ';' allowed. Every other
+//     KILL form is not ok. KillsUser: KILL … USER name, a KILL that names an account.
 package classify

@@ -108,7 +108,7 @@ func checkSession(t *testing.T, stmt []byte, r *Result) {
 	}
 }
 
-// checkKill checks ParseKill and MaybeKill against each other and against Classify.
+// checkKill checks ParseKill against Classify and FirstWordIs, and KillsUser against ParseKill.
 func checkKill(t *testing.T, stmt []byte, r *Result) {
 	id, queryOnly, ok := ParseKill(stmt)
 	if !ok {
@@ -117,8 +117,8 @@ func checkKill(t *testing.T, stmt []byte, r *Result) {
 		}
 		return
 	}
-	if !MaybeKill(stmt) {
-		t.Fatal("ParseKill accepts what MaybeKill rejects")
+	if KillsUser(stmt) {
+		t.Fatal("a KILL of a connection id is also a KILL USER")
 	}
 	if id > 1<<32-1 {
 		t.Fatalf("id %d over 32 bits", id)

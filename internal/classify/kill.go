@@ -2,25 +2,6 @@ package classify
 
 import "math"
 
-// MaybeKill is the cheap test, for every COM_QUERY, of whether ParseKill is worth calling:
-// whether the first byte after whitespace is k or K, or starts a comment (/*, #, --), after
-// which a KILL may follow. It never says false for a text ParseKill accepts.
-func MaybeKill(q []byte) bool {
-	i := skipSpace(q, 0)
-	if i >= len(q) {
-		return false
-	}
-	switch q[i] {
-	case 'k', 'K', '#':
-		return true
-	case '/':
-		return i+1 < len(q) && q[i+1] == '*'
-	case '-':
-		return i+1 < len(q) && q[i+1] == '-'
-	}
-	return false
-}
-
 // ParseKill recognises KILL [HARD|SOFT] [CONNECTION|QUERY] id, the form that names a
 // connection id, and returns the id and whether only the running query is to be killed
 // (QUERY). Words are case-insensitive and may be separated by whitespace and comments, as

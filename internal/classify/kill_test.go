@@ -88,42 +88,8 @@ func TestParseKill(t *testing.T) {
 		if id != tc.id || queryOnly != tc.queryOnly || ok != tc.ok {
 			t.Errorf("ParseKill(%q) = %d %v %v, want %d %v %v", tc.in, id, queryOnly, ok, tc.id, tc.queryOnly, tc.ok)
 		}
-		if ok && !MaybeKill(q) {
-			t.Errorf("MaybeKill(%q) = false for a KILL", tc.in)
-		}
 		if ok && Classify(q).Kind != Kill {
 			t.Errorf("Classify(%q) is not Kill", tc.in)
-		}
-	}
-}
-
-func TestMaybeKill(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want bool
-	}{
-		{"KILL 5", true},
-		{"kill 5", true},
-		{" \t\r\n\f\vk", true},
-		{"Killjoy", true}, // cheap: ParseKill decides
-		{"/* c */ KILL 5", true},
-		{"/* c */ SELECT 1", true},
-		{"/*!KILL 5*/", true},
-		{"# c\nKILL 5", true},
-		{"-- c\nKILL 5", true},
-		{"--", true},
-		{"SELECT 1", false},
-		{"select 'KILL 5'", false},
-		{"-1", false},
-		{"/ 2", false},
-		{"/", false},
-		{"-", false},
-		{"", false},
-		{"   ", false},
-		{"\x00K", false},
-	} {
-		if got := MaybeKill([]byte(tc.in)); got != tc.want {
-			t.Errorf("MaybeKill(%q) = %v, want %v", tc.in, got, tc.want)
 		}
 	}
 }

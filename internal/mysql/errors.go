@@ -27,7 +27,6 @@ const (
 	ErrUnknown                  = 1105
 	ErrAbortingConnection       = 1152 // the server closes a connection it aborted
 	ErrNetPacketTooLarge        = 1153
-	ErrNetReadError             = 1158
 	ErrUnknownStmtHandler       = 1243
 	ErrOptionPreventsStm        = 1290 // --read-only style refusals
 	ErrStmtHasNoOpenCursor      = 1421
@@ -37,9 +36,7 @@ const (
 	ErrConnectionKilled         = 1927 // MariaDB: the connection was killed
 	ErrSecureTransportRequired  = 3159
 	ErrClientInteractionTimeout = 4031 // MySQL: disconnected for inactivity
-	CRConnectionError           = 2002
 	CRConnHostError             = 2003
-	CRServerGone                = 2006
 	CRServerLost                = 2013
 )
 

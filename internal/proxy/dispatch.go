@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/sluicedb/sluice/internal/backend"
@@ -177,17 +176,9 @@ func (s *session) send(r *request, d route.Decision, snap *topology.Snapshot) er
 	if err != nil {
 		return err
 	}
-	if r.st != nil && !snap.IsPrimary(d.Node) && r.st.binding(c.Conn) == nil {
-		// First EXECUTE on this node: prepare the statement here now; a node that describes
-		// it otherwise (its schema differs) does not run it, now or later.
-		if slices.Contains(r.st.differs, d.Node) {
-			return errShapeDiffers
-		}
-		if _, err := s.prepareOn(c.Conn, r.st); err != nil {
-			if errors.Is(err, errShapeDiffers) {
-				s.log.Info("prepared statement differs on a node; it runs on the primary", "node", c.name)
-				r.st.differs = append(r.st.differs, d.Node)
-			}
+	var b *stmtBinding
+	if r.st != nil {
+		if b, err = s.bindOn(c, r.st); err != nil {
 			return err
 		}
 	}
@@ -203,7 +194,7 @@ func (s *session) send(r *request, d route.Decision, snap *topology.Snapshot) er
 	defer load.Active.Add(-1)
 	switch {
 	case r.st != nil:
-		return s.executeOn(r, c)
+		return s.executeOn(r, c.Conn, b)
 	case r.held:
 		return s.sendPacket(c.Conn, s.cmd, respResult)
 	default:
@@ -333,6 +324,12 @@ func (s *session) fail(i int, err error, r *request) error {
 	return s.refuse(r, mysql.NewError(mysql.CRServerLost, "HY000", "Lost connection to backend server '%s' during query", s.node.Name))
 }
 
+// refuseCommand answers a command (n: its payload length, still in the client's buffer) with an
+// error packet. The session goes on.
+func (s *session) refuseCommand(n int, se *mysql.SQLError) error {
+	return s.refuse(&request{n: n, unread: true}, se)
+}
+
 // refuse answers the command r (nil: one read whole) with an error packet: what is left of it in
 // the client's buffer is dropped first. The session goes on.
 func (s *session) refuse(r *request, se *mysql.SQLError) error {
@@ -440,7 +437,7 @@ func (s *session) endReplicaTx() {
 // localTransaction answers a BEGIN that transaction splitting defers, or the COMMIT/ROLLBACK of
 // a transaction that never reached a node.
 func (s *session) localTransaction(r *request, d route.Decision) error {
-	s.prev, s.last = s.last, routeInfo{valid: true, node: -1, reason: d.Reason}
+	s.last = routeInfo{valid: true, node: -1, reason: d.Reason}
 	status := s.status &^ (mysql.StatusInTrans | mysql.StatusMoreResultsExists)
 	if r.class.Kind == classify.Begin {
 		s.begin = append(s.begin[:0], r.stmt...)

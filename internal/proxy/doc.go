@@ -9,8 +9,8 @@
 //   - session.go: the session, its command loop, the idle watch.
 //   - login.go, auth.go: the client's login (greeting, TLS, authentication), COM_CHANGE_USER.
 //   - dispatch.go: the one path every statement takes (route, acquire, sync, deferred BEGIN,
-//     relay, after-effects), replica retry, and fail, the one place that decides what the
-//     client sees when a command fails.
+//     relay, after-effects), replica retry, streaming a command to a node (forward), and
+//     fail, the one place that decides what the client sees when a command fails.
 //   - nodes.go: the session's node connections (open, sync through backend.Conn.Sync, drop).
 //   - state.go: what a statement leaves behind (transaction state, pins, replayed SETs).
 //   - stmt.go: binary prepared statements (sluice's own ids, lazy prepare per connection,

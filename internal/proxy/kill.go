@@ -62,11 +62,10 @@ func (s *session) killSession(id uint32, queryOnly bool) error {
 			stmt = "KILL QUERY " + strconv.FormatUint(uint64(t.threadID), 10)
 		}
 		var e error
-		if c := s.connTo(t.node); c != nil && target != s {
+		if c := s.connTo(t.node); c != nil {
+			// From one of this session's own connections (killing oneself: the node answers
+			// and closes; the session ends with it).
 			e = c.Exec(stmt)
-		} else if target == s && s.connTo(t.node) != nil {
-			// Killing oneself: the node answers and closes; the session ends with it.
-			e = s.connTo(t.node).Exec(stmt)
 		} else {
 			var bc *backend.Conn
 			if bc, e = s.dial(t.node, false); e == nil {
@@ -79,7 +78,8 @@ func (s *session) killSession(id uint32, queryOnly bool) error {
 		}
 	}
 	if err != nil {
-		if se, ok := err.(*mysql.SQLError); ok {
+		var se *mysql.SQLError
+		if errors.As(err, &se) {
 			if target == s && !queryOnly {
 				_ = s.writeErr(se)
 				return errKilled
@@ -104,11 +104,7 @@ func (s *session) processKill(n int) error {
 		return err
 	}
 	if len(p) < 5 {
-		if err := s.discardCommand(n); err != nil {
-			return err
-		}
-		s.client.SetSeq(1)
-		return s.writeErr(mysql.NewError(mysql.ErrMalformedPacket, "HY000", "Malformed communication packet"))
+		return s.refuseCommand(n, errMalformed())
 	}
 	id := getUint32(p[1:])
 	if err := s.discardCommand(n); err != nil {

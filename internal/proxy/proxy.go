@@ -243,8 +243,9 @@ func (p *Proxy) Routing(name string) *route.Endpoint {
 	return nil
 }
 
-// Probe reads the primary's handshake so clients see its version string and capabilities.
-func (p *Proxy) Probe(ctx context.Context) error {
+// LearnPrimary reads the primary's handshake so clients see its version string and capabilities
+// from their first connection on.
+func (p *Proxy) LearnPrimary(ctx context.Context) error {
 	snap := p.topo.Snapshot()
 	hs, err := backend.ReadHandshake(ctx, snap.Nodes[snap.Primary].Address, p.connectTimeout())
 	if err != nil {

@@ -199,8 +199,9 @@ func (s *session) relay(bc *backend.Conn, kind respKind) error {
 
 // copyErr relays an ERR that ends a response. Some errors mean the node is closing the
 // connection (KILL CONNECTION, shutdown, idle disconnect): the session then treats that
-// connection as gone, as the server does, so the client's connection is closed right after
-// the error rather than failing its next statement.
+// connection as gone, as the server does: when it was the session's home, the client's
+// connection is closed right after the error rather than failing its next statement; another
+// node's is dropped, to be opened again when needed (session.loop).
 func (s *session) copyErr(bc *backend.Conn, n int) error {
 	s.failed = true
 	if p, err := bc.PeekPayload(n, 3); err == nil && len(p) == 3 {

@@ -20,7 +20,7 @@ import (
 // Session life states, changed with compare-and-swap so that shutdown and the session's own
 // goroutine agree on who closes the connection.
 const (
-	stateIdle     int32 = iota // waiting for the client's next command
+	stateIdle     int32 = iota // logging in, or waiting for the client's next command
 	stateBusy                  // running a command
 	stateDraining              // shutdown asked while busy: stop after the command
 	stateClosed
@@ -67,7 +67,7 @@ type session struct {
 	state backend.State
 	// begin is a BEGIN held back by transaction splitting until the first write.
 	begin      []byte
-	last, prev routeInfo
+	last       routeInfo // the previous statement's route (SHOW LAST ROUTE)
 	tempTables int
 	userLocks  int
 	cmd        []byte // the current statement, kept to retry a read on another node
@@ -300,11 +300,7 @@ func (s *session) command() (quit bool, err error) {
 	case mysql.ComChangeUser:
 		return false, s.changeUser()
 	default:
-		if err := s.discardCommand(n); err != nil {
-			return false, err
-		}
-		s.client.SetSeq(1)
-		return false, s.writeErr(unsupported(cmd))
+		return false, s.refuseCommand(n, unsupported(cmd))
 	}
 }
 

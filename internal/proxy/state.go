@@ -42,7 +42,7 @@ func (s *session) afterStatus(set *route.Settings) {
 // A statement that may have made a replica connection read-write (mayTurnReadWrite) is
 // followed by the guard there; when that fails the session ends.
 func (s *session) after(c *classify.Result, stmt []byte, d route.Decision, set *route.Settings) error {
-	s.prev, s.last = s.last, routeInfo{valid: true, node: d.Node, reason: d.Reason}
+	s.last = routeInfo{valid: true, node: d.Node, reason: d.Reason}
 	s.rs.LastNode = d.Node
 	s.afterStatus(set)
 	if mayTurnReadWrite(c) && d.Node >= 0 {

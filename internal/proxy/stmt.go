@@ -105,11 +105,7 @@ func (s *session) prepare() error {
 	if n, _, err := s.client.PeekHeader(); err != nil {
 		return err
 	} else if s.kept+n > s.maxLongData() {
-		if err := s.discardCommand(n); err != nil {
-			return err
-		}
-		s.client.SetSeq(1)
-		return s.writeErr(mysql.NewError(mysql.ErrOutOfResources, "HY000",
+		return s.refuseCommand(n, mysql.NewError(mysql.ErrOutOfResources, "HY000",
 			"sluice: this session's prepared statements and long data would exceed %d bytes (limits.max_long_data)", s.maxLongData()))
 	}
 	p, err := s.readKept()
@@ -277,6 +273,11 @@ var errShapeDiffers = errors.New("the node describes the prepared statement diff
 // was told (the server's own error for a statement whose tables changed).
 var errNeedReprepare = mysql.NewError(mysql.ErrNeedReprepare, "HY000", "Prepared statement needs to be re-prepared")
 
+// errMalformed is the server's answer to a command too short for what it must hold.
+func errMalformed() *mysql.SQLError {
+	return mysql.NewError(mysql.ErrMalformedPacket, "HY000", "Malformed communication packet")
+}
+
 func getUint32(b []byte) uint32 {
 	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
 }
@@ -289,14 +290,10 @@ func (s *session) stmtCommand(cmd byte, n int) error {
 		return err
 	}
 	if len(head) < 5 {
-		if err := s.discardCommand(n); err != nil {
-			return err
-		}
 		if cmd == mysql.ComStmtClose || cmd == mysql.ComStmtSendLongData {
-			return nil
+			return s.discardCommand(n) // no answer to these
 		}
-		s.client.SetSeq(1)
-		return s.writeErr(mysql.NewError(mysql.ErrMalformedPacket, "HY000", "Malformed communication packet"))
+		return s.refuseCommand(n, errMalformed())
 	}
 	id := getUint32(head[1:])
 	st := s.lookupStmt(id)
@@ -313,13 +310,9 @@ func (s *session) stmtCommand(cmd byte, n int) error {
 		return s.sendLongData(st, n)
 	}
 	if st == nil {
-		if err := s.discardCommand(n); err != nil {
-			return err
-		}
-		s.client.SetSeq(1)
 		names := map[byte]string{mysql.ComStmtExecute: "mysqld_stmt_execute", mysql.ComStmtBulkExecute: "mysqld_stmt_bulk_execute",
 			mysql.ComStmtFetch: "mysqld_stmt_fetch", mysql.ComStmtReset: "mysqld_stmt_reset"}
-		return s.writeErr(mysql.NewError(mysql.ErrUnknownStmtHandler, "HY000", "Unknown prepared statement handler (%d) given to %s", id, names[cmd]))
+		return s.refuseCommand(n, mysql.NewError(mysql.ErrUnknownStmtHandler, "HY000", "Unknown prepared statement handler (%d) given to %s", id, names[cmd]))
 	}
 	switch cmd {
 	case mysql.ComStmtExecute, mysql.ComStmtBulkExecute:
@@ -334,11 +327,7 @@ func (s *session) stmtCommand(cmd byte, n int) error {
 			b = st.binding(bc)
 		}
 		if b == nil {
-			if err := s.discardCommand(n); err != nil {
-				return err
-			}
-			s.client.SetSeq(1)
-			return s.writeErr(mysql.NewError(mysql.ErrStmtHasNoOpenCursor, "HY000", "The statement (%d) has no open cursor.", id))
+			return s.refuseCommand(n, mysql.NewError(mysql.ErrStmtHasNoOpenCursor, "HY000", "The statement (%d) has no open cursor.", id))
 		}
 		return s.forwardStmtOn(bc, b.id, n, respRows)
 	default: // COM_STMT_RESET
@@ -442,6 +431,12 @@ func (s *session) dropLongData(st *stmt) {
 // long data goes with whichever node runs it, and is gone after.
 func (s *session) execute(st *stmt, n int, bulk bool) error {
 	defer s.dropLongData(st)
+	if e := st.longErr; e != nil {
+		// Long data the session would not keep: the EXECUTE gets the reason, as the server
+		// reports long-data errors.
+		st.longErr = nil
+		return s.refuseCommand(n, e)
+	}
 	r := request{class: st.class, stmt: st.query, n: n, st: st, bulk: bulk, unread: true}
 	if n < mysql.MaxPacketPayload {
 		if p, err := s.client.PeekPayload(n, n); err == nil && len(p) == n {
@@ -456,22 +451,9 @@ func (s *session) execute(st *stmt, n int, bulk bool) error {
 	return s.dispatch(&r)
 }
 
-// executeOn runs r, an EXECUTE, on c (dispatch's send step).
-func (s *session) executeOn(r *request, c *nodeConn) error {
-	st, bc := r.st, c.Conn
-	if st.longErr != nil {
-		e := st.longErr
-		st.longErr = nil
-		if err := s.skip(r); err != nil {
-			return err
-		}
-		s.failed = true
-		return s.writeErr(e)
-	}
-	b, err := s.bindOn(bc, st)
-	if err != nil {
-		return err
-	}
+// executeOn runs r, an EXECUTE, on bc, where the statement is bound as b (dispatch's send step).
+func (s *session) executeOn(r *request, bc *backend.Conn, b *stmtBinding) error {
+	st := r.st
 	if r.bulk {
 		// Its parameter types come with it (the driver sets SEND_TYPES_TO_SERVER) and it takes
 		// no long data; the answer is one OK or ERR (sluice does not offer
@@ -493,6 +475,7 @@ func (s *session) executeOn(r *request, c *nodeConn) error {
 	}
 	head := s.cmd
 	if !r.held {
+		var err error
 		if head, err = s.client.PeekPayload(r.n, max(10, typesAt+1+2*int(st.params))); err != nil {
 			return &relayError{client: true, err: err}
 		}
@@ -518,13 +501,23 @@ func (s *session) executeOn(r *request, c *nodeConn) error {
 	return s.forwardStmt(bc, b.id, r, kind)
 }
 
-// bindOn returns st's binding on bc, preparing st there first when it has none. The errors are
-// prepareOn's: the node's refusal (*mysql.SQLError), errShapeDiffers, or a broken connection.
-func (s *session) bindOn(bc *backend.Conn, st *stmt) (*stmtBinding, error) {
-	if b := st.binding(bc); b != nil {
+// bindOn returns st's binding on c, preparing st there first when it has none. A node that
+// describes the statement otherwise than the client was told (its schema differs) does not run
+// it, now or later: errShapeDiffers. Other errors are prepareOn's: the node's refusal
+// (*mysql.SQLError) or a broken connection.
+func (s *session) bindOn(c *nodeConn, st *stmt) (*stmtBinding, error) {
+	if b := st.binding(c.Conn); b != nil {
 		return b, nil
 	}
-	return s.prepareOn(bc, st)
+	if slices.Contains(st.differs, c.idx) {
+		return nil, errShapeDiffers
+	}
+	b, err := s.prepareOn(c.Conn, st)
+	if errors.Is(err, errShapeDiffers) {
+		s.log.Info("prepared statement differs on a node; it does not run there", "node", c.name)
+		st.differs = append(st.differs, c.idx)
+	}
+	return b, err
 }
 
 // executeWithTypes rewrites an EXECUTE that relies on types bound earlier on another connection,

@@ -115,8 +115,8 @@ type Session struct {
 	// InTx: the server reported a transaction open (SERVER_STATUS_IN_TRANS) on TxNode.
 	InTx   bool
 	TxNode int
-	// TxPending: transaction splitting deferred the client's BEGIN (TxBegin holds nothing
-	// here; the session keeps the text) until the first write.
+	// TxPending: transaction splitting deferred the client's BEGIN (the session keeps its
+	// text) until the first write.
 	TxPending bool
 	// Autocommit is false after SET autocommit=0: every statement is part of a transaction.
 	Autocommit bool

@@ -24,16 +24,6 @@ type Snapshot struct {
 // IsPrimary reports whether node i is the primary.
 func (s *Snapshot) IsPrimary(i int) bool { return i == s.Primary }
 
-// Node returns the node called name, or nil.
-func (s *Snapshot) Node(name string) *Node {
-	for _, n := range s.Nodes {
-		if n.Name == name {
-			return n
-		}
-	}
-	return nil
-}
-
 // ProbeFunc checks that a node answers. It is called from the topology's own goroutines, for
 // several nodes at once, and must return once ctx ends. A panic in it is recovered and counts
 // as a failed check.

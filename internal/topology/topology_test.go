@@ -48,8 +48,8 @@ func TestSnapshotStartsAllUp(t *testing.T) {
 			t.Fatalf("node %d: %+v up=%v", i, n, s.Up[i])
 		}
 	}
-	if s.Node("replica1").Zone != "az2" || s.Node("nope") != nil {
-		t.Fatal("Node by name")
+	if s.Nodes[1].Zone != "az2" || s.Nodes[2].Zone != "" {
+		t.Fatal("zones")
 	}
 }
 
