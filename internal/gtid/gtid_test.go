@@ -1,0 +1,101 @@
+package gtid
+
+import "testing"
+
+func TestMariaDBContains(t *testing.T) {
+	for _, tc := range []struct {
+		p, q string
+		want bool
+	}{
+		{"0-1-100", "0-1-100", true},
+		{"0-1-100", "0-1-99", true},
+		{"0-1-99", "0-1-100", false},
+		{"0-1-100,1-2-5", "0-1-100", true},
+		{"0-1-100", "0-1-100,1-2-5", false},
+		{"0-1-100,1-2-5", "1-2-5,0-1-3", true},
+		{"0-2-101", "0-1-100", true}, // after a switchover the server id changes, the sequence goes on
+		{"", "", true},
+		{"0-1-1", "", true},
+		{"", "0-1-1", false},
+		{" 0-1-5 , 1-1-2 ", "1-1-2", true},
+	} {
+		p, err := Parse(MariaDB, tc.p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := Parse(MariaDB, tc.q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Contains(q); got != tc.want {
+			t.Errorf("%q contains %q: %v, want %v", tc.p, tc.q, got, tc.want)
+		}
+	}
+}
+
+func TestMySQLContains(t *testing.T) {
+	const a, b = "3e11fa47-71ca-11e1-9e33-c80aa9429562", "8a94f357-aab4-11df-86ab-c80aa9429562"
+	for _, tc := range []struct {
+		p, q string
+		want bool
+	}{
+		{a + ":1-5", a + ":1-5", true},
+		{a + ":1-5", a + ":1-3", true},
+		{a + ":1-3", a + ":1-5", false},
+		{a + ":1-5:7-9", a + ":8", true},
+		{a + ":1-5:7-9", a + ":6", false},
+		{a + ":1-5,\n" + b + ":1-100", b + ":50-60," + a + ":2", true},
+		{a + ":1-5", b + ":1", false},
+		{"", "", true},
+	} {
+		p, err := Parse(MySQL, tc.p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := Parse(MySQL, tc.q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Contains(q); got != tc.want {
+			t.Errorf("%q contains %q: %v, want %v", tc.p, tc.q, got, tc.want)
+		}
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, s := range []string{"0-1", "a-b-c", "0-1-2-3", "0-1-x", "-1-1-1"} {
+		if _, err := Parse(MariaDB, s); err == nil {
+			t.Errorf("MariaDB %q accepted", s)
+		}
+	}
+	for _, s := range []string{"nope", "3e11fa47:1-5"} {
+		if _, err := Parse(MySQL, s); err == nil {
+			t.Errorf("MySQL %q accepted", s)
+		}
+	}
+	var zero Position
+	p, _ := Parse(MariaDB, "0-1-1")
+	if zero.Contains(p) || p.Contains(zero) || !zero.IsZero() {
+		t.Error("the zero position")
+	}
+	m, _ := Parse(MySQL, "")
+	if p.Contains(m) || m.Contains(p) {
+		t.Error("flavours mixed")
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add("0-1-100,1-2-5")
+	f.Add("3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5:7-9")
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, fl := range []Flavor{MariaDB, MySQL} {
+			p, err := Parse(fl, s)
+			if err != nil {
+				continue
+			}
+			if !p.Contains(p) {
+				t.Fatalf("%q does not contain itself", s)
+			}
+		}
+	})
+}
