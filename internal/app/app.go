@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicedb/sluice/internal/backend"
 	"github.com/sluicedb/sluice/internal/config"
+	"github.com/sluicedb/sluice/internal/monitor"
 	"github.com/sluicedb/sluice/internal/mysql"
 	"github.com/sluicedb/sluice/internal/proxy"
 	"github.com/sluicedb/sluice/internal/route"
@@ -27,6 +28,7 @@ type App struct {
 	cfg   *config.Config
 	log   *slog.Logger
 	topo  *topology.Topology
+	mon   *monitor.Monitor // nil without a monitor account
 	proxy *proxy.Proxy
 
 	mu    sync.Mutex
@@ -85,7 +87,7 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		}
 		opts.Users = append(opts.Users, pu)
 	}
-	topo, err := newTopology(cfg, log, btls, btlsMode)
+	topo, err := newTopology(cfg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -103,12 +105,14 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		topo.Close()
 		return nil, err
 	}
-	return &App{cfg: cfg, log: log, topo: topo, proxy: p, addrs: map[string]string{}, ready: make(chan struct{})}, nil
+	return &App{cfg: cfg, log: log, topo: topo, mon: newMonitor(cfg, topo, log, btls, btlsMode), proxy: p,
+		addrs: map[string]string{}, ready: make(chan struct{})}, nil
 }
 
-// newTopology builds the nodes' topology from the backends, probed with the monitor account
-// (when configured) every monitor.interval after a failure.
-func newTopology(cfg *config.Config, log *slog.Logger, btls *tls.Config, btlsMode proxy.BackendTLSMode) (*topology.Topology, error) {
+// newTopology builds the nodes' topology from the backends. With a monitor account the monitor
+// watches every node (newMonitor); without one, a node a session failed to reach is probed every
+// monitor.interval until it sends its greeting again.
+func newTopology(cfg *config.Config, log *slog.Logger) (*topology.Topology, error) {
 	var nodes []topology.Node
 	for _, b := range cfg.Backends {
 		role, err := topology.ParseRole(b.Role)
@@ -117,27 +121,33 @@ func newTopology(cfg *config.Config, log *slog.Logger, btls *tls.Config, btlsMod
 		}
 		nodes = append(nodes, topology.Node{Name: b.Name, Address: b.Address, Zone: b.Zone, Role: role})
 	}
-	return topology.New(topology.Options{
+	o := topology.Options{
 		Nodes:         nodes,
 		ProbeInterval: cfg.Monitor.Interval.Duration,
 		ProbeTimeout:  cfg.Timeouts.Connect.Duration,
-		Probe:         probe(cfg.Monitor, cfg.Timeouts.Connect.Duration, btls, btlsMode),
 		Logger:        log,
-	})
-}
-
-// probe checks that a node answers: with a monitor account, that it accepts the account's login
-// and answers COM_PING; without one, that it sends its handshake. The login uses TLS as
-// backend_tls says for a client without TLS (preferred and required: TLS).
-func probe(m config.Monitor, timeout time.Duration, btls *tls.Config, mode proxy.BackendTLSMode) topology.ProbeFunc {
-	if m.User == "" {
-		return func(ctx context.Context, n *topology.Node) error {
+	}
+	if cfg.Monitor.User == "" {
+		timeout := cfg.Timeouts.Connect.Duration
+		o.Probe = func(ctx context.Context, n *topology.Node) error {
 			_, err := backend.ReadHandshake(ctx, n.Address, timeout)
 			return err
 		}
 	}
+	return topology.New(o)
+}
+
+// newMonitor returns the monitor of topo's nodes, logging in as the monitor account with TLS as
+// backend_tls says for a client without TLS (preferred and required: TLS); nil without a
+// monitor account.
+func newMonitor(cfg *config.Config, topo *topology.Topology, log *slog.Logger, btls *tls.Config, mode proxy.BackendTLSMode) *monitor.Monitor {
+	m := cfg.Monitor
+	if m.User == "" {
+		return nil
+	}
 	creds := backend.Credentials{User: m.User, Password: m.Password, HasPassword: true}
-	return func(ctx context.Context, n *topology.Node) error {
+	timeout := cfg.Timeouts.Connect.Duration
+	dial := func(ctx context.Context, n *topology.Node) (monitor.Conn, error) {
 		o := backend.Options{Address: n.Address, Credentials: creds, ConnectTimeout: timeout}
 		if mode == proxy.BackendTLSPreferred || mode == proxy.BackendTLSRequired {
 			o.TLS, o.TLSRequired = btls.Clone(), mode == proxy.BackendTLSRequired
@@ -147,14 +157,16 @@ func probe(m config.Monitor, timeout time.Duration, btls *tls.Config, mode proxy
 		}
 		c, err := backend.Dial(ctx, o)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		defer c.Close()
-		if d, ok := ctx.Deadline(); ok {
-			_ = c.NetConn().SetDeadline(d)
-		}
-		return c.Command([]byte{mysql.ComPing})
+		return c, nil
 	}
+	return monitor.New(topo, monitor.Options{
+		Interval:  m.Interval.Duration,
+		DownAfter: m.DownAfter,
+		Dial:      dial,
+		Logger:    log,
+	})
 }
 
 // endpoint turns an endpoint's configuration into the proxy's: typed values, weights by node
@@ -194,6 +206,12 @@ func (a *App) Run(ctx context.Context) error {
 	}
 	cancel()
 	defer a.topo.Close()
+	if a.mon != nil {
+		monCtx, stopMon := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); a.mon.Run(monCtx) }()
+		defer func() { stopMon(); <-done }()
+	}
 	var lns []net.Listener
 	for _, ep := range a.cfg.Endpoints {
 		ln, err := a.proxy.Listen(ep.Name)

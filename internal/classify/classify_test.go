@@ -933,28 +933,37 @@ func TestKinds(t *testing.T) {
 
 func TestIsProxyInternal(t *testing.T) {
 	for _, tc := range []struct {
-		in string
-		ok bool
+		in  string
+		ok  bool
+		cmd ProxyCommand
 	}{
-		{"/*PROXY_INTERNAL*/ SHOW LAST ROUTE", true},
-		{"/*PROXY_INTERNAL*/SHOW LAST ROUTE", true},
-		{"/*proxy_internal*/ show last route", true},
-		{"  /* PROXY_INTERNAL */\n SHOW\tLAST   ROUTE ; ", true},
-		{"/*PROXY_INTERNAL*/ SHOW LAST ROUTE;", true},
-		{"/*PROXY_INTERNAL*/ SHOW LAST ROUTE;;", false},
-		{"/*PROXY_INTERNAL*/ SHOW LAST ROUTES", false},
-		{"/*PROXY_INTERNAL*/ SHOW LASTROUTE", false},
-		{"/*PROXY_INTERNAL*/ SHOW LAST ROUTE x", false},
-		{"/*PROXY_INTERNAL*/ SHOW LAST", false},
-		{"/*PROXY_INTERNALS*/ SHOW LAST ROUTE", false},
-		{"/*PROXY_INTERNAL SHOW LAST ROUTE", false},
-		{"SHOW LAST ROUTE", false},
-		{"/* x */ SHOW LAST ROUTE", false},
-		{"", false},
-		{"/*", false},
+		{"/*PROXY_INTERNAL*/ SHOW NODES", true, ShowNodes},
+		{"/*proxy_internal*/  show\nnodes ;", true, ShowNodes},
+		{"/*PROXY_INTERNAL*/ SHOW NODE", false, ProxyNone},
+		{"/*PROXY_INTERNAL*/ SHOWNODES", false, ProxyNone},
+		{"/*PROXY_INTERNAL*/ SHOW NODES LAST", false, ProxyNone},
+		{"/*PROXY_INTERNAL*/ SHOW LAST ROUTE", true, ProxyNone},
+		{"/*PROXY_INTERNAL*/SHOW LAST ROUTE", true, ProxyNone},
+		{"/*proxy_internal*/ show last route", true, ProxyNone},
+		{"  /* PROXY_INTERNAL */\n SHOW\tLAST   ROUTE ; ", true, ProxyNone},
+		{"/*PROXY_INTERNAL*/ SHOW LAST ROUTE;", true, ProxyNone},
+		{"/*PROXY_INTERNAL*/ SHOW LAST ROUTE;;", false, ProxyNone},
+		{"/*PROXY_INTERNAL*/ SHOW LAST ROUTES", false, ProxyNone},
+		{"/*PROXY_INTERNAL*/ SHOW LASTROUTE", false, ProxyNone},
+		{"/*PROXY_INTERNAL*/ SHOW LAST ROUTE x", false, ProxyNone},
+		{"/*PROXY_INTERNAL*/ SHOW LAST", false, ProxyNone},
+		{"/*PROXY_INTERNALS*/ SHOW LAST ROUTE", false, ProxyNone},
+		{"/*PROXY_INTERNAL SHOW LAST ROUTE", false, ProxyNone},
+		{"SHOW LAST ROUTE", false, ProxyNone},
+		{"/* x */ SHOW LAST ROUTE", false, ProxyNone},
+		{"", false, ProxyNone},
+		{"/*", false, ProxyNone},
 	} {
+		if tc.ok && tc.cmd == ProxyNone {
+			tc.cmd = ShowLastRoute
+		}
 		cmd, ok := IsProxyInternal([]byte(tc.in))
-		if ok != tc.ok || (ok && cmd != ShowLastRoute) || (!ok && cmd != ProxyNone) {
+		if ok != tc.ok || cmd != tc.cmd {
 			t.Errorf("IsProxyInternal(%q) = %v %v, want %v", tc.in, cmd, ok, tc.ok)
 		}
 	}

@@ -86,11 +86,13 @@ type ProxyCommand uint8
 const (
 	ProxyNone     ProxyCommand = iota
 	ShowLastRoute              // /*PROXY_INTERNAL*/ SHOW LAST ROUTE: where the session's previous statement went, and why
+	ShowNodes                  // /*PROXY_INTERNAL*/ SHOW NODES: every node as the monitor last saw it
 )
 
-// IsProxyInternal recognises /*PROXY_INTERNAL*/ SHOW LAST ROUTE, in any case, with any
-// whitespace around and between the words and inside the comment, and an optional trailing
-// ';'. The marker comment keeps the command from ever meaning something to a real server.
+// IsProxyInternal recognises /*PROXY_INTERNAL*/ SHOW LAST ROUTE and /*PROXY_INTERNAL*/ SHOW
+// NODES, in any case, with any whitespace around and between the words and inside the comment,
+// and an optional trailing ';'. The marker comment keeps the command from ever meaning
+// something to a real server.
 func IsProxyInternal(stmt []byte) (cmd ProxyCommand, ok bool) {
 	i := skipSpace(stmt, 0)
 	if i+1 >= len(stmt) || stmt[i] != '/' || stmt[i+1] != '*' {
@@ -109,17 +111,31 @@ func IsProxyInternal(stmt []byte) (cmd ProxyCommand, ok bool) {
 		return ProxyNone, false
 	}
 	i += 2
-	for _, want := range [...]string{"SHOW", "LAST", "ROUTE"} {
+	for _, c := range [...]struct {
+		cmd   ProxyCommand
+		words []string
+	}{{ShowLastRoute, []string{"SHOW", "LAST", "ROUTE"}}, {ShowNodes, []string{"SHOW", "NODES"}}} {
+		if words(stmt, i, c.words) {
+			return c.cmd, true
+		}
+	}
+	return ProxyNone, false
+}
+
+// words reports whether stmt from i is exactly the words want (separated by whitespace),
+// then an optional ';', with whitespace around.
+func words(stmt []byte, i int, want []string) bool {
+	for k, w := range want {
 		j := skipSpace(stmt, i)
-		if j == i && want != "SHOW" {
-			return ProxyNone, false // words must be separated
+		if j == i && k > 0 {
+			return false // words must be separated
 		}
 		i = j
 		for j < len(stmt) && isWordByte(stmt[j]) {
 			j++
 		}
-		if !eqFold(stmt[i:j], want) {
-			return ProxyNone, false
+		if !eqFold(stmt[i:j], w) {
+			return false
 		}
 		i = j
 	}
@@ -127,8 +143,5 @@ func IsProxyInternal(stmt []byte) (cmd ProxyCommand, ok bool) {
 	if i < len(stmt) && stmt[i] == ';' {
 		i = skipSpace(stmt, i+1)
 	}
-	if i != len(stmt) {
-		return ProxyNone, false
-	}
-	return ShowLastRoute, true
+	return i == len(stmt)
 }

@@ -50,10 +50,12 @@ const (
 	// to replicas only.
 	DefaultReplicaWeight = 100
 
-	DefaultMonitorInterval = time.Second
-	DefaultConnectTimeout  = 5 * time.Second
-	DefaultWriteTimeout    = 30 * time.Second
-	DefaultShutdownTimeout = 30 * time.Second
+	DefaultMonitorInterval  = time.Second
+	MinMonitorInterval      = 100 * time.Millisecond
+	DefaultMonitorDownAfter = 3
+	DefaultConnectTimeout   = 5 * time.Second
+	DefaultWriteTimeout     = 30 * time.Second
+	DefaultShutdownTimeout  = 30 * time.Second
 
 	DefaultMaxPreparedStatements = 16382    // MySQL's default max_prepared_stmt_count
 	DefaultMaxLongData           = 64 << 20 // bytes
@@ -104,7 +106,10 @@ type Backend struct {
 type Monitor struct {
 	User     string   `yaml:"user"` // empty = no monitor account configured
 	Password string   `yaml:"password"`
-	Interval Duration `yaml:"interval"` // default 1s
+	Interval Duration `yaml:"interval"` // default 1s, at least 100ms
+	// DownAfter is how many checks in a row must fail (time out, break) before a node is down;
+	// a node that refuses connections is down at once. Default 3.
+	DownAfter int `yaml:"down_after"`
 }
 
 // Endpoint is one listening socket clients connect to.
@@ -236,6 +241,9 @@ func (c *Config) applyDefaults(unset func(key string, zero bool) bool) {
 		}
 	}
 	dur(&c.Monitor.Interval, "monitor.interval", DefaultMonitorInterval)
+	if unset("monitor.down_after", c.Monitor.DownAfter == 0) {
+		c.Monitor.DownAfter = DefaultMonitorDownAfter
+	}
 	dur(&c.Timeouts.Connect, "timeouts.connect", DefaultConnectTimeout)
 	dur(&c.Timeouts.Write, "timeouts.write", DefaultWriteTimeout)
 	dur(&c.Timeouts.Shutdown, "timeouts.shutdown", DefaultShutdownTimeout)

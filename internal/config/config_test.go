@@ -38,7 +38,7 @@ func TestLoadExample(t *testing.T) {
 			{Name: "primary", Address: "127.0.0.1:23306", Role: "primary", Zone: "az1"},
 			{Name: "replica1", Address: "127.0.0.1:23307", Role: "replica"},
 		},
-		Monitor: Monitor{User: "sluice_monitor", Password: "mon-secret", Interval: dur(time.Second)},
+		Monitor: Monitor{User: "sluice_monitor", Password: "mon-secret", Interval: dur(time.Second), DownAfter: 3},
 		Endpoints: []Endpoint{{
 			Name:        "rw",
 			Listen:      "127.0.0.1:6033",
@@ -103,7 +103,7 @@ func TestParseDefaults(t *testing.T) {
 	if c.Log != (Log{Format: "text", Level: "info"}) {
 		t.Errorf("log = %+v", c.Log)
 	}
-	if c.Monitor != (Monitor{Interval: dur(time.Second)}) {
+	if c.Monitor != (Monitor{Interval: dur(time.Second), DownAfter: 3}) {
 		t.Errorf("monitor = %+v", c.Monitor)
 	}
 	want := Timeouts{Connect: dur(5 * time.Second), Write: dur(30 * time.Second), Shutdown: dur(30 * time.Second)}
@@ -157,7 +157,7 @@ monitor:
 	if c.Timeouts != wantT {
 		t.Errorf("timeouts = %+v, want %+v", c.Timeouts, wantT)
 	}
-	if c.Monitor != (Monitor{User: "mon", Interval: dur(2 * time.Second)}) {
+	if c.Monitor != (Monitor{User: "mon", Interval: dur(2 * time.Second), DownAfter: 3}) {
 		t.Errorf("monitor = %+v", c.Monitor)
 	}
 }

@@ -226,6 +226,12 @@ func TestParseErrors(t *testing.T) {
 		{"monitor interval 0", edit("monitor: {user: m, interval: 0s}\n"), []string{
 			`sluice.yaml:14: monitor.interval: invalid value 0s (must be greater than 0)`,
 		}},
+		{"monitor interval under 100ms", edit("monitor: {user: m, interval: 50ms}\n"), []string{
+			`sluice.yaml:14: monitor.interval: invalid value 50ms (at least 100ms)`,
+		}},
+		{"monitor down_after 0", edit("monitor: {user: m, down_after: 0}\n"), []string{
+			`sluice.yaml:14: monitor.down_after: invalid value 0 (want 1 or more)`,
+		}},
 		{"duration without unit", edit("monitor:\n  interval: 5\n"), []string{
 			`sluice.yaml:15: monitor.interval: invalid value "5" (want a duration with a unit, such as 5s, 250ms or 1m)`,
 		}},

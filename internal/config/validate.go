@@ -154,6 +154,12 @@ func (k *checker) monitor() {
 	}
 	// 0 would make the monitor poll in a busy loop.
 	k.duration("monitor.interval", m.Interval, true)
+	if m.Interval.Duration > 0 && m.Interval.Duration < MinMonitorInterval {
+		k.errorf("monitor.interval", "invalid value %s (at least %s)", m.Interval.Duration, MinMonitorInterval)
+	}
+	if m.DownAfter < 1 {
+		k.errorf("monitor.down_after", "invalid value %d (want 1 or more)", m.DownAfter)
+	}
 }
 
 func (k *checker) endpoints(replicas, namedReplicas int) {

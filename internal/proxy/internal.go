@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"strconv"
+
 	"github.com/sluicedb/sluice/internal/classify"
 	"github.com/sluicedb/sluice/internal/mysql"
 	"github.com/sluicedb/sluice/internal/topology"
@@ -10,6 +12,9 @@ import (
 
 // proxyCommand answers /*PROXY_INTERNAL*/ statements.
 func (s *session) proxyCommand(cmd classify.ProxyCommand) error {
+	if cmd == classify.ShowNodes {
+		return s.showNodes()
+	}
 	r := s.last
 	node, role, reason := "", "", ""
 	if r.valid {
@@ -23,11 +28,62 @@ func (s *session) proxyCommand(cmd classify.ProxyCommand) error {
 			node, role = "sluice", "proxy"
 		}
 	}
-	return s.writeResult([]string{"node", "role", "reason"}, [][]string{{node, role, reason}})
+	return s.writeResult([]string{"node", "role", "reason"}, [][]cell{{text(node), text(role), text(reason)}})
 }
 
+// showNodes answers SHOW NODES: one row per node, as the topology's snapshot has it.
+func (s *session) showNodes() error {
+	snap := s.p.topo.Snapshot()
+	cols := []string{"name", "address", "role", "zone", "state", "lag_ms", "seconds_behind", "gtid_position",
+		"connections", "threads_connected", "rtt_ms", "last_error"}
+	var rows [][]cell
+	for i, n := range snap.Nodes {
+		role := topology.Replica
+		if snap.IsPrimary(i) {
+			role = topology.Primary
+		}
+		state := "up"
+		if !snap.Up[i] {
+			state = "down"
+		}
+		row := []cell{text(n.Name), text(n.Address), text(role.String()), text(n.Zone), text(state),
+			null, null, null, text(strconv.FormatInt(snap.Load[i].Conns.Load(), 10)), null, null, null}
+		if st := snap.State[i]; st != nil {
+			if st.Health == topology.Full && snap.Up[i] {
+				row[4] = text("full")
+			}
+			if st.LagKnown {
+				row[5] = text(strconv.FormatInt(st.Lag.Milliseconds(), 10))
+			}
+			if st.Replica != nil && st.Replica.SecondsBehind != nil {
+				row[6] = text(strconv.FormatInt(*st.Replica.SecondsBehind, 10))
+			}
+			if st.Version != "" {
+				row[7] = text(st.Applied)
+				row[9] = text(strconv.FormatInt(st.ThreadsConnected, 10))
+				row[10] = text(strconv.FormatFloat(float64(st.RTT.Microseconds())/1000, 'f', 3, 64))
+			}
+			if st.LastErr != "" {
+				row[11] = text(st.LastErr)
+			}
+		}
+		rows = append(rows, row)
+	}
+	return s.writeResult(cols, rows)
+}
+
+// cell is one value of a result sluice builds: text, or NULL.
+type cell struct {
+	s    string
+	null bool
+}
+
+func text(s string) cell { return cell{s: s} }
+
+var null = cell{null: true}
+
 // writeResult sends a text result set of string columns built by sluice itself.
-func (s *session) writeResult(cols []string, rows [][]string) error {
+func (s *session) writeResult(cols []string, rows [][]cell) error {
 	b := s.scratch[:0]
 	b = mysql.AppendLenEncInt(b, uint64(len(cols)))
 	if err := s.client.WritePacket(b); err != nil {
@@ -58,7 +114,11 @@ func (s *session) writeResult(cols []string, rows [][]string) error {
 	for _, row := range rows {
 		b = b[:0]
 		for _, v := range row {
-			b = mysql.AppendLenEncString(b, []byte(v))
+			if v.null {
+				b = append(b, 0xfb)
+				continue
+			}
+			b = mysql.AppendLenEncString(b, []byte(v.s))
 		}
 		if err := s.client.WritePacket(b); err != nil {
 			return err

@@ -134,3 +134,23 @@ func ParseReplicaStatus(col Column) ReplicaStatus {
 	s.LastError = strings.Join(errs, "; ")
 	return s
 }
+
+// CheckQuery returns one row for the monitor's check: version, read-only (MySQL: read_only or
+// super_read_only), server id, binlog position, applied position.
+func CheckQuery(f Flavor) string {
+	if f == MariaDB {
+		return "SELECT @@version, @@global.read_only, @@server_id, @@global.gtid_binlog_pos, @@global.gtid_current_pos"
+	}
+	return "SELECT @@version, @@global.read_only OR @@global.super_read_only, @@server_id, @@global.gtid_executed, @@global.gtid_executed"
+}
+
+// ThreadsQuery returns the rows Threads_connected and Threads_running (Variable_name, Value).
+const ThreadsQuery = "SHOW GLOBAL STATUS WHERE Variable_name IN ('Threads_connected', 'Threads_running')"
+
+// FlavorOf tells the family from @@version: MariaDB says so in it.
+func FlavorOf(version string) Flavor {
+	if strings.Contains(strings.ToLower(version), "mariadb") {
+		return MariaDB
+	}
+	return MySQL
+}

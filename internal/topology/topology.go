@@ -17,6 +17,9 @@ type Snapshot struct {
 	// Load is shared by every snapshot: the counters live on across swaps.
 	Load []*Load
 	Up   []bool
+	// State is what the monitor last saw of each node (nil entries before its first round,
+	// and always without a monitor).
+	State []*NodeState
 	// Primary is the index of the node that takes writes.
 	Primary int
 }
@@ -85,6 +88,7 @@ func New(opts Options) (*Topology, error) {
 		s.Nodes = append(s.Nodes, &n)
 		s.Load = append(s.Load, &Load{})
 		s.Up = append(s.Up, true)
+		s.State = append(s.State, nil)
 	}
 	if s.Primary < 0 {
 		return nil, errors.New("topology: no primary node")
@@ -167,6 +171,36 @@ func (t *Topology) check(n *Node) (err error) {
 	ctx, cancel := context.WithTimeout(t.ctx, t.opts.ProbeTimeout)
 	defer cancel()
 	return t.opts.Probe(ctx, n)
+}
+
+// Observe publishes what a monitor round saw: the state of every node (a nil entry keeps the
+// node's previous state). A node is up unless its state says Down. One snapshot swap per call.
+func (t *Topology) Observe(states []*NodeState) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return
+	}
+	cur := t.snap.Load()
+	next := *cur
+	next.Up = append([]bool(nil), cur.Up...)
+	next.State = append([]*NodeState(nil), cur.State...)
+	for i, st := range states {
+		if i >= len(next.State) || st == nil {
+			continue
+		}
+		next.State[i] = st
+		up := st.Health != Down
+		if up != next.Up[i] {
+			if up {
+				t.log.Info("node is up", "node", next.Nodes[i].Name)
+			} else {
+				t.log.Warn("node is down", "node", next.Nodes[i].Name, "err", st.LastErr)
+			}
+		}
+		next.Up[i] = up
+	}
+	t.snap.Store(&next)
 }
 
 // Close stops every probe and waits for them.

@@ -1,0 +1,283 @@
+package monitor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/sluicedb/sluice/internal/backend"
+	"github.com/sluicedb/sluice/internal/gtid"
+	"github.com/sluicedb/sluice/internal/mysql"
+	"github.com/sluicedb/sluice/internal/topology"
+)
+
+// Conn is a monitor connection to a node: one query at a time, from one goroutine.
+type Conn interface {
+	Query(q string) (*backend.Rows, error)
+	Close() error
+}
+
+// DialFunc opens a monitor connection to n (as the monitor account), bounded by ctx.
+type DialFunc func(ctx context.Context, n *topology.Node) (Conn, error)
+
+// Publisher is where the monitor's rounds go: the topology. Observe is called from the
+// monitor's goroutine once per round and must not block.
+type Publisher interface {
+	Snapshot() *topology.Snapshot
+	Observe(states []*topology.NodeState)
+}
+
+// Options configure a Monitor.
+type Options struct {
+	Interval time.Duration // between checks of a node (0: 1 s)
+	// DownAfter is how many checks in a row must fail (time out, break) before a node is down;
+	// a node that refuses connections is down at once (0: 3).
+	DownAfter int
+	// Timeout bounds one check (0: the interval, at least 1 s).
+	Timeout time.Duration
+	Dial    DialFunc
+	Logger  *slog.Logger
+	// History is how far back the primary's positions are kept to measure lag (0: 10 min):
+	// a replica further behind shows at least that much.
+	History time.Duration
+}
+
+// Monitor checks the nodes and publishes what it sees.
+type Monitor struct {
+	opts Options
+	log  *slog.Logger
+	pub  Publisher
+
+	mu     sync.Mutex // guards latest
+	latest []*topology.NodeState
+
+	hist history // the primary's positions; the round goroutine's own
+}
+
+// New returns a monitor of pub's nodes.
+func New(pub Publisher, opts Options) *Monitor {
+	if opts.Interval <= 0 {
+		opts.Interval = time.Second
+	}
+	if opts.DownAfter <= 0 {
+		opts.DownAfter = 3
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = max(opts.Interval, time.Second)
+	}
+	if opts.History <= 0 {
+		opts.History = 10 * time.Minute
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	n := len(pub.Snapshot().Nodes)
+	return &Monitor{opts: opts, log: opts.Logger, pub: pub, latest: make([]*topology.NodeState, n)}
+}
+
+// Run checks every node until ctx ends.
+func (m *Monitor) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for i, n := range m.pub.Snapshot().Nodes {
+		wg.Go(func() { m.watch(ctx, i, n) })
+	}
+	wg.Go(func() { m.rounds(ctx) })
+	wg.Wait()
+}
+
+// watch checks node i every interval, keeping one connection open between checks.
+func (m *Monitor) watch(ctx context.Context, i int, n *topology.Node) {
+	var c Conn
+	defer func() {
+		if c != nil {
+			c.Close()
+		}
+	}()
+	var prev *topology.NodeState
+	tick := time.NewTicker(m.opts.Interval)
+	defer tick.Stop()
+	for {
+		st := m.check(ctx, n, &c, prev)
+		prev = st
+		m.mu.Lock()
+		m.latest[i] = st
+		m.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// check runs one check of n over *c (opened, or reopened after a failure), and returns the
+// node's new state. prev is the state the last check returned.
+func (m *Monitor) check(ctx context.Context, n *topology.Node, c *Conn, prev *topology.NodeState) (st *topology.NodeState) {
+	st = &topology.NodeState{}
+	defer func() {
+		if r := recover(); r != nil {
+			m.log.Error("node check panicked", "node", n.Name, "panic", r)
+			st = m.failed(prev, fmt.Errorf("check panicked: %v", r), false)
+		}
+		st.Checked = time.Now()
+	}()
+	ctx, cancel := context.WithTimeout(ctx, m.opts.Timeout)
+	defer cancel()
+	if *c == nil {
+		conn, err := m.opts.Dial(ctx, n)
+		if err != nil {
+			return m.failed(prev, err, refused(err))
+		}
+		*c = conn
+	}
+	// A check that outlives its timeout is ended by closing its connection.
+	stop := context.AfterFunc(ctx, func() { (*c).Close() })
+	defer stop()
+	start := time.Now()
+	ver, err := (*c).Query("SELECT @@version")
+	if err == nil && (len(ver.Values) != 1 || len(ver.Values[0]) != 1) {
+		err = errors.New("SELECT @@version: no row")
+	}
+	if err != nil {
+		(*c).Close()
+		*c = nil
+		return m.failed(prev, err, false)
+	}
+	st.RTT = time.Since(start)
+	st.Version = ver.Values[0][0].S
+	fl := topology.FlavorOf(st.Version)
+	if err := m.read(*c, fl, st); err != nil {
+		var se *mysql.SQLError
+		if !errors.As(err, &se) {
+			(*c).Close()
+			*c = nil
+		}
+		return m.failed(prev, err, false)
+	}
+	st.Health = topology.Healthy
+	return st
+}
+
+// read fills st from the node's answers to the check queries.
+func (m *Monitor) read(c Conn, fl topology.Flavor, st *topology.NodeState) error {
+	r, err := c.Query(topology.CheckQuery(fl))
+	if err != nil {
+		return err
+	}
+	if len(r.Values) != 1 || len(r.Values[0]) < 5 {
+		return errors.New("check query: no row")
+	}
+	row := r.Values[0]
+	st.ReadOnly = row[1].S == "1"
+	id, _ := strconv.ParseUint(row[2].S, 10, 32)
+	st.ServerID = uint32(id)
+	st.BinlogPos, st.Applied = row[3].S, row[4].S
+	if r, err = c.Query(topology.ReplicaStatusQuery(fl)); err != nil {
+		return err
+	}
+	if len(r.Values) > 0 {
+		row := r.Map(0)
+		rs := topology.ParseReplicaStatus(func(name string) (string, bool) {
+			v, ok := row[name]
+			return v, ok
+		})
+		st.Replica = &rs
+	}
+	if r, err = c.Query(topology.ThreadsQuery); err != nil {
+		return err
+	}
+	for i := range r.Values {
+		if len(r.Values[i]) < 2 {
+			continue
+		}
+		v, _ := strconv.ParseInt(r.Values[i][1].S, 10, 64)
+		switch r.Values[i][0].S {
+		case "Threads_connected":
+			st.ThreadsConnected = v
+		case "Threads_running":
+			st.ThreadsRunning = v
+		}
+	}
+	return nil
+}
+
+// failed is the state after a failed check: a node that refused the connection is down at once,
+// one that answered "too many connections" is full, any other failure counts toward DownAfter.
+func (m *Monitor) failed(prev *topology.NodeState, err error, refusedConn bool) *topology.NodeState {
+	// Until it counts as down (or full), a node keeps the health it had.
+	st := &topology.NodeState{LastErr: err.Error(), Failures: 1}
+	if prev != nil {
+		st.Failures = prev.Failures + 1
+		st.Health = prev.Health
+		// What the node said last stays visible while it fails.
+		st.Version, st.ReadOnly, st.ServerID = prev.Version, prev.ReadOnly, prev.ServerID
+		st.BinlogPos, st.Applied, st.Replica = prev.BinlogPos, prev.Applied, prev.Replica
+	}
+	var se *mysql.SQLError
+	switch {
+	case errors.As(err, &se) && se.Code == mysql.ErrConCount:
+		st.Health = topology.Full
+	case refusedConn || st.Failures >= m.opts.DownAfter:
+		st.Health = topology.Down
+	}
+	return st
+}
+
+// refused reports whether err is a refused connection (nothing listens: the node is down).
+func refused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
+
+// rounds gathers the nodes' latest states every interval, measures lag, and publishes.
+func (m *Monitor) rounds(ctx context.Context) {
+	tick := time.NewTicker(m.opts.Interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		m.round(time.Now())
+	}
+}
+
+// round publishes the latest states, each with its lag.
+func (m *Monitor) round(now time.Time) {
+	m.mu.Lock()
+	states := append([]*topology.NodeState(nil), m.latest...)
+	m.mu.Unlock()
+	snap := m.pub.Snapshot()
+	p := snap.Primary
+	var primaryPos gtid.Position
+	fl := gtid.MariaDB
+	if ps := states[p]; ps != nil && ps.Version != "" {
+		if topology.FlavorOf(ps.Version) == topology.MySQL {
+			fl = gtid.MySQL
+		}
+		if pos, err := gtid.Parse(fl, ps.BinlogPos); err == nil {
+			primaryPos = pos
+			m.hist.add(now, pos, m.opts.History)
+		}
+	}
+	out := make([]*topology.NodeState, len(states))
+	for i, st := range states {
+		if st == nil {
+			continue
+		}
+		c := *st // the published state is a copy: the watcher's own stays unchanged
+		c.Lag, c.LagKnown = 0, false
+		if i == p {
+			c.LagKnown = true
+		} else if !primaryPos.IsZero() {
+			if applied, err := gtid.Parse(fl, c.Applied); err == nil {
+				c.Lag, c.LagKnown = m.hist.lag(now, applied), true
+			}
+		}
+		out[i] = &c
+	}
+	m.pub.Observe(out)
+}

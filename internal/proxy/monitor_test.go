@@ -1,0 +1,143 @@
+package proxy_test
+
+import (
+	"context"
+	"database/sql"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/sluicedb/sluice/internal/config"
+	"github.com/sluicedb/sluice/internal/testutil"
+)
+
+// nodeRow is one row of /*PROXY_INTERNAL*/ SHOW NODES.
+type nodeRow struct {
+	name, address, role, zone, state          string
+	lagMs, secondsBehind, position, lastError sql.NullString
+	connections                               int64
+	threads, rtt                              sql.NullString
+}
+
+func showNodes(t testing.TB, db *sql.DB) map[string]nodeRow {
+	t.Helper()
+	rows, err := db.Query("/*PROXY_INTERNAL*/ SHOW NODES")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]nodeRow{}
+	for rows.Next() {
+		var r nodeRow
+		if err := rows.Scan(&r.name, &r.address, &r.role, &r.zone, &r.state, &r.lagMs, &r.secondsBehind, &r.position,
+			&r.connections, &r.threads, &r.rtt, &r.lastError); err != nil {
+			t.Fatal(err)
+		}
+		out[r.name] = r
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func lagMs(r nodeRow) int64 {
+	v, err := strconv.ParseInt(r.lagMs.String, 10, 64)
+	if !r.lagMs.Valid || err != nil {
+		return -1
+	}
+	return v
+}
+
+// TestMonitorShowsNodesAndLag: the monitor watches every node (SHOW NODES: up, positions,
+// threads, round trip) and measures a delayed replica's lag from GTID positions: with a
+// replication delay of 3 s and a steady write stream, replica1's lag reaches 3 000 ± 1 000 ms,
+// and drops back to 0 once the delay is off.
+func TestMonitorShowsNodesAndLag(t *testing.T) {
+	s := startSluice(t, func(c *config.Config) { c.Monitor.Interval.Duration = 200 * time.Millisecond })
+	cl := testutil.Cluster(t)
+	ctx := context.Background()
+	db := open(t, dsn(s.rw, "app", "app", "", ""))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		nodes := showNodes(t, db)
+		ok := len(nodes) == 3
+		for _, n := range nodes {
+			ok = ok && n.state == "up" && n.position.Valid && n.threads.Valid && n.rtt.Valid && lagMs(n) == 0
+		}
+		if ok {
+			if nodes["primary"].role != "primary" || nodes["replica1"].role != "replica" {
+				t.Fatalf("roles: %+v", nodes)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nodes not all up, checked and caught up: %+v", nodes)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	mustExec(t, db, "CREATE TABLE IF NOT EXISTS test.monitor_lag (id INT AUTO_INCREMENT PRIMARY KEY, at TIMESTAMP(3) DEFAULT CURRENT_TIMESTAMP(3))")
+	if err := cl.Lag(ctx, "replica1", 3); err != nil {
+		t.Fatal(err)
+	}
+	lagOff := false
+	defer func() {
+		if !lagOff {
+			_ = cl.Lag(ctx, "replica1", 0)
+		}
+	}()
+	stop := make(chan struct{})
+	writes := make(chan error, 1)
+	go func() {
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				writes <- nil
+				return
+			case <-tick.C:
+			}
+			if _, err := db.Exec("INSERT INTO test.monitor_lag () VALUES ()"); err != nil {
+				writes <- err
+				return
+			}
+		}
+	}()
+	// After the delay has had time to show: the lag seen over a couple of seconds.
+	time.Sleep(4 * time.Second)
+	var seen []int64
+	for range 10 {
+		seen = append(seen, lagMs(showNodes(t, db)["replica1"]))
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("replica1 lag_ms with a 3 s delay: %v", seen)
+	close(stop)
+	if err := <-writes; err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range seen {
+		if l < 2000 || l > 4000 {
+			t.Errorf("replica1 lag %d ms with a 3 s delay (seen %v), want 3000 ± 1000", l, seen)
+			break
+		}
+	}
+	if l := lagMs(showNodes(t, db)["replica2"]); l < 0 || l > 1000 {
+		t.Errorf("replica2 (no delay) lag %d ms", l)
+	}
+	if err := cl.Lag(ctx, "replica1", 0); err != nil {
+		t.Fatal(err)
+	}
+	lagOff = true
+	if err := cl.WaitCaughtUp(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for lagMs(showNodes(t, db)["replica1"]) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("replica1 lag did not drop to 0 after the delay was turned off: %+v", showNodes(t, db)["replica1"])
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

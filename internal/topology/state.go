@@ -1,0 +1,52 @@
+package topology
+
+import "time"
+
+// Health is what the last checks said of a node.
+type Health uint8
+
+const (
+	Unknown Health = iota // not checked yet
+	Healthy               // answered the last check
+	Down                  // refused a connection, or failed DownAfter checks in a row
+	Full                  // answered 1040 (too many connections): up for the connections it has
+)
+
+func (h Health) String() string {
+	switch h {
+	case Healthy:
+		return "up"
+	case Down:
+		return "down"
+	case Full:
+		return "full"
+	}
+	return "unknown"
+}
+
+// NodeState is what the monitor last saw of a node. Immutable once published.
+type NodeState struct {
+	Checked time.Time // when the last check ended
+	Health  Health
+	// Failures counts the checks failed in a row (0 after a success).
+	Failures int
+	LastErr  string // the last check's error, "" after a success
+	RTT      time.Duration
+
+	Version  string
+	ReadOnly bool // @@read_only (MySQL: or @@super_read_only)
+	ServerID uint32
+	// BinlogPos is what the node wrote to its binlog; Applied what it has applied (MariaDB
+	// @@gtid_current_pos; MySQL @@gtid_executed).
+	BinlogPos, Applied string
+	// Replica is the node's replication status; nil when it does not replicate.
+	Replica *ReplicaStatus
+
+	ThreadsConnected, ThreadsRunning int64
+
+	// Lag is how long ago the primary first moved past what this node has applied (0 when it
+	// has everything); LagKnown is false when positions cannot be compared (then
+	// Seconds_Behind_Master, in Replica, is all there is).
+	Lag      time.Duration
+	LagKnown bool
+}
