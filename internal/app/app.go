@@ -189,6 +189,7 @@ func endpoint(cfg *config.Config, e config.Endpoint) (proxy.Endpoint, error) {
 		Routing: route.Settings{
 			Mode: mode, Policy: policy, SplitTx: e.TransactionSplit,
 			StrictMulti: e.MultiStatements == config.MultiStatementsStrict,
+			MaxLag:      e.MaxReplicaLag.Duration,
 		},
 	}
 	for _, b := range cfg.Backends {

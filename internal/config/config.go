@@ -56,6 +56,7 @@ const (
 	DefaultConnectTimeout   = 5 * time.Second
 	DefaultWriteTimeout     = 30 * time.Second
 	DefaultShutdownTimeout  = 30 * time.Second
+	DefaultMaxReplicaLag    = 30 * time.Second
 
 	DefaultMaxPreparedStatements = 16382    // MySQL's default max_prepared_stmt_count
 	DefaultMaxLongData           = 64 << 20 // bytes
@@ -124,6 +125,9 @@ type Endpoint struct {
 	// TransactionSplit: in a transaction, reads before the first write go to a replica and the
 	// transaction opens on the primary at its first write (read-write endpoints only).
 	TransactionSplit bool `yaml:"transaction_split"`
+	// MaxReplicaLag: a replica whose lag (measured by the monitor) is past it takes no new
+	// reads, and comes back once under three quarters of it; 0 = no limit. Default 30s.
+	MaxReplicaLag Duration `yaml:"max_replica_lag"`
 	// MultiStatements: "state" (default: a batch pins the session to the primary when it may
 	// leave session state behind) or "strict" (any batch pins it).
 	MultiStatements string `yaml:"multi_statements"`
@@ -261,6 +265,7 @@ func (c *Config) applyDefaults(unset func(key string, zero bool) bool) {
 		p := indexKey("endpoints", i)
 		str(&e.Mode, p+".mode", ModeReadWrite)
 		str(&e.Balance, p+".balance", BalanceLeastActive)
+		dur(&e.MaxReplicaLag, p+".max_replica_lag", DefaultMaxReplicaLag)
 		defTLS := TLSOff
 		if c.TLS.Cert != "" {
 			defTLS = TLSOptional

@@ -48,6 +48,7 @@ func TestLoadExample(t *testing.T) {
 			TLS:         "off",
 
 			MultiStatements: "state",
+			MaxReplicaLag:   dur(30 * time.Second),
 		}},
 		Log: Log{Format: "text", Level: "info"},
 		Timeouts: Timeouts{

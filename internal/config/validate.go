@@ -336,6 +336,7 @@ func (k *checker) tls() {
 		p := indexKey("endpoints", i)
 		k.oneOf(p+".tls", e.TLS, TLSOff, TLSOptional, TLSRequired)
 		k.oneOf(p+".multi_statements", e.MultiStatements, MultiStatementsState, MultiStatementsStrict)
+		k.duration(p+".max_replica_lag", e.MaxReplicaLag, false)
 		if e.TransactionSplit && e.Mode == ModeReadOnly {
 			k.errorf(p+".transaction_split", "applies to read-write endpoints only")
 		}

@@ -141,3 +141,103 @@ func TestMonitorShowsNodesAndLag(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestLaggingReplicaSetAside: with max_replica_lag 2s, a replica delayed by 4 s takes no reads
+// while it lags; with both replicas lagging, reads go to the primary; once the delay is off and
+// the replicas caught up, reads return to them.
+func TestLaggingReplicaSetAside(t *testing.T) {
+	s := startSluice(t, func(c *config.Config) {
+		c.Monitor.Interval.Duration = 200 * time.Millisecond
+		for i := range c.Endpoints {
+			c.Endpoints[i].MaxReplicaLag.Duration = 2 * time.Second
+			c.Endpoints[i].Balance = config.BalanceWeighted
+		}
+	})
+	cl := testutil.Cluster(t)
+	ctx := context.Background()
+	db := open(t, dsn(s.rw, "app", "app", "", ""))
+	mustExec(t, db, "CREATE TABLE IF NOT EXISTS test.lag_aside (id INT AUTO_INCREMENT PRIMARY KEY)")
+	stop := make(chan struct{})
+	writes := make(chan error, 1)
+	go func() {
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				writes <- nil
+				return
+			case <-tick.C:
+			}
+			if _, err := db.Exec("INSERT INTO test.lag_aside () VALUES ()"); err != nil {
+				writes <- err
+				return
+			}
+		}
+	}()
+	delayed := map[string]bool{}
+	defer func() {
+		for name := range delayed {
+			_ = cl.Lag(ctx, name, 0)
+		}
+	}()
+	delay := func(name string, seconds int) {
+		if err := cl.Lag(ctx, name, seconds); err != nil {
+			t.Fatal(err)
+		}
+		delayed[name] = seconds > 0
+	}
+	waitLag := func(name string, atLeast int64) {
+		deadline := time.Now().Add(15 * time.Second)
+		for lagMs(showNodes(t, db)[name]) < atLeast {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: lag never reached %d ms: %+v", name, atLeast, showNodes(t, db)[name])
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	reads := func() map[string]int {
+		c := conn(t, db)
+		defer c.Close()
+		got := map[string]int{}
+		for range 20 {
+			if _, err := c.ExecContext(ctx, "SELECT 1"); err != nil {
+				t.Fatal(err)
+			}
+			node, _, _ := lastRoute(t, c)
+			got[node]++
+		}
+		return got
+	}
+
+	delay("replica1", 4)
+	waitLag("replica1", 2500)
+	if got := reads(); got["replica1"] != 0 || got["replica2"] != 20 {
+		t.Errorf("replica1 lagging past 2s: reads went %v, want all on replica2", got)
+	}
+	delay("replica2", 4)
+	waitLag("replica2", 2500)
+	if got := reads(); got["primary"] != 20 {
+		t.Errorf("both replicas lagging: reads went %v, want all on the primary", got)
+	}
+	delay("replica1", 0)
+	delay("replica2", 0)
+	close(stop)
+	if err := <-writes; err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.WaitCaughtUp(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := reads()
+		if got["replica1"] > 0 && got["replica2"] > 0 && got["primary"] == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("reads did not return to the replicas: %v", got)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

@@ -139,7 +139,7 @@ func (s *session) connectNode(report bool) error {
 		snap = s.p.topo.Snapshot()
 	}
 	if lastErr == nil {
-		lastErr = errors.New("no readable replica is up")
+		lastErr = errors.New("no replica is up and within the endpoint's max_replica_lag")
 	}
 	if report {
 		_ = s.writeErr(mysql.NewError(mysql.CRConnHostError, "HY000", "sluice: cannot connect to a node for endpoint %q: %v", s.ep.cfg.Name, lastErr))

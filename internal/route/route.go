@@ -3,6 +3,7 @@ package route
 import (
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/sluicedb/sluice/internal/classify"
 	"github.com/sluicedb/sluice/internal/mysql"
@@ -43,6 +44,7 @@ type Endpoint struct {
 	name     string
 	nodes    int // the topology's node count: every Settings has one weight per node
 	settings atomic.Pointer[Settings]
+	gate     *lagGate // which replicas are set aside for lag; kept across updates
 }
 
 // MaxWeight is the largest read weight.
@@ -50,7 +52,7 @@ const MaxWeight = 10000
 
 // NewEndpoint returns the endpoint called name, over a topology of nodes nodes, with settings s.
 func NewEndpoint(name string, nodes int, s Settings) (*Endpoint, error) {
-	e := &Endpoint{name: name, nodes: nodes}
+	e := &Endpoint{name: name, nodes: nodes, gate: &lagGate{out: make([]atomic.Bool, nodes)}}
 	if err := e.Update(s); err != nil {
 		return nil, err
 	}
@@ -80,7 +82,10 @@ func (e *Endpoint) Update(s Settings) error {
 	if s.Mode != ReadWrite && s.Mode != ReadOnly {
 		return fmt.Errorf("endpoint %s: unknown mode %d", e.name, s.Mode)
 	}
-	s.Name = e.name
+	if s.MaxLag < 0 {
+		return fmt.Errorf("endpoint %s: negative max_replica_lag", e.name)
+	}
+	s.Name, s.gate = e.name, e.gate
 	s.Weights = append([]int(nil), s.Weights...)
 	e.settings.Store(&s)
 	return nil
@@ -97,6 +102,58 @@ type Settings struct {
 	SplitTx bool
 	// StrictMulti pins the session to the primary after any multi-statement batch.
 	StrictMulti bool
+	// MaxLag: a replica whose lag (the snapshot's NodeState) is past it takes no new reads, until
+	// it is under three quarters of it again; 0: no limit.
+	MaxLag time.Duration
+
+	gate *lagGate // the endpoint's (set by Update); nil in Settings built by hand: no memory
+}
+
+// lagGate remembers which replicas an endpoint set aside for lag, so that one hovering around
+// the threshold does not flap: out past MaxLag, back in under three quarters of it. Safe for
+// concurrent use (every session of the endpoint decides through it).
+type lagGate struct {
+	out []atomic.Bool
+}
+
+// usable reports whether replica i, in state st, may take new reads under maxLag.
+func (g *lagGate) usable(i int, st *topology.NodeState, maxLag time.Duration) bool {
+	if maxLag <= 0 {
+		return true
+	}
+	lag, known := lagOf(st)
+	if g == nil || i >= len(g.out) {
+		return !known || lag <= maxLag
+	}
+	if !known {
+		return !g.out[i].Load() // nothing new: as it was
+	}
+	if g.out[i].Load() {
+		if lag >= maxLag*3/4 {
+			return false
+		}
+		g.out[i].Store(false)
+		return true
+	}
+	if lag > maxLag {
+		g.out[i].Store(true)
+		return false
+	}
+	return true
+}
+
+// lagOf is a node's lag as the monitor measured it from GTID positions, else as the node
+// reports it (Seconds_Behind_Master), and whether either is known.
+func lagOf(st *topology.NodeState) (time.Duration, bool) {
+	switch {
+	case st == nil:
+		return 0, false
+	case st.LagKnown:
+		return st.Lag, true
+	case st.Replica != nil && st.Replica.SecondsBehind != nil:
+		return time.Duration(*st.Replica.SecondsBehind) * time.Second, true
+	}
+	return 0, false
 }
 
 // Pin is a set of reasons a session must stay on the primary, where its state lives.
@@ -347,6 +404,9 @@ func pickReplica(s *Session, ep *Settings, snap *topology.Snapshot, withPrimary 
 		}
 		if w <= 0 || !snap.Up[i] || (i == snap.Primary && !withPrimary) {
 			continue
+		}
+		if i != snap.Primary && i < len(snap.State) && !ep.gate.usable(i, snap.State[i], ep.MaxLag) {
+			continue // lagging past the endpoint's max_replica_lag
 		}
 		candidates = append(candidates, i)
 		weights = append(weights, w)

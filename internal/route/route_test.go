@@ -2,6 +2,7 @@ package route
 
 import (
 	"testing"
+	"time"
 
 	"github.com/sluicedb/sluice/internal/classify"
 	"github.com/sluicedb/sluice/internal/topology"
@@ -292,5 +293,66 @@ func TestDecideEndsReplicaTransaction(t *testing.T) {
 		if d.Node != tc.node || d.Reason != tc.reason || d.EndTx != tc.endTx || d.Err != nil {
 			t.Errorf("%s: %+v, want node %d (%s) endTx %v", tc.name, d, tc.node, tc.reason, tc.endTx)
 		}
+	}
+}
+
+// TestLagThreshold: a replica past max_replica_lag takes no new reads, comes back only under
+// three quarters of it (no flapping at the threshold); with every replica past it, reads go to
+// the primary and a read-only endpoint binds nobody; Seconds_Behind_Master counts when the
+// positions could not be compared; 0 means no limit.
+func TestLagThreshold(t *testing.T) {
+	e, err := NewEndpoint("rw", 3, Settings{Weights: []int{0, 100, 100}, Policy: LeastActive{}, MaxLag: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := cluster()
+	lags := func(l1, l2 time.Duration) {
+		snap.State = []*topology.NodeState{{LagKnown: true}, {Lag: l1, LagKnown: true}, {Lag: l2, LagKnown: true}}
+	}
+	read := classify.Result{Kind: classify.Select}
+	decide := func() Decision {
+		s := NewSession()
+		return Decide(&read, nil, &s, e.Settings(), snap)
+	}
+	lags(0, 0)
+	if d := decide(); d.Node != 1 {
+		t.Fatalf("no lag: %+v", d)
+	}
+	lags(3*time.Second, 0)
+	if d := decide(); d.Node != 2 {
+		t.Fatalf("replica1 past the threshold: %+v", d)
+	}
+	lags(1900*time.Millisecond, 0) // under the threshold, not under 3/4 of it: still out
+	if d := decide(); d.Node != 2 {
+		t.Fatalf("replica1 back too early: %+v", d)
+	}
+	lags(time.Second, 0)
+	if d := decide(); d.Node != 1 {
+		t.Fatalf("replica1 under 3/4 of the threshold: %+v", d)
+	}
+	lags(5*time.Second, 5*time.Second)
+	if d := decide(); d.Node != 0 || d.Reason != ReasonFallback {
+		t.Fatalf("every replica lagging: %+v", d)
+	}
+	ro, _ := NewEndpoint("ro", 3, Settings{Mode: ReadOnly, Weights: []int{0, 100, 100}, Policy: LeastActive{}, MaxLag: 2 * time.Second})
+	s := NewSession()
+	if n := BindReplica(&s, ro.Settings(), snap); n != -1 {
+		t.Fatalf("read-only bound to a lagging replica: %d", n)
+	}
+	// Seconds_Behind_Master when the GTID lag is unknown.
+	behind := int64(10)
+	snap.State = []*topology.NodeState{{}, {Replica: &topology.ReplicaStatus{SecondsBehind: &behind}}, {LagKnown: true}}
+	if d := decide(); d.Node != 2 {
+		t.Fatalf("replica1 10 s behind by Seconds_Behind_Master: %+v", d)
+	}
+	// No limit.
+	next := *e.Settings()
+	next.MaxLag = 0
+	if err := e.Update(next); err != nil {
+		t.Fatal(err)
+	}
+	lags(time.Hour, time.Hour)
+	if d := decide(); d.Node != 1 {
+		t.Fatalf("max_replica_lag 0: %+v", d)
 	}
 }
