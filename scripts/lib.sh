@@ -74,6 +74,16 @@ ensure_packages() {
 	return 0
 }
 
+# drop_monitor CONFIG removes, in place, the monitor section of the sluice.yaml that 'sluice
+# sandbox up' writes: sluice then watches no node over a connection of its own.
+drop_monitor() {
+	awk '
+		/^monitor:/ { skip = 1; next }
+		skip && /^  / { next }
+		{ skip = 0; print }' "$1" >"$1.new" || return
+	mv "$1.new" "$1"
+}
+
 # pin_reads CONFIG PRIMARY_NAME rewrites, in place, the read_weights line of endpoint rw in
 # the sluice.yaml that 'sluice sandbox up' writes (one "key: {...}" line per setting) so that
 # reads go to the primary only (backends not listed get weight 0). Returns 3 when the

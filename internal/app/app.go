@@ -176,7 +176,7 @@ func endpoint(cfg *config.Config, e config.Endpoint) (proxy.Endpoint, error) {
 	if err != nil {
 		return proxy.Endpoint{}, err
 	}
-	policy, err := route.ParsePolicy(e.Balance)
+	policy, err := route.ParsePolicy(e.Balance, e.ConnectionsFrom)
 	if err != nil {
 		return proxy.Endpoint{}, err
 	}
@@ -190,6 +190,7 @@ func endpoint(cfg *config.Config, e config.Endpoint) (proxy.Endpoint, error) {
 			Mode: mode, Policy: policy, SplitTx: e.TransactionSplit,
 			StrictMulti: e.MultiStatements == config.MultiStatementsStrict,
 			MaxLag:      e.MaxReplicaLag.Duration,
+			NearestZone: e.NearestZone, Zone: cfg.Zone,
 		},
 	}
 	for _, b := range cfg.Backends {

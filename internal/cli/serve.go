@@ -16,10 +16,13 @@ import (
 	"github.com/sluicedb/sluice/internal/config"
 )
 
-const serveUsage = `Usage: sluice serve [--config FILE] [--check] [--cpuprofile FILE] [--pprof ADDR]
+const serveUsage = `Usage: sluice serve [--config FILE] [--zone ZONE] [--check] [--cpuprofile FILE] [--pprof ADDR]
 
 Runs the proxy with the configuration in FILE (default ./sluice.yaml) until SIGTERM or SIGINT,
 then stops accepting, lets running statements finish for up to timeouts.shutdown, and exits.
+
+--zone (or the environment variable SLUICE_ZONE; the flag wins) says where this sluice runs, in
+place of the file's zone: endpoints with nearest_zone read from that zone's nodes first.
 
 Profiling: --cpuprofile writes a CPU profile of the whole run (read it with 'go tool pprof');
 --pprof serves Go's /debug/pprof/ handlers on ADDR, which must be a loopback address
@@ -35,6 +38,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	check := fs.Bool("check", false, "validate the configuration and exit")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	pprofAddr := fs.String("pprof", "", "serve /debug/pprof/ on this loopback address")
+	zone := fs.String("zone", "", "the zone this sluice runs in (overrides SLUICE_ZONE and the file's zone)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), serveUsage)
 		fs.PrintDefaults()
@@ -50,6 +54,12 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
+	}
+	if z := os.Getenv("SLUICE_ZONE"); z != "" {
+		cfg.Zone = z
+	}
+	if *zone != "" {
+		cfg.Zone = *zone
 	}
 	if *check {
 		fmt.Fprintf(stdout, "%s: configuration is valid\n", *path)

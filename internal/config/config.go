@@ -14,8 +14,12 @@ const (
 	ModeReadWrite = "read-write"
 	ModeReadOnly  = "read-only"
 
-	BalanceLeastActive = "least-active"
-	BalanceWeighted    = "weighted"
+	BalanceLeastActive      = "least-active"
+	BalanceWeighted         = "weighted"
+	BalanceLeastConnections = "least-connections"
+
+	ConnectionsFromProxy = "proxy"
+	ConnectionsFromNodes = "nodes"
 
 	AuthNativePassword = "mysql_native_password"
 	AuthCachingSHA2    = "caching_sha2_password"
@@ -64,7 +68,10 @@ const (
 
 // Config is a whole configuration file.
 type Config struct {
-	Path       string     `yaml:"-"` // file it was loaded from
+	Path string `yaml:"-"` // file it was loaded from
+	// Zone is where this sluice runs (an availability zone's name), for endpoints with
+	// nearest_zone; overridden by serve's --zone and by SLUICE_ZONE.
+	Zone       string     `yaml:"zone"`
 	Users      []User     `yaml:"users"`
 	Backends   []Backend  `yaml:"backends"`
 	Monitor    Monitor    `yaml:"monitor"`
@@ -125,6 +132,12 @@ type Endpoint struct {
 	// TransactionSplit: in a transaction, reads before the first write go to a replica and the
 	// transaction opens on the primary at its first write (read-write endpoints only).
 	TransactionSplit bool `yaml:"transaction_split"`
+	// NearestZone: reads go to the usable nodes of this sluice's zone (the top-level zone), and
+	// to all usable nodes when that zone has none.
+	NearestZone bool `yaml:"nearest_zone"`
+	// ConnectionsFrom: where balance least-connections counts connections: proxy (default: this
+	// sluice's own) or nodes (Threads_connected, polled by the monitor).
+	ConnectionsFrom string `yaml:"connections_from"`
 	// MaxReplicaLag: a replica whose lag (measured by the monitor) is past it takes no new
 	// reads, and comes back once under three quarters of it; 0 = no limit. Default 30s.
 	MaxReplicaLag Duration `yaml:"max_replica_lag"`
@@ -265,6 +278,7 @@ func (c *Config) applyDefaults(unset func(key string, zero bool) bool) {
 		p := indexKey("endpoints", i)
 		str(&e.Mode, p+".mode", ModeReadWrite)
 		str(&e.Balance, p+".balance", BalanceLeastActive)
+		str(&e.ConnectionsFrom, p+".connections_from", ConnectionsFromProxy)
 		dur(&e.MaxReplicaLag, p+".max_replica_lag", DefaultMaxReplicaLag)
 		defTLS := TLSOff
 		if c.TLS.Cert != "" {

@@ -49,6 +49,7 @@ func TestLoadExample(t *testing.T) {
 
 			MultiStatements: "state",
 			MaxReplicaLag:   dur(30 * time.Second),
+			ConnectionsFrom: "proxy",
 		}},
 		Log: Log{Format: "text", Level: "info"},
 		Timeouts: Timeouts{

@@ -188,7 +188,7 @@ func TestParseErrors(t *testing.T) {
 			`sluice.yaml:14: endpoints[0].mode: invalid value "" (want read-write or read-only)`,
 		}},
 		{"bad balance", edit("    balance: round-robin\n"), []string{
-			`sluice.yaml:14: endpoints[0].balance: invalid value "round-robin" (want least-active or weighted)`,
+			`sluice.yaml:14: endpoints[0].balance: invalid value "round-robin" (want least-active, weighted or least-connections)`,
 		}},
 		{"negative max_connections", edit("    max_connections: -1\n"), []string{
 			`sluice.yaml:14: endpoints[0].max_connections: invalid value -1 (want 0 for unlimited, or more)`,
@@ -225,6 +225,9 @@ func TestParseErrors(t *testing.T) {
 		}},
 		{"monitor interval 0", edit("monitor: {user: m, interval: 0s}\n"), []string{
 			`sluice.yaml:14: monitor.interval: invalid value 0s (must be greater than 0)`,
+		}},
+		{"connections_from nodes without a monitor", edit("    connections_from: nodes\n"), []string{
+			`sluice.yaml:14: endpoints[0].connections_from: nodes needs the monitor (monitor.user), which polls Threads_connected`,
 		}},
 		{"monitor interval under 100ms", edit("monitor: {user: m, interval: 50ms}\n"), []string{
 			`sluice.yaml:14: monitor.interval: invalid value 50ms (at least 100ms)`,

@@ -186,7 +186,11 @@ func (k *checker) endpoints(replicas, namedReplicas int) {
 		if replicas == 0 && (e.Mode == ModeReadWrite || e.Mode == ModeReadOnly) {
 			k.errorf(p+".mode", "a %s endpoint needs at least one backend with role replica", e.Mode)
 		}
-		k.oneOf(p+".balance", e.Balance, BalanceLeastActive, BalanceWeighted)
+		k.oneOf(p+".balance", e.Balance, BalanceLeastActive, BalanceWeighted, BalanceLeastConnections)
+		k.oneOf(p+".connections_from", e.ConnectionsFrom, ConnectionsFromProxy, ConnectionsFromNodes)
+		if e.ConnectionsFrom == ConnectionsFromNodes && c.Monitor.User == "" {
+			k.errorf(p+".connections_from", "nodes needs the monitor (monitor.user), which polls Threads_connected")
+		}
 		if e.MaxConnections < 0 {
 			k.errorf(p+".max_connections", "invalid value %d (want 0 for unlimited, or more)", e.MaxConnections)
 		}

@@ -102,6 +102,10 @@ type Settings struct {
 	SplitTx bool
 	// StrictMulti pins the session to the primary after any multi-statement batch.
 	StrictMulti bool
+	// NearestZone: reads go to the usable nodes of Zone (this proxy's), and to all usable
+	// nodes when that zone has none.
+	NearestZone bool
+	Zone        string
 	// MaxLag: a replica whose lag (the snapshot's NodeState) is past it takes no new reads, until
 	// it is under three quarters of it again; 0: no limit.
 	MaxLag time.Duration
@@ -411,8 +415,22 @@ func pickReplica(s *Session, ep *Settings, snap *topology.Snapshot, withPrimary 
 		candidates = append(candidates, i)
 		weights = append(weights, w)
 	}
+	if ep.NearestZone && ep.Zone != "" {
+		// The usable nodes of this proxy's zone, moved to the front in order; when the zone
+		// has none, the loop moved nothing and every candidate stays.
+		near := 0
+		for k, n := range candidates {
+			if snap.Nodes[n].Zone == ep.Zone {
+				candidates[near], weights[near] = n, weights[k]
+				near++
+			}
+		}
+		if near > 0 {
+			candidates, weights = candidates[:near], weights[:near]
+		}
+	}
 	s.cand, s.wts = candidates, weights
-	return ep.Policy.Pick(snap.Load, candidates, weights)
+	return ep.Policy.Pick(snap, candidates, weights)
 }
 
 // decideReadOnly: every statement goes to the session's replica; writes are refused.

@@ -38,7 +38,7 @@ func TestWeightedSequence(t *testing.T) {
 	nodes := snap.Nodes
 	var got []string
 	for i := 0; i < 10; i++ {
-		got = append(got, nodes[w.Pick(snap.Load, []int{0, 1, 2}, []int{100, 200, 200})].Name)
+		got = append(got, nodes[w.Pick(snap, []int{0, 1, 2}, []int{100, 200, 200})].Name)
 	}
 	want := []string{"replica1", "replica2", "primary", "replica1", "replica2", "replica1", "replica2", "primary", "replica1", "replica2"}
 	for i := range want {
@@ -49,22 +49,53 @@ func TestWeightedSequence(t *testing.T) {
 }
 
 func TestLeastActive(t *testing.T) {
-	nodes := cluster().Load
+	snap := cluster()
+	nodes := snap.Load
 	p := LeastActive{}
-	if n := p.Pick(nodes, []int{1, 2}, []int{100, 100}); n != 1 {
+	if n := p.Pick(snap, []int{1, 2}, []int{100, 100}); n != 1 {
 		t.Fatalf("tie: %d, want the first listed", n)
 	}
 	nodes[1].Active.Store(3)
 	nodes[2].Active.Store(1)
-	if n := p.Pick(nodes, []int{1, 2}, []int{100, 100}); n != 2 {
+	if n := p.Pick(snap, []int{1, 2}, []int{100, 100}); n != 2 {
 		t.Fatalf("fewest active: %d", n)
 	}
 	// Weight matters: 3 active at weight 400 beats 1 active at weight 100.
-	if n := p.Pick(nodes, []int{1, 2}, []int{400, 100}); n != 1 {
+	if n := p.Pick(snap, []int{1, 2}, []int{400, 100}); n != 1 {
 		t.Fatalf("per weight: %d", n)
 	}
-	if n := p.Pick(nodes, nil, nil); n != -1 {
+	if n := p.Pick(snap, nil, nil); n != -1 {
 		t.Fatalf("no candidates: %d", n)
+	}
+}
+
+// TestLeastConnections: fewest connections per unit of weight, counted by this proxy or polled
+// from the nodes (Threads_connected); ties to the node listed first.
+func TestLeastConnections(t *testing.T) {
+	snap := cluster()
+	snap.Load[1].Conns.Store(5)
+	snap.Load[2].Conns.Store(2)
+	snap.State = []*topology.NodeState{nil, {ThreadsConnected: 10}, {ThreadsConnected: 30}}
+	if n := (LeastConnections{}).Pick(snap, []int{1, 2}, []int{100, 100}); n != 2 {
+		t.Fatalf("proxy's counts: %d", n)
+	}
+	if n := (LeastConnections{FromNodes: true}).Pick(snap, []int{1, 2}, []int{100, 100}); n != 1 {
+		t.Fatalf("nodes' counts: %d", n)
+	}
+	if n := (LeastConnections{FromNodes: true}).Pick(snap, []int{1, 2}, []int{100, 400}); n != 2 {
+		t.Fatalf("per weight: 30/400 beats 10/100: %d", n)
+	}
+	snap.State = nil // not polled yet: none
+	if n := (LeastConnections{FromNodes: true}).Pick(snap, []int{1, 2}, []int{100, 100}); n != 1 {
+		t.Fatalf("not polled, tie: %d", n)
+	}
+	for _, tc := range []struct{ name, from string }{{"least-connections", "nodes"}, {"least-connections", ""}, {"weighted", "proxy"}} {
+		if _, err := ParsePolicy(tc.name, tc.from); err != nil {
+			t.Errorf("%s/%s: %v", tc.name, tc.from, err)
+		}
+	}
+	if _, err := ParsePolicy("least-connections", "both"); err == nil {
+		t.Error("connections_from both accepted")
 	}
 }
 
@@ -354,5 +385,45 @@ func TestLagThreshold(t *testing.T) {
 	lags(time.Hour, time.Hour)
 	if d := decide(); d.Node != 1 {
 		t.Fatalf("max_replica_lag 0: %+v", d)
+	}
+}
+
+// TestNearestZone: with nearest_zone, reads go to the usable nodes of the proxy's zone under the
+// endpoint's policy, and to all usable nodes when that zone has none (down, lagging, or no
+// weight there).
+func TestNearestZone(t *testing.T) {
+	snap := cluster()
+	snap.Nodes = []*topology.Node{
+		{Index: 0, Name: "primary", Role: topology.Primary, Zone: "az1"},
+		{Index: 1, Name: "replica1", Zone: "az1"},
+		{Index: 2, Name: "replica2", Zone: "az2"},
+	}
+	read := classify.Result{Kind: classify.Select}
+	ep := &Settings{Weights: []int{0, 100, 100}, Policy: NewWeighted(), NearestZone: true, Zone: "az2"}
+	for range 4 {
+		s := NewSession()
+		if d := Decide(&read, nil, &s, ep, snap); d.Node != 2 {
+			t.Fatalf("proxy in az2: %+v", d)
+		}
+	}
+	snap.Up = []bool{true, true, false} // the zone's replica is down: the others
+	s := NewSession()
+	if d := Decide(&read, nil, &s, ep, snap); d.Node != 1 {
+		t.Fatalf("az2 replica down: %+v", d)
+	}
+	snap.Up = []bool{true, true, true}
+	off := *ep
+	off.NearestZone = false
+	seen := map[int]int{}
+	for range 4 {
+		s := NewSession()
+		seen[Decide(&read, nil, &s, &off, snap).Node]++
+	}
+	if seen[1] != 2 || seen[2] != 2 {
+		t.Fatalf("without nearest_zone: %v", seen)
+	}
+	one := NewSession()
+	if a := testing.AllocsPerRun(100, func() { Decide(&read, nil, &one, ep, snap) }); a != 0 {
+		t.Fatalf("%v allocations", a)
 	}
 }
