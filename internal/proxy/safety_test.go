@@ -228,7 +228,9 @@ func TestOversizedStatement(t *testing.T) {
 			switch {
 			case errors.As(err, &me) && me.Number == 1153:
 				got1153 = true
-			case errors.As(err, &ne):
+			case errors.As(err, &ne), errors.Is(err, mysql.ErrInvalidConn):
+				// A broken connection: the driver's write failed, or its read found the
+				// connection closed after the ERR it had no time to read.
 			default:
 				t.Fatalf("%s: %v, want error 1153", addr, err)
 			}
