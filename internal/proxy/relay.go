@@ -267,6 +267,14 @@ func (s *session) relayOK(bc *backend.Conn, n int) (more bool, err error) {
 		s.trackSessionState(ok.SessionState)
 	}
 	more = ok.Status&mysql.StatusMoreResultsExists != 0
+	if s.rs.TxPending && ok.Status&mysql.StatusInTrans == 0 {
+		// Transaction splitting: the client's transaction is open (sluice holds its BEGIN)
+		// while its reads run on a replica outside any: it is told so, as the primary would.
+		// The bytes are patched where they lie, before they are copied.
+		if i := statusAt(p, classicEOF); i > 0 {
+			p[i] |= byte(mysql.StatusInTrans)
+		}
+	}
 	// The client gets the server's bytes, unless it does not track session state and the node
 	// sent a session-state block: then only that block and its flag are taken out.
 	rewrite := !classicEOF && s.caps&mysql.ClientSessionTrack == 0 && bc.Caps&mysql.ClientSessionTrack != 0 &&
@@ -291,6 +299,32 @@ func (s *session) relayOK(bc *backend.Conn, n int) (more bool, err error) {
 		}
 		return more, nil
 	}
+}
+
+// statusAt returns where the server status flags are in p, an OK packet (header 0x00, or 0xfe
+// ending a result set) or a classic EOF, or -1 when p is too short to hold them.
+func statusAt(p []byte, classicEOF bool) int {
+	if classicEOF {
+		if len(p) >= 5 {
+			return 3 // 0xfe, warnings (2), status (2)
+		}
+		return -1
+	}
+	i := 1
+	for range 2 { // affected rows, last insert id
+		if i >= len(p) {
+			return -1
+		}
+		_, n, _, err := mysql.ReadLenEncInt(p[i:])
+		if err != nil {
+			return -1
+		}
+		i += n
+	}
+	if i+2 > len(p) {
+		return -1
+	}
+	return i
 }
 
 func (s *session) writeClient(seq uint8, payload []byte) error {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicedb/sluice/internal/config"
+	smysql "github.com/sluicedb/sluice/internal/mysql"
 	"github.com/sluicedb/sluice/internal/testutil"
 )
 
@@ -412,5 +413,47 @@ func TestReplicasDownFallback(t *testing.T) {
 	}
 	if err := cl.WaitCaughtUp(ctx, 30*time.Second); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSplitReadsReportInTransaction: with transaction splitting, a read that a replica answers
+// inside the client's (deferred) transaction reports SERVER_STATUS_IN_TRANS, as the primary
+// would; after COMMIT it does not.
+func TestSplitReadsReportInTransaction(t *testing.T) {
+	s := startSluice(t, func(c *config.Config) { c.Endpoints[0].TransactionSplit = true })
+	{
+		bc := rawConnect(t, s.rw, "app", "app")
+		status := func(q string) uint16 {
+			t.Helper()
+			ps := command(t, bc, append([]byte{smysql.ComQuery}, q...), "result")
+			last := ps[len(ps)-1]
+			if last[0] == 0xff {
+				t.Fatalf("%s: %v", q, smysql.ParseERR(last))
+			}
+			if last[0] == 0xfe && len(last) == 5 {
+				return smysql.ParseEOF(last).Status
+			}
+			ok, err := smysql.ParseOK(last, bc.Caps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ok.Status
+		}
+		if st := status("BEGIN"); st&smysql.StatusInTrans == 0 {
+			t.Fatalf("BEGIN: status %#x", st)
+		}
+		if st := status("SELECT 1"); st&smysql.StatusInTrans == 0 {
+			t.Fatalf("a read of the deferred transaction: status %#x, want IN_TRANS", st)
+		}
+		if got := query(t, bc, "/*PROXY_INTERNAL*/ SHOW LAST ROUTE"); got != "replica1" && got != "replica2" {
+			t.Fatalf("the read ran on %s, want a replica", got)
+		}
+		if st := status("COMMIT"); st&smysql.StatusInTrans != 0 {
+			t.Fatalf("COMMIT: status %#x", st)
+		}
+		if st := status("SELECT 1"); st&smysql.StatusInTrans != 0 {
+			t.Fatalf("a read after COMMIT: status %#x", st)
+		}
+		bc.Close()
 	}
 }
