@@ -33,7 +33,7 @@ func (s *session) proxyCommand(cmd classify.ProxyCommand) error {
 
 // showNodes answers SHOW NODES: one row per node, as the topology's snapshot has it.
 func (s *session) showNodes() error {
-	snap := s.p.topo.Snapshot()
+	snap, set := s.p.topo.Snapshot(), s.ep.route.Settings()
 	cols := []string{"name", "address", "role", "zone", "state", "lag_ms", "seconds_behind", "gtid_position",
 		"connections", "threads_connected", "rtt_ms", "last_error"}
 	var rows [][]cell
@@ -49,8 +49,11 @@ func (s *session) showNodes() error {
 		row := []cell{text(n.Name), text(n.Address), text(role.String()), text(n.Zone), text(state),
 			null, null, null, text(strconv.FormatInt(snap.Load[i].Conns.Load(), 10)), null, null, null}
 		if st := snap.State[i]; st != nil {
-			if st.Health == topology.Full && snap.Up[i] {
+			switch {
+			case st.Health == topology.Full && snap.Up[i]:
 				row[4] = text("full")
+			case snap.Up[i] && !snap.IsPrimary(i) && st.LagKnown && set.MaxLag > 0 && st.Lag > set.MaxLag:
+				row[4] = text("lagging") // past this endpoint's max_replica_lag
 			}
 			if st.LagKnown {
 				row[5] = text(strconv.FormatInt(st.Lag.Milliseconds(), 10))

@@ -215,6 +215,9 @@ func TestLaggingReplicaSetAside(t *testing.T) {
 	if got := reads(); got["replica1"] != 0 || got["replica2"] != 20 {
 		t.Errorf("replica1 lagging past 2s: reads went %v, want all on replica2", got)
 	}
+	if st := showNodes(t, db)["replica1"].state; st != "lagging" {
+		t.Errorf("SHOW NODES: replica1 %s, want lagging", st)
+	}
 	delay("replica2", 4)
 	waitLag("replica2", 2500)
 	if got := reads(); got["primary"] != 20 {

@@ -1,0 +1,121 @@
+package monitor
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicedb/sluice/internal/backend"
+	"github.com/sluicedb/sluice/internal/mysql"
+	"github.com/sluicedb/sluice/internal/topology"
+)
+
+// recorded is a monitor connection that answers each query with a recorded result.
+type recorded struct {
+	answers map[string]*backend.Rows
+	asked   []string
+	closed  bool
+}
+
+func (r *recorded) Query(q string) (*backend.Rows, error) {
+	r.asked = append(r.asked, q)
+	if rows, ok := r.answers[q]; ok {
+		return rows, nil
+	}
+	return nil, mysql.NewError(1064, "42000", "not recorded: %s", q)
+}
+
+func (r *recorded) Close() error { r.closed = true; return nil }
+
+func row(cols []string, vals ...string) *backend.Rows {
+	r := &backend.Rows{Columns: cols}
+	var v []backend.Value
+	for _, s := range vals {
+		if s == "NULL" {
+			v = append(v, backend.Value{Null: true})
+		} else {
+			v = append(v, backend.Value{S: s})
+		}
+	}
+	if len(vals) > 0 {
+		r.Values = [][]backend.Value{v}
+	}
+	return r
+}
+
+func threads(connected, running string) *backend.Rows {
+	return &backend.Rows{Columns: []string{"Variable_name", "Value"}, Values: [][]backend.Value{
+		{{S: "Threads_connected"}, {S: connected}}, {{S: "Threads_running"}, {S: running}}}}
+}
+
+// TestCheckRecorded: one check of a MySQL 8 replica and of a MariaDB primary, on results
+// recorded from those servers: the flavour's queries are asked, and every figure is read.
+func TestCheckRecorded(t *testing.T) {
+	const uuid = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+	mysql8 := &recorded{answers: map[string]*backend.Rows{
+		"SELECT @@version": row([]string{"@@version"}, "8.0.36"),
+		topology.CheckQuery(topology.MySQL): row([]string{"@@version", "ro", "@@server_id", "b", "a"},
+			"8.0.36", "1", "2", uuid+":1-100", uuid+":1-97"),
+		"SHOW REPLICA STATUS": row([]string{"Replica_IO_Running", "Replica_SQL_Running", "Seconds_Behind_Source",
+			"Source_Host", "Source_Port", "Last_IO_Error", "Last_SQL_Error", "SQL_Delay", "SQL_Remaining_Delay"},
+			"Yes", "Yes", "3", "10.0.0.1", "3306", "", "", "0", "NULL"),
+		topology.ThreadsQuery: threads("42", "3"),
+	}}
+	mariadb := &recorded{answers: map[string]*backend.Rows{
+		"SELECT @@version":                    row([]string{"@@version"}, "10.11.19-MariaDB-0+deb12u1-log"),
+		topology.CheckQuery(topology.MariaDB): row([]string{"v", "ro", "id", "b", "c"}, "10.11.19-MariaDB", "0", "1", "0-1-100", "0-1-100"),
+		"SHOW SLAVE STATUS":                   {Columns: []string{"Slave_IO_Running"}},
+		topology.ThreadsQuery:                 threads("7", "1"),
+	}}
+	m := &Monitor{opts: Options{DownAfter: 3, Timeout: time.Second}}
+	for _, tc := range []struct {
+		name string
+		conn *recorded
+		want func(*topology.NodeState) bool
+	}{
+		{"MySQL 8 replica", mysql8, func(st *topology.NodeState) bool {
+			return st.Health == topology.Healthy && st.ReadOnly && st.ServerID == 2 && st.BinlogPos == uuid+":1-100" &&
+				st.Applied == uuid+":1-97" && st.Replica != nil && *st.Replica.SecondsBehind == 3 &&
+				st.Replica.Source == "10.0.0.1:3306" && st.Replica.RemainingWait == nil &&
+				st.ThreadsConnected == 42 && st.ThreadsRunning == 3
+		}},
+		{"MariaDB primary", mariadb, func(st *topology.NodeState) bool {
+			return st.Health == topology.Healthy && !st.ReadOnly && st.ServerID == 1 && st.Applied == "0-1-100" &&
+				st.Replica == nil && st.ThreadsConnected == 7
+		}},
+	} {
+		var c Conn = tc.conn
+		st := m.check(context.Background(), &topology.Node{Name: tc.name}, &c, nil)
+		if !tc.want(st) {
+			t.Errorf("%s: %+v (replica %+v); asked %q", tc.name, st, st.Replica, tc.conn.asked)
+		}
+	}
+	if !strings.Contains(strings.Join(mysql8.asked, ";"), "SHOW REPLICA STATUS") {
+		t.Errorf("MySQL 8 asked %q", mysql8.asked)
+	}
+}
+
+// TestCheckFailures: a check whose first query fails closes its connection, which the next
+// check dials again; failures count up.
+func TestCheckFailures(t *testing.T) {
+	dials := 0
+	m := &Monitor{opts: Options{DownAfter: 3, Timeout: time.Second, Dial: func(ctx context.Context, n *topology.Node) (Conn, error) {
+		dials++
+		return nil, errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
+	}}}
+	broken := &recorded{}
+	var c Conn = broken
+	st := m.check(context.Background(), &topology.Node{Name: "n"}, &c, nil)
+	if st.Failures != 1 || st.Health != topology.Unknown {
+		t.Fatalf("first failed check: %+v", st)
+	}
+	if c != nil || !broken.closed {
+		t.Fatal("a failed check kept its connection")
+	}
+	st = m.check(context.Background(), &topology.Node{Name: "n"}, &c, st)
+	if dials != 1 || st.Failures != 2 {
+		t.Fatalf("second check: %d dials, %+v", dials, st)
+	}
+}
