@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -119,3 +120,21 @@ func TestCheckFailures(t *testing.T) {
 		t.Fatalf("second check: %d dials, %+v", dials, st)
 	}
 }
+
+// TestBrokenConnectionRefusedIsDown: when the connection kept from the last check breaks, the
+// check dials again at once, and a node that refuses is down at once (not after DownAfter).
+func TestBrokenConnectionRefusedIsDown(t *testing.T) {
+	m := &Monitor{opts: Options{DownAfter: 3, Timeout: time.Second, Dial: func(ctx context.Context, n *topology.Node) (Conn, error) {
+		return nil, &backend.ConnectError{Addr: "127.0.0.1:1", Err: syscall.ECONNREFUSED}
+	}}}
+	var c Conn = &brokenConn{}
+	st := m.check(context.Background(), &topology.Node{Name: "n"}, &c, &topology.NodeState{Health: topology.Healthy})
+	if st.Health != topology.Down || c != nil {
+		t.Fatalf("broken, then refused: %+v", st)
+	}
+}
+
+type brokenConn struct{}
+
+func (brokenConn) Query(string) (*backend.Rows, error) { return nil, errors.New("EOF") }
+func (brokenConn) Close() error                        { return nil }

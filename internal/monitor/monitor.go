@@ -140,6 +140,20 @@ func (m *Monitor) check(ctx context.Context, n *topology.Node, c *Conn, prev *to
 	defer stop()
 	start := time.Now()
 	ver, err := (*c).Query("SELECT @@version")
+	var se *mysql.SQLError
+	if err != nil && !errors.As(err, &se) && prev != nil && prev.Failures == 0 {
+		// The connection kept from the last check broke (the node restarted, or died): the
+		// check is whether the node takes a new one, so that one that refuses is down now.
+		(*c).Close()
+		*c = nil
+		conn, derr := m.opts.Dial(ctx, n)
+		if derr != nil {
+			return m.failed(prev, derr, refused(derr))
+		}
+		*c = conn
+		start = time.Now()
+		ver, err = (*c).Query("SELECT @@version")
+	}
 	if err == nil && (len(ver.Values) != 1 || len(ver.Values[0]) != 1) {
 		err = errors.New("SELECT @@version: no row")
 	}
@@ -152,7 +166,6 @@ func (m *Monitor) check(ctx context.Context, n *topology.Node, c *Conn, prev *to
 	st.Version = ver.Values[0][0].S
 	fl := topology.FlavorOf(st.Version)
 	if err := m.read(*c, fl, st); err != nil {
-		var se *mysql.SQLError
 		if !errors.As(err, &se) {
 			(*c).Close()
 			*c = nil

@@ -37,6 +37,9 @@ type request struct {
 	unread bool
 	st     *stmt // EXECUTE: the prepared statement
 	bulk   bool  // COM_STMT_BULK_EXECUTE
+	// kept: the last try used a connection the session already had (not one it opened for
+	// it); renewed: a kept connection that failed was replaced once already.
+	kept, renewed bool
 }
 
 // resendable reports whether the command can still be sent to another node.
@@ -172,6 +175,7 @@ func (s *session) skip(r *request) error {
 // send runs r on the node d chose: acquire its connection (opened and brought in line with the
 // session), open a deferred transaction there, count the statement active, relay.
 func (s *session) send(r *request, d route.Decision, snap *topology.Snapshot) error {
+	r.kept = d.Node < len(s.conns) && s.conns[d.Node] != nil
 	c, err := s.use(d.Node)
 	if err != nil {
 		return err
@@ -240,10 +244,17 @@ func (s *session) retry(r *request, d route.Decision, err error, tries *int, set
 	if d.Reason != route.ReasonRead || (errors.As(err, &re) && re.client) {
 		return d, false
 	}
+	var se *mysql.SQLError
+	if r.kept && !r.renewed && !errors.As(err, &se) && !errors.Is(err, errCapsMismatch) {
+		// A connection the session kept from before broke: the node may have restarted since,
+		// or closed it idle. That says nothing of the node: try it again, once, on a new one.
+		r.renewed = true
+		s.drop(d.Node)
+		return d, true
+	}
 	// Try the read elsewhere. A replica that failed is taken out of routing; one that answered
 	// with an error (it refused the connection: too many connections, access denied there) or
 	// cannot serve this client (errCapsMismatch) is not down.
-	var se *mysql.SQLError
 	if !errors.Is(err, errCapsMismatch) && !errors.As(err, &se) {
 		s.p.topo.NodeFailed(d.Node, unwrapRelay(err))
 	}

@@ -130,3 +130,41 @@ func TestEndpointSettingsChangeLive(t *testing.T) {
 		t.Fatal("a read-write session went on after its endpoint became read-only")
 	}
 }
+
+// TestRestartedReplicaKeepsItsReads: a replica restarts under a session that kept a connection to
+// it. The next read meets that dead connection: it is replaced once, on the same replica, which
+// is healthy, rather than the replica being reported down and the read sent elsewhere.
+func TestRestartedReplicaKeepsItsReads(t *testing.T) {
+	s := startSluice(t, func(c *config.Config) {
+		for i := range c.Endpoints {
+			if c.Endpoints[i].Name == "rw" {
+				c.Endpoints[i].ReadWeights = map[string]int{"replica1": 100}
+			}
+		}
+	})
+	cl := testutil.Cluster(t)
+	ctx := context.Background()
+	db := open(t, dsn(s.rw, "app", "app", "", ""))
+	c := conn(t, db)
+	if _, err := c.ExecContext(ctx, "SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	if node, _, _ := lastRoute(t, c); node != "replica1" {
+		t.Fatalf("read went to %s", node)
+	}
+	if err := cl.Stop(ctx, "replica1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Start(ctx, "replica1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.WaitCaughtUp(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ExecContext(ctx, "SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	if node, _, reason := lastRoute(t, c); node != "replica1" || reason != "read" {
+		t.Fatalf("first read after the restart: %s (%s), want replica1 (read)", node, reason)
+	}
+}

@@ -191,6 +191,9 @@ func (t *Topology) Observe(states []*NodeState) {
 		}
 		next.State[i] = st
 		up := st.Health != Down
+		if !next.Up[i] && st.Failures > 0 {
+			up = false // down (a session reported it): only a successful check brings it back
+		}
 		if up != next.Up[i] {
 			if up {
 				t.log.Info("node is up", "node", next.Nodes[i].Name)

@@ -187,3 +187,25 @@ func TestProbePanicRecovered(t *testing.T) {
 		t.Fatalf("%d probes", calls.Load())
 	}
 }
+
+// TestObserveRevivesOnlyOnSuccess: a node a session reported failed comes back with a successful
+// check, not with one that is failing but not yet counted down.
+func TestObserveRevivesOnlyOnSuccess(t *testing.T) {
+	topo, err := New(Options{Nodes: threeNodes()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo.NodeFailed(1, errors.New("connection reset"))
+	topo.Observe([]*NodeState{nil, {Health: Healthy, Failures: 1, LastErr: "EOF"}, nil})
+	if topo.Snapshot().Up[1] {
+		t.Fatal("revived by a failing check")
+	}
+	topo.Observe([]*NodeState{nil, {Health: Healthy}, nil})
+	if !topo.Snapshot().Up[1] {
+		t.Fatal("not revived by a successful check")
+	}
+	topo.Observe([]*NodeState{nil, {Health: Down, Failures: 3}, nil})
+	if topo.Snapshot().Up[1] {
+		t.Fatal("up while the monitor says down")
+	}
+}
