@@ -41,6 +41,30 @@ func showNodes(t testing.TB, db *sql.DB) map[string]nodeRow {
 	return out
 }
 
+// writeStream runs stmt on db every 100 ms (a steady write stream for replication to carry)
+// until the returned function is called, which reports the first error.
+func writeStream(db *sql.DB, stmt string) (stop func() error) {
+	done := make(chan struct{})
+	result := make(chan error, 1)
+	go func() {
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				result <- nil
+				return
+			case <-tick.C:
+			}
+			if _, err := db.Exec(stmt); err != nil {
+				result <- err
+				return
+			}
+		}
+	}()
+	return func() error { close(done); return <-result }
+}
+
 func lagMs(r nodeRow) int64 {
 	v, err := strconv.ParseInt(r.lagMs.String, 10, 64)
 	if !r.lagMs.Valid || err != nil {
@@ -87,24 +111,7 @@ func TestMonitorShowsNodesAndLag(t *testing.T) {
 			_ = cl.Lag(ctx, "replica1", 0)
 		}
 	}()
-	stop := make(chan struct{})
-	writes := make(chan error, 1)
-	go func() {
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				writes <- nil
-				return
-			case <-tick.C:
-			}
-			if _, err := db.Exec("INSERT INTO test.monitor_lag () VALUES ()"); err != nil {
-				writes <- err
-				return
-			}
-		}
-	}()
+	stopWrites := writeStream(db, "INSERT INTO test.monitor_lag () VALUES ()")
 	// After the delay has had time to show: the lag seen over a couple of seconds.
 	time.Sleep(4 * time.Second)
 	var seen []int64
@@ -113,8 +120,7 @@ func TestMonitorShowsNodesAndLag(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Logf("replica1 lag_ms with a 3 s delay: %v", seen)
-	close(stop)
-	if err := <-writes; err != nil {
+	if err := stopWrites(); err != nil {
 		t.Fatal(err)
 	}
 	for _, l := range seen {
@@ -157,24 +163,7 @@ func TestLaggingReplicaSetAside(t *testing.T) {
 	ctx := context.Background()
 	db := open(t, dsn(s.rw, "app", "app", "", ""))
 	mustExec(t, db, "CREATE TABLE IF NOT EXISTS test.lag_aside (id INT AUTO_INCREMENT PRIMARY KEY)")
-	stop := make(chan struct{})
-	writes := make(chan error, 1)
-	go func() {
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				writes <- nil
-				return
-			case <-tick.C:
-			}
-			if _, err := db.Exec("INSERT INTO test.lag_aside () VALUES ()"); err != nil {
-				writes <- err
-				return
-			}
-		}
-	}()
+	stopWrites := writeStream(db, "INSERT INTO test.lag_aside () VALUES ()")
 	delayed := map[string]bool{}
 	defer func() {
 		for name := range delayed {
@@ -225,8 +214,7 @@ func TestLaggingReplicaSetAside(t *testing.T) {
 	}
 	delay("replica1", 0)
 	delay("replica2", 0)
-	close(stop)
-	if err := <-writes; err != nil {
+	if err := stopWrites(); err != nil {
 		t.Fatal(err)
 	}
 	if err := cl.WaitCaughtUp(ctx, 30*time.Second); err != nil {
