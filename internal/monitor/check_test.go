@@ -61,7 +61,7 @@ func TestCheckRecorded(t *testing.T) {
 			"8.0.36", "1", "2", uuid+":1-100", uuid+":1-97"),
 		"SHOW REPLICA STATUS": row([]string{"Replica_IO_Running", "Replica_SQL_Running", "Seconds_Behind_Source",
 			"Source_Host", "Source_Port", "Last_IO_Error", "Last_SQL_Error", "SQL_Delay", "SQL_Remaining_Delay"},
-			"Yes", "Yes", "3", "10.0.0.1", "3306", "", "", "0", "NULL"),
+			"Yes", "Yes", "3", "127.0.0.1", "3307", "", "", "0", "NULL"),
 		topology.ThreadsQuery: threads("42", "3"),
 	}}
 	mariadb := &recorded{answers: map[string]*backend.Rows{
@@ -79,7 +79,7 @@ func TestCheckRecorded(t *testing.T) {
 		{"MySQL 8 replica", mysql8, func(st *topology.NodeState) bool {
 			return st.Health == topology.Healthy && st.ReadOnly && st.ServerID == 2 && st.BinlogPos == uuid+":1-100" &&
 				st.Applied == uuid+":1-97" && st.Replica != nil && *st.Replica.SecondsBehind == 3 &&
-				st.Replica.Source == "10.0.0.1:3306" && st.Replica.RemainingWait == nil &&
+				st.Replica.Source == "127.0.0.1:3307" && st.Replica.RemainingWait == nil &&
 				st.ThreadsConnected == 42 && st.ThreadsRunning == 3
 		}},
 		{"MariaDB primary", mariadb, func(st *topology.NodeState) bool {

@@ -36,9 +36,9 @@ func TestParseReplicaStatus(t *testing.T) {
 		{"MySQL 8 names, delayed", map[string]*string{
 			"Replica_IO_Running": str("Yes"), "Replica_SQL_Running": str("Yes"), "Seconds_Behind_Source": str("61"),
 			"SQL_Delay": str("60"), "SQL_Remaining_Delay": str("12"), "Last_IO_Error": str("error connecting"),
-			"Last_SQL_Error": str("x"), "Source_Host": str("db1"), "Source_Port": str("3307"),
+			"Last_SQL_Error": str("x"), "Source_Host": str("127.0.0.1"), "Source_Port": str("3307"),
 		}, ReplicaStatus{IORunning: "Yes", SQLRunning: "Yes", SecondsBehind: i(61), SQLDelay: 60, RemainingWait: i(12),
-			LastError: "error connecting; x", Source: "db1:3307"}},
+			LastError: "error connecting; x", Source: "127.0.0.1:3307"}},
 	} {
 		if got := ParseReplicaStatus(columns(tc.row)); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s:\n got %+v\nwant %+v", tc.name, got, tc.want)
