@@ -75,8 +75,11 @@ func lagMs(r nodeRow) int64 {
 
 // TestMonitorShowsNodesAndLag: the monitor watches every node (SHOW NODES: up, positions,
 // threads, round trip) and measures a delayed replica's lag from GTID positions: with a
-// replication delay of 3 s and a steady write stream, replica1's lag reaches 3 000 ± 1 000 ms,
-// and drops back to 0 once the delay is off.
+// replication delay of 3 s and a steady write stream, replica1's lag is between 1 200 and
+// 4 000 ms, and drops back to 0 once the delay is off. (The delay is not 3 s to the
+// millisecond: a binlog event carries its time in whole seconds, and the replica applies it 3 s
+// after that second began, so an event waits 2 to 3 s; the monitor's 200 ms rounds add their
+// own step, and a write stream slowed by a loaded machine moves the primary less often.)
 func TestMonitorShowsNodesAndLag(t *testing.T) {
 	s := startSluice(t, func(c *config.Config) { c.Monitor.Interval.Duration = 200 * time.Millisecond })
 	cl := testutil.Cluster(t)
@@ -124,8 +127,8 @@ func TestMonitorShowsNodesAndLag(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, l := range seen {
-		if l < 2000 || l > 4000 {
-			t.Errorf("replica1 lag %d ms with a 3 s delay (seen %v), want 3000 ± 1000", l, seen)
+		if l < 1200 || l > 4000 {
+			t.Errorf("replica1 lag %d ms with a 3 s delay (seen %v), want 1 200 to 4 000", l, seen)
 			break
 		}
 	}
