@@ -46,11 +46,12 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		return nil, err
 	}
 	opts := proxy.Options{
-		ConnectTimeout: cfg.Timeouts.Connect.Duration,
-		ReadTimeout:    cfg.Timeouts.Read.Duration,
-		WriteTimeout:   cfg.Timeouts.Write.Duration,
-		IdleTimeout:    cfg.Timeouts.Idle.Duration,
-		Logger:         log,
+		ConnectTimeout:    cfg.Timeouts.Connect.Duration,
+		ReadTimeout:       cfg.Timeouts.Read.Duration,
+		SwitchoverTimeout: cfg.Monitor.SwitchoverTimeout.Duration,
+		WriteTimeout:      cfg.Timeouts.Write.Duration,
+		IdleTimeout:       cfg.Timeouts.Idle.Duration,
+		Logger:            log,
 
 		MaxPreparedStatements: cfg.Limits.MaxPreparedStatements,
 		MaxLongData:           cfg.Limits.MaxLongData,

@@ -32,6 +32,7 @@ const sandboxUsage = `Usage:
   sluice sandbox pause NODE --dir DIR    stop a replica's SQL thread (it falls behind)
   sluice sandbox resume NODE --dir DIR   start it again
   sluice sandbox lag NODE SECONDS --dir DIR   delay a replica by SECONDS (MASTER_DELAY; 0 = off)
+  sluice sandbox switchover NODE --dir DIR    make replica NODE the primary (planned switchover)
 
 NODE is primary, replica1, replica2, ... --dir defaults to $SLUICE_SANDBOX_DIR.
 The cluster needs MariaDB 10.6+ (mariadbd) or MySQL 8.0+ (mysqld) installed; it listens on
@@ -58,6 +59,8 @@ func runSandbox(args []string, stdout, stderr io.Writer) int {
 		return sandboxNodeOp(sub, rest, stdout, stderr)
 	case "lag":
 		return sandboxLag(rest, stdout, stderr)
+	case "switchover":
+		return sandboxSwitchover(rest, stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "sluice sandbox: unknown subcommand %q\n\n%s", sub, sandboxUsage)
 		return 2
@@ -513,5 +516,30 @@ func sandboxLag(args []string, stdout, stderr io.Writer) int {
 	} else {
 		fmt.Fprintf(stdout, "sluice sandbox: %s now applies events %d s after the primary\n", pos[0], secs)
 	}
+	return 0
+}
+
+func sandboxSwitchover(args []string, stdout, stderr io.Writer) int {
+	f := newSandboxFlags("switchover", `Usage: sluice sandbox switchover NODE --dir DIR [--timeout D]
+
+Makes replica NODE the primary, as a planned switchover: the primary goes read-only, NODE
+applies everything it wrote, stops replicating and takes writes, and every other node (the old
+primary included) replicates from NODE (MASTER_USE_GTID=current_pos). A sluice in front
+follows by itself: statements for the primary wait for NODE (monitor.switchover_timeout).
+`, stdout, stderr)
+	dir := f.dirFlag()
+	timeout := f.Duration("timeout", 30*time.Second, "how long NODE may take to apply what the primary wrote")
+	c, pos, code := openDir(f, dir, args, "NODE")
+	if c == nil {
+		return code
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	old := c.Primary().Name
+	start := time.Now()
+	if err := c.Switchover(ctx, pos[0], *timeout); err != nil {
+		return fail(stderr, "switchover", err)
+	}
+	fmt.Fprintf(stdout, "sluice sandbox: %s is the primary (was %s); switched in %s\n", pos[0], old, time.Since(start).Round(time.Millisecond))
 	return 0
 }

@@ -57,10 +57,14 @@ const (
 	DefaultMonitorInterval  = time.Second
 	MinMonitorInterval      = 100 * time.Millisecond
 	DefaultMonitorDownAfter = 3
-	DefaultConnectTimeout   = 5 * time.Second
-	DefaultWriteTimeout     = 30 * time.Second
-	DefaultShutdownTimeout  = 30 * time.Second
-	DefaultMaxReplicaLag    = 30 * time.Second
+	// DefaultSwitchoverTimeout is how long a statement for the primary waits for a new one
+	// while none takes writes; MaxSwitchoverTimeout bounds the setting.
+	DefaultSwitchoverTimeout = 10 * time.Second
+	MaxSwitchoverTimeout     = 5 * time.Minute
+	DefaultConnectTimeout    = 5 * time.Second
+	DefaultWriteTimeout      = 30 * time.Second
+	DefaultShutdownTimeout   = 30 * time.Second
+	DefaultMaxReplicaLag     = 30 * time.Second
 
 	DefaultMaxPreparedStatements = 16382    // MySQL's default max_prepared_stmt_count
 	DefaultMaxLongData           = 64 << 20 // bytes
@@ -118,6 +122,9 @@ type Monitor struct {
 	// DownAfter is how many checks in a row must fail (time out, break) before a node is down;
 	// a node that refuses connections is down at once. Default 3.
 	DownAfter int `yaml:"down_after"`
+	// SwitchoverTimeout is how long a statement for the primary waits for a new one while no
+	// node takes writes (a switchover under way). Default 10s; 0: it fails at once.
+	SwitchoverTimeout Duration `yaml:"switchover_timeout"`
 }
 
 // Endpoint is one listening socket clients connect to.
@@ -261,6 +268,7 @@ func (c *Config) applyDefaults(unset func(key string, zero bool) bool) {
 	if unset("monitor.down_after", c.Monitor.DownAfter == 0) {
 		c.Monitor.DownAfter = DefaultMonitorDownAfter
 	}
+	dur(&c.Monitor.SwitchoverTimeout, "monitor.switchover_timeout", DefaultSwitchoverTimeout)
 	dur(&c.Timeouts.Connect, "timeouts.connect", DefaultConnectTimeout)
 	dur(&c.Timeouts.Write, "timeouts.write", DefaultWriteTimeout)
 	dur(&c.Timeouts.Shutdown, "timeouts.shutdown", DefaultShutdownTimeout)

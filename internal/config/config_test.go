@@ -38,7 +38,7 @@ func TestLoadExample(t *testing.T) {
 			{Name: "primary", Address: "127.0.0.1:23306", Role: "primary", Zone: "az1"},
 			{Name: "replica1", Address: "127.0.0.1:23307", Role: "replica"},
 		},
-		Monitor: Monitor{User: "sluice_monitor", Password: "mon-secret", Interval: dur(time.Second), DownAfter: 3},
+		Monitor: Monitor{User: "sluice_monitor", Password: "mon-secret", Interval: dur(time.Second), DownAfter: 3, SwitchoverTimeout: dur(10 * time.Second)},
 		Endpoints: []Endpoint{{
 			Name:        "rw",
 			Listen:      "127.0.0.1:6033",
@@ -105,7 +105,7 @@ func TestParseDefaults(t *testing.T) {
 	if c.Log != (Log{Format: "text", Level: "info"}) {
 		t.Errorf("log = %+v", c.Log)
 	}
-	if c.Monitor != (Monitor{Interval: dur(time.Second), DownAfter: 3}) {
+	if c.Monitor != (Monitor{Interval: dur(time.Second), DownAfter: 3, SwitchoverTimeout: dur(10 * time.Second)}) {
 		t.Errorf("monitor = %+v", c.Monitor)
 	}
 	want := Timeouts{Connect: dur(5 * time.Second), Write: dur(30 * time.Second), Shutdown: dur(30 * time.Second)}
@@ -159,7 +159,7 @@ monitor:
 	if c.Timeouts != wantT {
 		t.Errorf("timeouts = %+v, want %+v", c.Timeouts, wantT)
 	}
-	if c.Monitor != (Monitor{User: "mon", Interval: dur(2 * time.Second), DownAfter: 3}) {
+	if c.Monitor != (Monitor{User: "mon", Interval: dur(2 * time.Second), DownAfter: 3, SwitchoverTimeout: dur(10 * time.Second)}) {
 		t.Errorf("monitor = %+v", c.Monitor)
 	}
 }

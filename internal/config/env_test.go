@@ -135,7 +135,7 @@ monitor:
 	if got := c.Endpoints[0].MaxConnections; got != 64 {
 		t.Errorf("max_connections = %d", got)
 	}
-	if want := (Monitor{User: "mon$", Interval: dur(500 * time.Millisecond), DownAfter: 3}); c.Monitor != want {
+	if want := (Monitor{User: "mon$", Interval: dur(500 * time.Millisecond), DownAfter: 3, SwitchoverTimeout: dur(10 * time.Second)}); c.Monitor != want {
 		t.Errorf("monitor = %+v, want %+v", c.Monitor, want)
 	}
 }

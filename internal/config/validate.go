@@ -160,6 +160,10 @@ func (k *checker) monitor() {
 	if m.DownAfter < 1 {
 		k.errorf("monitor.down_after", "invalid value %d (want 1 or more)", m.DownAfter)
 	}
+	k.duration("monitor.switchover_timeout", m.SwitchoverTimeout, false)
+	if m.SwitchoverTimeout.Duration > MaxSwitchoverTimeout {
+		k.errorf("monitor.switchover_timeout", "invalid value %s (at most %s)", m.SwitchoverTimeout.Duration, MaxSwitchoverTimeout)
+	}
 }
 
 func (k *checker) endpoints(replicas, namedReplicas int) {

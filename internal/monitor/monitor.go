@@ -263,8 +263,9 @@ func (m *Monitor) round(now time.Time) {
 	m.mu.Lock()
 	states := append([]*topology.NodeState(nil), m.latest...)
 	m.mu.Unlock()
-	snap := m.pub.Snapshot()
-	p := snap.Primary
+	// Lag is measured against the primary this round's states show (after a switchover, the
+	// new one: its positions continue the old one's).
+	p, _, _ := topology.ChoosePrimary(m.pub.Snapshot(), states)
 	var primaryPos gtid.Position
 	fl := gtid.MariaDB
 	if ps := states[p]; ps != nil && ps.Version != "" {

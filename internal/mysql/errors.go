@@ -27,6 +27,7 @@ const (
 	ErrUnknown                  = 1105
 	ErrAbortingConnection       = 1152 // the server closes a connection it aborted
 	ErrNetPacketTooLarge        = 1153
+	ErrLockDeadlock             = 1213 // the transaction was rolled back; retry it (40001)
 	ErrUnknownStmtHandler       = 1243
 	ErrOptionPreventsStm        = 1290 // --read-only style refusals
 	ErrStmtHasNoOpenCursor      = 1421

@@ -130,32 +130,50 @@ func (s *session) dispatchWith(r *request, set *route.Settings) error {
 			return err
 		}
 	}
-	snap := s.p.topo.Snapshot()
-	d := route.Decide(&r.class, r.stmt, &s.rs, set, snap)
-	if d.EndTx {
-		s.endReplicaTx()
-	}
-	if d.Err != nil || d.Local {
-		if err := s.skip(r); err != nil {
-			return err
-		}
-		if d.Err != nil {
-			s.failed = true
-			return s.writeErr(d.Err)
-		}
-		return s.localTransaction(r, d)
-	}
-	tries := 0
+	var switchDeadline time.Time // a switchover's wait, for the whole statement (switchover)
+route:
 	for {
-		err := s.send(r, d, snap)
-		if err == nil {
-			return s.after(&r.class, r.stmt, d, set)
+		snap := s.p.topo.Snapshot()
+		if s.movesPrimary(set, snap) {
+			var handled bool
+			var err error
+			if snap, handled, err = s.switchover(r, set, snap, &switchDeadline); handled {
+				return err
+			}
 		}
-		next, again := s.retry(r, d, err, &tries, set)
-		if !again {
-			return s.fail(d.Node, err, r)
+		d := route.Decide(&r.class, r.stmt, &s.rs, set, snap)
+		if d.EndTx {
+			s.endReplicaTx()
 		}
-		d, snap = next, s.p.topo.Snapshot()
+		if d.Err != nil || d.Local {
+			if err := s.skip(r); err != nil {
+				return err
+			}
+			if d.Err != nil {
+				s.failed = true
+				return s.writeErr(d.Err)
+			}
+			return s.localTransaction(r, d)
+		}
+		tries := 0
+		for {
+			err := s.send(r, d, snap)
+			if err == nil {
+				return s.after(&r.class, r.stmt, d, set)
+			}
+			var ro *primaryReadOnly
+			if errors.As(err, &ro) && (switchDeadline.IsZero() || time.Now().Before(switchDeadline)) {
+				// The primary went read-only before the monitor saw it: the statement did
+				// nothing; it waits for the new primary and goes there.
+				s.p.topo.PrimaryReadOnly(d.Node)
+				continue route
+			}
+			next, again := s.retry(r, d, err, &tries, set)
+			if !again {
+				return s.fail(d.Node, err, r)
+			}
+			d, snap = next, s.p.topo.Snapshot()
+		}
 	}
 }
 
@@ -196,6 +214,8 @@ func (s *session) send(r *request, d route.Decision, snap *topology.Snapshot) er
 	load := snap.Load[d.Node]
 	load.Active.Add(1)
 	defer load.Active.Add(-1)
+	s.redirect = s.mayRedirect(r, d.Node, snap)
+	defer func() { s.redirect = false }()
 	switch {
 	case r.st != nil:
 		return s.executeOn(r, c.Conn, b)

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/sluicedb/sluice/internal/classify"
@@ -52,6 +53,12 @@ func (s *session) showNodes() error {
 			switch {
 			case st.Health == topology.Full && snap.Up[i]:
 				row[4] = text("full")
+			case snap.Up[i] && snap.IsPrimary(i) && snap.Switching:
+				row[4] = text("switching") // up, no longer writable; no new primary yet
+			case snap.Up[i] && slices.Contains(snap.Writable, i):
+				row[4] = text("writable") // a second primary: takes no reads, and no writes
+			case snap.Up[i] && snap.Detached(i):
+				row[4] = text("detached") // replicates from no one: takes no reads
 			case snap.Up[i] && !snap.IsPrimary(i) && st.LagKnown && set.MaxLag > 0 && st.Lag > set.MaxLag:
 				row[4] = text("lagging") // past this endpoint's max_replica_lag
 			}

@@ -94,6 +94,9 @@ func ParseBackendTLSMode(s string) (BackendTLSMode, error) {
 type Topology interface {
 	Snapshot() *topology.Snapshot
 	NodeFailed(i int, cause error)
+	// PrimaryReadOnly reports that the primary refused a write as read-only (a switchover
+	// began before the monitor saw it).
+	PrimaryReadOnly(i int)
 }
 
 // Options configure the proxy.
@@ -105,8 +108,11 @@ type Options struct {
 	Endpoints      []Endpoint
 	ConnectTimeout time.Duration // dial + handshake to a node
 	ReadTimeout    time.Duration // wait for a node's response; 0 = none
-	WriteTimeout   time.Duration // one flush to either side
-	IdleTimeout    time.Duration // close idle clients; 0 = never
+	// SwitchoverTimeout is how long a statement for the primary waits for a new one while
+	// no node takes writes (topology.Snapshot.Switching); 0: it fails at once.
+	SwitchoverTimeout time.Duration
+	WriteTimeout      time.Duration // one flush to either side
+	IdleTimeout       time.Duration // close idle clients; 0 = never
 	// MaxPreparedStatements bounds one session's binary prepared statements (0: 16382).
 	MaxPreparedStatements int
 	// MaxLongData bounds the COM_STMT_SEND_LONG_DATA bytes one session may have waiting for an

@@ -111,6 +111,9 @@ func (s *session) relay(bc *backend.Conn, kind respKind) error {
 			case n == 0:
 				return fromNode(errors.New("empty packet from node"))
 			case first == 0xff:
+				if err := s.readOnlyRefusal(bc, n); err != nil {
+					return err
+				}
 				return s.copyErr(bc, n)
 			case first == 0x00 && kind != respFieldList:
 				more, err := s.relayOK(bc, n)

@@ -74,6 +74,9 @@ type session struct {
 	failed     bool   // the last response ended with an ERR
 	// nodeClosing: the last response's ERR announced that its node closes the connection.
 	nodeClosing bool
+	// redirect: the statement being relayed may be sent again to a new primary should the
+	// primary refuse it as read-only (readOnlyRefusal).
+	redirect bool
 
 	scratch []byte
 	watch   idleWatch

@@ -55,7 +55,8 @@ type Node struct {
 func (n *Node) cnf() string { return filepath.Join(n.Dir, cnfName) }
 
 // Cluster is a running sandbox, as written to DIR/sandbox.json. Its methods are safe for
-// concurrent use; the exported fields other than Node.PID never change after Up.
+// concurrent use; the exported fields other than Node.PID and Node.Role (Switchover) never
+// change after Up.
 type Cluster struct {
 	Dir     string `json:"dir"`
 	Flavor  string `json:"flavor"`  // mariadb | mysql
@@ -91,8 +92,14 @@ func Open(dir string) (*Cluster, error) {
 	if err := json.Unmarshal(b, c); err != nil {
 		return nil, fmt.Errorf("sandbox: read %s: %w", filepath.Join(abs, StateFile), err)
 	}
-	if len(c.Nodes) == 0 || c.Nodes[0].Role != RolePrimary {
-		return nil, fmt.Errorf("sandbox: %s: no primary node", filepath.Join(abs, StateFile))
+	primaries := 0
+	for _, n := range c.Nodes {
+		if n.Role == RolePrimary {
+			primaries++
+		}
+	}
+	if primaries != 1 {
+		return nil, fmt.Errorf("sandbox: %s: want one primary node, found %d", filepath.Join(abs, StateFile), primaries)
 	}
 	c.fl = flavorFor(c.Flavor, c.Server)
 	c.exited = map[int]<-chan struct{}{}
@@ -131,11 +138,22 @@ func (c *Cluster) Node(name string) (*Node, error) {
 	return nil, fmt.Errorf("sandbox: no node %q (nodes: %s)", name, strings.Join(names, ", "))
 }
 
-// Primary returns the primary node.
-func (c *Cluster) Primary() *Node { return &c.Nodes[0] }
+// Primary returns the primary node (the first one until a Switchover).
+func (c *Cluster) Primary() *Node {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range c.Nodes {
+		if c.Nodes[i].Role == RolePrimary {
+			return &c.Nodes[i]
+		}
+	}
+	return &c.Nodes[0]
+}
 
 // Replicas returns the replica nodes in order.
 func (c *Cluster) Replicas() []*Node {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	out := make([]*Node, 0, len(c.Nodes)-1)
 	for i := range c.Nodes {
 		if c.Nodes[i].Role == RoleReplica {

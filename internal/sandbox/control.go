@@ -315,7 +315,10 @@ func (c *Cluster) replica(name string) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n.Role != RoleReplica {
+	c.mu.Lock()
+	role := n.Role
+	c.mu.Unlock()
+	if role != RoleReplica {
 		return nil, fmt.Errorf("sandbox: %s is not a replica", name)
 	}
 	return n, nil
@@ -442,4 +445,63 @@ func tail(path string, offset int64, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return fmt.Sprintf("\n--- last lines of %s:\n%s", path, bytes.Join(lines, []byte("\n")))
+}
+
+// Switchover makes replica name the primary, as an operator would in a planned switchover:
+// the primary goes read-only (writes stop there), name applies everything the primary wrote,
+// then stops replicating and takes writes, and every other node, the old primary included,
+// replicates from it with GTID positions (MariaDB MASTER_USE_GTID, MySQL auto-position). The
+// old primary stays read-only (even in a cluster whose replicas are writable): a write that
+// still reaches it fails instead of forking the data. A proxy in front follows by itself.
+func (c *Cluster) Switchover(ctx context.Context, name string, timeout time.Duration) error {
+	n, err := c.replica(name)
+	if err != nil {
+		return err
+	}
+	old := c.Primary()
+	for _, x := range []*Node{old, n} {
+		if !alive(c.pid(x), x.cnf()) {
+			return fmt.Errorf("sandbox: switchover: %s is not running", x.Name)
+		}
+	}
+	if err := c.exec(ctx, old, c.fl.readOnlySQL(true)...); err != nil {
+		return err
+	}
+	// From here on a failure leaves the old primary read-only: the error says so.
+	undo := func(err error) error {
+		if uerr := c.exec(context.Background(), old, c.fl.readOnlySQL(false)...); uerr != nil {
+			return fmt.Errorf("%w (and %s stayed read-only: %v)", err, old.Name, uerr)
+		}
+		return fmt.Errorf("%w (%s takes writes again)", err, old.Name)
+	}
+	odb := c.adminDB(old)
+	var pos string
+	err = odb.QueryRowContext(ctx, topology.PositionQuery(c.fl.family())).Scan(&pos)
+	odb.Close()
+	if err != nil {
+		return undo(fmt.Errorf("sandbox: switchover: %s: read position: %w", old.Name, err))
+	}
+	if err := c.waitFor(ctx, n, pos, timeout); err != nil {
+		return undo(err)
+	}
+	if err := c.exec(ctx, n, c.fl.promoteSQL()...); err != nil {
+		return undo(err)
+	}
+	c.mu.Lock()
+	old.Role, n.Role = RoleReplica, RolePrimary
+	err = c.save()
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, r := range c.Replicas() {
+		stmts := c.fl.repointSQL(n.Port, c.TLS)
+		if !alive(c.pid(r), r.cnf()) {
+			errs = append(errs, fmt.Errorf("sandbox: switchover: %s is not running: repoint it once started", r.Name))
+			continue
+		}
+		errs = append(errs, c.exec(ctx, r, stmts...))
+	}
+	return errors.Join(errs...)
 }

@@ -144,12 +144,6 @@ const (
 func (f *flavor) cnf(n nodeConfig) string {
 	var b strings.Builder
 	line := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
-	onOff := func(v bool) string {
-		if v {
-			return "ON"
-		}
-		return "OFF"
-	}
 	data := filepath.Join(n.dir, "data")
 	line("# written by sluice sandbox; the server reads only this file (--defaults-file)")
 	line("[mysqld]")
@@ -276,6 +270,47 @@ func (f *flavor) changeSourceSQL(primaryPort int, tls bool) []string {
 	}
 }
 
+// repointSQL makes a node (a replica, or the demoted primary) replicate from the primary at
+// primaryPort, continuing from the transactions it has: MariaDB's MASTER_USE_GTID=current_pos
+// counts what the node wrote itself as a primary as well as what it applied; MySQL's
+// auto-position uses gtid_executed, which has both.
+func (f *flavor) repointSQL(primaryPort int, tls bool) []string {
+	if f.mariadb() {
+		ssl := "MASTER_SSL=0"
+		if tls {
+			ssl = "MASTER_SSL=1, MASTER_SSL_VERIFY_SERVER_CERT=0"
+		}
+		return []string{
+			"STOP SLAVE",
+			fmt.Sprintf("CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=%d, MASTER_USER=%s, MASTER_PASSWORD=%s, "+
+				"MASTER_USE_GTID=current_pos, MASTER_CONNECT_RETRY=1, %s",
+				primaryPort, quote(ReplUser), quote(ReplPassword), ssl),
+			"START SLAVE",
+		}
+	}
+	return append([]string{"STOP REPLICA"}, f.changeSourceSQL(primaryPort, tls)...)
+}
+
+// promoteSQL makes a replica that has applied everything a primary: it stops replicating,
+// forgets its source, and takes writes.
+func (f *flavor) promoteSQL() []string {
+	if f.mariadb() {
+		return []string{"STOP SLAVE", "RESET SLAVE ALL", "SET GLOBAL read_only=OFF"}
+	}
+	return []string{"STOP REPLICA", "RESET REPLICA ALL", "SET GLOBAL super_read_only=OFF", "SET GLOBAL read_only=OFF"}
+}
+
+// readOnlySQL sets read_only (on MySQL, super_read_only with it, which stops every account).
+func (f *flavor) readOnlySQL(on bool) []string {
+	if f.mariadb() {
+		return []string{"SET GLOBAL read_only=" + onOff(on)}
+	}
+	if on {
+		return []string{"SET GLOBAL super_read_only=ON"}
+	}
+	return []string{"SET GLOBAL super_read_only=OFF", "SET GLOBAL read_only=OFF"}
+}
+
 func (f *flavor) pauseSQL() []string {
 	if f.mariadb() {
 		return []string{"STOP SLAVE SQL_THREAD"}
@@ -326,4 +361,11 @@ func parseVersion(v string) (major, minor int) {
 func quote(s string) string {
 	r := strings.NewReplacer(`\`, `\\`, `'`, `\'`)
 	return "'" + r.Replace(s) + "'"
+}
+
+func onOff(v bool) string {
+	if v {
+		return "ON"
+	}
+	return "OFF"
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,12 +21,26 @@ type Snapshot struct {
 	// State is what the monitor last saw of each node (nil entries before its first round,
 	// and always without a monitor).
 	State []*NodeState
-	// Primary is the index of the node that takes writes.
+	// Primary is the index of the node that takes writes: the configured primary until the
+	// monitor has seen the nodes, then the one it sees writable (ChoosePrimary).
 	Primary int
+	// Switching: the primary is up but no longer takes writes (it went read-only or
+	// replicates) and no other node does yet: a switchover is under way. Statements for the
+	// primary wait (for a snapshot where it is over) rather than fail.
+	Switching bool
+	// Writable lists the nodes that are writable and do not replicate, when there is more
+	// than one (two primaries at once): writes stay on Primary, and the others take no reads.
+	Writable []int
+
+	changed chan struct{} // closed when a newer snapshot replaces this one
 }
 
 // IsPrimary reports whether node i is the primary.
 func (s *Snapshot) IsPrimary(i int) bool { return i == s.Primary }
+
+// Changed returns a channel closed once a newer snapshot is published: a session that waits
+// for the topology to change (a switchover to end) selects on it instead of polling.
+func (s *Snapshot) Changed() <-chan struct{} { return s.changed }
 
 // ProbeFunc checks that a node answers. It is called from the topology's own goroutines, for
 // several nodes at once, and must return once ctx ends. A panic in it is recovered and counts
@@ -70,7 +85,7 @@ func New(opts Options) (*Topology, error) {
 	if opts.ProbeTimeout <= 0 {
 		opts.ProbeTimeout = 5 * time.Second
 	}
-	s := &Snapshot{Primary: -1}
+	s := &Snapshot{Primary: -1, changed: make(chan struct{})}
 	seen := map[string]bool{}
 	for i := range opts.Nodes {
 		n := opts.Nodes[i]
@@ -112,8 +127,33 @@ func (t *Topology) setUp(i int, up bool) bool {
 	next := *cur
 	next.Up = append([]bool(nil), cur.Up...)
 	next.Up[i] = up
-	t.snap.Store(&next)
+	t.publish(cur, &next)
 	return true
+}
+
+// publish replaces cur by next (a copy of cur with changes) and wakes whoever waits on cur.
+// Called with t.mu held.
+func (t *Topology) publish(cur, next *Snapshot) {
+	next.changed = make(chan struct{})
+	t.snap.Store(next)
+	close(cur.changed)
+}
+
+// PrimaryReadOnly reports that node i, the primary, refused a write because it is read-only:
+// a switchover has begun before the monitor saw it. Routing treats it as one at once (writes
+// wait for the new primary); the monitor's next round says what the nodes really are. Without
+// a monitor (no node state yet) nothing changes: there would be nothing to end the wait.
+func (t *Topology) PrimaryReadOnly(i int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	cur := t.snap.Load()
+	if t.closed || i != cur.Primary || cur.Switching || cur.State[i] == nil {
+		return
+	}
+	next := *cur
+	next.Switching = true
+	t.log.Warn("the primary refused a write as read-only: waiting for a new primary", "node", cur.Nodes[i].Name)
+	t.publish(cur, &next)
 }
 
 // NodeFailed reports that a connection to node i failed (it refused a connection, broke, or
@@ -203,7 +243,29 @@ func (t *Topology) Observe(states []*NodeState) {
 		}
 		next.Up[i] = up
 	}
-	t.snap.Store(&next)
+	t.follow(cur, &next)
+	t.publish(cur, &next)
+}
+
+// follow sets next's primary from the node states (ChoosePrimary) and logs what changed.
+func (t *Topology) follow(cur, next *Snapshot) {
+	next.Primary, next.Switching, next.Writable = ChoosePrimary(cur, next.State)
+	name := func(i int) string { return next.Nodes[i].Name }
+	switch {
+	case next.Primary != cur.Primary:
+		t.log.Warn("the primary changed", "from", name(cur.Primary), "to", name(next.Primary))
+	case next.Switching && !cur.Switching:
+		t.log.Warn("the primary no longer takes writes: waiting for a new primary", "node", name(next.Primary))
+	case !next.Switching && cur.Switching:
+		t.log.Info("the primary takes writes again", "node", name(next.Primary))
+	}
+	if len(next.Writable) > 0 && !slices.Equal(next.Writable, cur.Writable) {
+		names := make([]string, len(next.Writable))
+		for j, i := range next.Writable {
+			names[j] = name(i)
+		}
+		t.log.Error("more than one node is writable and does not replicate; writes stay on the primary", "primary", name(next.Primary), "writable", names)
+	}
 }
 
 // Close stops every probe and waits for them.
