@@ -427,3 +427,30 @@ func TestNearestZone(t *testing.T) {
 		t.Fatalf("%v allocations", a)
 	}
 }
+
+// TestDetachedNodesTakeNoReads: a node that replicates from no one (a demoted primary not yet
+// repointed, a second writable node) takes no reads, with or without a lag limit, and no
+// read-only binding; the other replica does.
+func TestDetachedNodesTakeNoReads(t *testing.T) {
+	for _, maxLag := range []time.Duration{0, 30 * time.Second} {
+		e, err := NewEndpoint("rw", 3, Settings{Weights: []int{0, 100, 100}, Policy: LeastActive{}, MaxLag: maxLag})
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap := cluster()
+		replicating := &topology.NodeState{Health: topology.Healthy, LagKnown: true, Replica: &topology.ReplicaStatus{}}
+		snap.State = []*topology.NodeState{{Health: topology.Healthy}, {Health: topology.Healthy, ReadOnly: true, LagKnown: true}, replicating}
+		read := classify.Result{Kind: classify.Select}
+		for range 4 {
+			s := NewSession()
+			if d := Decide(&read, nil, &s, e.Settings(), snap); d.Node != 2 {
+				t.Fatalf("max lag %s: read went to %d, want replica2 (replica1 detached)", maxLag, d.Node)
+			}
+		}
+		ro, _ := NewEndpoint("ro", 3, Settings{Mode: ReadOnly, Weights: []int{0, 100, 100}, Policy: LeastActive{}, MaxLag: maxLag})
+		s := NewSession()
+		if n := BindReplica(&s, ro.Settings(), snap); n != 2 {
+			t.Fatalf("max lag %s: read-only bound to %d, want replica2", maxLag, n)
+		}
+	}
+}

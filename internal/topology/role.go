@@ -18,7 +18,13 @@ func writable(st *NodeState) bool {
 //     fail as before; finding a new primary for a dead one is a failover, not followed here).
 //   - Several (two primaries at once): cur's primary stays if it is one of them, else the
 //     first; writable lists them all.
+//
+// Until the monitor has seen cur's primary (no state yet), nothing changes.
 func ChoosePrimary(cur *Snapshot, states []*NodeState) (primary int, switching bool, several []int) {
+	if cur.Primary >= len(states) || states[cur.Primary] == nil {
+		// The monitor has not seen the primary yet: nothing says it is not.
+		return cur.Primary, cur.Switching, cur.Writable
+	}
 	var w []int
 	for i, st := range states {
 		if writable(st) {
@@ -36,13 +42,10 @@ func ChoosePrimary(cur *Snapshot, states []*NodeState) (primary int, switching b
 		}
 		return w[0], false, w
 	}
-	p := cur.Primary
-	if p < len(states) && states[p] != nil {
-		if st := states[p]; st.Health == Healthy {
-			return p, true, nil // up, and not writable
-		}
+	if p := cur.Primary; states[p].Health == Healthy {
+		return p, true, nil // up, and not writable
 	}
-	return p, cur.Switching, nil
+	return cur.Primary, cur.Switching, nil
 }
 
 // Detached reports whether node i, not the primary, answers but replicates from no one: a
