@@ -75,10 +75,10 @@ func lagMs(r nodeRow) int64 {
 
 // TestMonitorShowsNodesAndLag: the monitor watches every node (SHOW NODES: up, positions,
 // threads, round trip) and measures a delayed replica's lag from GTID positions: with a
-// replication delay of 3 s and a steady write stream, replica1's lag is between 1 200 and
-// 4 000 ms, and drops back to 0 once the delay is off. (The delay is not 3 s to the
+// replication delay of 5 s and a steady write stream, replica1's lag is between 3 500 and
+// 6 000 ms, and drops back to 0 once the delay is off. (The delay is not 3 s to the
 // millisecond: a binlog event carries its time in whole seconds, and the replica applies it 3 s
-// after that second began, so an event waits 2 to 3 s; the monitor's 200 ms rounds add their
+// after that second began, so an event waits 4 to 5 s; the monitor's 200 ms rounds add their
 // own step, and a write stream slowed by a loaded machine moves the primary less often.)
 func TestMonitorShowsNodesAndLag(t *testing.T) {
 	s := startSluice(t, func(c *config.Config) { c.Monitor.Interval.Duration = 200 * time.Millisecond })
@@ -105,7 +105,7 @@ func TestMonitorShowsNodesAndLag(t *testing.T) {
 	}
 
 	mustExec(t, db, "CREATE TABLE IF NOT EXISTS test.monitor_lag (id INT AUTO_INCREMENT PRIMARY KEY, at TIMESTAMP(3) DEFAULT CURRENT_TIMESTAMP(3))")
-	if err := cl.Lag(ctx, "replica1", 3); err != nil {
+	if err := cl.Lag(ctx, "replica1", 5); err != nil {
 		t.Fatal(err)
 	}
 	lagOff := false
@@ -116,19 +116,19 @@ func TestMonitorShowsNodesAndLag(t *testing.T) {
 	}()
 	stopWrites := writeStream(db, "INSERT INTO test.monitor_lag () VALUES ()")
 	// After the delay has had time to show: the lag seen over a couple of seconds.
-	time.Sleep(4 * time.Second)
+	time.Sleep(6 * time.Second)
 	var seen []int64
 	for range 10 {
 		seen = append(seen, lagMs(showNodes(t, db)["replica1"]))
 		time.Sleep(200 * time.Millisecond)
 	}
-	t.Logf("replica1 lag_ms with a 3 s delay: %v", seen)
+	t.Logf("replica1 lag_ms with a 5 s delay: %v", seen)
 	if err := stopWrites(); err != nil {
 		t.Fatal(err)
 	}
 	for _, l := range seen {
-		if l < 1200 || l > 4000 {
-			t.Errorf("replica1 lag %d ms with a 3 s delay (seen %v), want 1 200 to 4 000", l, seen)
+		if l < 3500 || l > 6000 {
+			t.Errorf("replica1 lag %d ms with a 5 s delay (seen %v), want 3 500 to 6 000", l, seen)
 			break
 		}
 	}
@@ -233,5 +233,74 @@ func TestLaggingReplicaSetAside(t *testing.T) {
 			t.Fatalf("reads did not return to the replicas: %v", got)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestPausedReplicaLagGrows: a replica whose SQL thread is stopped (sandbox pause) applies
+// nothing: Seconds_Behind_Master reads NULL, but its GTID lag keeps growing under a write
+// stream, so with max_replica_lag 2s it takes no reads; resumed, it catches up and takes reads
+// again.
+func TestPausedReplicaLagGrows(t *testing.T) {
+	s := startSluice(t, func(c *config.Config) {
+		c.Monitor.Interval.Duration = 200 * time.Millisecond
+		for i := range c.Endpoints {
+			c.Endpoints[i].MaxReplicaLag.Duration = 2 * time.Second
+			c.Endpoints[i].Balance = config.BalanceWeighted
+		}
+	})
+	cl := testutil.Cluster(t)
+	ctx := context.Background()
+	db := open(t, dsn(s.rw, "app", "app", "", ""))
+	mustExec(t, db, "CREATE TABLE IF NOT EXISTS test.lag_pause (id INT AUTO_INCREMENT PRIMARY KEY)")
+	stopWrites := writeStream(db, "INSERT INTO test.lag_pause () VALUES ()")
+	defer func() { _ = stopWrites() }()
+	if err := cl.Pause(ctx, "replica1"); err != nil {
+		t.Fatal(err)
+	}
+	paused := true
+	defer func() {
+		if paused {
+			_ = cl.Resume(ctx, "replica1")
+		}
+	}()
+	time.Sleep(time.Second)
+	first := showNodes(t, db)["replica1"]
+	time.Sleep(2 * time.Second)
+	later := showNodes(t, db)["replica1"]
+	l1, l2 := lagMs(first), lagMs(later)
+	t.Logf("paused replica1: lag_ms %d, 2 s later %d; seconds_behind %v", l1, l2, later.secondsBehind)
+	if l1 < 200 || l2 < l1+1500 {
+		t.Errorf("paused replica1's lag does not keep growing: %d ms, then %d ms 2 s later", l1, l2)
+	}
+	if later.secondsBehind.Valid {
+		t.Errorf("seconds_behind %s with the SQL thread stopped, want NULL", later.secondsBehind.String)
+	}
+	if later.state != "lagging" {
+		t.Errorf("SHOW NODES: paused replica1 %s, want lagging", later.state)
+	}
+	c := conn(t, db)
+	for range 20 {
+		if _, err := c.ExecContext(ctx, "SELECT 1"); err != nil {
+			t.Fatal(err)
+		}
+		if node, _, _ := lastRoute(t, c); node == "replica1" {
+			t.Fatal("a read went to the paused replica")
+		}
+	}
+	c.Close()
+	if err := cl.Resume(ctx, "replica1"); err != nil {
+		t.Fatal(err)
+	}
+	paused = false
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		n := showNodes(t, db)["replica1"]
+		if n.state == "up" && lagMs(n) < 1000 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("resumed replica1 did not catch up: %+v", n)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

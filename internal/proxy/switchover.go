@@ -171,10 +171,10 @@ func (s *session) abortOldTx(r *request, old int, snap *topology.Snapshot) error
 
 // mayRedirect reports whether a read-only refusal from node i of statement r can be kept from
 // the client and r sent to the new primary: i is the primary, the monitor runs (it will name
-// the new one), r can be sent again, and no transaction is open (the statement is all there
-// is to redo).
+// the new one), r is held whole (a streamed one is gone once sent), and no transaction is open
+// (the statement is all there is to redo).
 func (s *session) mayRedirect(r *request, i int, snap *topology.Snapshot) bool {
-	return snap.IsPrimary(i) && snap.State[i] != nil && r.resendable() && !s.rs.TxPending &&
+	return snap.IsPrimary(i) && snap.State[i] != nil && r.held && !s.rs.TxPending &&
 		s.rs.Autocommit && !s.inTxOn(i)
 }
 
