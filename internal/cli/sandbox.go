@@ -524,7 +524,7 @@ func sandboxSwitchover(args []string, stdout, stderr io.Writer) int {
 
 Makes replica NODE the primary, as a planned switchover: the primary goes read-only, NODE
 applies everything it wrote, stops replicating and takes writes, and every other node (the old
-primary included) replicates from NODE (MASTER_USE_GTID=current_pos). A sluice in front
+primary included) replicates from NODE (MASTER_USE_GTID). A sluice in front
 follows by itself: statements for the primary wait for NODE (monitor.switchover_timeout).
 `, stdout, stderr)
 	dir := f.dirFlag()

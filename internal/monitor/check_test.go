@@ -67,7 +67,7 @@ func TestCheckRecorded(t *testing.T) {
 	mariadb := &recorded{answers: map[string]*backend.Rows{
 		"SELECT @@version":                    row([]string{"@@version"}, "10.11.19-MariaDB-0+deb12u1-log"),
 		topology.CheckQuery(topology.MariaDB): row([]string{"v", "ro", "id", "b", "c"}, "10.11.19-MariaDB", "0", "1", "0-1-100", "0-1-100"),
-		"SHOW SLAVE STATUS":                   {Columns: []string{"Slave_IO_Running"}},
+		"SHOW ALL SLAVES STATUS":              {Columns: []string{"Connection_name", "Slave_IO_Running"}},
 		topology.ThreadsQuery:                 threads("7", "1"),
 	}}
 	m := &Monitor{opts: Options{DownAfter: 3, Timeout: time.Second}}

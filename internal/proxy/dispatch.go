@@ -40,6 +40,8 @@ type request struct {
 	// kept: the last try used a connection the session already had (not one it opened for
 	// it); renewed: a kept connection that failed was replaced once already.
 	kept, renewed bool
+	// redirected: the primary refused it as read-only once, and it went to the new one.
+	redirected bool
 }
 
 // resendable reports whether the command can still be sent to another node.
@@ -162,9 +164,11 @@ route:
 				return s.after(&r.class, r.stmt, d, set)
 			}
 			var ro *primaryReadOnly
-			if errors.As(err, &ro) && (switchDeadline.IsZero() || time.Now().Before(switchDeadline)) {
+			if errors.As(err, &ro) && s.confirmReadOnly(d.Node) {
 				// The primary went read-only before the monitor saw it: the statement did
-				// nothing; it waits for the new primary and goes there.
+				// nothing; it waits for the new primary (switchover) and goes there, once.
+				r.redirected = true
+				switchDeadline = time.Now().Add(s.p.opts.SwitchoverTimeout)
 				s.p.topo.PrimaryReadOnly(d.Node)
 				continue route
 			}

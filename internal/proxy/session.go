@@ -77,6 +77,9 @@ type session struct {
 	// redirect: the statement being relayed may be sent again to a new primary should the
 	// primary refuse it as read-only (readOnlyRefusal).
 	redirect bool
+	// killedCh is closed by kill, once (killOnce): a session waiting for a new primary stops.
+	killedCh chan struct{}
+	killOnce sync.Once
 
 	scratch []byte
 	watch   idleWatch
@@ -100,17 +103,18 @@ func (p *Proxy) newSession(ep *endpoint, nc net.Conn) *session {
 		host = nc.RemoteAddr().String()
 	}
 	s := &session{
-		p:      p,
-		ep:     ep,
-		id:     id,
-		nc:     nc,
-		raw:    nc,
-		client: mysql.NewConn(nc, 0, 0),
-		host:   host,
-		stmts:  make(map[uint32]*stmt),
-		rs:     route.NewSession(),
-		conns:  make([]*nodeConn, len(p.topo.Snapshot().Nodes)),
-		log:    p.log.With("conn", id, "endpoint", ep.cfg.Name, "client", nc.RemoteAddr().String()),
+		p:        p,
+		ep:       ep,
+		id:       id,
+		nc:       nc,
+		raw:      nc,
+		client:   mysql.NewConn(nc, 0, 0),
+		host:     host,
+		stmts:    make(map[uint32]*stmt),
+		killedCh: make(chan struct{}),
+		rs:       route.NewSession(),
+		conns:    make([]*nodeConn, len(p.topo.Snapshot().Nodes)),
+		log:      p.log.With("conn", id, "endpoint", ep.cfg.Name, "client", nc.RemoteAddr().String()),
 	}
 	s.client.SetWriteTimeout(p.opts.WriteTimeout)
 	// Clients pipeline (Connector/J sends its first queries back to back).
@@ -181,6 +185,7 @@ func (s *session) killed() bool { return s.life.Load() == stateClosed }
 // session's published kill targets.)
 func (s *session) kill() {
 	s.life.Store(stateClosed)
+	s.killOnce.Do(func() { close(s.killedCh) })
 	s.raw.Close()
 	if ts := s.killTarget.Load(); ts != nil {
 		for _, t := range *ts {
@@ -254,6 +259,13 @@ func (s *session) command() (quit bool, err error) {
 	p, err := s.client.PeekPayload(n, 1)
 	if err != nil {
 		return false, err
+	}
+	if p[0] != mysql.ComQuit {
+		// After a switchover: to the new primary before the command, when nothing holds the
+		// session where it is (statements also wait for one, and handle what holds it).
+		if err := s.followBetween(); err != nil {
+			return false, fmt.Errorf("following the new primary: %w", err)
+		}
 	}
 	switch cmd := p[0]; cmd {
 	case mysql.ComQuit:
@@ -412,6 +424,11 @@ func (s *session) waitCommand() error {
 func (s *session) startWatch() {
 	s.watch.active = true
 	s.watch.dead.Store(false)
+	// A home that is no longer where the session belongs (the old primary after a switchover,
+	// often restarted next) holds nothing the session needs when it is movable: losing it is
+	// not the end of the session, which moves at its next command. (The session's own fields
+	// do not change while it is idle: the watchers may read them.)
+	movable := s.movable()
 	for i, c := range s.conns {
 		if c == nil {
 			continue
@@ -427,7 +444,7 @@ func (s *session) startWatch() {
 			}
 			// The node sent something unasked (a disconnect notice) or closed the connection.
 			s.log.Debug("node closed the idle session's connection", "node", name, "err", err)
-			if !home {
+			if !home || (movable && s.movesPrimary(s.ep.route.Settings(), s.p.topo.Snapshot())) {
 				// Another node's connection holds only replayable state: reopen it when needed.
 				c.lost.Store(true)
 				return

@@ -77,8 +77,10 @@ func (s *session) switchover(r *request, set *route.Settings, snap *topology.Sna
 	}
 	old := s.home
 	switch {
-	case s.inTxOn(old):
-		return snap, true, s.abortOldTx(r, old, snap)
+	case s.inTxOn(old) || (s.rs.InTx && s.rs.TxNode == snap.Primary):
+		// A transaction on the old primary, or a read-only one on the replica just promoted
+		// (whose connection, opened read-only, cannot be the primary's).
+		return snap, true, s.abortOldTx(r, snap)
 	case s.rs.Pins != 0:
 		s.log.Warn("the primary changed and this session's state (temporary tables, locks) cannot follow it: closing the session",
 			"from", s.nodeOf(old).Name, "to", snap.Nodes[snap.Primary].Name)
@@ -86,8 +88,49 @@ func (s *session) switchover(r *request, set *route.Settings, snap *topology.Sna
 			"sluice: the primary changed; this connection's temporary tables or locks stayed on the old one, so it is closed: reconnect"))
 		return snap, true, errors.New("the primary changed under a pinned session")
 	}
-	s.moveHome(snap.Primary)
+	if err := s.followPrimary(snap); err != nil {
+		return snap, true, s.fail(snap.Primary, err, r)
+	}
 	return snap, false, nil
+}
+
+// followPrimary moves a session that holds nothing on its home node (no transaction, no pinned
+// state) to the primary of snap, at once: its connection there is opened with the session's
+// state, autocommit included (sessions that run with autocommit off, as PyMySQL's do, must not
+// come out of a switchover in autocommit).
+func (s *session) followPrimary(snap *topology.Snapshot) error {
+	s.moveHome(snap.Primary)
+	s.rs.LastNode = -1
+	if s.rs.Autocommit {
+		return nil // opened at first use
+	}
+	c, err := s.use(snap.Primary)
+	if err == nil {
+		err = c.Exec("SET autocommit=0")
+	}
+	if err != nil {
+		s.drop(snap.Primary)
+	}
+	return err
+}
+
+// followBetween moves the session to where it belongs before a command that is not a
+// statement (COM_PING, COM_INIT_DB, COM_STMT_PREPARE, ...), when it holds nothing where it is;
+// a session that does waits for its next statement (switchover), which says why it cannot.
+func (s *session) followBetween() error {
+	snap := s.p.topo.Snapshot()
+	set := s.ep.route.Settings()
+	if !s.movesPrimary(set, snap) || !s.movable() || (s.rs.InTx && s.rs.TxNode == snap.Primary) {
+		return nil
+	}
+	if set.Mode == route.ReadOnly {
+		s.rebind(set, snap)
+		return nil
+	}
+	if s.home == snap.Primary {
+		return nil // switching: the command itself does not write
+	}
+	return s.followPrimary(snap)
 }
 
 // awaitPrimary waits until a snapshot has a primary that takes writes, or deadline; ok reports
@@ -102,6 +145,7 @@ func (s *session) awaitPrimary(snap *topology.Snapshot, deadline time.Time) (_ *
 		select {
 		case <-snap.Changed():
 		case <-t.C:
+		case <-s.killedCh:
 		}
 		t.Stop()
 		snap = s.p.topo.Snapshot()
@@ -150,14 +194,17 @@ func (s *session) rebind(set *route.Settings, snap *topology.Snapshot) {
 	}
 }
 
-// abortOldTx ends the transaction the session had open on node old, the primary before the
-// switchover: it is rolled back there (its connection is closed), and the client is told so,
-// unless it asked to roll back anyway. The session then belongs to the new primary.
-func (s *session) abortOldTx(r *request, old int, snap *topology.Snapshot) error {
-	s.log.Warn("the primary changed during a transaction: rolled back", "from", s.nodeOf(old).Name, "to", snap.Nodes[snap.Primary].Name)
-	s.rs.InTx, s.rs.TxNode, s.rs.TxPending = false, -1, false
+// abortOldTx ends the transaction the session had open across the switchover (on the old
+// primary, or read-only on the replica promoted): it is rolled back there (its connection is
+// closed), and the client is told so, unless it asked to roll back anyway. The session then
+// belongs to the new primary (followPrimary: with autocommit off, that is replayed there).
+func (s *session) abortOldTx(r *request, snap *topology.Snapshot) error {
+	s.log.Warn("the primary changed during a transaction: rolled back", "from", s.nodeOf(s.home).Name, "to", snap.Nodes[snap.Primary].Name)
+	s.rs.InTx, s.rs.TxNode, s.rs.TxPending, s.rs.LastNode = false, -1, false, -1
 	s.begin = s.begin[:0]
-	s.moveHome(snap.Primary)
+	if err := s.followPrimary(snap); err != nil {
+		return s.fail(snap.Primary, err, r)
+	}
 	s.status &^= mysql.StatusInTrans
 	if r.class.Kind == classify.Rollback {
 		if err := s.skip(r); err != nil {
@@ -171,11 +218,29 @@ func (s *session) abortOldTx(r *request, old int, snap *topology.Snapshot) error
 
 // mayRedirect reports whether a read-only refusal from node i of statement r can be kept from
 // the client and r sent to the new primary: i is the primary, the monitor runs (it will name
-// the new one), r is held whole (a streamed one is gone once sent), and no transaction is open
-// (the statement is all there is to redo).
+// the new one), r is held whole (a streamed one is gone once sent), was not redirected before,
+// is one plain statement that a refusal leaves undone (INSERT, UPDATE, DELETE, REPLACE, DDL:
+// not a CALL, an EXECUTE of SQL text, a batch, anything unclassified, whose earlier parts may
+// have run), and no transaction is open (the statement is all there is to redo).
 func (s *session) mayRedirect(r *request, i int, snap *topology.Snapshot) bool {
-	return snap.IsPrimary(i) && snap.State[i] != nil && r.held && !s.rs.TxPending &&
-		s.rs.Autocommit && !s.inTxOn(i)
+	switch r.class.Kind {
+	case classify.Insert, classify.Update, classify.Delete, classify.Replace, classify.DDL:
+	default:
+		return false
+	}
+	return r.class.Flags&classify.Multi == 0 && !r.redirected && r.held && snap.IsPrimary(i) &&
+		snap.State[i] != nil && !s.rs.TxPending && s.rs.Autocommit && !s.inTxOn(i)
+}
+
+// confirmReadOnly asks node i, over the session's connection that got a read-only refusal,
+// whether it is read-only indeed: a refusal can also be raised by the application (SIGNAL
+// ... MYSQL_ERRNO = 1290 in a trigger), which must not start a switchover for every client.
+func (s *session) confirmReadOnly(i int) bool {
+	if i >= len(s.conns) || s.conns[i] == nil {
+		return false
+	}
+	rows, err := s.conns[i].Query("SELECT @@global.read_only")
+	return err == nil && len(rows.Values) == 1 && len(rows.Values[0]) == 1 && rows.Values[0][0].S == "1"
 }
 
 // readOnlyRefusal reads an ERR (payload length n, first packet of the answer, nothing sent to

@@ -66,6 +66,25 @@ func TestSwitchoverUnderLoad(t *testing.T) {
 	if _, err := pinned.ExecContext(ctx, "CREATE TEMPORARY TABLE test.switch_tmp (a INT)"); err != nil {
 		t.Fatal(err)
 	}
+	// A session with autocommit off (PyMySQL's default), and one that stays idle throughout.
+	manual, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer manual.Close()
+	for _, q := range []string{"SET autocommit = 0", "INSERT INTO test.switch_acks VALUES (-3, 1)", "COMMIT"} {
+		if _, err := manual.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	idle, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	if err := idle.PingContext(ctx); err != nil {
+		t.Fatal(err)
+	}
 
 	const writers, readers = 4, 4
 	var (
@@ -166,8 +185,37 @@ func TestSwitchoverUnderLoad(t *testing.T) {
 	if me := (*mysql.MySQLError)(nil); !errors.As(err, &me) || me.Number != 1927 {
 		t.Errorf("pinned session after the switchover: %v, want error 1927", err)
 	}
+	// Autocommit stays off in the moved session: a row inserted and rolled back is not there.
+	var autocommit int
+	if err := manual.QueryRowContext(ctx, "SELECT @@autocommit").Scan(&autocommit); err != nil || autocommit != 0 {
+		t.Errorf("autocommit %d (%v) after the session moved, want 0", autocommit, err)
+	}
+	for _, q := range []string{"INSERT INTO test.switch_acks VALUES (-3, 2)", "ROLLBACK"} {
+		if _, err := manual.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var kept int
+	if err := newPrimary.QueryRow("SELECT COUNT(*) FROM test.switch_acks WHERE w = -3").Scan(&kept); err != nil || kept != 1 {
+		t.Errorf("rows of the autocommit-off session on the new primary: %d (%v), want 1 (the rolled-back one absent)", kept, err)
+	}
 	// New sessions write to the new primary; the old one replicates and takes reads again.
 	mustExec(t, db, "INSERT INTO test.switch_acks VALUES (-2, 1)")
+	waitNodes(t, db, func(n map[string]nodeRow) bool { return n["primary"].role == "replica" && n["primary"].state == "up" })
+	// The old primary restarts (the usual next step of a switchover): the session that stayed
+	// idle all along, whose home connection was there, is not lost.
+	time.Sleep(time.Second) // past the idle probe: its watch runs
+	if err := cl.Stop(ctx, "primary"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Start(ctx, "primary"); err != nil {
+		t.Fatal(err)
+	}
+	if err := idle.PingContext(ctx); err != nil {
+		t.Errorf("idle session after the old primary restarted: ping: %v", err)
+	} else if _, err := idle.ExecContext(ctx, "INSERT INTO test.switch_acks VALUES (-4, 1)"); err != nil {
+		t.Errorf("idle session after the old primary restarted: write: %v", err)
+	}
 	waitNodes(t, db, func(n map[string]nodeRow) bool { return n["primary"].role == "replica" && n["primary"].state == "up" })
 
 	// And back, so that the cluster is as the other tests expect it.

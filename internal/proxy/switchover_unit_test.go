@@ -15,23 +15,35 @@ func err1290(option string) []byte {
 	return packets(1, append([]byte{0xff, 0x0a, 0x05, '#', 'H', 'Y', '0', '0', '0'}, msg...))
 }
 
+// globalReadOnly is a node's answer to SELECT @@global.read_only: one row, v.
+func globalReadOnly(v string) []byte {
+	return packets(1, []byte{1}, benchColumn, append([]byte{byte(len(v))}, v...), []byte{0xfe, 0, 0, 2, 0, 0, 0})
+}
+
 // TestPrimaryReadOnlyRefusal: an autocommit write the primary refuses as read-only is kept from
-// the client only when a monitor runs (it names the new primary) and only for the read-only
-// option; it then waits for a new primary up to switchover_timeout and, with none, gets the
+// the client only when a monitor runs (it names the new primary), only for the read-only
+// option, and only when the node confirms it is read-only (an application can raise 1290
+// itself); it then waits for a new primary up to switchover_timeout and, with none, gets the
 // read-only error saying so. Any other 1290 (--secure-file-priv) reaches the client as is.
 func TestPrimaryReadOnlyRefusal(t *testing.T) {
-	insert := packets(0, append([]byte{mysql.ComQuery}, "INSERT INTO t VALUES (1)"...))
 	replicating := &topology.NodeState{Health: topology.Healthy, Replica: &topology.ReplicaStatus{}}
 	for _, tc := range []struct {
 		name      string
 		monitor   bool
 		option    string
+		readOnly  string // the node's @@global.read_only, when asked
 		want      string // in the client's error message
 		switching bool
+		stmt      string // default: an INSERT
 	}{
-		{"read-only, monitored", true, "--read-only", "switchover_timeout", true},
-		{"read-only, no monitor", false, "--read-only", "--read-only option so", false},
-		{"another option", true, "--secure-file-priv", "--secure-file-priv", false},
+		{"read-only, monitored", true, "--read-only", "1", "switchover_timeout", true, ""},
+		{"read-only, no monitor", false, "--read-only", "", "--read-only option so", false, ""},
+		{"another option", true, "--secure-file-priv", "", "--secure-file-priv", false, ""},
+		{"raised by the application (SIGNAL in a trigger)", true, "--read-only", "0", "--read-only option so", false, ""},
+		// A procedure may have committed its first statements before one was refused: it is
+		// never sent again.
+		{"a CALL", true, "--read-only", "1", "--read-only option so", false, "CALL p()"},
+		{"a batch", true, "--read-only", "1", "--read-only option so", false, "INSERT INTO t VALUES (1); INSERT INTO t VALUES (2)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			primary := &memConn{}
@@ -41,8 +53,16 @@ func TestPrimaryReadOnlyRefusal(t *testing.T) {
 			if tc.monitor {
 				topo.Observe([]*topology.NodeState{{Health: topology.Healthy}, replicating})
 			}
-			primary.load(err1290(tc.option))
-			r.client.load(insert)
+			answer := err1290(tc.option)
+			if tc.readOnly != "" {
+				answer = append(answer, globalReadOnly(tc.readOnly)...)
+			}
+			primary.load(answer)
+			stmt := tc.stmt
+			if stmt == "" {
+				stmt = "INSERT INTO t VALUES (1)"
+			}
+			r.client.load(packets(0, append([]byte{mysql.ComQuery}, stmt...)))
 			start := time.Now()
 			if _, err := r.command(); err != nil {
 				t.Fatalf("session ended: %v", err)

@@ -485,7 +485,20 @@ func (c *Cluster) Switchover(ctx context.Context, name string, timeout time.Dura
 		return undo(err)
 	}
 	if err := c.exec(ctx, n, c.fl.promoteSQL()...); err != nil {
+		// Possibly half done (replication stopped or reset): point it at the old primary again.
+		if rerr := c.exec(context.Background(), n, c.fl.repointSQL(old.Port, c.TLS, false)...); rerr != nil {
+			err = fmt.Errorf("%w (and %s could not be repointed at %s: %v)", err, n.Name, old.Name, rerr)
+		}
 		return undo(err)
+	}
+	// A restart keeps the roles: the new primary's option file says read_only off, the old
+	// one's what this cluster's replicas run with (n's, until now).
+	replicasReadOnly, err := cnfReadOnly(n)
+	if err == nil {
+		err = errors.Join(setCnfReadOnly(n, false), setCnfReadOnly(old, replicasReadOnly))
+	}
+	if err != nil {
+		return err
 	}
 	c.mu.Lock()
 	old.Role, n.Role = RoleReplica, RolePrimary
@@ -496,7 +509,7 @@ func (c *Cluster) Switchover(ctx context.Context, name string, timeout time.Dura
 	}
 	var errs []error
 	for _, r := range c.Replicas() {
-		stmts := c.fl.repointSQL(n.Port, c.TLS)
+		stmts := c.fl.repointSQL(n.Port, c.TLS, r == old)
 		if !alive(c.pid(r), r.cnf()) {
 			errs = append(errs, fmt.Errorf("sandbox: switchover: %s is not running: repoint it once started", r.Name))
 			continue
@@ -504,4 +517,33 @@ func (c *Cluster) Switchover(ctx context.Context, name string, timeout time.Dura
 		errs = append(errs, c.exec(ctx, r, stmts...))
 	}
 	return errors.Join(errs...)
+}
+
+// cnfReadOnly reports whether n's option file starts it read-only.
+func cnfReadOnly(n *Node) (bool, error) {
+	b, err := os.ReadFile(n.cnf())
+	if err != nil {
+		return false, fmt.Errorf("sandbox: %w", err)
+	}
+	return strings.Contains("\n"+string(b), "\nread_only=ON"), nil
+}
+
+// setCnfReadOnly rewrites the read_only (and super_read_only) lines of n's option file.
+func setCnfReadOnly(n *Node, on bool) error {
+	b, err := os.ReadFile(n.cnf())
+	if err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	lines := strings.Split(string(b), "\n")
+	for i, l := range lines {
+		for _, key := range []string{"read_only=", "super_read_only="} {
+			if strings.HasPrefix(l, key) {
+				lines[i] = key + onOff(on)
+			}
+		}
+	}
+	if err := os.WriteFile(n.cnf(), []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	return nil
 }

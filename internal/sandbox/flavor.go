@@ -270,21 +270,26 @@ func (f *flavor) changeSourceSQL(primaryPort int, tls bool) []string {
 	}
 }
 
-// repointSQL makes a node (a replica, or the demoted primary) replicate from the primary at
-// primaryPort, continuing from the transactions it has: MariaDB's MASTER_USE_GTID=current_pos
-// counts what the node wrote itself as a primary as well as what it applied; MySQL's
-// auto-position uses gtid_executed, which has both.
-func (f *flavor) repointSQL(primaryPort int, tls bool) []string {
+// repointSQL makes a node replicate from the primary at primaryPort, continuing from the
+// transactions it has. On MariaDB a replica continues from what it applied
+// (MASTER_USE_GTID=slave_pos, which leaves out any transaction it wrote itself), and a demoted
+// primary from what it wrote as a primary as well (current_pos: its slave_pos has none of
+// that). MySQL's auto-position uses gtid_executed, which has both.
+func (f *flavor) repointSQL(primaryPort int, tls, wasPrimary bool) []string {
 	if f.mariadb() {
 		ssl := "MASTER_SSL=0"
 		if tls {
 			ssl = "MASTER_SSL=1, MASTER_SSL_VERIFY_SERVER_CERT=0"
 		}
+		use := "slave_pos"
+		if wasPrimary {
+			use = "current_pos"
+		}
 		return []string{
 			"STOP SLAVE",
 			fmt.Sprintf("CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=%d, MASTER_USER=%s, MASTER_PASSWORD=%s, "+
-				"MASTER_USE_GTID=current_pos, MASTER_CONNECT_RETRY=1, %s",
-				primaryPort, quote(ReplUser), quote(ReplPassword), ssl),
+				"MASTER_USE_GTID=%s, MASTER_CONNECT_RETRY=1, %s",
+				primaryPort, quote(ReplUser), quote(ReplPassword), use, ssl),
 			"START SLAVE",
 		}
 	}

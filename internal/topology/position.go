@@ -46,9 +46,12 @@ func IdentityQuery(f Flavor) string {
 }
 
 // ReplicaStatusQuery returns the replication status: no row on a node that does not replicate.
+// On MariaDB, one row per replication connection, the named ones of multi-source replication
+// too (SHOW SLAVE STATUS shows only the default one): a node replicating over a named
+// connection replicates (the figures shown are the first row's).
 func ReplicaStatusQuery(f Flavor) string {
 	if f == MariaDB {
-		return "SHOW SLAVE STATUS"
+		return "SHOW ALL SLAVES STATUS"
 	}
 	return "SHOW REPLICA STATUS"
 }

@@ -1,51 +1,84 @@
 package topology
 
-// Roles follow what the nodes are, not what the configuration said at start: the primary is the
-// node that takes writes (read_only off) and replicates from no one. The configured roles are
-// the first view, kept until the monitor has seen the nodes.
+import "github.com/sluicedb/sluice/internal/gtid"
 
-// writable reports whether st shows a node that could be the primary: it answered the last
+// Roles follow what the nodes are, not what the configuration said at start, but only through a
+// planned switchover: sluice never promotes anything itself, and never takes a node for the
+// primary just because it is writable (MariaDB replicas are writable by default; a replica
+// whose replication was reset is writable and stale). The configured roles are the first view.
+
+// candidate reports whether st shows a node that could be a new primary: it answered the last
 // check, is not read-only, and replicates from no one.
-func writable(st *NodeState) bool {
+func candidate(st *NodeState) bool {
 	return st != nil && st.Health == Healthy && !st.ReadOnly && st.Replica == nil
 }
 
 // ChoosePrimary decides, from the nodes' latest states, which node is the primary. cur is the
-// snapshot in force (its primary is kept whenever the states do not say otherwise).
-//   - One writable node: it is the primary.
-//   - None: when cur's primary answers but went read-only or replicates, a switchover is under
-//     way (switching: writes wait); when it does not answer, it stays the primary (writes to it
-//     fail as before; finding a new primary for a dead one is a failover, not followed here).
-//   - Several (two primaries at once): cur's primary stays if it is one of them, else the
-//     first; writable lists them all.
-//
-// Until the monitor has seen cur's primary (no state yet), nothing changes.
+// snapshot in force.
+//   - cur's primary not seen by the monitor yet: nothing changes.
+//   - cur's primary answers and is writable: it stays the primary, whatever its replication
+//     status (an active/passive pair replicates both ways). Any other node that is writable and
+//     replicates from no one is listed in several (two primaries at once).
+//   - cur's primary answers and is read-only: it was demoted. The new primary is the one node
+//     that is writable, replicates from no one, and has applied everything the old one wrote;
+//     until there is exactly one such node, a switchover is under way (switching: writes wait).
+//   - cur's primary does not answer: it stays the primary (writes to it fail as before; sluice
+//     does no failover), unless it was being demoted when it went (switching): then a new
+//     primary is taken as above, against the last position the old one was seen at.
 func ChoosePrimary(cur *Snapshot, states []*NodeState) (primary int, switching bool, several []int) {
-	if cur.Primary >= len(states) || states[cur.Primary] == nil {
-		// The monitor has not seen the primary yet: nothing says it is not.
-		return cur.Primary, cur.Switching, cur.Writable
+	p := cur.Primary
+	if p >= len(states) || states[p] == nil {
+		return p, cur.Switching, cur.Writable
 	}
-	var w []int
-	for i, st := range states {
-		if writable(st) {
-			w = append(w, i)
-		}
-	}
+	old := states[p]
 	switch {
-	case len(w) == 1:
-		return w[0], false, nil
-	case len(w) > 1:
-		for _, i := range w {
-			if i == cur.Primary {
-				return i, false, w
+	case old.Health == Healthy && !old.ReadOnly:
+		for i, st := range states {
+			if i != p && candidate(st) {
+				several = append(several, i)
 			}
 		}
-		return w[0], false, w
+		if several != nil {
+			several = append([]int{p}, several...)
+		}
+		return p, false, several
+	case old.Health == Healthy, cur.Switching:
+		// Demoted (or gone while being demoted).
+	default:
+		return p, false, nil
 	}
-	if p := cur.Primary; states[p].Health == Healthy {
-		return p, true, nil // up, and not writable
+	next := -1
+	for i, st := range states {
+		if i == p || !candidate(st) || !caughtUp(st, old) {
+			continue
+		}
+		if next >= 0 {
+			return p, true, nil // two: wait until the operator's intent is clear
+		}
+		next = i
 	}
-	return cur.Primary, cur.Switching, nil
+	if next < 0 {
+		return p, true, nil
+	}
+	return next, false, nil
+}
+
+// caughtUp reports whether the node in state st has applied everything the node in state old
+// wrote to its binlog (positions that cannot be read or compared say no).
+func caughtUp(st, old *NodeState) bool {
+	fl := gtid.MariaDB
+	if FlavorOf(st.Version) == MySQL {
+		fl = gtid.MySQL
+	}
+	have, err := gtid.Parse(fl, st.Applied)
+	if err != nil {
+		return false
+	}
+	want, err := gtid.Parse(fl, old.BinlogPos)
+	if err != nil {
+		return false
+	}
+	return have.Contains(want)
 }
 
 // Detached reports whether node i, not the primary, answers but replicates from no one: a

@@ -3,14 +3,29 @@ package topology
 import (
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestChoosePrimary(t *testing.T) {
-	primary := &NodeState{Health: Healthy}                            // writable, replicates from no one
-	replica := &NodeState{Health: Healthy, Replica: &ReplicaStatus{}} // writable (read_only off) but replicating
-	readOnly := &NodeState{Health: Healthy, ReadOnly: true}           // demoted, not repointed yet
-	roReplica := &NodeState{Health: Healthy, ReadOnly: true, Replica: &ReplicaStatus{}}
-	down := &NodeState{Health: Down, Failures: 3}
+	const ver = "10.11.19-MariaDB"
+	at := func(st NodeState, binlog, applied string) *NodeState {
+		st.Version, st.BinlogPos, st.Applied = ver, binlog, applied
+		return &st
+	}
+	healthy := NodeState{Health: Healthy}
+	replicating := NodeState{Health: Healthy, Replica: &ReplicaStatus{}}
+	ro := NodeState{Health: Healthy, ReadOnly: true}
+	roReplicating := NodeState{Health: Healthy, ReadOnly: true, Replica: &ReplicaStatus{}}
+	primary := at(healthy, "0-1-10", "0-1-10")           // writable, replicates from no one
+	activePassive := at(replicating, "0-1-10", "0-1-10") // writable primary replicating from its passive peer
+	replica := at(replicating, "0-1-10", "0-1-10")       // writable (MariaDB's default) but replicating
+	demoted := at(ro, "0-1-10", "0-1-10")                // read-only, not repointed yet
+	demotedRepl := at(roReplicating, "0-2-12", "0-2-12") // read-only, replicating from the new one
+	promoted := at(healthy, "0-1-10", "0-1-10")          // has all the old primary wrote
+	promotedAhead := at(healthy, "0-2-12", "0-2-12")     // and has taken writes since
+	stale := at(healthy, "0-1-7", "0-1-7")               // replication reset long ago, writable
+	down := &NodeState{Health: Down, Failures: 3, Version: ver, BinlogPos: "0-1-10"}
+	full := &NodeState{Health: Full, Failures: 1, Version: ver, BinlogPos: "0-1-10"}
 	for _, tc := range []struct {
 		name          string
 		cur           int
@@ -21,16 +36,19 @@ func TestChoosePrimary(t *testing.T) {
 		wantWritable  []int
 	}{
 		{"as configured", 0, false, []*NodeState{primary, replica, replica}, 0, false, nil},
-		{"not seen yet", 0, false, []*NodeState{nil, primary, replica}, 0, false, nil},
-		{"read-only replicas", 0, false, []*NodeState{primary, roReplica, roReplica}, 0, false, nil},
-		{"demoted, none promoted", 0, false, []*NodeState{readOnly, replica, replica}, 0, true, nil},
-		{"demoted and replicating, none promoted", 0, false, []*NodeState{roReplica, replica, replica}, 0, true, nil},
-		{"promoted", 0, true, []*NodeState{readOnly, primary, replica}, 1, false, nil},
-		{"promoted, old one repointed", 0, false, []*NodeState{roReplica, primary, replica}, 1, false, nil},
-		{"primary down: stays", 0, false, []*NodeState{down, replica, replica}, 0, false, nil},
-		{"primary down during a switchover: still switching", 0, true, []*NodeState{down, replica, replica}, 0, true, nil},
-		{"two writable: keep the one we had", 1, false, []*NodeState{primary, primary, replica}, 1, false, []int{0, 1}},
-		{"two writable, neither ours: the first", 2, false, []*NodeState{primary, primary, readOnly}, 0, false, []int{0, 1}},
+		{"not seen yet", 0, false, []*NodeState{nil, promoted, replica}, 0, false, nil},
+		{"active/passive: the writable primary replicates, and stays", 0, false, []*NodeState{activePassive, replica, replica}, 0, false, nil},
+		{"demoted, none promoted", 0, false, []*NodeState{demoted, replica, replica}, 0, true, nil},
+		{"demoted and replicating, none promoted", 0, false, []*NodeState{demotedRepl, replica, replica}, 0, true, nil},
+		{"promoted", 0, true, []*NodeState{demoted, promoted, replica}, 1, false, nil},
+		{"promoted, old one repointed (a stale config at start)", 0, false, []*NodeState{demotedRepl, promotedAhead, replica}, 1, false, nil},
+		{"demoted; the only writable node is stale: no", 0, false, []*NodeState{demoted, stale, replica}, 0, true, nil},
+		{"demoted; two caught-up candidates: wait", 0, false, []*NodeState{demoted, promoted, promoted}, 0, true, nil},
+		{"primary down: stays, stale writable node or not", 0, false, []*NodeState{down, stale, replica}, 0, false, nil},
+		{"primary full: stays", 0, false, []*NodeState{full, promoted, replica}, 0, false, nil},
+		{"primary went down while demoted: still switching", 0, true, []*NodeState{down, replica, replica}, 0, true, nil},
+		{"primary went down while demoted, then one promoted", 0, true, []*NodeState{down, promoted, replica}, 1, false, nil},
+		{"second writable node: listed, primary kept", 1, false, []*NodeState{stale, primary, replica}, 1, false, []int{1, 0}},
 		{"writable but failing its checks", 0, false, []*NodeState{primary, {Health: Unknown, Failures: 1}, replica}, 0, false, nil},
 	} {
 		cur := &Snapshot{Primary: tc.cur, Switching: tc.curSwitching}
@@ -70,7 +88,8 @@ func TestObserveFollowsTheWritableNode(t *testing.T) {
 		t.Fatal("PrimaryReadOnly without a monitor changed the snapshot")
 	}
 	replica := &NodeState{Health: Healthy, Replica: &ReplicaStatus{}}
-	topo.Observe([]*NodeState{{Health: Healthy}, replica, replica})
+	writable := &NodeState{Health: Healthy}
+	topo.Observe([]*NodeState{writable, replica, replica})
 	select {
 	case <-first.Changed():
 	default:
@@ -89,8 +108,13 @@ func TestObserveFollowsTheWritableNode(t *testing.T) {
 	if s2 := topo.Snapshot(); !s2.Switching || s2.Primary != 0 {
 		t.Fatalf("after the primary refused a write: primary %d switching %v", s2.Primary, s2.Switching)
 	}
-	// The monitor still sees it writable (its state predates the switch): the switchover ends.
-	topo.Observe([]*NodeState{{Health: Healthy}, replica, replica})
+	// A check from before the refusal still says writable: that does not end it.
+	topo.Observe([]*NodeState{writable, replica, replica})
+	if !topo.Snapshot().Switching {
+		t.Fatal("a check older than the read-only refusal ended the switchover")
+	}
+	// A check after it says writable (the operator changed their mind): it ends.
+	topo.Observe([]*NodeState{{Health: Healthy, Checked: time.Now()}, replica, replica})
 	if topo.Snapshot().Switching {
 		t.Fatal("still switching while the primary is seen writable")
 	}
@@ -99,14 +123,14 @@ func TestObserveFollowsTheWritableNode(t *testing.T) {
 		t.Fatalf("demoted: primary %d switching %v", s.Primary, s.Switching)
 	}
 	waiting := topo.Snapshot()
-	topo.Observe([]*NodeState{{Health: Healthy, ReadOnly: true, Replica: &ReplicaStatus{}}, {Health: Healthy}, replica})
+	topo.Observe([]*NodeState{{Health: Healthy, ReadOnly: true, Replica: &ReplicaStatus{}}, writable, replica})
 	<-waiting.Changed()
 	if s := topo.Snapshot(); s.Switching || s.Primary != 1 || !s.IsPrimary(1) || s.Detached(0) {
 		t.Fatalf("promoted: primary %d switching %v detached(0) %v", s.Primary, s.Switching, s.Detached(0))
 	}
 	// Two writable nodes: writes stay where they were; the other is listed and takes no reads.
-	topo.Observe([]*NodeState{{Health: Healthy}, {Health: Healthy}, replica})
-	if s := topo.Snapshot(); s.Primary != 1 || !slices.Equal(s.Writable, []int{0, 1}) || !s.Detached(0) {
+	topo.Observe([]*NodeState{writable, writable, replica})
+	if s := topo.Snapshot(); s.Primary != 1 || !slices.Equal(s.Writable, []int{1, 0}) || !s.Detached(0) {
 		t.Fatalf("two writable: primary %d writable %v", s.Primary, s.Writable)
 	}
 }

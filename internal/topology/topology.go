@@ -66,12 +66,15 @@ type Topology struct {
 	log  *slog.Logger
 	snap atomic.Pointer[Snapshot]
 
-	mu      sync.Mutex // serialises publishing (Snapshot stays lock-free)
-	probing []bool     // node i has a probe running; guarded by mu
-	closed  bool       // guarded by mu
-	ctx     context.Context
-	cancel  context.CancelFunc // ends every probe (Close)
-	wg      sync.WaitGroup
+	mu sync.Mutex // serialises publishing (Snapshot stays lock-free)
+	// readOnlyAt is when a session last reported the primary read-only (PrimaryReadOnly): a
+	// monitor check from before then does not end the switchover. Guarded by mu.
+	readOnlyAt time.Time
+	probing    []bool // node i has a probe running; guarded by mu
+	closed     bool   // guarded by mu
+	ctx        context.Context
+	cancel     context.CancelFunc // ends every probe (Close)
+	wg         sync.WaitGroup
 }
 
 // New builds the topology of opts.Nodes (exactly one of them the primary), every node up.
@@ -152,6 +155,7 @@ func (t *Topology) PrimaryReadOnly(i int) {
 	}
 	next := *cur
 	next.Switching = true
+	t.readOnlyAt = time.Now()
 	t.log.Warn("the primary refused a write as read-only: waiting for a new primary", "node", cur.Nodes[i].Name)
 	t.publish(cur, &next)
 }
@@ -250,6 +254,12 @@ func (t *Topology) Observe(states []*NodeState) {
 // follow sets next's primary from the node states (ChoosePrimary) and logs what changed.
 func (t *Topology) follow(cur, next *Snapshot) {
 	next.Primary, next.Switching, next.Writable = ChoosePrimary(cur, next.State)
+	if cur.Switching && !next.Switching && next.Primary == cur.Primary {
+		if st := next.State[cur.Primary]; st != nil && st.Checked.Before(t.readOnlyAt) {
+			// Seen writable by a check older than the read-only refusal a session reported.
+			next.Switching = true
+		}
+	}
 	name := func(i int) string { return next.Nodes[i].Name }
 	switch {
 	case next.Primary != cur.Primary:
