@@ -1,0 +1,454 @@
+#!/usr/bin/env bash
+# bench/switchover.sh: load proof for the topology monitor. A 'sluice sandbox up' cluster (1
+# primary, 2 replicas) on 127.0.0.1 with 'sluice serve' in front (the sandbox's configuration:
+# reads on the replicas, a monitor account), then two phases through sluice's rw endpoint:
+#
+#   A  switchover under load: sysbench oltp_update_index (text protocol) and oltp_point_select
+#      (prepared statements) at once, 8 threads each, for DUR seconds; at DUR/3,
+#      'sluice sandbox switchover replica1' makes replica1 the primary. Afterwards SUM(k) over
+#      the sbtest tables on replica1 (directly) must have grown by exactly the number of UPDATEs
+#      sysbench saw acknowledged: every acknowledged write is on the new primary, none twice.
+#   B  a replica crash under read load: sysbench oltp_read_only --skip_trx=on, 8 threads, for
+#      DUR2 seconds; at DUR2/3 'sluice sandbox stop replica2' (SIGKILL), at 2*DUR2/3 'sandbox
+#      start replica2'.
+#
+# Every sysbench runs with --mysql-ignore-errors=all, so an error does not stop it: it is
+# counted ("ignored errors", "reconnects") and fails the script. Prints a Markdown table: queries,
+# rates, errors, reconnects, the longest statement (max latency) and the longest run of seconds
+# without a single transaction.
+#
+# Environment (see bench/README.md):
+#   DUR=30                 seconds of phase A (SMOKE=1: 12)
+#   DUR2=25                seconds of phase B (SMOKE=1: 12)
+#   MONITOR_INTERVAL=1s    monitor.interval of the sluice under test
+#   SWITCHOVER_TIMEOUT=    monitor.switchover_timeout (default: sluice's own, 10s)
+#   THREADS=8              sysbench threads of each run
+#   TABLES=4 TABLE_SIZE=10000   sbtest size
+#   SMOKE=1                DUR=12 DUR2=12 (unless set)
+#   OUT=path               results JSON
+#   SLUICE_BIN=path        use this sluice binary instead of building one
+#   KEEP=1                 keep the work directory and the sandbox
+#
+# Exit status: 0 when neither phase had an error or reconnect, the SUM(k) check held and sluice
+# is still running at the end; 1 otherwise. Everything talks to 127.0.0.1 only.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck disable=SC2034 # read by fidelity-lib.sh
+FL_NAME=switchover
+# shellcheck source=scripts/fidelity-lib.sh disable=SC1091
+. "$root/scripts/fidelity-lib.sh"
+
+dur=${DUR:-30}
+dur2=${DUR2:-25}
+if [[ ${SMOKE:-0} == 1 ]]; then
+	dur=${DUR:-12}
+	dur2=${DUR2:-12}
+fi
+threads=${THREADS:-8}
+tables=${TABLES:-4}
+table_size=${TABLE_SIZE:-10000}
+monitor_interval=${MONITOR_INTERVAL:-1s}
+switchover_timeout=${SWITCHOVER_TIMEOUT:-}
+readonly db=sbtest new_primary=replica1 victim=replica2
+
+for n in "$dur" "$dur2" "$threads" "$tables" "$table_size"; do
+	[[ $n =~ ^[1-9][0-9]*$ ]] || fl_die "DUR, DUR2, THREADS, TABLES and TABLE_SIZE must be positive integers"
+done
+((dur >= 6 && dur2 >= 6)) || fl_die "DUR and DUR2 must be at least 6 seconds (events at a third and two thirds)"
+[[ $monitor_interval =~ ^[0-9]+(ms|s|m)$ ]] || fl_die "MONITOR_INTERVAL must be a duration like 1s or 500ms, got '$monitor_interval'"
+[[ -z $switchover_timeout || $switchover_timeout =~ ^[0-9]+(ms|s|m)$ ]] ||
+	fl_die "SWITCHOVER_TIMEOUT must be a duration like 10s, got '$switchover_timeout'"
+# Nothing is installed here: scripts/test.sh (or the command below) does that.
+missing=()
+for b in sysbench mariadb mariadbd; do
+	have_bin "$b" || missing+=("$b")
+done
+((${#missing[@]} == 0)) ||
+	fl_die "missing ${missing[*]}; install them with: sudo apt-get update && sudo apt-get install -y sysbench mariadb-client mariadb-server"
+
+bg_pids=()
+fl_begin sluice-switchover
+# shellcheck disable=SC2154 # $work, $status: set by fl_begin
+out=${OUT:-$work/results.json}
+
+# Stop the sysbench runs still going (fl_cleanup then stops sluice and the sandbox and removes
+# $work).
+switchover_cleanup() {
+	local rc=$? p
+	set +e
+	for p in ${bg_pids[@]+"${bg_pids[@]}"}; do
+		fl_stop_pid "$p"
+	done
+	bg_pids=()
+	(exit "$rc")
+	fl_cleanup
+}
+trap switchover_cleanup EXIT
+
+# node_field NAME KEY: field KEY (address, role, ...) of node NAME in the sandbox's sandbox.json.
+node_field() {
+	sed 's/[][{},]/\n&\n/g' "$FL_SANDBOX_DIR/sandbox.json" | awk -v want="$1" -v key="$2" '
+		/^[{[]$/ { depth++; if (depth == 3) { delete f } next }
+		/^[]}]$/ { if (depth == 3 && f["name"] == want) { print f[key]; exit } depth--; next }
+		depth == 3 && /:/ {
+			i = index($0, ":")
+			k = substr($0, 1, i - 1); v = substr($0, i + 1)
+			gsub(/^[ \t\r]*"|"[ \t\r]*$/, "", k)
+			gsub(/^[ \t\r]+|[ \t\r]+$/, "", v)
+			gsub(/^"|"$/, "", v)
+			f[k] = v
+		}'
+}
+
+# set_monitor CONFIG: interval (and switchover_timeout, when set) in the monitor section of a
+# sandbox sluice.yaml, right under "monitor:". Returns 3 when there is no monitor section.
+set_monitor() {
+	awk -v iv="$monitor_interval" -v st="$switchover_timeout" '
+		/^monitor:/ {
+			print
+			print "  interval: " iv
+			if (st != "") print "  switchover_timeout: " st
+			changed = 1
+			next
+		}
+		{ print }
+		END { if (!changed) exit 3 }' "$1" >"$1.new" || return
+	mv "$1.new" "$1"
+}
+
+# sum_k ADDR: SUM(k) over every sbtest table, directly on that node.
+sum_k() {
+	local sql="" t
+	for ((t = 1; t <= tables; t++)); do
+		sql+="${sql:+ UNION ALL }SELECT SUM(k) AS s FROM $db.sbtest$t"
+	done
+	fl_sql "$1" -e "SELECT SUM(s) FROM ($sql) AS t"
+}
+
+# show_nodes: /*PROXY_INTERNAL*/ SHOW NODES through endpoint rw, as a table (-c keeps the comment).
+show_nodes() { fl_sql "$FL_RW" -c --table --column-names -e '/*PROXY_INTERNAL*/ SHOW NODES'; }
+
+# sluice_node NAME COLUMN: column COLUMN (3 role, 5 state) of node NAME in SHOW NODES through
+# endpoint rw.
+sluice_node() { fl_sql "$FL_RW" -c -e '/*PROXY_INTERNAL*/ SHOW NODES' | awk -F '\t' -v n="$1" -v c="$2" '$1 == n { print $c }'; }
+
+# catch_up ADDR...: wait (up to 60 s) until each node has applied what the primary (sandbox.json's
+# primary now) has written.
+catch_up() {
+	local p gtid a waited
+	p=$(fl_json_nodes "$FL_SANDBOX_DIR/sandbox.json" primary | head -n 1)
+	gtid=$(fl_sql "$p" -e 'SELECT @@gtid_binlog_pos')
+	for a in "$@"; do
+		waited=$(fl_sql "$a" -e "SELECT MASTER_GTID_WAIT('$gtid', 60)")
+		[[ $waited == 0 ]] || return 1
+	done
+}
+
+# now: seconds since the epoch, with microseconds.
+now() { printf '%s' "$EPOCHREALTIME"; }
+# since T: seconds (1 decimal) from T to now.
+since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'; }
+# sleep_until T0 OFFSET: sleep until OFFSET seconds after T0 (not at all when that has passed).
+sleep_until() {
+	local s
+	s=$(awk -v t0="$1" -v o="$2" -v n="$EPOCHREALTIME" 'BEGIN { d = t0 + o - n; printf "%.3f", (d > 0 ? d : 0) }')
+	sleep "$s"
+}
+
+# sb_bg LOG WORKLOAD ARGS...: sysbench WORKLOAD through endpoint rw in the background, every error
+# ignored (counted) so that the run goes on; its pid is appended to bg_pids. --verbosity=5 makes
+# sysbench log the errors it ignores ("Ignoring error N ..."), so that a failure names them.
+sb_bg() {
+	local log=$1 wl=$2
+	shift 2
+	sb "$FL_RW" "$wl" --threads="$threads" --report-interval=1 --mysql-ignore-errors=all --verbosity=5 "$@" \
+		run >"$log" 2>&1 &
+	bg_pids+=($!)
+}
+
+# wait_bg SECONDS: wait for every background sysbench, for at most SECONDS; sets sb_rc[pid] to its
+# exit status, or to "timeout" for one still running then (stopped). sysbench 1.0 runs an event
+# again after an ignored error without looking at --time, so while every statement fails it never
+# ends by itself.
+declare -A sb_rc=()
+wait_bg() {
+	local p rc deadline=$((SECONDS + $1))
+	for p in "${bg_pids[@]}"; do
+		while kill -0 "$p" 2>/dev/null && ((SECONDS < deadline)); do
+			sleep 0.2
+		done
+		if kill -0 "$p" 2>/dev/null; then
+			fl_stop_pid "$p"
+			sb_rc[$p]=timeout
+			continue
+		fi
+		rc=0
+		wait "$p" || rc=$?
+		sb_rc[$p]=$rc
+	done
+	bg_pids=()
+}
+
+# per_second LOG: from sysbench's per-second reports, the longest run of consecutive seconds
+# with tps 0 (0 when none) and the lowest tps of any second ("-" without reports).
+per_second() {
+	awk '
+		/^\[ *[0-9]+s \]/ {
+			for (i = 1; i < NF; i++) if ($i == "tps:") { tps = $(i + 1) + 0; break }
+			run = (tps == 0) ? run + 1 : 0
+			if (run > best) best = run
+			if (n++ == 0 || tps < low) low = tps
+		}
+		END { print best + 0, (n ? low : "-") }' "$1"
+}
+
+# parse PREFIX LOG RC: the numbers of one sysbench report, as PREFIX_queries, PREFIX_qps,
+# PREFIX_tps, PREFIX_writes, PREFIX_other, PREFIX_ignored, PREFIX_reconnects, PREFIX_max,
+# PREFIX_stall (longest run of 0-tps seconds), PREFIX_low (lowest tps of a second) and
+# PREFIX_problem (why it failed; empty when it did not).
+declare -A r=()
+parse() {
+	local p=$1 log=$2 rc=$3 fatal
+	r[${p}_queries]=$(report_value "$log" queries)
+	r[${p}_qps]=$(rate "$log" queries)
+	r[${p}_tps]=$(rate "$log" transactions)
+	r[${p}_writes]=$(report_value "$log" write)
+	r[${p}_other]=$(report_value "$log" other)
+	r[${p}_ignored]=$(report_value "$log" 'ignored errors')
+	r[${p}_reconnects]=$(report_value "$log" reconnects)
+	r[${p}_max]=$(report_value "$log" max)
+	read -r "r[${p}_stall]" "r[${p}_low]" < <(per_second "$log")
+	fatal=$(grep -m 1 -E 'FATAL|ALERT' "$log" || true)
+	local why=()
+	if [[ $rc == timeout ]]; then
+		why+=("sysbench still running 60 s after its --time (every statement failing?); stopped")
+	elif ((rc != 0)); then
+		why+=("sysbench exit $rc")
+	fi
+	[[ -z $fatal ]] || why+=("$fatal")
+	[[ -n ${r[${p}_ignored]} && -n ${r[${p}_queries]} ]] || why+=("no statistics in the report")
+	[[ ${r[${p}_ignored]:-0} == 0 ]] || why+=("${r[${p}_ignored]} ignored errors")
+	[[ ${r[${p}_reconnects]:-0} == 0 ]] || why+=("${r[${p}_reconnects]} reconnects")
+	r[${p}_problem]=$(
+		IFS=';'
+		echo "${why[*]}"
+	)
+}
+
+fl_build_sluice "$work/sluice"
+fl_sandbox_up "$work/sandbox" --replicas 2 --max-connections 300
+fl_sandbox_read "$work/sandbox"
+((${#FL_REPLICAS[@]} == 2)) || fl_die "expected 2 replicas, got ${#FL_REPLICAS[@]}"
+new_addr=$(node_field "$new_primary" address)
+old_addr=$(node_field primary address)
+victim_addr=$(node_field "$victim" address)
+for a in "$new_addr" "$old_addr" "$victim_addr"; do
+	[[ -n $a ]] || fl_die "no address of primary, $new_primary or $victim in $FL_SANDBOX_DIR/sandbox.json"
+	fl_local "$a"
+done
+fl_log "sandbox: primary $old_addr, $new_primary $new_addr, $victim $victim_addr; sluice rw $FL_RW"
+
+set_monitor "$FL_SANDBOX_DIR/sluice.yaml" || fl_die "no monitor section in $FL_SANDBOX_DIR/sluice.yaml"
+fl_sb_prepare "$work/prepare.log"
+
+# The sandbox's own read weights: reads on the replicas, which phase B needs.
+FIDELITY_READS=replicas fl_sluice_start "$FL_SANDBOX_DIR/sluice.yaml" "$work/sluice.log"
+fl_log "sluice serve: pid $FL_SLUICE_PID, monitor interval $monitor_interval${switchover_timeout:+, switchover_timeout $switchover_timeout}"
+
+# Phase A: switchover under writes and reads.
+sum_before=$(sum_k "$old_addr")
+[[ $sum_before =~ ^[0-9]+$ ]] || fl_die "SUM(k) on the primary: '$sum_before'"
+at=$((dur / 3))
+fl_log "phase A: oltp_update_index (text) + oltp_point_select (ps), ${dur}s x $threads threads each; switchover to $new_primary at ${at}s; SUM(k) before: $sum_before"
+t0=$(now)
+sb_bg "$work/a-update.log" oltp_update_index --time="$dur" --db-ps-mode=disable
+pid_upd=${bg_pids[-1]}
+sb_bg "$work/a-select.log" oltp_point_select --time="$dur"
+pid_sel=${bg_pids[-1]}
+sleep_until "$t0" "$at"
+so_start=$(since "$t0")
+ts=$(now)
+so_rc=0
+"$FL_SLUICE" sandbox switchover "$new_primary" --dir "$FL_SANDBOX_DIR" >"$work/switchover.out" 2>&1 || so_rc=$?
+so_secs=$(since "$ts")
+fl_log "switchover at ${so_start}s: exit $so_rc in ${so_secs}s; its output:"
+sed 's/^/    /' "$work/switchover.out" >&2
+wait_bg $((dur + 60 - at))
+parse upd "$work/a-update.log" "${sb_rc[$pid_upd]}"
+parse sel "$work/a-select.log" "${sb_rc[$pid_sel]}"
+
+# The check. oltp_update_index runs one 'UPDATE sbtestN SET k=k+1 WHERE id=?' per event
+# (index_updates=1; ids 1..table_size all exist), so each one that succeeded added exactly 1 to
+# SUM(k). sysbench 1.0 (drv_mysql.c) counts a statement as "write" only when it succeeded with
+# affected rows > 0 (succeeded with 0 rows: "other"; failed: "ignored errors" or, for a lost
+# connection, "reconnects" — never "write"; sysbench then runs the event again, a new statement
+# counted on its own). So SUM(k) after - before must equal "write:": fewer
+# means an acknowledged write is missing on the new primary, more means one was applied twice
+# (or a statement sysbench saw fail was applied anyway, which also shows as errors > 0).
+expected=${r[upd_writes]:-}
+sum_after=$(sum_k "$new_addr")
+[[ $sum_after =~ ^[0-9]+$ ]] || fl_die "SUM(k) on $new_primary: '$sum_after'"
+found=$((sum_after - sum_before))
+sumk_ok=false
+if [[ $expected =~ ^[0-9]+$ ]] && ((found == expected)); then
+	sumk_ok=true
+fi
+fl_log "SUM(k) on $new_primary: $sum_before -> $sum_after: +$found; sysbench writes: ${expected:-?} (other: ${r[upd_other]:-?}): $([[ $sumk_ok == true ]] && echo ok || echo MISMATCH)"
+
+# The other nodes (the old primary, now a replica, and $victim) replicate from the new primary:
+# they must reach its position and hold the same SUM(k).
+replicas_ok=true
+replica_sums=""
+if catch_up "$old_addr" "$victim_addr"; then
+	for a in "$old_addr" "$victim_addr"; do
+		s=$(sum_k "$a")
+		replica_sums+="${replica_sums:+, }$a $s"
+		[[ $s == "$sum_after" ]] || replicas_ok=false
+	done
+else
+	replicas_ok=false
+	replica_sums="did not catch up with $new_primary within 60 s"
+fi
+fl_log "replicas after the switchover: $replica_sums: $([[ $replicas_ok == true ]] && echo same || echo DIFFERENT)"
+
+# Two monitor rounds, so that SHOW NODES shows the nodes as they are now (lag included).
+sleep "$(awk -v d="$monitor_interval" 'BEGIN { n = d + 0; if (d ~ /ms$/) n /= 1000; else if (d ~ /m$/) n *= 60; printf "%.3f", 2 * n }')"
+primary_role=$(node_field "$new_primary" role)
+sluice_sees=$(sluice_node "$new_primary" 3 || true)
+fl_log "sandbox.json: $new_primary is $primary_role; sluice's SHOW NODES: $new_primary is ${sluice_sees:-?}"
+show_nodes || fl_log "SHOW NODES through sluice failed"
+
+# Phase B: a replica killed and restarted under reads.
+[[ $(node_field "$victim" role) == replica ]] || fl_die "$victim is not a replica after the switchover"
+at1=$((dur2 / 3))
+at2=$((2 * dur2 / 3))
+fl_log "phase B: oltp_read_only --skip_trx=on, ${dur2}s x $threads threads; SIGKILL $victim at ${at1}s, start it at ${at2}s"
+t0=$(now)
+sb_bg "$work/b-read.log" oltp_read_only --time="$dur2" --skip_trx=on
+pid_ro=${bg_pids[-1]}
+sleep_until "$t0" "$at1"
+kill_at=$(since "$t0")
+kill_rc=0
+"$FL_SLUICE" sandbox stop "$victim" --dir "$FL_SANDBOX_DIR" >"$work/stop.out" 2>&1 || kill_rc=$?
+fl_log "stop $victim at ${kill_at}s: exit $kill_rc $(tr '\n' ' ' <"$work/stop.out")"
+sleep_until "$t0" "$at2"
+start_at=$(since "$t0")
+ts=$(now)
+start_rc=0
+"$FL_SLUICE" sandbox start "$victim" --dir "$FL_SANDBOX_DIR" >"$work/start.out" 2>&1 || start_rc=$?
+fl_log "start $victim at ${start_at}s: exit $start_rc in $(since "$ts")s $(tr '\n' ' ' <"$work/start.out")"
+# How long after it answers again sluice counts it up (SHOW NODES state "up"; at most 30 s).
+ts=$(now)
+back_s=-
+deadline=$((SECONDS + 30))
+while ((start_rc == 0)); do
+	if [[ $(sluice_node "$victim" 5 || true) == up ]]; then
+		back_s=$(since "$ts")
+		break
+	fi
+	((SECONDS < deadline)) || break
+	sleep 0.1
+done
+fl_log "$victim up again in sluice's SHOW NODES: $([[ $back_s == - ]] && echo 'not within 30 s' || echo "${back_s}s after it answered")"
+wait_bg $((dur2 + 60 - at2))
+parse ro "$work/b-read.log" "${sb_rc[$pid_ro]}"
+show_nodes || fl_log "SHOW NODES through sluice failed"
+
+# Verdict.
+failures=()
+for p in upd sel ro; do
+	[[ -z ${r[${p}_problem]} ]] || failures+=("$p: ${r[${p}_problem]}")
+done
+((so_rc == 0)) || failures+=("sandbox switchover exited $so_rc")
+((kill_rc == 0)) || failures+=("sandbox stop $victim exited $kill_rc")
+((start_rc == 0)) || failures+=("sandbox start $victim exited $start_rc")
+[[ $back_s != - ]] || failures+=("sluice did not count $victim up again within 30 s of its restart")
+[[ $sumk_ok == true ]] || failures+=("SUM(k) on $new_primary grew by $found, sysbench counted ${expected:-?} writes")
+[[ $replicas_ok == true ]] || failures+=("replicas after the switchover: $replica_sums (want $sum_after)")
+[[ $primary_role == primary ]] || failures+=("sandbox.json: $new_primary is '$primary_role', not primary")
+[[ $sluice_sees == primary ]] || failures+=("sluice's SHOW NODES: $new_primary is '${sluice_sees:-?}', not primary")
+sluice_alive=true
+if ! fl_sluice_alive; then
+	sluice_alive=false
+	failures+=("sluice (pid $FL_SLUICE_PID) is not running any more")
+fi
+if fl_sluice_panicked "$work/sluice.log"; then
+	failures+=("sluice logged a panic")
+fi
+
+# Results.
+sb_version=$(sysbench --version | awk '{ print $2 }')
+{
+	printf '\nsysbench %s, %d threads per run, %d x %d rows, through sluice rw %s (monitor interval %s).\n' \
+		"$sb_version" "$threads" "$tables" "$table_size" "$FL_RW" "$monitor_interval"
+	printf 'A: %ss; switchover to %s at %ss took %ss. B: %ss; %s SIGKILLed at %ss, started at %ss, up in sluice %ss after it answered.\n' \
+		"$dur" "$new_primary" "$so_start" "$so_secs" "$dur2" "$victim" "$kill_at" "$start_at" "$back_s"
+	printf 'tps, qps: over the whole run; lowest 1 s tps: the worst per-second report; max ms: the longest event (one\n'
+	printf 'statement in A, one 14-statement read-only transaction in B); 0-tps s: the longest run of seconds without one event.\n\n'
+	printf '| phase | workload | queries | tps | qps | lowest 1 s tps | ignored errors | reconnects | max ms | 0-tps s | SUM(k) check |\n'
+	printf '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n'
+	row() { # PREFIX PHASE WORKLOAD CHECK
+		printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$2" "$3" "${r[${1}_queries]:--}" \
+			"${r[${1}_tps]:--}" "${r[${1}_qps]:--}" "${r[${1}_low]:--}" "${r[${1}_ignored]:--}" \
+			"${r[${1}_reconnects]:--}" "${r[${1}_max]:--}" "${r[${1}_stall]:--}" "$4"
+	}
+	check="expected +${expected:-?}, found +$found: $([[ $sumk_ok == true ]] && echo ok || echo MISMATCH)"
+	row upd "A switchover" "oltp_update_index (text)" "$check"
+	row sel "A switchover" "oltp_point_select (ps)" "-"
+	row ro "B replica kill" "oltp_read_only --skip_trx=on" "-"
+	echo
+} | tee "$work/table.md"
+
+jnum() { if [[ -z $1 || $1 == - ]]; then printf 'null'; else printf '%s' "$1"; fi; }
+jstr() { printf '"%s"' "$(printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g')"; }
+jrun() { # PREFIX WORKLOAD
+	printf '{"workload": %s, "queries": %s, "tps": %s, "qps": %s, "lowest_1s_tps": %s, "writes": %s, "ignored_errors": %s, "reconnects": %s, "max_latency_ms": %s, "longest_zero_tps_s": %s, "problem": %s}' \
+		"$(jstr "$2")" "$(jnum "${r[${1}_queries]}")" "$(jnum "${r[${1}_tps]}")" "$(jnum "${r[${1}_qps]}")" "$(jnum "${r[${1}_low]}")" \
+		"$(jnum "${r[${1}_writes]}")" "$(jnum "${r[${1}_ignored]}")" "$(jnum "${r[${1}_reconnects]}")" \
+		"$(jnum "${r[${1}_max]}")" "$(jnum "${r[${1}_stall]}")" "$(jstr "${r[${1}_problem]}")"
+}
+{
+	printf '{\n  "sysbench": %s,\n  "threads": %d,\n  "tables": %d,\n  "table_size": %d,\n  "monitor_interval": %s,\n' \
+		"$(jstr "$sb_version")" "$threads" "$tables" "$table_size" "$(jstr "$monitor_interval")"
+	printf '  "phase_a": {\n    "seconds": %d,\n    "switchover": {"node": %s, "at_s": %s, "took_s": %s, "exit": %d},\n' \
+		"$dur" "$(jstr "$new_primary")" "$so_start" "$so_secs" "$so_rc"
+	printf '    "runs": [%s,\n      %s],\n' "$(jrun upd oltp_update_index)" "$(jrun sel oltp_point_select)"
+	printf '    "sum_k": {"before": %s, "after": %s, "expected_delta": %s, "found_delta": %s, "ok": %s, "replicas_same": %s}\n  },\n' \
+		"$sum_before" "$sum_after" "$(jnum "$expected")" "$found" "$sumk_ok" "$replicas_ok"
+	printf '  "phase_b": {\n    "seconds": %d,\n    "node": %s, "killed_at_s": %s, "started_at_s": %s, "up_in_sluice_after_s": %s, "stop_exit": %d, "start_exit": %d,\n' \
+		"$dur2" "$(jstr "$victim")" "$kill_at" "$start_at" "$(jnum "$back_s")" "$kill_rc" "$start_rc"
+	printf '    "runs": [%s]\n  },\n' "$(jrun ro "oltp_read_only --skip_trx=on")"
+	printf '  "sluice_alive": %s,\n  "failures": [' "$sluice_alive"
+	sep=""
+	for f in ${failures[@]+"${failures[@]}"}; do
+		printf '%s%s' "$sep" "$(jstr "$f")"
+		sep=", "
+	done
+	printf ']\n}\n'
+} >"$out"
+fl_log "results: $out"
+
+if ((${#failures[@]} > 0)); then
+	for f in "${failures[@]}"; do
+		fl_log "failed: $f"
+	done
+	for f in "$work"/a-update.log "$work"/a-select.log "$work"/b-read.log; do
+		if grep -qE 'FATAL|ALERT|Ignoring error|(ignored errors|reconnects):[[:space:]]*[1-9]' "$f"; then
+			# The errors sysbench ignored, one line per error code and message.
+			printf '\n----- %s: errors sysbench ignored (first of each) -----\n' "$f" >&2
+			grep -E 'FATAL|ALERT|Ignoring error' "$f" | sed 's/ for connection [0-9]*//' | awk '!seen[$0]++' | head -n 20 >&2
+			fl_tail "$f" 20
+		fi
+	done
+	if grep -qE 'level=(WARN|ERROR)' "$work/sluice.log"; then
+		printf '\n----- sluice.log: warnings and errors (last 40) -----\n' >&2
+		grep -E 'level=(WARN|ERROR)' "$work/sluice.log" | tail -n 40 >&2
+	fi
+	# shellcheck disable=SC2034 # read by fl_cleanup
+	status=mismatch
+	fl_die "${#failures[@]} check(s) failed"
+fi
+# shellcheck disable=SC2034 # read by fl_cleanup
+status=ok
+fl_log ok
