@@ -99,20 +99,53 @@ func (m *Monitor) watch(ctx context.Context, i int, n *topology.Node) {
 		}
 	}()
 	var prev *topology.NodeState
-	tick := time.NewTicker(m.opts.Interval)
+	tick := time.NewTimer(m.opts.Interval)
 	defer tick.Stop()
 	for {
+		start := time.Now()
 		st := m.check(ctx, n, &c, prev)
 		prev = st
 		m.mu.Lock()
 		m.latest[i] = st
 		m.mu.Unlock()
-		select {
-		case <-ctx.Done():
+		if !m.wait(ctx, tick, start) {
 			return
-		case <-tick.C:
 		}
 	}
+}
+
+// wait returns once the pace has passed since start (false: ctx ended first). A switchover
+// that starts meanwhile shortens the wait at once.
+func (m *Monitor) wait(ctx context.Context, t *time.Timer, start time.Time) bool {
+	for {
+		snap := m.pub.Snapshot()
+		d := m.paceOf(snap) - time.Since(start)
+		if d <= 0 {
+			return ctx.Err() == nil
+		}
+		t.Reset(d)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			return true
+		case <-snap.Changed():
+			t.Stop() // and again, under the new snapshot
+		}
+	}
+}
+
+// switchingInterval is how often the nodes are checked while a switchover is under way (no node
+// takes writes): writes wait for the monitor to see the new primary.
+const switchingInterval = 100 * time.Millisecond
+
+// paceOf is the time between two checks (and rounds) under snap: the interval, shorter during a
+// switchover.
+func (m *Monitor) paceOf(snap *topology.Snapshot) time.Duration {
+	if snap.Switching {
+		return min(m.opts.Interval, switchingInterval)
+	}
+	return m.opts.Interval
 }
 
 // check runs one check of n over *c (opened, or reopened after a failure), and returns the
@@ -246,15 +279,11 @@ func refused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
 
 // rounds gathers the nodes' latest states every interval, measures lag, and publishes.
 func (m *Monitor) rounds(ctx context.Context) {
-	tick := time.NewTicker(m.opts.Interval)
+	tick := time.NewTimer(m.opts.Interval)
 	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		m.round(time.Now())
+	for start := time.Now(); m.wait(ctx, tick, start); {
+		start = time.Now()
+		m.round(start)
 	}
 }
 

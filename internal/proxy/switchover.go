@@ -235,13 +235,31 @@ func (s *session) mayRedirect(r *request, i int, snap *topology.Snapshot) bool {
 // confirmReadOnly asks node i, over the session's connection that got a read-only refusal,
 // whether it is read-only indeed: a refusal can also be raised by the application (SIGNAL
 // ... MYSQL_ERRNO = 1290 in a trigger), which must not start a switchover for every client.
+// MariaDB enforces read_only before @@global.read_only reads 1 (SET GLOBAL read_only=1 first
+// refuses the writers it held, then sets the variable): the question is asked again for up to
+// confirmReadOnlyFor before the answer counts as no.
 func (s *session) confirmReadOnly(i int) bool {
-	if i >= len(s.conns) || s.conns[i] == nil {
-		return false
+	deadline := time.Now().Add(confirmReadOnlyFor)
+	for {
+		if i >= len(s.conns) || s.conns[i] == nil {
+			return false
+		}
+		rows, err := s.conns[i].Query("SELECT @@global.read_only")
+		if err != nil || len(rows.Values) != 1 || len(rows.Values[0]) != 1 {
+			return false
+		}
+		if rows.Values[0][0].S == "1" {
+			return true
+		}
+		if time.Now().After(deadline) || s.killed() {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	rows, err := s.conns[i].Query("SELECT @@global.read_only")
-	return err == nil && len(rows.Values) == 1 && len(rows.Values[0]) == 1 && rows.Values[0][0].S == "1"
 }
+
+// confirmReadOnlyFor bounds confirmReadOnly's wait for the variable to follow the refusal.
+const confirmReadOnlyFor = 200 * time.Millisecond
 
 // readOnlyRefusal reads an ERR (payload length n, first packet of the answer, nothing sent to
 // the client yet) when it is the primary's read-only refusal and the statement may go

@@ -71,10 +71,13 @@ type Topology struct {
 	// monitor check from before then does not end the switchover. Guarded by mu.
 	readOnlyAt time.Time
 	probing    []bool // node i has a probe running; guarded by mu
-	closed     bool   // guarded by mu
-	ctx        context.Context
-	cancel     context.CancelFunc // ends every probe (Close)
-	wg         sync.WaitGroup
+	// failedAt is when a session last reported node i failed: a monitor check from before
+	// then does not bring it back. Guarded by mu.
+	failedAt []time.Time
+	closed   bool // guarded by mu
+	ctx      context.Context
+	cancel   context.CancelFunc // ends every probe (Close)
+	wg       sync.WaitGroup
 }
 
 // New builds the topology of opts.Nodes (exactly one of them the primary), every node up.
@@ -111,7 +114,7 @@ func New(opts Options) (*Topology, error) {
 	if s.Primary < 0 {
 		return nil, errors.New("topology: no primary node")
 	}
-	t := &Topology{opts: opts, log: opts.Logger, probing: make([]bool, len(s.Nodes))}
+	t := &Topology{opts: opts, log: opts.Logger, probing: make([]bool, len(s.Nodes)), failedAt: make([]time.Time, len(s.Nodes))}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	t.snap.Store(s)
 	return t, nil
@@ -168,6 +171,7 @@ func (t *Topology) NodeFailed(i int, cause error) {
 	if t.closed || i < 0 || i >= len(t.probing) {
 		return
 	}
+	t.failedAt[i] = time.Now()
 	if t.setUp(i, false) {
 		t.log.Warn("node marked down", "node", t.snap.Load().Nodes[i].Name, "err", cause)
 	}
@@ -235,8 +239,9 @@ func (t *Topology) Observe(states []*NodeState) {
 		}
 		next.State[i] = st
 		up := st.Health != Down
-		if !next.Up[i] && st.Failures > 0 {
-			up = false // down (a session reported it): only a successful check brings it back
+		if !next.Up[i] && (st.Failures > 0 || st.Checked.Before(t.failedAt[i])) {
+			// Down (a session reported it): only a successful check made since brings it back.
+			up = false
 		}
 		if up != next.Up[i] {
 			if up {

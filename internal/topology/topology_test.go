@@ -189,18 +189,25 @@ func TestProbePanicRecovered(t *testing.T) {
 }
 
 // TestObserveRevivesOnlyOnSuccess: a node a session reported failed comes back with a successful
-// check, not with one that is failing but not yet counted down.
+// check made since, not with one that is failing but not yet counted down, nor with an older one.
 func TestObserveRevivesOnlyOnSuccess(t *testing.T) {
 	topo, err := New(Options{Nodes: threeNodes()})
 	if err != nil {
 		t.Fatal(err)
 	}
+	before := time.Now()
 	topo.NodeFailed(1, errors.New("connection reset"))
-	topo.Observe([]*NodeState{nil, {Health: Healthy, Failures: 1, LastErr: "EOF"}, nil})
+	topo.Observe([]*NodeState{nil, {Health: Healthy, Failures: 1, LastErr: "EOF", Checked: time.Now()}, nil})
 	if topo.Snapshot().Up[1] {
 		t.Fatal("revived by a failing check")
 	}
-	topo.Observe([]*NodeState{nil, {Health: Healthy}, nil})
+	// A successful check made before the session's report (a monitor round publishes states
+	// up to an interval old) says nothing of the node now.
+	topo.Observe([]*NodeState{nil, {Health: Healthy, Checked: before}, nil})
+	if topo.Snapshot().Up[1] {
+		t.Fatal("revived by a check older than the failure")
+	}
+	topo.Observe([]*NodeState{nil, {Health: Healthy, Checked: time.Now()}, nil})
 	if !topo.Snapshot().Up[1] {
 		t.Fatal("not revived by a successful check")
 	}
