@@ -6,8 +6,10 @@
 # go vet, staticcheck, build, go test ./..., scripts/driver-suite.sh (go-sql-driver/mysql's
 # test suite directly against MariaDB and through sluice), scripts/mysqltest.sh,
 # scripts/sysbench-smoke.sh, the benchmark harness in its smoke mode (SMOKE=1 bench/run.sh,
-# about a minute), so that it keeps working, and scripts/client-batteries.sh (PHP, Java, Node
-# and Python client stacks, directly and through sluice; installs their runtimes when missing).
+# about a minute), so that it keeps working, the switchover and replica-crash load proof in its
+# smoke mode (SMOKE=1 bench/switchover.sh, about 30 s: 0 client errors, every write kept), and
+# scripts/client-batteries.sh (PHP, Java, Node and Python client stacks, directly and through
+# sluice; installs their runtimes when missing).
 #
 # Every step runs even when an earlier one failed; the exit status is non-zero if any failed.
 # With CI=true nothing may be skipped: a missing server is a failure, and CI=true is passed to
@@ -22,6 +24,7 @@
 #   SKIP_MYSQLTEST=1     leave out scripts/mysqltest.sh (ignored with CI=true)
 #   SKIP_SYSBENCH=1      leave out scripts/sysbench-smoke.sh (ignored with CI=true)
 #   SKIP_BENCH=1         leave out SMOKE=1 bench/run.sh (ignored with CI=true)
+#   SKIP_SWITCHOVER=1    leave out SMOKE=1 bench/switchover.sh (ignored with CI=true)
 #   SKIP_CLIENTS=1       leave out scripts/client-batteries.sh (ignored with CI=true)
 #   EXPECTED_FAIL_MODES  failures scripts/mysqltest.sh and scripts/sysbench-smoke.sh tolerate
 set -euo pipefail
@@ -227,6 +230,7 @@ fidelity_suite() {
 mysqltest_suite() { fidelity_suite SKIP_MYSQLTEST mariadb-test scripts/mysqltest.sh; }
 sysbench_smoke() { fidelity_suite SKIP_SYSBENCH sysbench scripts/sysbench-smoke.sh; }
 bench_smoke() { fidelity_suite SKIP_BENCH "sysbench haproxy" bench/run.sh SMOKE=1; }
+switchover_smoke() { fidelity_suite SKIP_SWITCHOVER "sysbench mariadb" bench/switchover.sh SMOKE=1; }
 
 # The client stacks of tests/clients need their runtimes: PHP (mysqli, PDO), Java
 # (Connector/J), Node (npm), Python (PyMySQL, MySQLdb in Debian's own python3).
@@ -275,6 +279,7 @@ step driver-suite driver_suite
 step mysqltest mysqltest_suite
 step sysbench-smoke sysbench_smoke
 step bench-smoke bench_smoke
+step switchover-smoke switchover_smoke
 step client-batteries client_batteries
 
 took=$((SECONDS - start))
