@@ -7,6 +7,7 @@ package gtid
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -96,3 +97,51 @@ func (p Position) Contains(q Position) bool {
 
 // Equal reports whether p and q contain each other.
 func (p Position) Equal(q Position) bool { return p.Contains(q) && q.Contains(p) }
+
+// Merge returns a position with everything p and q have: per domain the higher sequence number
+// (MariaDB), the union of the sets (MySQL). A zero or other-flavour q leaves p as it is; a zero
+// p gives q. p and q are not changed.
+func (p Position) Merge(q Position) Position {
+	switch {
+	case q.IsZero() || (!p.IsZero() && p.flavor != q.flavor) || p.Contains(q):
+		return p
+	case p.IsZero() || q.Contains(p):
+		return q
+	}
+	if p.flavor == MySQL {
+		set := p.mysql.Clone().(*gomysql.MysqlGTIDSet)
+		if err := set.Update(q.mysql.String()); err != nil {
+			return p // q was parsed by go-mysql: not reached
+		}
+		return Position{flavor: MySQL, text: set.String(), mysql: set}
+	}
+	m := Position{flavor: MariaDB, domains: make(map[uint32]mariaGTID, len(p.domains)+len(q.domains))}
+	for d, g := range p.domains {
+		m.domains[d] = g
+	}
+	for d, g := range q.domains {
+		if mine, ok := m.domains[d]; !ok || mine.seq < g.seq {
+			m.domains[d] = g
+		}
+	}
+	m.text = m.format()
+	return m
+}
+
+// format prints a MariaDB position as the server does: domain-server-seq per domain, by domain.
+func (p Position) format() string {
+	ds := make([]uint32, 0, len(p.domains))
+	for d := range p.domains {
+		ds = append(ds, d)
+	}
+	slices.Sort(ds)
+	var b strings.Builder
+	for i, d := range ds {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		g := p.domains[d]
+		fmt.Fprintf(&b, "%d-%d-%d", d, g.server, g.seq)
+	}
+	return b.String()
+}

@@ -99,3 +99,51 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestMerge(t *testing.T) {
+	const a, b = "3e11fa47-71ca-11e1-9e33-c80aa9429562", "8a94f357-aab4-11df-86ab-c80aa9429562"
+	for _, tc := range []struct {
+		f       Flavor
+		p, q    string
+		want    string
+		strings bool // compare the printed form too
+	}{
+		{MariaDB, "0-1-100", "0-1-99", "0-1-100", true},
+		{MariaDB, "0-1-99", "0-2-100", "0-2-100", true},
+		{MariaDB, "0-1-100,5-1-3", "5-1-4,0-1-7", "0-1-100,5-1-4", true},
+		{MariaDB, "", "9-3-2", "9-3-2", true},
+		{MySQL, a + ":1-5", a + ":7", a + ":1-5:7", false},
+		{MySQL, a + ":1-5", b + ":1-2", a + ":1-5," + b + ":1-2", false},
+	} {
+		p, err := Parse(tc.f, tc.p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := Parse(tc.f, tc.q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := Parse(tc.f, tc.want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := p.Merge(q)
+		if !got.Equal(want) || (tc.strings && got.String() != tc.want) {
+			t.Errorf("%q merged with %q: %q, want %q", tc.p, tc.q, got, tc.want)
+		}
+		if !got.Contains(p) || !got.Contains(q) {
+			t.Errorf("%q merged with %q: %q lacks one of them", tc.p, tc.q, got)
+		}
+		if p.String() != tc.p {
+			t.Errorf("Merge changed p to %q", p)
+		}
+	}
+	var zero Position
+	one, _ := Parse(MariaDB, "0-1-1")
+	if got := zero.Merge(one); !got.Equal(one) {
+		t.Errorf("zero merged with 0-1-1: %q", got)
+	}
+	if got := one.Merge(zero); !got.Equal(one) {
+		t.Errorf("0-1-1 merged with zero: %q", got)
+	}
+}

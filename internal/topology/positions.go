@@ -1,0 +1,80 @@
+package topology
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/sluicedb/sluice/internal/gtid"
+)
+
+// Positions is what each node is known to have applied, moved forward by whichever source reports
+// it first (the node's binlog stream, the monitor's checks), with a way to wait for a node to get
+// somewhere. A position never moves back: a source that reports an older one (a check that began
+// before the stream's last event) changes nothing. Safe for concurrent use; reading is lock-free.
+type Positions struct {
+	mu    sync.Mutex // serialises Advance
+	nodes []atomic.Pointer[applied]
+}
+
+// applied is one node's position, immutable once published; changed is closed when a later one
+// replaces it.
+type applied struct {
+	pos     gtid.Position
+	changed chan struct{}
+}
+
+// NewPositions returns the positions of n nodes, none known yet.
+func NewPositions(n int) *Positions {
+	p := &Positions{nodes: make([]atomic.Pointer[applied], n)}
+	for i := range p.nodes {
+		p.nodes[i].Store(&applied{changed: make(chan struct{})})
+	}
+	return p
+}
+
+// Advance records that node i has applied pos (merged with what it had), and wakes whoever
+// waits on node i when that moved it.
+func (p *Positions) Advance(i int, pos gtid.Position) {
+	if i < 0 || i >= len(p.nodes) || pos.IsZero() {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cur := p.nodes[i].Load()
+	if !cur.pos.IsZero() && cur.pos.Contains(pos) {
+		return
+	}
+	p.nodes[i].Store(&applied{pos: cur.pos.Merge(pos), changed: make(chan struct{})})
+	close(cur.changed)
+}
+
+// Reset forgets node i's position (its stream restarted from a position that may be older, the
+// node was rebuilt): until a source reports again, nothing is known of it.
+func (p *Positions) Reset(i int) {
+	if i < 0 || i >= len(p.nodes) {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cur := p.nodes[i].Load()
+	p.nodes[i].Store(&applied{changed: make(chan struct{})})
+	close(cur.changed)
+}
+
+// At returns node i's position (the zero Position when unknown) and a channel closed when it
+// moves.
+func (p *Positions) At(i int) (gtid.Position, <-chan struct{}) {
+	if i < 0 || i >= len(p.nodes) {
+		return gtid.Position{}, nil
+	}
+	a := p.nodes[i].Load()
+	return a.pos, a.changed
+}
+
+// Reached reports whether node i is known to have applied everything target has.
+func (p *Positions) Reached(i int, target gtid.Position) bool {
+	if i < 0 || i >= len(p.nodes) {
+		return false
+	}
+	return p.nodes[i].Load().pos.Contains(target)
+}
