@@ -143,7 +143,11 @@ func (c *Cluster) setupAccounts(ctx context.Context) error {
 		fmt.Sprintf("CREATE USER %s@'127.0.0.1' IDENTIFIED BY %s", quote(ReplUser), quote(ReplPassword)),
 		fmt.Sprintf("GRANT REPLICATION SLAVE ON *.* TO %s@'127.0.0.1'", quote(ReplUser)))
 	// What a health checker needs: the process list, and SHOW SLAVE/REPLICA STATUS and the
-	// binlog position, under whichever names this version has.
+	// binlog position, under whichever names this version has. And REPLICATION SLAVE, so the
+	// monitor can stream each node's binlog as a replica (internal/binlog: GTID positions as
+	// they are written, for the consistency levels); without it MariaDB refuses the replica's
+	// registration with a misleading ERROR 1045. It also lets the account read every row
+	// change from the binlog: the monitor account is as secret as the replication account.
 	monitor := []string{}
 	for _, p := range []string{"PROCESS", "REPLICATION CLIENT", "BINLOG MONITOR", "SLAVE MONITOR"} {
 		if privs[strings.ToLower(p)] {
@@ -153,6 +157,7 @@ func (c *Cluster) setupAccounts(ctx context.Context) error {
 	if len(monitor) == 0 {
 		monitor = []string{"PROCESS", "REPLICATION CLIENT"}
 	}
+	monitor = append(monitor, "REPLICATION SLAVE")
 	for _, host := range []string{"127.0.0.1", "localhost"} {
 		acct := quote(MonitorUser) + "@" + quote(host)
 		stmts = append(stmts,
