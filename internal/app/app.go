@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/sluicedb/sluice/internal/backend"
+	"github.com/sluicedb/sluice/internal/binlog"
 	"github.com/sluicedb/sluice/internal/config"
+	"github.com/sluicedb/sluice/internal/gtid"
 	"github.com/sluicedb/sluice/internal/monitor"
 	"github.com/sluicedb/sluice/internal/mysql"
 	"github.com/sluicedb/sluice/internal/proxy"
@@ -30,6 +32,11 @@ type App struct {
 	topo  *topology.Topology
 	mon   *monitor.Monitor // nil without a monitor account
 	proxy *proxy.Proxy
+	// positions is each node's applied position, kept by the monitor and the binlog streams
+	// (nil without a monitor account); btls, btlsMode say how the streams use TLS.
+	positions *topology.Positions
+	btls      *tls.Config
+	btlsMode  proxy.BackendTLSMode
 
 	mu    sync.Mutex
 	addrs map[string]string // endpoint name -> bound address, once listening
@@ -93,6 +100,13 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		return nil, err
 	}
 	opts.Topology = topo
+	var positions *topology.Positions
+	if cfg.Monitor.User != "" {
+		// Each node's applied GTID position, for the consistency levels: the monitor's checks
+		// keep it (and binlog streams, where they run).
+		positions = topology.NewPositions(len(cfg.Backends))
+		opts.Positions = positions
+	}
 	for _, e := range cfg.Endpoints {
 		ep, err := endpoint(cfg, e)
 		if err != nil {
@@ -106,7 +120,8 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		topo.Close()
 		return nil, err
 	}
-	return &App{cfg: cfg, log: log, topo: topo, mon: newMonitor(cfg, topo, log, btls, btlsMode), proxy: p,
+	return &App{cfg: cfg, log: log, topo: topo, mon: newMonitor(cfg, topo, positions, log, btls, btlsMode), proxy: p,
+		positions: positions, btls: btls, btlsMode: btlsMode,
 		addrs: map[string]string{}, ready: make(chan struct{})}, nil
 }
 
@@ -141,7 +156,7 @@ func newTopology(cfg *config.Config, log *slog.Logger) (*topology.Topology, erro
 // newMonitor returns the monitor of topo's nodes, logging in as the monitor account with TLS as
 // backend_tls says for a client without TLS (preferred and required: TLS); nil without a
 // monitor account.
-func newMonitor(cfg *config.Config, topo *topology.Topology, log *slog.Logger, btls *tls.Config, mode proxy.BackendTLSMode) *monitor.Monitor {
+func newMonitor(cfg *config.Config, topo *topology.Topology, positions *topology.Positions, log *slog.Logger, btls *tls.Config, mode proxy.BackendTLSMode) *monitor.Monitor {
 	m := cfg.Monitor
 	if m.User == "" {
 		return nil
@@ -167,6 +182,7 @@ func newMonitor(cfg *config.Config, topo *topology.Topology, log *slog.Logger, b
 		DownAfter: m.DownAfter,
 		Dial:      dial,
 		Logger:    log,
+		Positions: positions,
 	})
 }
 
@@ -181,6 +197,10 @@ func endpoint(cfg *config.Config, e config.Endpoint) (proxy.Endpoint, error) {
 	if err != nil {
 		return proxy.Endpoint{}, err
 	}
+	consistency, err := route.ParseConsistency(e.Consistency)
+	if err != nil {
+		return proxy.Endpoint{}, err
+	}
 	tlsMode, err := proxy.ParseTLSMode(e.TLS)
 	if err != nil {
 		return proxy.Endpoint{}, err
@@ -192,6 +212,7 @@ func endpoint(cfg *config.Config, e config.Endpoint) (proxy.Endpoint, error) {
 			StrictMulti: e.MultiStatements == config.MultiStatementsStrict,
 			MaxLag:      e.MaxReplicaLag.Duration,
 			NearestZone: e.NearestZone, Zone: cfg.Zone,
+			Consistency: consistency, ConsistencyTimeout: e.ConsistencyTimeout.Duration,
 		},
 	}
 	for _, b := range cfg.Backends {
@@ -211,9 +232,12 @@ func (a *App) Run(ctx context.Context) error {
 	defer a.topo.Close()
 	if a.mon != nil {
 		monCtx, stopMon := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { defer close(done); a.mon.Run(monCtx) }()
-		defer func() { stopMon(); <-done }()
+		var wg sync.WaitGroup
+		wg.Go(func() { a.mon.Run(monCtx) })
+		for i, n := range a.topo.Snapshot().Nodes {
+			wg.Go(func() { a.stream(monCtx, i, n) })
+		}
+		defer func() { stopMon(); wg.Wait() }()
 	}
 	var lns []net.Listener
 	for _, ep := range a.cfg.Endpoints {
@@ -264,3 +288,39 @@ func (a *App) Addr(name string) string {
 // Routing returns endpoint name's routing, whose settings can be changed while it serves, or
 // nil.
 func (a *App) Routing(name string) *route.Endpoint { return a.proxy.Routing(name) }
+
+// stream follows node i's binlog as the monitor account (binlog.Run), moving its known position
+// (a.positions) in real time, until ctx ends. It starts once the monitor has seen the node (its
+// flavour). A node that cannot be streamed (no REPLICATION SLAVE, no binlog) keeps the monitor's
+// polled position; SHOW NODES says which source each node uses.
+func (a *App) stream(ctx context.Context, i int, n *topology.Node) {
+	snap := a.topo.Snapshot()
+	for snap.State[i] == nil || snap.State[i].Version == "" {
+		select {
+		case <-ctx.Done():
+			return
+		case <-snap.Changed():
+		}
+		snap = a.topo.Snapshot()
+	}
+	fl := gtid.MariaDB
+	if topology.FlavorOf(snap.State[i].Version) == topology.MySQL {
+		fl = gtid.MySQL
+	}
+	o := binlog.Options{Address: n.Address, User: a.cfg.Monitor.User, Password: a.cfg.Monitor.Password, Flavor: fl,
+		Logger: a.log.With("node", n.Name)}
+	if a.btlsMode == proxy.BackendTLSPreferred || a.btlsMode == proxy.BackendTLSRequired {
+		o.TLS = a.btls.Clone()
+		if o.TLS.ServerName == "" {
+			o.TLS.ServerName, _, _ = net.SplitHostPort(n.Address)
+		}
+	}
+	binlog.Run(ctx, o, func(pos string) {
+		if p, err := gtid.Parse(fl, pos); err == nil {
+			a.positions.Advance(i, p)
+		}
+	}, func(streaming bool, err error) {
+		a.positions.SetStreaming(i, streaming)
+	})
+	a.positions.SetStreaming(i, false)
+}

@@ -939,6 +939,7 @@ func TestIsProxyInternal(t *testing.T) {
 	}{
 		{"/*PROXY_INTERNAL*/ SHOW NODES", true, ShowNodes},
 		{"/*proxy_internal*/  show\nnodes ;", true, ShowNodes},
+		{"/*PROXY_INTERNAL*/ SHOW CONSISTENCY", true, ShowConsistency},
 		{"/*PROXY_INTERNAL*/ SHOW NODE", false, ProxyNone},
 		{"/*PROXY_INTERNAL*/ SHOWNODES", false, ProxyNone},
 		{"/*PROXY_INTERNAL*/ SHOW NODES LAST", false, ProxyNone},

@@ -84,9 +84,10 @@ type ProxyCommand uint8
 
 // The proxy commands.
 const (
-	ProxyNone     ProxyCommand = iota
-	ShowLastRoute              // /*PROXY_INTERNAL*/ SHOW LAST ROUTE: where the session's previous statement went, and why
-	ShowNodes                  // /*PROXY_INTERNAL*/ SHOW NODES: every node as the monitor last saw it
+	ProxyNone       ProxyCommand = iota
+	ShowLastRoute                // /*PROXY_INTERNAL*/ SHOW LAST ROUTE: where the session's previous statement went, and why
+	ShowNodes                    // /*PROXY_INTERNAL*/ SHOW NODES: every node as the monitor last saw it
+	ShowConsistency              // /*PROXY_INTERNAL*/ SHOW CONSISTENCY: the endpoint's level and its waits
 )
 
 // IsProxyInternal recognises /*PROXY_INTERNAL*/ SHOW LAST ROUTE and /*PROXY_INTERNAL*/ SHOW
@@ -114,7 +115,8 @@ func IsProxyInternal(stmt []byte) (cmd ProxyCommand, ok bool) {
 	for _, c := range [...]struct {
 		cmd   ProxyCommand
 		words []string
-	}{{ShowLastRoute, []string{"SHOW", "LAST", "ROUTE"}}, {ShowNodes, []string{"SHOW", "NODES"}}} {
+	}{{ShowLastRoute, []string{"SHOW", "LAST", "ROUTE"}}, {ShowNodes, []string{"SHOW", "NODES"}},
+		{ShowConsistency, []string{"SHOW", "CONSISTENCY"}}} {
 		if words(stmt, i, c.words) {
 			return c.cmd, true
 		}

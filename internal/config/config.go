@@ -21,6 +21,10 @@ const (
 	ConnectionsFromProxy = "proxy"
 	ConnectionsFromNodes = "nodes"
 
+	ConsistencyEventual = "eventual"
+	ConsistencySession  = "session"
+	ConsistencyGlobal   = "global"
+
 	AuthNativePassword = "mysql_native_password"
 	AuthCachingSHA2    = "caching_sha2_password"
 
@@ -65,6 +69,11 @@ const (
 	DefaultWriteTimeout      = 30 * time.Second
 	DefaultShutdownTimeout   = 30 * time.Second
 	DefaultMaxReplicaLag     = 30 * time.Second
+	// DefaultConsistencyTimeout is how long a read waits for a replica to reach the position
+	// its consistency level needs before it goes to the primary; MaxConsistencyTimeout bounds
+	// the setting.
+	DefaultConsistencyTimeout = 10 * time.Millisecond
+	MaxConsistencyTimeout     = 60 * time.Second
 
 	DefaultMaxPreparedStatements = 16382    // MySQL's default max_prepared_stmt_count
 	DefaultMaxLongData           = 64 << 20 // bytes
@@ -151,6 +160,13 @@ type Endpoint struct {
 	// MultiStatements: "state" (default: a batch pins the session to the primary when it may
 	// leave session state behind) or "strict" (any batch pins it).
 	MultiStatements string `yaml:"multi_statements"`
+	// Consistency: what a read on a replica must see. eventual (default): any replica within
+	// max_replica_lag; session: everything this session committed; global: everything
+	// committed on the primary before the read arrived.
+	Consistency string `yaml:"consistency"`
+	// ConsistencyTimeout: how long a read waits for a replica to reach the position its level
+	// needs, then it goes to the primary. Default 10ms, at most 60s.
+	ConsistencyTimeout Duration `yaml:"consistency_timeout"`
 }
 
 // TLS is the certificate sluice presents to clients.
@@ -288,6 +304,8 @@ func (c *Config) applyDefaults(unset func(key string, zero bool) bool) {
 		str(&e.Balance, p+".balance", BalanceLeastActive)
 		str(&e.ConnectionsFrom, p+".connections_from", ConnectionsFromProxy)
 		dur(&e.MaxReplicaLag, p+".max_replica_lag", DefaultMaxReplicaLag)
+		str(&e.Consistency, p+".consistency", ConsistencyEventual)
+		dur(&e.ConsistencyTimeout, p+".consistency_timeout", DefaultConsistencyTimeout)
 		defTLS := TLSOff
 		if c.TLS.Cert != "" {
 			defTLS = TLSOptional

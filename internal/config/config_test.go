@@ -47,7 +47,7 @@ func TestLoadExample(t *testing.T) {
 			Balance:     "least-active",
 			TLS:         "off",
 
-			MultiStatements: "state",
+			MultiStatements: "state", Consistency: "eventual", ConsistencyTimeout: dur(10 * time.Millisecond),
 			MaxReplicaLag:   dur(30 * time.Second),
 			ConnectionsFrom: "proxy",
 		}},

@@ -232,6 +232,18 @@ func TestParseErrors(t *testing.T) {
 		{"monitor interval under 100ms", edit("monitor: {user: m, interval: 50ms}\n"), []string{
 			`sluice.yaml:14: monitor.interval: invalid value 50ms (at least 100ms)`,
 		}},
+		{"consistency unknown", edit("    consistency: strong\n"), []string{
+			`sluice.yaml:14: endpoints[0].consistency: invalid value "strong" (want eventual, session or global)`,
+		}},
+		{"consistency session without a monitor", edit("    consistency: session\n"), []string{
+			`sluice.yaml:14: endpoints[0].consistency: session needs the monitor (monitor.user), which tracks the nodes' GTID positions`,
+		}},
+		{"consistency on a read-only endpoint", edit("    mode: read-only\n    consistency: global\nmonitor: {user: m}\n"), []string{
+			`sluice.yaml:15: endpoints[0].consistency: global applies to read-write endpoints only`,
+		}},
+		{"consistency_timeout over 60s", edit("    consistency_timeout: 2m\n"), []string{
+			`sluice.yaml:14: endpoints[0].consistency_timeout: invalid value 2m0s (at most 1m0s)`,
+		}},
 		{"monitor down_after 0", edit("monitor: {user: m, down_after: 0}\n"), []string{
 			`sluice.yaml:14: monitor.down_after: invalid value 0 (want 1 or more)`,
 		}},

@@ -195,6 +195,16 @@ func (k *checker) endpoints(replicas, namedReplicas int) {
 		if e.ConnectionsFrom == ConnectionsFromNodes && c.Monitor.User == "" {
 			k.errorf(p+".connections_from", "nodes needs the monitor (monitor.user), which polls Threads_connected")
 		}
+		if e.Consistency == ConsistencySession || e.Consistency == ConsistencyGlobal {
+			switch {
+			case e.Mode == ModeReadOnly:
+				// A read-only endpoint never uses the primary: there is nowhere to go for a read
+				// its replica cannot serve at the level.
+				k.errorf(p+".consistency", "%s applies to read-write endpoints only", e.Consistency)
+			case c.Monitor.User == "":
+				k.errorf(p+".consistency", "%s needs the monitor (monitor.user), which tracks the nodes' GTID positions", e.Consistency)
+			}
+		}
 		if e.MaxConnections < 0 {
 			k.errorf(p+".max_connections", "invalid value %d (want 0 for unlimited, or more)", e.MaxConnections)
 		}
@@ -345,6 +355,11 @@ func (k *checker) tls() {
 		k.oneOf(p+".tls", e.TLS, TLSOff, TLSOptional, TLSRequired)
 		k.oneOf(p+".multi_statements", e.MultiStatements, MultiStatementsState, MultiStatementsStrict)
 		k.duration(p+".max_replica_lag", e.MaxReplicaLag, false)
+		k.oneOf(p+".consistency", e.Consistency, ConsistencyEventual, ConsistencySession, ConsistencyGlobal)
+		k.duration(p+".consistency_timeout", e.ConsistencyTimeout, false)
+		if e.ConsistencyTimeout.Duration > MaxConsistencyTimeout {
+			k.errorf(p+".consistency_timeout", "invalid value %s (at most %s)", e.ConsistencyTimeout.Duration, MaxConsistencyTimeout)
+		}
 		if e.TransactionSplit && e.Mode == ModeReadOnly {
 			k.errorf(p+".transaction_split", "applies to read-write endpoints only")
 		}

@@ -45,6 +45,9 @@ type Options struct {
 	// History is how far back the primary's positions are kept to measure lag (0: 10 min):
 	// a replica further behind shows at least that much.
 	History time.Duration
+	// Positions, when set, is told each node's applied position after every round (one of its
+	// sources; the binlog streams are faster).
+	Positions *topology.Positions
 }
 
 // Monitor checks the nodes and publishes what it sees.
@@ -313,12 +316,14 @@ func (m *Monitor) round(now time.Time) {
 		}
 		c := *st // the published state is a copy: the watcher's own stays unchanged
 		c.Lag, c.LagKnown = 0, false
+		applied, err := gtid.Parse(fl, c.Applied)
+		if err == nil && c.Health == topology.Healthy && m.opts.Positions != nil {
+			m.opts.Positions.Advance(i, applied)
+		}
 		if i == p {
 			c.LagKnown = true
-		} else if !primaryPos.IsZero() {
-			if applied, err := gtid.Parse(fl, c.Applied); err == nil {
-				c.Lag, c.LagKnown = m.hist.lag(now, applied), true
-			}
+		} else if !primaryPos.IsZero() && err == nil {
+			c.Lag, c.LagKnown = m.hist.lag(now, applied), true
 		}
 		out[i] = &c
 	}

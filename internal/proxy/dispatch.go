@@ -42,6 +42,10 @@ type request struct {
 	kept, renewed bool
 	// redirected: the primary refused it as read-only once, and it went to the new one.
 	redirected bool
+	// await: before it runs on its replica, the replica must reach s.target within waitFor
+	// (a consistency level); otherwise it goes to the primary.
+	await   bool
+	waitFor time.Duration
 }
 
 // resendable reports whether the command can still be sent to another node.
@@ -143,7 +147,25 @@ route:
 				return err
 			}
 		}
+		if s.rs.HasTarget {
+			s.rs.HasTarget, s.rs.Reached = false, 0 // the last statement's
+		}
 		d := route.Decide(&r.class, r.stmt, &s.rs, set, snap)
+		r.await = false
+		if set.Consistency != route.Eventual && d.Err == nil && !d.Local && d.Node != snap.Primary &&
+			(d.Reason == route.ReasonRead || d.Reason == route.ReasonReadOnlyTx) {
+			// A replica read under a consistency level: what must it see, and who has it?
+			s.consistencyTarget(set, snap)
+			switch {
+			case s.targetFailed:
+				d = route.Decision{Node: snap.Primary, Reason: route.ReasonConsistency, EndTx: d.EndTx}
+			case s.rs.HasTarget:
+				endTx := d.EndTx
+				d = s.decideAt(r, set, snap)
+				d.EndTx = d.EndTx || endTx
+				r.await, r.waitFor = s.needsWait(d, snap), set.ConsistencyTimeout
+			}
+		}
 		if d.EndTx {
 			s.endReplicaTx()
 		}
@@ -202,6 +224,17 @@ func (s *session) send(r *request, d route.Decision, snap *topology.Snapshot) er
 	if err != nil {
 		return err
 	}
+	if r.await {
+		r.await = false // once: a retry elsewhere is on the primary
+		reached, err := s.awaitTarget(c, r.waitFor)
+		if err != nil {
+			return err
+		}
+		if !reached {
+			s.p.consistencyTimeouts.Add(1)
+			return errNotReached
+		}
+	}
 	var b *stmtBinding
 	if r.st != nil {
 		if b, err = s.bindOn(c, r.st); err != nil {
@@ -256,6 +289,9 @@ func (s *session) retry(r *request, d route.Decision, err error, tries *int, set
 		return d, false
 	}
 	switch {
+	case errors.Is(err, errNotReached):
+		// The replica did not get the read's position in time: the primary has it.
+		return route.Decision{Node: snap.Primary, Reason: route.ReasonConsistency}, true
 	case errors.Is(err, errShapeDiffers):
 		// No primary to fall back to on a read-only endpoint.
 		return primary, set.Mode != route.ReadOnly

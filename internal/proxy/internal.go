@@ -13,8 +13,15 @@ import (
 
 // proxyCommand answers /*PROXY_INTERNAL*/ statements.
 func (s *session) proxyCommand(cmd classify.ProxyCommand) error {
-	if cmd == classify.ShowNodes {
+	switch cmd {
+	case classify.ShowNodes:
 		return s.showNodes()
+	case classify.ShowConsistency:
+		set := s.ep.route.Settings()
+		n := func(v int64) cell { return text(strconv.FormatInt(v, 10)) }
+		return s.writeResult([]string{"endpoint", "consistency", "consistency_timeout_ms", "waits", "timeouts"},
+			[][]cell{{text(s.ep.cfg.Name), text(set.Consistency.String()), n(set.ConsistencyTimeout.Milliseconds()),
+				n(s.p.consistencyWaits.Load()), n(s.p.consistencyTimeouts.Load())}})
 	}
 	r := s.last
 	node, role, reason := "", "", ""
@@ -36,7 +43,7 @@ func (s *session) proxyCommand(cmd classify.ProxyCommand) error {
 func (s *session) showNodes() error {
 	snap, set := s.p.topo.Snapshot(), s.ep.route.Settings()
 	cols := []string{"name", "address", "role", "zone", "state", "lag_ms", "seconds_behind", "gtid_position",
-		"connections", "threads_connected", "rtt_ms", "last_error"}
+		"connections", "threads_connected", "rtt_ms", "last_error", "position_source"}
 	var rows [][]cell
 	for i, n := range snap.Nodes {
 		role := topology.Replica
@@ -48,7 +55,15 @@ func (s *session) showNodes() error {
 			state = "down"
 		}
 		row := []cell{text(n.Name), text(n.Address), text(role.String()), text(n.Zone), text(state),
-			null, null, null, text(strconv.FormatInt(snap.Load[i].Conns.Load(), 10)), null, null, null}
+			null, null, null, text(strconv.FormatInt(snap.Load[i].Conns.Load(), 10)), null, null, null, null}
+		if pos := s.p.opts.Positions; pos != nil {
+			// Where the consistency levels learn the node's position: its binlog stream (real
+			// time), or the monitor's checks.
+			row[12] = text("poll")
+			if pos.Streaming(i) {
+				row[12] = text("stream")
+			}
+		}
 		if st := snap.State[i]; st != nil {
 			switch {
 			case st.Health == topology.Full && snap.Up[i]:

@@ -87,6 +87,9 @@ func (s *session) dial(n *topology.Node, readOnly bool) (*backend.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !readOnly {
+		s.trackGTIDs(bc)
+	}
 	if bc.MariaDBCaps != s.mcaps {
 		// The client reads column definitions with the extended metadata block or without
 		// it; a node that lays them out the other way would garble every result.

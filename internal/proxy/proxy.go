@@ -108,6 +108,9 @@ type Options struct {
 	Endpoints      []Endpoint
 	ConnectTimeout time.Duration // dial + handshake to a node
 	ReadTimeout    time.Duration // wait for a node's response; 0 = none
+	// Positions is each node's applied GTID position (nil without a monitor): what reads under
+	// a consistency level route on.
+	Positions *topology.Positions
 	// SwitchoverTimeout is how long a statement for the primary waits for a new one while
 	// no node takes writes (topology.Snapshot.Switching); 0: it fails at once.
 	SwitchoverTimeout time.Duration
@@ -145,6 +148,10 @@ type Proxy struct {
 
 	nextID atomic.Uint32
 	server atomic.Pointer[serverInfo] // what clients are greeted with, learnt from the primary
+
+	// consistencyWaits counts the replica reads that waited for a consistency level's
+	// position; consistencyTimeouts those of them that went to the primary instead.
+	consistencyWaits, consistencyTimeouts atomic.Int64
 
 	rsaOnce sync.Once
 	rsaKey  *rsa.PrivateKey

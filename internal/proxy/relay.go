@@ -345,8 +345,14 @@ func (s *session) trackSessionState(block []byte) {
 		if err != nil {
 			return
 		}
-		if sc.Type == mysql.SessionTrackSchema && string(sc.Value) != s.state.DB {
+		switch {
+		case sc.Type == mysql.SessionTrackSchema && string(sc.Value) != s.state.DB:
 			s.state.DB = string(sc.Value)
+		case sc.Type == mysql.SessionTrackGTIDs && len(sc.Value) > 0,
+			sc.Type == mysql.SessionTrackSystemVariables && string(sc.Name) == "last_gtid" && len(sc.Value) > 0:
+			// The GTID of the session's last commit (MariaDB's last_gtid, MySQL's OWN_GTID):
+			// what a read of this session must find on a replica (consistency: session).
+			s.lastGTID = append(s.lastGTID[:0], sc.Value...)
 		}
 		block = rest
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluicedb/sluice/internal/backend"
+	"github.com/sluicedb/sluice/internal/gtid"
 	"github.com/sluicedb/sluice/internal/mysql"
 	"github.com/sluicedb/sluice/internal/route"
 	"github.com/sluicedb/sluice/internal/topology"
@@ -77,6 +78,17 @@ type session struct {
 	// redirect: the statement being relayed may be sent again to a new primary should the
 	// primary refuse it as read-only (readOnlyRefusal).
 	redirect bool
+	// lastGTID is the GTID of the session's last commit, as the node reported it in the OK
+	// packet (session tracking); empty before its first.
+	lastGTID []byte
+	// target is the position the current statement's read must see under the endpoint's
+	// consistency level (empty: none); targetPos its parsed form, kept while the text is the
+	// same; targetFailed: it could not be known, the read goes to the primary.
+	target       []byte
+	targetPos    gtid.Position
+	targetFailed bool
+	// gtidTracked: the session's primary connection reports each commit's GTID (trackGTIDs).
+	gtidTracked bool
 	// killedCh is closed by kill, once (killOnce): a session waiting for a new primary stops.
 	killedCh chan struct{}
 	killOnce sync.Once
@@ -302,6 +314,9 @@ func (s *session) command() (quit bool, err error) {
 		if c := s.conns[s.home]; c != nil && !s.failed {
 			if err := c.Guard(); err != nil {
 				return false, fmt.Errorf("node %s: restoring the read-only guard after a reset: %w", c.name, err)
+			}
+			if !c.ReadOnly() {
+				s.trackGTIDs(c.Conn) // the reset took the session's tracked variables back to the server's
 			}
 		}
 		return false, nil

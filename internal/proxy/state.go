@@ -45,6 +45,10 @@ func (s *session) after(c *classify.Result, stmt []byte, d route.Decision, set *
 	s.last = routeInfo{valid: true, node: d.Node, reason: d.Reason}
 	s.rs.LastNode = d.Node
 	s.afterStatus(set)
+	if c.Kind == classify.Set && s.gtidTracked && mentionsFold(stmt, "session_track") {
+		// The client set the tracked variables itself: commits may no longer say their GTID.
+		s.gtidTracked = false
+	}
 	if mayTurnReadWrite(c) && d.Node >= 0 {
 		// Even when it failed: a procedure may have changed the session before its error.
 		if conn := s.conns[d.Node]; conn != nil {
@@ -144,6 +148,7 @@ func (s *session) resetState() {
 	s.state.Epoch++
 	s.begin = s.begin[:0]
 	s.tempTables, s.userLocks = 0, 0
+	s.lastGTID = s.lastGTID[:0] // a new session: nothing of its own to read back
 	bound := s.rs.Bound
 	s.rs = route.NewSession()
 	s.rs.Bound = bound

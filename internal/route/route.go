@@ -37,6 +37,41 @@ func ParseMode(s string) (Mode, error) {
 	return ReadWrite, fmt.Errorf("unknown endpoint mode %q (want read-write or read-only)", s)
 }
 
+// Consistency is what a read on a replica must see.
+type Consistency uint8
+
+const (
+	// Eventual: any replica within the endpoint's max lag.
+	Eventual Consistency = iota
+	// SessionConsistency: everything the session itself committed.
+	SessionConsistency
+	// Global: everything committed on the primary before the read arrived.
+	Global
+)
+
+// ParseConsistency reads a consistency level from the configuration.
+func ParseConsistency(s string) (Consistency, error) {
+	switch s {
+	case "", "eventual":
+		return Eventual, nil
+	case "session":
+		return SessionConsistency, nil
+	case "global":
+		return Global, nil
+	}
+	return Eventual, fmt.Errorf("unknown consistency %q (want eventual, session or global)", s)
+}
+
+func (c Consistency) String() string {
+	switch c {
+	case SessionConsistency:
+		return "session"
+	case Global:
+		return "global"
+	}
+	return "eventual"
+}
+
 // Endpoint is one endpoint's routing policy, shared by all its sessions. Its settings sit
 // behind an atomic pointer: a change (Update) reaches every live session at its next
 // statement, and a statement sees one version of them, never a mix.
@@ -109,6 +144,10 @@ type Settings struct {
 	// MaxLag: a replica whose lag (the snapshot's NodeState) is past it takes no new reads, until
 	// it is under three quarters of it again; 0: no limit.
 	MaxLag time.Duration
+	// Consistency is what a replica read must see; ConsistencyTimeout how long it may wait on
+	// a replica for that, before it goes to the primary.
+	Consistency        Consistency
+	ConsistencyTimeout time.Duration
 
 	gate *lagGate // the endpoint's (set by Update); nil in Settings built by hand: no memory
 }
@@ -181,9 +220,15 @@ type Session struct {
 	TxPending bool
 	// Autocommit is false after SET autocommit=0: every statement is part of a transaction.
 	Autocommit bool
-	Pins       Pin
-	LastNode   int // node of the previous statement, -1 before the first
-	Bound      int // read-only endpoint: the replica the session is bound to
+	// HasTarget: the statement's read must see a position (a consistency level); Reached has
+	// bit i set when node i is known to have applied it. Replicas that reached it are
+	// preferred; when none has, any may be picked, and the read waits there (the proxy's
+	// guard) or goes to the primary. Set by the proxy before each Decide.
+	HasTarget bool
+	Reached   uint64
+	Pins      Pin
+	LastNode  int // node of the previous statement, -1 before the first
+	Bound     int // read-only endpoint: the replica the session is bound to
 
 	// scratch for the candidate lists, reused so that a decision does not allocate.
 	cand, wts []int
@@ -215,6 +260,7 @@ const (
 	ReasonReadOnlyTx  // START TRANSACTION READ ONLY on a replica
 	ReasonPrimaryOnly // statements that only the primary answers meaningfully (SHOW MASTER STATUS...)
 	ReasonMulti       // multi-statement batch
+	ReasonConsistency // no replica reached the position the consistency level needs in time
 )
 
 var reasonNames = [...]string{
@@ -224,6 +270,7 @@ var reasonNames = [...]string{
 	ReasonUnknown: "unclassified", ReasonFallback: "fallback: no replica", ReasonBound: "bound replica",
 	ReasonSession: "session state", ReasonDeferredTx: "transaction deferred", ReasonReadOnlyTx: "read-only transaction",
 	ReasonPrimaryOnly: "primary only", ReasonMulti: "multi-statement",
+	ReasonConsistency: "consistency: no replica reached the position",
 }
 
 func (r Reason) String() string {
@@ -414,6 +461,20 @@ func pickReplica(s *Session, ep *Settings, snap *topology.Snapshot, withPrimary 
 		}
 		candidates = append(candidates, i)
 		weights = append(weights, w)
+	}
+	if s.HasTarget {
+		// Replicas known to have what the read must see come first; without one, any (the
+		// read then waits on the one picked, or goes to the primary).
+		reached := 0
+		for k, n := range candidates {
+			if n == snap.Primary || (n < 64 && s.Reached&(1<<n) != 0) {
+				candidates[reached], weights[reached] = n, weights[k]
+				reached++
+			}
+		}
+		if reached > 0 {
+			candidates, weights = candidates[:reached], weights[:reached]
+		}
 	}
 	if ep.NearestZone && ep.Zone != "" {
 		// The usable nodes of this proxy's zone, moved to the front in order; when the zone

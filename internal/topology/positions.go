@@ -14,6 +14,12 @@ import (
 type Positions struct {
 	mu    sync.Mutex // serialises Advance
 	nodes []atomic.Pointer[applied]
+	// any is closed (and replaced) when any node's position moves: a read waiting for the
+	// first of several replicas to get somewhere waits on it.
+	any atomic.Pointer[chan struct{}]
+	// streaming[i]: node i's position comes from its binlog stream, in real time (else only
+	// from the monitor's checks, up to an interval old).
+	streaming []atomic.Bool
 }
 
 // applied is one node's position, immutable once published; changed is closed when a later one
@@ -25,10 +31,12 @@ type applied struct {
 
 // NewPositions returns the positions of n nodes, none known yet.
 func NewPositions(n int) *Positions {
-	p := &Positions{nodes: make([]atomic.Pointer[applied], n)}
+	p := &Positions{nodes: make([]atomic.Pointer[applied], n), streaming: make([]atomic.Bool, n)}
 	for i := range p.nodes {
 		p.nodes[i].Store(&applied{changed: make(chan struct{})})
 	}
+	any := make(chan struct{})
+	p.any.Store(&any)
 	return p
 }
 
@@ -46,7 +54,17 @@ func (p *Positions) Advance(i int, pos gtid.Position) {
 	}
 	p.nodes[i].Store(&applied{pos: cur.pos.Merge(pos), changed: make(chan struct{})})
 	close(cur.changed)
+	p.moved()
 }
+
+// moved wakes whoever waits for any node to move. Called with p.mu held.
+func (p *Positions) moved() {
+	next := make(chan struct{})
+	close(*p.any.Swap(&next))
+}
+
+// Changed returns a channel closed when any node's position next moves.
+func (p *Positions) Changed() <-chan struct{} { return *p.any.Load() }
 
 // Reset forgets node i's position (its stream restarted from a position that may be older, the
 // node was rebuilt): until a source reports again, nothing is known of it.
@@ -59,6 +77,7 @@ func (p *Positions) Reset(i int) {
 	cur := p.nodes[i].Load()
 	p.nodes[i].Store(&applied{changed: make(chan struct{})})
 	close(cur.changed)
+	p.moved()
 }
 
 // At returns node i's position (the zero Position when unknown) and a channel closed when it
@@ -77,4 +96,16 @@ func (p *Positions) Reached(i int, target gtid.Position) bool {
 		return false
 	}
 	return p.nodes[i].Load().pos.Contains(target)
+}
+
+// SetStreaming records whether node i's binlog stream runs (its position is then real time).
+func (p *Positions) SetStreaming(i int, on bool) {
+	if i >= 0 && i < len(p.streaming) {
+		p.streaming[i].Store(on)
+	}
+}
+
+// Streaming reports whether node i's position comes from its running binlog stream.
+func (p *Positions) Streaming(i int) bool {
+	return i >= 0 && i < len(p.streaming) && p.streaming[i].Load()
 }

@@ -83,3 +83,21 @@ func TestPositionsReachedDoesNotAllocate(t *testing.T) {
 		t.Fatalf("Reached allocates %.1f times", n)
 	}
 }
+
+func TestPositionsChangedWakesOnAnyNode(t *testing.T) {
+	p := NewPositions(3)
+	any := p.Changed()
+	p.Advance(2, pos(t, "0-1-1"))
+	select {
+	case <-any:
+	default:
+		t.Fatal("a move of node 2 did not wake a waiter on any node")
+	}
+	any = p.Changed()
+	p.Advance(2, pos(t, "0-1-1")) // no move
+	select {
+	case <-any:
+		t.Fatal("woken without a move")
+	default:
+	}
+}

@@ -1,0 +1,270 @@
+package proxy
+
+import (
+	"errors"
+
+	"github.com/sluicedb/sluice/internal/backend"
+	"strconv"
+	"time"
+
+	"github.com/sluicedb/sluice/internal/gtid"
+	"github.com/sluicedb/sluice/internal/mysql"
+	"github.com/sluicedb/sluice/internal/route"
+	"github.com/sluicedb/sluice/internal/topology"
+)
+
+// Consistency levels. Under session and global, a read sent to a replica must see a position:
+// the session's last commit (session: its GTID came back in the OK packet of the write or
+// COMMIT, lastGTID), or everything the primary had committed when the read arrived (global: the
+// primary's position, read from it then). Before the read, the replica is asked to reach that
+// position within the endpoint's consistency_timeout (MASTER_GTID_WAIT on MariaDB,
+// WAIT_FOR_EXECUTED_GTID_SET on MySQL, over the session's connection there); when it does not,
+// the read goes to the primary instead. A replica the known positions (topology.Positions: the
+// monitor's checks, the binlog streams) say has it already is preferred, so that the wait
+// returns at once. A read never returns a stale row and never fails because of the level.
+//
+// The wait is asked even of a replica whose known position contains the target: a node writes a
+// transaction to its binlog (which is where streams and @@gtid_current_pos see it) a moment
+// before the transaction is visible to readers; MASTER_GTID_WAIT returns once it is.
+
+// errNotReached: the replica did not reach the read's position within consistency_timeout.
+var errNotReached = errors.New("the replica did not reach the position the consistency level needs")
+
+// consistencyTarget sets, before a statement is routed under set's consistency level, the
+// position its read must see (s.target, its text; empty: none) and which nodes are known to
+// have it (s.rs.HasTarget, s.rs.Reached). A global read whose position cannot be read goes to
+// the primary (s.targetFailed).
+func (s *session) consistencyTarget(set *route.Settings, snap *topology.Snapshot) {
+	s.rs.HasTarget, s.rs.Reached, s.targetFailed = false, 0, false
+	s.target = s.target[:0]
+	if set.Consistency == route.Eventual {
+		return
+	}
+	var err error
+	switch set.Consistency {
+	case route.SessionConsistency:
+		if !s.gtidTracked {
+			// The primary does not say which GTID each commit got: what this session wrote
+			// is known to be only there.
+			s.targetFailed = true
+			return
+		}
+		if len(s.lastGTID) == 0 {
+			return // nothing committed yet: nothing to see
+		}
+		s.target = append(s.target, s.lastGTID...)
+	case route.Global:
+		if s.target, err = s.primaryPosition(snap, s.target); err != nil {
+			s.log.Debug("reading the primary's position failed; the read goes to the primary", "err", err)
+			s.targetFailed = true
+			return
+		}
+	}
+	if !gtidText(s.target) {
+		s.targetFailed = true
+		return
+	}
+	s.rs.HasTarget = true
+	if string(s.target) != s.targetPos.String() {
+		if s.targetPos, err = gtid.Parse(s.flavor(), string(s.target)); err != nil {
+			s.targetPos = gtid.Position{} // no node is known to have it
+		}
+	}
+}
+
+// markReached sets s.rs.Reached: the nodes known to have applied the read's position.
+func (s *session) markReached(snap *topology.Snapshot) {
+	s.rs.Reached = 0
+	positions := s.p.opts.Positions
+	if positions == nil || s.targetPos.IsZero() {
+		return
+	}
+	for i := range snap.Nodes {
+		if i < 64 && positions.Reached(i, s.targetPos) {
+			s.rs.Reached |= 1 << i
+		}
+	}
+}
+
+// decideAt routes r, a read that must see s.target: to a replica known to have it, preferred by
+// route.Decide; when the one decided is not known to have it and its binlog stream runs (its
+// position is real time), r waits, woken by every move of a node's position, until one is (then
+// it is decided again), or until set's consistency timeout, when it goes to the primary. A
+// replica without a stream is asked to wait itself (awaitTarget).
+func (s *session) decideAt(r *request, set *route.Settings, snap *topology.Snapshot) route.Decision {
+	positions := s.p.opts.Positions
+	var timer *time.Timer
+	var deadline time.Time
+	for {
+		var moved <-chan struct{}
+		if positions != nil {
+			moved = positions.Changed() // before reading the positions: no move is missed
+		}
+		s.markReached(snap)
+		d := route.Decide(&r.class, r.stmt, &s.rs, set, snap)
+		// Known to have it, or no stream to tell when it will: the read goes there, and waits on
+		// the node itself (awaitTarget).
+		if d.Err != nil || d.Local || d.Node == snap.Primary || !s.needsWait(d, snap) ||
+			(d.Node < 64 && s.rs.Reached&(1<<d.Node) != 0) || positions == nil || !positions.Streaming(d.Node) {
+			if timer != nil {
+				timer.Stop()
+			}
+			return d
+		}
+		if deadline.IsZero() {
+			s.p.consistencyWaits.Add(1)
+			deadline = time.Now().Add(set.ConsistencyTimeout)
+		}
+		wait := time.Until(deadline)
+		if wait <= 0 || s.killed() {
+			if timer != nil {
+				timer.Stop()
+			}
+			s.p.consistencyTimeouts.Add(1)
+			return route.Decision{Node: snap.Primary, Reason: route.ReasonConsistency, EndTx: d.EndTx}
+		}
+		if timer == nil {
+			timer = time.NewTimer(wait)
+		} else {
+			timer.Reset(wait)
+		}
+		select {
+		case <-moved:
+		case <-timer.C:
+		case <-s.killedCh:
+		}
+	}
+}
+
+// primaryPosition appends the primary's current position (what it has committed) to b, read
+// over the session's connection to it.
+func (s *session) primaryPosition(snap *topology.Snapshot, b []byte) ([]byte, error) {
+	c, err := s.use(snap.Primary)
+	if err != nil {
+		return b, err
+	}
+	q := "SELECT @@global.gtid_binlog_pos"
+	if s.flavor() == gtid.MySQL {
+		q = "SELECT @@global.gtid_executed"
+	}
+	rows, err := c.Query(q)
+	if err != nil {
+		return b, err
+	}
+	if len(rows.Values) != 1 || len(rows.Values[0]) != 1 || rows.Values[0][0].Null {
+		return b, errors.New("no position")
+	}
+	return append(b, rows.Values[0][0].S...), nil
+}
+
+// flavor is the GTID format of the session's nodes, from the primary's version.
+func (s *session) flavor() gtid.Flavor {
+	if v := s.p.server.Load().version; v != "" && topology.FlavorOf(v) == topology.MySQL {
+		return gtid.MySQL
+	}
+	return gtid.MariaDB
+}
+
+// gtidText reports whether b is a GTID position as servers print them (digits, hex, '-', ':',
+// ',', white space) and nothing else: it is spliced into the wait's SQL text.
+func gtidText(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	for _, c := range b {
+		switch {
+		case c >= '0' && c <= '9', c >= 'a' && c <= 'f', c >= 'A' && c <= 'F',
+			c == '-', c == ':', c == ',', c == ' ', c == '\n', c == '\r', c == '\t':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// needsWait reports whether a statement decided as d must first wait, on its replica, for the
+// read's position.
+func (s *session) needsWait(d route.Decision, snap *topology.Snapshot) bool {
+	if !s.rs.HasTarget || d.Node == snap.Primary {
+		return false
+	}
+	switch d.Reason {
+	case route.ReasonRead, route.ReasonReadOnlyTx:
+		return true
+	}
+	return false // a hint's replica (FORCE_SLAVE asks for any), a transaction already checked
+}
+
+// awaitTarget asks replica connection c to reach s.target within timeout, and reports whether
+// it did.
+func (s *session) awaitTarget(c *nodeConn, timeout time.Duration) (bool, error) {
+	s.scratch = s.scratch[:0]
+	if s.flavor() == gtid.MySQL {
+		s.scratch = append(s.scratch, "SELECT WAIT_FOR_EXECUTED_GTID_SET('"...)
+	} else {
+		s.scratch = append(s.scratch, "SELECT MASTER_GTID_WAIT('"...)
+	}
+	for _, b := range s.target {
+		if b != '\n' && b != '\r' && b != '\t' {
+			s.scratch = append(s.scratch, b)
+		}
+	}
+	s.scratch = append(s.scratch, "', "...)
+	s.scratch = strconv.AppendFloat(s.scratch, timeout.Seconds(), 'f', 6, 64)
+	s.scratch = append(s.scratch, ')')
+	rows, err := c.Query(string(s.scratch))
+	if err != nil {
+		var se *mysql.SQLError
+		if errors.As(err, &se) {
+			return false, nil // refused (a malformed position): the primary answers instead
+		}
+		return false, err
+	}
+	// MASTER_GTID_WAIT: 0 reached, -1 timed out, NULL; WAIT_FOR_EXECUTED_GTID_SET: 0 reached, 1
+	// timed out.
+	return len(rows.Values) == 1 && len(rows.Values[0]) == 1 && !rows.Values[0][0].Null && rows.Values[0][0].S == "0", nil
+}
+
+// trackGTIDs makes a primary connection report the GTID of each commit in its OK packets (the
+// session level's target): MariaDB's last_gtid added to session_track_system_variables (unless
+// the list has it, as the sandbox's servers do), MySQL's session_track_gtids=OWN_GTID. It
+// records whether that worked (s.gtidTracked). Only for endpoints at the session level: other
+// levels need no GTID per commit, and a client that tracks session state itself then sees the
+// server's own list.
+func (s *session) trackGTIDs(bc *backend.Conn) {
+	if s.ep.route.Settings().Consistency != route.SessionConsistency {
+		return
+	}
+	q := "SET SESSION session_track_system_variables = IF(@@session.session_track_system_variables = '*' OR " +
+		"FIND_IN_SET('last_gtid', @@session.session_track_system_variables), @@session.session_track_system_variables, " +
+		"CONCAT_WS(',', NULLIF(@@session.session_track_system_variables, ''), 'last_gtid'))"
+	if topology.FlavorOf(bc.Handshake.ServerVersion) == topology.MySQL {
+		q = "SET SESSION session_track_gtids = OWN_GTID"
+	}
+	if err := bc.Exec(q); err != nil {
+		s.log.Warn("the primary cannot report the GTID of each commit: session-level reads go to the primary", "err", err)
+		s.gtidTracked = false
+		return
+	}
+	s.gtidTracked = true
+}
+
+// mentionsFold reports whether stmt contains word, ASCII case-insensitively (word is lower case).
+func mentionsFold(stmt []byte, word string) bool {
+	for i := 0; i+len(word) <= len(stmt); i++ {
+		j := 0
+		for ; j < len(word); j++ {
+			c := stmt[i+j]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != word[j] {
+				break
+			}
+		}
+		if j == len(word) {
+			return true
+		}
+	}
+	return false
+}

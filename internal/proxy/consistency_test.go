@@ -1,0 +1,173 @@
+package proxy_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/sluicedb/sluice/internal/config"
+	"github.com/sluicedb/sluice/internal/testutil"
+)
+
+// consistencyAt makes endpoint rw read from the replicas only (primary 0, replicas 100, as a
+// user would weight them) at the given level.
+func consistencyAt(level string) func(*config.Config) {
+	return func(c *config.Config) {
+		c.Monitor.Interval.Duration = 200 * time.Millisecond
+		for i := range c.Endpoints {
+			e := &c.Endpoints[i]
+			if e.Mode != config.ModeReadWrite {
+				continue
+			}
+			e.Consistency = level
+			e.ConsistencyTimeout.Duration = 50 * time.Millisecond
+			for name := range e.ReadWeights {
+				e.ReadWeights[name] = 100
+			}
+			e.ReadWeights["primary"] = 0
+		}
+	}
+}
+
+// pairs writes a new value with writer and reads it back with reader, n times, and counts the
+// reads that returned an older value (stale) and where the reads went.
+func pairs(t *testing.T, writer, reader *sql.Conn, table string, n int) (stale int, where map[string]int) {
+	t.Helper()
+	ctx := context.Background()
+	where = map[string]int{}
+	for i := 1; i <= n; i++ {
+		if _, err := writer.ExecContext(ctx, "UPDATE "+table+" SET v = ? WHERE id = 1", i); err != nil {
+			t.Fatal(err)
+		}
+		var v int
+		if err := reader.QueryRowContext(ctx, "SELECT v FROM "+table+" WHERE id = 1").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		if v != i {
+			stale++
+		}
+		node, _, reason := lastRoute(t, reader)
+		if reason != "read" {
+			node += " (" + reason + ")"
+		}
+		where[node]++
+	}
+	return stale, where
+}
+
+func replicaShare(where map[string]int) float64 {
+	total, replicas := 0, 0
+	for node, n := range where {
+		total += n
+		if node == "replica1" || node == "replica2" {
+			replicas += n
+		}
+	}
+	if total == 0 {
+		return 0
+	}
+	return float64(replicas) / float64(total)
+}
+
+// TestConsistencyLevels: write-then-read pairs through the read-write endpoint with the reads on
+// the replicas. At session (one connection) and global (write on one connection, read on
+// another) no read is stale, healthy or with replica1's SQL thread paused or delayed by 2 s,
+// and with healthy replicas most reads are still served by replicas; with both replicas paused
+// every read waits and goes to the primary. At eventual, the paused replica makes reads stale:
+// the test can see a stale read when there is one.
+func TestConsistencyLevels(t *testing.T) {
+	cl := testutil.Cluster(t)
+	ctx := context.Background()
+	const n = 400
+	for _, level := range []string{"session", "global", "eventual"} {
+		t.Run(level, func(t *testing.T) {
+			s := startSluice(t, consistencyAt(level))
+			db := open(t, dsn(s.rw, "app", "app", "test", ""))
+			table := "test.consistency_" + level
+			mustExec(t, db, "DROP TABLE IF EXISTS "+table)
+			mustExec(t, db, "CREATE TABLE "+table+" (id INT PRIMARY KEY, v INT)")
+			mustExec(t, db, "INSERT INTO "+table+" VALUES (1, 0)")
+			if err := cl.WaitCaughtUp(ctx, 30*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			writer, reader := conn(t, db), conn(t, db)
+			if level == "session" {
+				reader = writer // the level promises a session its own writes
+			}
+
+			if level != "eventual" {
+				stale, where := pairs(t, writer, reader, table, n)
+				t.Logf("%s, healthy replicas: %d stale of %d; reads: %v", level, stale, n, where)
+				if stale != 0 {
+					t.Errorf("%s, healthy replicas: %d stale reads of %d", level, stale, n)
+				}
+				if share := replicaShare(where); share < 0.5 {
+					t.Errorf("%s, healthy replicas: only %.0f%% of the reads on replicas (%v)", level, 100*share, where)
+				}
+			}
+
+			if err := cl.Pause(ctx, "replica1"); err != nil {
+				t.Fatal(err)
+			}
+			stale, where := pairs(t, writer, reader, table, n)
+			if err := cl.Resume(ctx, "replica1"); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s, replica1 paused: %d stale of %d; reads: %v", level, stale, n, where)
+			switch {
+			case level == "eventual" && stale == 0:
+				t.Errorf("eventual, replica1 paused: no stale read in %d (reads %v): the test cannot see one", n, where)
+			case level != "eventual" && stale != 0:
+				t.Errorf("%s, replica1 paused: %d stale reads of %d", level, stale, n)
+			}
+			if level == "eventual" {
+				return
+			}
+
+			if err := cl.Lag(ctx, "replica1", 2); err != nil {
+				t.Fatal(err)
+			}
+			stale, where = pairs(t, writer, reader, table, n/4)
+			if err := cl.Lag(ctx, "replica1", 0); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s, replica1 2 s behind: %d stale of %d; reads: %v", level, stale, n/4, where)
+			if stale != 0 {
+				t.Errorf("%s, replica1 2 s behind: %d stale reads of %d", level, stale, n/4)
+			}
+			// Both replicas paused: no replica can serve; the reads wait, then go to the
+			// primary (those waits time out, and are counted).
+			for _, r := range []string{"replica1", "replica2"} {
+				if err := cl.Pause(ctx, r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			stale, where = pairs(t, writer, reader, table, n/8)
+			for _, r := range []string{"replica1", "replica2"} {
+				if err := cl.Resume(ctx, r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			t.Logf("%s, both replicas paused: %d stale of %d; reads: %v", level, stale, n/8, where)
+			if stale != 0 || where["primary (consistency: no replica reached the position)"] != n/8 {
+				t.Errorf("%s, both replicas paused: %d stale, reads %v; want every read on the primary", level, stale, where)
+			}
+			var c struct {
+				endpoint, level       string
+				timeoutMs, waits, tos int64
+			}
+			if err := db.QueryRow("/*PROXY_INTERNAL*/ SHOW CONSISTENCY").Scan(&c.endpoint, &c.level, &c.timeoutMs, &c.waits, &c.tos); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("SHOW CONSISTENCY: %s", fmt.Sprint(c))
+			if c.level != level || c.waits == 0 || c.tos == 0 {
+				t.Errorf("SHOW CONSISTENCY: %+v, want level %s with waits and timeouts counted", c, level)
+			}
+		})
+	}
+	if err := cl.WaitCaughtUp(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
