@@ -17,7 +17,7 @@ import (
 const (
 	AppUser         = "app" // @127.0.0.1 and @localhost; ALL WITH GRANT OPTION, minus what would let it write on a read_only replica
 	AppPassword     = "app"
-	MonitorUser     = "sluice_monitor" // PROCESS and the replication-monitoring privileges; no SELECT
+	MonitorUser     = "sluice_monitor" // PROCESS, the replication-monitoring privileges and REPLICATION SLAVE (binlog streams); no SELECT
 	MonitorPassword = "monitor"
 	ReplUser        = "repl" // @127.0.0.1, REPLICATION SLAVE
 	ReplPassword    = "repl"
