@@ -302,9 +302,13 @@ func printConnectInfo(w io.Writer, c *sandbox.Cluster) {
 	fmt.Fprintf(w, "\nConnect through sluice:\n")
 	fmt.Fprintf(w, "  read-write:  %s -h%s -P%s -u%s -p%s\n", cli, rwh, rwp, sandbox.AppUser, sandbox.AppPassword)
 	fmt.Fprintf(w, "  read-only:   %s -h%s -P%s -u%s -p%s\n", cli, roh, rop, sandbox.AppUser, sandbox.AppPassword)
+	fmt.Fprintln(w, consistencyLine)
 	fmt.Fprintf(w, "\nFrom another terminal: sluice sandbox status --dir %s (also stop|start|pause|resume|lag)\n", c.Dir)
 	fmt.Fprintf(w, "Press Ctrl-C to stop.\n")
 }
+
+// consistencyLine says what the sandbox's endpoints promise a read (sluice.yaml's consistency).
+const consistencyLine = "Reads: rw on the replicas at consistency session (a client reads its own writes back); ro on its replica, eventual."
 
 func printNodes(w io.Writer, c *sandbox.Cluster) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -346,6 +350,7 @@ func sandboxUp(args []string, stdout, stderr io.Writer) int {
 	cfgPath := filepath.Join(c.Dir, sandbox.ConfigFile)
 	fmt.Fprintf(stdout, "\nProxy endpoints in %s: rw %s, ro %s\n", cfgPath, c.RW, c.RO)
 	fmt.Fprintf(stdout, "  run the proxy:   sluice serve --config %s\n", cfgPath)
+	fmt.Fprintln(stdout, "  "+consistencyLine)
 	h, p := hostPort(c.Primary().Address)
 	fmt.Fprintf(stdout, "  primary direct:  %s -h%s -P%s -u%s -p%s\n", clientName(c), h, p, sandbox.AppUser, sandbox.AppPassword)
 	fmt.Fprintf(stdout, "  stop it all:     sluice sandbox down --dir %s\n", c.Dir)

@@ -171,3 +171,37 @@ func TestConsistencyLevels(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestNewUserReadsOwnWrites is what a new user tries first against the sandbox's configuration
+// (endpoint rw: reads on the replicas, consistency session): CREATE TABLE, INSERT, SELECT on one
+// connection, as one `mariadb -e` does. The SELECT must find the row, every time.
+func TestNewUserReadsOwnWrites(t *testing.T) {
+	s := startSluice(t, func(c *config.Config) {
+		for i := range c.Endpoints {
+			if c.Endpoints[i].Name == "rw" {
+				c.Endpoints[i].Consistency = config.ConsistencySession // as the sandbox writes it
+			}
+		}
+	})
+	db := open(t, dsn(s.rw, "app", "app", "test", ""))
+	for i := range 20 {
+		c := conn(t, db)
+		table := fmt.Sprintf("test.newuser_%d", i)
+		for _, q := range []string{"CREATE TABLE " + table + " (id INT PRIMARY KEY, name VARCHAR(20))", "INSERT INTO " + table + " VALUES (1, 'first')"} {
+			if _, err := c.ExecContext(context.Background(), q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var name string
+		if err := c.QueryRowContext(context.Background(), "SELECT name FROM "+table).Scan(&name); err != nil {
+			t.Fatalf("try %d: the SELECT after CREATE and INSERT: %v", i, err)
+		}
+		if node, _, reason := lastRoute(t, c); name != "first" {
+			t.Fatalf("try %d: read %q from %s (%s)", i, name, node, reason)
+		}
+		if _, err := c.ExecContext(context.Background(), "DROP TABLE "+table); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+	}
+}

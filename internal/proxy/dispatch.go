@@ -150,21 +150,26 @@ route:
 		if s.rs.HasTarget {
 			s.rs.HasTarget, s.rs.Reached = false, 0 // the last statement's
 		}
-		d := route.Decide(&r.class, r.stmt, &s.rs, set, snap)
 		r.await = false
-		if set.Consistency != route.Eventual && d.Err == nil && !d.Local && d.Node != snap.Primary &&
-			(d.Reason == route.ReasonRead || d.Reason == route.ReasonReadOnlyTx) {
-			// A replica read under a consistency level: what must it see, and who has it?
+		var d route.Decision
+		if set.Consistency != route.Eventual && route.MayReadReplica(&r.class, &s.rs, set, snap) {
+			// Perhaps a replica read under a consistency level: what must it see, and who
+			// has it? (Decided once: a policy's pick moves its state.)
 			s.consistencyTarget(set, snap)
 			switch {
 			case s.targetFailed:
-				d = route.Decision{Node: snap.Primary, Reason: route.ReasonConsistency, EndTx: d.EndTx}
+				d = route.Decide(&r.class, r.stmt, &s.rs, set, snap)
+				if d.Err == nil && !d.Local && d.Node != snap.Primary {
+					d = route.Decision{Node: snap.Primary, Reason: route.ReasonConsistency, EndTx: d.EndTx}
+				}
 			case s.rs.HasTarget:
-				endTx := d.EndTx
 				d = s.decideAt(r, set, snap)
-				d.EndTx = d.EndTx || endTx
 				r.await, r.waitFor = s.needsWait(d, snap), set.ConsistencyTimeout
+			default:
+				d = route.Decide(&r.class, r.stmt, &s.rs, set, snap)
 			}
+		} else {
+			d = route.Decide(&r.class, r.stmt, &s.rs, set, snap)
 		}
 		if d.EndTx {
 			s.endReplicaTx()

@@ -45,6 +45,12 @@ func startSluice(t testing.TB, edit func(*config.Config)) *sluice {
 		cfg.Endpoints[i].Listen = "127.0.0.1:0"
 	}
 	cfg.Timeouts.Shutdown.Duration = 5 * time.Second
+	// The sandbox's rw endpoint reads at consistency session; the tests of routing rules
+	// expect each read where eventual sends it (a read right after a DDL would otherwise wait,
+	// and may end on the primary). The consistency tests set their level.
+	for i := range cfg.Endpoints {
+		cfg.Endpoints[i].Consistency = config.ConsistencyEventual
+	}
 	if edit != nil {
 		edit(cfg)
 	}

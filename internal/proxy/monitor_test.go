@@ -231,7 +231,7 @@ func TestLaggingReplicaSetAside(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("reads did not return to the replicas: %v", got)
+			t.Fatalf("reads did not return to the replicas: %v; nodes %+v", got, showNodes(t, db))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

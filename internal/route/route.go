@@ -396,6 +396,25 @@ func Decide(c *classify.Result, stmt []byte, s *Session, ep *Settings, snap *top
 	return decideOutsideTx(c, s, ep, snap, primary, why)
 }
 
+// MayReadReplica reports whether Decide may send c to a replica as a read (ReasonRead or
+// ReasonReadOnlyTx): a cheap superset, with no side effect, for the proxy to know before
+// deciding whether it must find the position a consistency level needs.
+func MayReadReplica(c *classify.Result, s *Session, ep *Settings, snap *topology.Snapshot) bool {
+	if ep.Mode == ReadOnly || c.Hint != classify.HintNone || c.Flags&classify.Multi != 0 || s.Pins != 0 {
+		return false
+	}
+	if s.InTx && s.TxNode >= 0 && (s.TxNode == snap.Primary || (c.Kind != classify.Begin && c.Flags&classify.SetAutocommit == 0)) {
+		return false
+	}
+	if c.Kind == classify.Begin {
+		return c.Flags&classify.ReadOnlyTx != 0
+	}
+	if primary, _ := needsPrimary(c); primary {
+		return false
+	}
+	return (s.Autocommit && !s.TxPending) || ep.SplitTx
+}
+
 // decideOutsideTx is Decide for a statement of a session with no transaction open on a node.
 func decideOutsideTx(c *classify.Result, s *Session, ep *Settings, snap *topology.Snapshot, primary bool, why Reason) Decision {
 	switch c.Kind {

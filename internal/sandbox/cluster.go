@@ -243,7 +243,9 @@ func (c *Cluster) yaml() string {
 		ro = append(ro, n.Name+": 100")
 	}
 	b.WriteString("endpoints:\n")
-	fmt.Fprintf(&b, "  - name: rw\n    listen: %s\n    mode: read-write\n    read_weights: {%s}\n    balance: least-active\n",
+	// Reads on the replicas, and a client reads its own writes back (consistency: session): what
+	// a user trying sluice first does must work.
+	fmt.Fprintf(&b, "  - name: rw\n    listen: %s\n    mode: read-write\n    read_weights: {%s}\n    balance: least-active\n    consistency: session\n",
 		c.RW, strings.Join(rw, ", "))
 	fmt.Fprintf(&b, "  - name: ro\n    listen: %s\n    mode: read-only\n    read_weights: {%s}\n    balance: least-active\n",
 		c.RO, strings.Join(ro, ", "))

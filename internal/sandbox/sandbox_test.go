@@ -471,6 +471,7 @@ endpoints:
     mode: read-write
     read_weights: {primary: 0, replica1: 100, replica2: 100}
     balance: least-active
+    consistency: session
   - name: ro
     listen: 127.0.0.1:6034
     mode: read-only
