@@ -14,8 +14,9 @@
 #   DRIVER_SUITE_MIN_PASS=N      minimum number of direct passes (default 100)
 #   DRIVER_SUITE_TIMEOUT=D       go test -timeout for each run (default 5m)
 #   DRIVER_SUITE_EXPECTED=file   expectations file (default scripts/driver-suite-expected.txt)
-#   DRIVER_SUITE_READS=replicas  keep the sandbox's read_weights on endpoint rw (reads go to
-#                                replicas); default "primary": rw reads pinned to the primary
+#   DRIVER_SUITE_READS=primary   pin endpoint rw's reads to the primary (and run sluice without
+#                                its monitor); default "replicas": the sandbox's configuration,
+#                                reads on the replicas at consistency session, as a user runs it
 #
 # Everything talks to 127.0.0.1 only. TestConnectorReturnsTimeout dials a public address and is
 # therefore always skipped.
@@ -242,13 +243,12 @@ if command -v mariadb >/dev/null 2>&1; then
 		log "could not recreate database gotest; continuing"
 fi
 
-# 5. Through sluice, with the sandbox's configuration. Unless DRIVER_SUITE_READS=replicas, the
-# rw endpoint sends reads to the primary only: the suite writes and immediately reads back, and
-# until sluice guarantees read-your-writes, replica reads make those tests fail at random
-# (replication lag), which would drown the protocol differences this gate is for.
+# 5. Through sluice, with the sandbox's configuration: endpoint rw reads on the replicas at
+# consistency session, so the suite, which writes and reads back at once, reads its own writes
+# (DRIVER_SUITE_READS=primary pins the reads to the primary instead).
 config=$work/sluice.yaml
 cp "$sbx/sluice.yaml" "$config"
-reads=${DRIVER_SUITE_READS:-primary}
+reads=${DRIVER_SUITE_READS:-replicas}
 case $reads in
 primary)
 	rc=0
@@ -264,8 +264,11 @@ replicas) ;;
 esac
 # TestConcurrent opens exactly @@max_connections (50) connections at once: a monitor connection
 # of sluice's own to the primary would take one of them (its account has no CONNECTION ADMIN
-# for the spare slot). The monitor is not what this suite measures: sluice runs without it.
-drop_monitor "$config" || die "cannot remove the monitor section from $config"
+# for the spare slot). With reads on the primary, sluice runs without the monitor; reads on the
+# replicas need it (consistency session tracks GTID positions).
+if [[ $reads == primary ]]; then
+	drop_monitor "$config" || die "cannot remove the monitor section from $config"
+fi
 "$sluice" serve --config "$config" --check >"$work/sluice.log" 2>&1 ||
 	die "sluice serve --check rejects $config"
 log "starting sluice serve (rw endpoint reads: $reads)"

@@ -153,9 +153,8 @@ fl_wait_port() {
 
 fl_sluice_start() {
 	local config=$1 log=$2
-	# These suites read their own writes at once; until a consistency level guarantees that
-	# through replicas, endpoint rw reads from the primary (FIDELITY_READS=replicas keeps the
-	# sandbox's weights).
+	# Endpoint rw reads from the primary unless FIDELITY_READS=replicas (the sandbox's weights:
+	# reads on the replicas, at consistency session, so a client reads its own writes).
 	if [[ ${FIDELITY_READS:-primary} != replicas ]]; then
 		pin_reads "$config" primary || fl_die "cannot rewrite read_weights in $config"
 	fi

@@ -36,6 +36,9 @@
 #   SLUICE_BIN=path                use this sluice binary instead of building one
 #   KEEP=1                         keep the work directory and the sandbox
 #   REPLICAS=N                     replicas in the sandbox (default 1)
+#   FIDELITY_READS=primary         endpoint rw reads from the primary (default replicas: the
+#                                  sandbox's configuration, reads on the replicas at consistency
+#                                  session)
 #   MYSQLTEST_TIMEOUT=S            limit for one mariadb-test run (default 300 s)
 #   SSL_CA=file                    in ssl mode, verify the server certificate against this CA
 #                                  (default: the sandbox's self-signed certificate)
@@ -236,6 +239,9 @@ is_expected() { # MODE TEST
 	[[ -n ${expected[$1]+x} || -n ${expected[$1:$2]+x} || -n ${expected[*:$2]+x} ]]
 }
 
+# Through sluice with the sandbox's configuration as a user runs it: endpoint rw reads on the
+# replicas at consistency session (FIDELITY_READS=primary pins its reads to the primary).
+export FIDELITY_READS=${FIDELITY_READS:-replicas}
 fl_build_sluice "$work/sluice"
 # The sandbox puts unix sockets below the work directory; its path stays short.
 fl_sandbox_up "$work/sandbox" --tls --replicas "${REPLICAS:-1}"

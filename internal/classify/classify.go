@@ -837,8 +837,14 @@ func (c *classifier) token(t token) {
 			return
 		}
 		c.res.Flags |= SysVarRead
-		if _, name := c.sysVar(t); eqFold(name, "LAST_INSERT_ID") || eqFold(name, "IDENTITY") {
+		switch _, name := c.sysVar(t); {
+		case eqFold(name, "LAST_INSERT_ID") || eqFold(name, "IDENTITY"):
 			c.res.Flags |= LastInsertID
+		case eqFold(name, "TX_READ_ONLY") || eqFold(name, "TRANSACTION_READ_ONLY"):
+			c.res.Flags |= TxReadOnlyRead
+		case eqFold(name, "WARNING_COUNT") || eqFold(name, "ERROR_COUNT"):
+			// What the previous statement left, as FOUND_ROWS(): read where it ran.
+			c.res.Flags |= FoundRows
 		}
 	}
 }

@@ -84,7 +84,7 @@ func (s KindSet) Has(k Kind) bool { return s&(1<<k) != 0 }
 
 // Flags are facts about a statement's text that its kind alone does not tell. Flags describe
 // the text: EXPLAIN SELECT … FOR UPDATE carries LockingRead although EXPLAIN locks nothing.
-type Flags uint32
+type Flags uint64
 
 // The flags.
 const (
@@ -123,8 +123,11 @@ const (
 	// WRITE, or an assignment to tx_read_only / transaction_read_only (session or next
 	// transaction) of anything but a literal true. A replica connection must never take it.
 	SetReadWrite
+	// TxReadOnlyRead: @@tx_read_only / @@transaction_read_only read. A replica connection runs
+	// read-only (sluice's guard), so only the session's home answers what the client set.
+	TxReadOnlyRead
 
-	numFlags = 32
+	numFlags = 33
 )
 
 var flagNames = [numFlags]string{
@@ -133,7 +136,7 @@ var flagNames = [numFlags]string{
 	"SysVarRead", "TempTable", "Multi", "WithWrite", "ReadOnlyTx", "ReadWriteTx",
 	"ConsistentSnapshot", "SetAutocommit", "SetNames", "SetTransaction", "SetGlobal",
 	"SetSession", "SetStatement", "ExplainWrite", "SetRole", "Chain", "Release", "Analyze", "ConnectionID",
-	"SetReadWrite",
+	"SetReadWrite", "TxReadOnlyRead",
 }
 
 // String lists the set flags as "A|B|C", or "0" when none is set. It allocates: for logs and
@@ -143,7 +146,7 @@ func (f Flags) String() string {
 		return "0"
 	}
 	var b strings.Builder
-	for i := 0; i < 32; i++ {
+	for i := 0; i < 64; i++ {
 		if f&(1<<i) == 0 {
 			continue
 		}

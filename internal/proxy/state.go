@@ -148,7 +148,8 @@ func (s *session) resetState() {
 	s.state.Epoch++
 	s.begin = s.begin[:0]
 	s.tempTables, s.userLocks = 0, 0
-	s.lastGTID = s.lastGTID[:0] // a new session: nothing of its own to read back
+	// s.lastGTID stays: the client's connection goes on, and so does what it wrote (a read
+	// after the reset still sees it at consistency session).
 	bound := s.rs.Bound
 	s.rs = route.NewSession()
 	s.rs.Bound = bound

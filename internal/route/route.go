@@ -301,6 +301,9 @@ var (
 	}
 	errNoReplica = mysql.NewError(mysql.CRConnHostError, "HY000", "sluice: no replica is available for /*FORCE_SLAVE*/")
 	errHintWrite = mysql.NewError(mysql.ErrOptionPreventsStm, "HY000", "sluice: /*FORCE_SLAVE*/ cannot run a write or a statement of a transaction that wrote")
+	// errReadOnlyTx is the server's answer to a write in a READ ONLY transaction; sluice gives
+	// it for one on a replica, where the replica's read_only would answer 1290 first.
+	errReadOnlyTx = mysql.NewError(1792, "25006", "Cannot execute statement in a READ ONLY transaction")
 )
 
 // needsPrimary reports whether a statement must run on the primary whatever the session state,
@@ -387,6 +390,11 @@ func Decide(c *classify.Result, stmt []byte, s *Session, ep *Settings, snap *top
 	// through, fork the data).
 	if s.InTx && s.TxNode >= 0 {
 		if s.TxNode == snap.Primary || (c.Kind != classify.Begin && c.Flags&classify.SetAutocommit == 0) {
+			if s.TxNode != snap.Primary && primary && writesData(c.Kind) {
+				// A write in a read-only transaction on a replica: refused as the primary
+				// would refuse it in its own read-only transaction.
+				return Decision{Node: -1, Err: errReadOnlyTx}
+			}
 			return Decision{Node: s.TxNode, Reason: ReasonInTransaction}
 		}
 		d := decideOutsideTx(c, s, ep, snap, primary, why)
@@ -394,6 +402,16 @@ func Decide(c *classify.Result, stmt []byte, s *Session, ep *Settings, snap *top
 		return d
 	}
 	return decideOutsideTx(c, s, ep, snap, primary, why)
+}
+
+// writesData reports whether a statement of kind k changes data (what a READ ONLY transaction
+// refuses with 1792).
+func writesData(k classify.Kind) bool {
+	switch k {
+	case classify.Insert, classify.Update, classify.Delete, classify.Replace, classify.LoadData, classify.DDL:
+		return true
+	}
+	return false
 }
 
 // MayReadReplica reports whether Decide may send c to a replica as a read (ReasonRead or
@@ -452,6 +470,11 @@ func decideOutsideTx(c *classify.Result, s *Session, ep *Settings, snap *topolog
 	}
 	if s.Pins != 0 {
 		return Decision{Node: snap.Primary, Reason: ReasonPinned}
+	}
+	if c.Flags&classify.TxReadOnlyRead != 0 {
+		// @@tx_read_only: a replica connection answers 1 (sluice's guard); the session's own
+		// setting is the primary's (a hint may still name a replica, to see the guard).
+		return Decision{Node: snap.Primary, Reason: ReasonSessionFunction}
 	}
 	// A read. Outside autocommit it belongs to a transaction: on the primary, unless
 	// transaction splitting lets reads before the first write go to a replica.

@@ -314,15 +314,18 @@ func TestDecideEndsReplicaTransaction(t *testing.T) {
 		{"begin read write", "START TRANSACTION READ WRITE", inReplicaTx(), 0, ReasonTransactionStart, true},
 		{"begin read only", "START TRANSACTION READ ONLY", inReplicaTx(), 1, ReasonReadOnlyTx, true},
 		{"set autocommit", "SET autocommit = 0", inReplicaTx(), 0, ReasonSession, true},
-		{"insert stays", "INSERT INTO t VALUES (1)", inReplicaTx(), 2, ReasonInTransaction, false},
+		{"insert refused", "INSERT INTO t VALUES (1)", inReplicaTx(), -1, ReasonWrite, false},
 		{"select stays", "SELECT 1", inReplicaTx(), 2, ReasonInTransaction, false},
 		{"commit stays", "COMMIT", inReplicaTx(), 2, ReasonInTransaction, false},
 		{"primary tx keeps begin", "BEGIN", func() *Session { s := NewSession(); s.InTx, s.TxNode = true, 0; return &s }(), 0, ReasonInTransaction, false},
 	} {
 		c := classify.Classify([]byte(tc.stmt))
 		d := Decide(&c, []byte(tc.stmt), tc.s, rw(), cluster())
-		if d.Node != tc.node || d.Reason != tc.reason || d.EndTx != tc.endTx || d.Err != nil {
+		if d.Node != tc.node || d.Reason != tc.reason || d.EndTx != tc.endTx || (d.Err != nil) != (tc.node < 0) {
 			t.Errorf("%s: %+v, want node %d (%s) endTx %v", tc.name, d, tc.node, tc.reason, tc.endTx)
+		}
+		if tc.node < 0 && (d.Err == nil || d.Err.Code != 1792 || d.Err.State != "25006") {
+			t.Errorf("%s: %v, want the server's error 1792 (25006) for a write in a READ ONLY transaction", tc.name, d.Err)
 		}
 	}
 }
@@ -451,6 +454,32 @@ func TestDetachedNodesTakeNoReads(t *testing.T) {
 		s := NewSession()
 		if n := BindReplica(&s, ro.Settings(), snap); n != 2 {
 			t.Fatalf("max lag %s: read-only bound to %d, want replica2", maxLag, n)
+		}
+	}
+}
+
+// TestSessionVariableReads: reads of what only the session's own connections know go where
+// that is: @@tx_read_only to the primary (a replica connection runs read-only under sluice's
+// guard), @@warning_count and @@error_count where the previous statement ran.
+func TestSessionVariableReads(t *testing.T) {
+	for _, tc := range []struct {
+		stmt   string
+		last   int
+		node   int
+		reason Reason
+	}{
+		{"SELECT @@session.tx_read_only", -1, 0, ReasonSessionFunction},
+		{"SELECT @@transaction_read_only", 2, 0, ReasonSessionFunction},
+		{"SELECT @@warning_count", 2, 2, ReasonPrevious},
+		{"SELECT @@error_count, @@warning_count", 1, 1, ReasonPrevious},
+		{"SELECT @@version", 2, 1, ReasonRead},
+	} {
+		s := NewSession()
+		s.LastNode = tc.last
+		c := classify.Classify([]byte(tc.stmt))
+		d := Decide(&c, []byte(tc.stmt), &s, rw(), cluster())
+		if d.Node != tc.node || d.Reason != tc.reason {
+			t.Errorf("%s after node %d: %+v, want node %d (%s)", tc.stmt, tc.last, d, tc.node, tc.reason)
 		}
 	}
 }
