@@ -199,7 +199,7 @@ func (s *session) needsWait(d route.Decision, snap *topology.Snapshot) bool {
 // it did.
 func (s *session) awaitTarget(c *nodeConn, timeout time.Duration) (bool, error) {
 	s.scratch = s.scratch[:0]
-	if s.flavor() == gtid.MySQL {
+	if topology.FlavorOf(c.Handshake.ServerVersion) == topology.MySQL {
 		s.scratch = append(s.scratch, "SELECT WAIT_FOR_EXECUTED_GTID_SET('"...)
 	} else {
 		s.scratch = append(s.scratch, "SELECT MASTER_GTID_WAIT('"...)

@@ -1,6 +1,7 @@
 package route
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -480,6 +481,38 @@ func TestSessionVariableReads(t *testing.T) {
 		d := Decide(&c, []byte(tc.stmt), &s, rw(), cluster())
 		if d.Node != tc.node || d.Reason != tc.reason {
 			t.Errorf("%s after node %d: %+v, want node %d (%s)", tc.stmt, tc.last, d, tc.node, tc.reason)
+		}
+	}
+}
+
+// TestReachedReplicasPreferred: a read that must see a position goes to a replica known to have
+// it, under the policy among those; when none is known to, any candidate may be picked (the
+// proxy then waits there or goes to the primary); the primary counts as having it.
+func TestReachedReplicasPreferred(t *testing.T) {
+	read := classify.Classify([]byte("SELECT 1"))
+	for _, tc := range []struct {
+		name    string
+		weights []int
+		reached uint64
+		want    []int // acceptable nodes
+	}{
+		{"replica2 has it", []int{0, 100, 100}, 1 << 2, []int{2}},
+		{"replica1 has it", []int{0, 100, 100}, 1 << 1, []int{1}},
+		{"both have it", []int{0, 100, 100}, 1<<1 | 1<<2, []int{1, 2}},
+		{"none has it: any", []int{0, 100, 100}, 0, []int{1, 2}},
+		{"the primary reads too, and has it", []int{100, 100, 100}, 1 << 0, []int{0}},
+	} {
+		e, err := NewEndpoint("rw", 3, Settings{Weights: tc.weights, Policy: LeastActive{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 6 {
+			s := NewSession()
+			s.HasTarget, s.Reached = true, tc.reached
+			d := Decide(&read, nil, &s, e.Settings(), cluster())
+			if !slices.Contains(tc.want, d.Node) {
+				t.Fatalf("%s: read went to %d, want one of %v", tc.name, d.Node, tc.want)
+			}
 		}
 	}
 }
