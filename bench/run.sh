@@ -9,6 +9,11 @@
 #   C sluice-p  sluice endpoint rw with every read on the primary (pin_reads), threads: 1
 #   D sluice-r  sluice endpoint rw with the sandbox's read weights (reads on the replicas), threads: 1
 #
+# Then the cost of the consistency levels: a third sluice (sluice-c, threads: 1) with three more
+# read-write endpoints, cons-eventual, cons-session and cons-global (reads on the replicas), each
+# at that level; sysbench oltp_read_only --skip_trx=on and oltp_point_select through the three,
+# interleaved, and bench/ryw (read-your-writes: UPDATE then SELECT on one connection) through each.
+#
 # Environment (see bench/README.md):
 #   WORKLOADS="oltp_point_select oltp_read_only oltp_read_write"
 #                                  (oltp_read_only always runs with --skip_trx=on)
@@ -17,16 +22,23 @@
 #   TIME=N                         seconds per run (default: 10 for oltp_point_select, 5 for the others)
 #   REPS=3                         repetitions
 #   TABLES=4 TABLE_SIZE=10000      sbtest size
-#   SLUICE_THREADS=1               'threads:' (GOMAXPROCS) of both sluices; 0 = every CPU
+#   SLUICE_THREADS=1               'threads:' (GOMAXPROCS) of the sluices; 0 = every CPU
 #   IDLE_CONNS=1000                idle client connections opened through sluice-p at the end; 0 skips
-#   SMOKE=1                        TIME=3 REPS=1, only the first workload, IDLE_CONNS=100
+#   PARTS="systems idle consistency"  which parts run (any of them, in that order)
+#   CONS_WORKLOADS="oltp_read_only oltp_point_select"  sysbench workloads of the consistency part
+#   CONS_THREADS=8                 sysbench threads of the consistency part
+#   CONS_TIMEOUT=                  consistency_timeout of the cons-* endpoints (default: sluice's, 10ms)
+#   RYW_N=2000                     write-then-read pairs per level (bench/ryw)
+#   SMOKE=1                        TIME=3 REPS=1, only the first workload, IDLE_CONNS=100; consistency
+#                                  part: only the first mode, RYW_N=200
 #   OUT=path                       results JSON (default: the work directory, see README)
 #   SLUICE_BIN=path                use this sluice binary instead of building one
 #   KEEP=1                         keep the work directory and the sandbox
-#   PROFILE_DIR=dir                write CPU profiles of both sluices there (sluice-p.cpu,
-#                                  sluice-r.cpu; read with 'go tool pprof BINARY FILE')
+#   PROFILE_DIR=dir                write CPU profiles of the sluices there (sluice-p.cpu,
+#                                  sluice-r.cpu, sluice-c.cpu; read with 'go tool pprof BINARY FILE')
 #
-# Exit status: 0 when every run finished without errors, 1 otherwise.
+# Exit status: 0 when every run finished without errors (and no stale read at session or global),
+# 1 otherwise. The consistency levels' QPS targets are reported, never a failure.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -44,13 +56,22 @@ tables=${TABLES:-4}
 table_size=${TABLE_SIZE:-10000}
 sluice_threads=${SLUICE_THREADS:-1}
 idle_conns=${IDLE_CONNS:-1000}
+readonly all_parts="systems idle consistency" all_cons_workloads="oltp_read_only oltp_point_select"
+read -r -a parts <<<"${PARTS:-$all_parts}"
+read -r -a cons_workloads <<<"${CONS_WORKLOADS:-$all_cons_workloads}"
+cons_threads=${CONS_THREADS:-8}
+cons_timeout=${CONS_TIMEOUT:-}
+ryw_n=${RYW_N:-2000}
+cons_modes=("${modes[@]}")
 if [[ ${SMOKE:-0} == 1 ]]; then
 	run_time=3
 	reps=1
 	workloads=("${workloads[0]}")
 	idle_conns=${IDLE_CONNS:-100}
+	cons_modes=("${modes[0]}")
+	ryw_n=${RYW_N:-200}
 fi
-readonly db=sbtest systems=(direct haproxy sluice-p sluice-r)
+readonly db=sbtest systems=(direct haproxy sluice-p sluice-r) levels=(eventual session global)
 
 ((${#modes[@]} > 0)) || fl_die "MODES is empty"
 for m in "${modes[@]}"; do
@@ -61,12 +82,28 @@ for w in "${workloads[@]}"; do
 	[[ " $all_workloads " == *" $w "* ]] || fl_die "unknown workload '$w' (known: $all_workloads)"
 done
 ((${#thread_counts[@]} > 0)) || fl_die "THREADS is empty"
-for n in ${run_time:+"$run_time"} "$reps" "$tables" "$table_size" "${thread_counts[@]}"; do
-	[[ $n =~ ^[1-9][0-9]*$ ]] || fl_die "TIME, REPS, THREADS, TABLES and TABLE_SIZE must be positive integers"
+for n in ${run_time:+"$run_time"} "$reps" "$tables" "$table_size" "${thread_counts[@]}" "$cons_threads" "$ryw_n"; do
+	[[ $n =~ ^[1-9][0-9]*$ ]] || fl_die "TIME, REPS, THREADS, TABLES, TABLE_SIZE, CONS_THREADS and RYW_N must be positive integers"
 done
 for n in "$sluice_threads" "$idle_conns"; do
 	[[ $n =~ ^[0-9]+$ ]] || fl_die "SLUICE_THREADS and IDLE_CONNS must be integers >= 0"
 done
+((${#parts[@]} > 0)) || fl_die "PARTS is empty"
+for part in "${parts[@]}"; do
+	[[ " $all_parts " == *" $part "* ]] || fl_die "unknown part '$part' in PARTS (known: $all_parts)"
+done
+((${#cons_workloads[@]} > 0)) || fl_die "CONS_WORKLOADS is empty"
+for w in "${cons_workloads[@]}"; do
+	[[ " $all_workloads " == *" $w "* ]] || fl_die "unknown workload '$w' in CONS_WORKLOADS (known: $all_workloads)"
+done
+[[ -z $cons_timeout || $cons_timeout =~ ^[0-9]+(\.[0-9]+)?(us|ms|s)$ ]] || fl_die "CONS_TIMEOUT must be a duration like 10ms or 1s"
+
+# has_part PART: PART is in PARTS.
+has_part() { [[ " ${parts[*]} " == *" $1 "* ]]; }
+want_systems=0 want_idle=0 want_cons=0
+if has_part systems; then want_systems=1; fi
+if has_part idle && ((idle_conns > 0)); then want_idle=1; fi
+if has_part consistency; then want_cons=1; fi
 # Missing tools: apt-get update, then install (as root or with password-less sudo), or say how.
 ensure_packages "sysbench haproxy mariadb mariadbd" "sysbench haproxy mariadb-client mariadb-server" ||
 	fl_die "sysbench, haproxy and MariaDB are needed (see above)"
@@ -88,25 +125,27 @@ time_of() {
 	fi
 }
 
-# Every node's max_connections: the widest sysbench run through sluice-r (one connection per
-# client on the primary and on each replica, with room for both sluices' monitors), and the idle
-# connections, each of which holds a primary connection through sluice-p.
-max_threads=0
+# Every node's max_connections: the widest sysbench run through sluice-r or sluice-c (one
+# connection per client on the primary and on each replica, with room for the sluices' monitors
+# and binlog streams), and the idle connections, each of which holds a primary connection through
+# sluice-p.
+max_threads=$cons_threads
 for t in "${thread_counts[@]}"; do
 	if ((t > max_threads)); then max_threads=$t; fi
 done
 max_conns=200
 if ((2 * max_threads + 50 > max_conns)); then max_conns=$((2 * max_threads + 50)); fi
-if ((idle_conns + 100 > max_conns)); then max_conns=$((idle_conns + 100)); fi
+if ((want_idle && idle_conns + 100 > max_conns)); then max_conns=$((idle_conns + 100)); fi
 
 haproxy_pid=
 pid_p=
+pid_c=
 idle_pid=
 idle_fd=
 fl_begin sluice-bench
 out=${OUT:-$work/results.json}
 
-# Stop the idle-connection opener, HAProxy and the sluice of system C (fl_cleanup stops
+# Stop the idle-connection opener, HAProxy, the sluice of system C and sluice-c (fl_cleanup stops
 # FL_SLUICE_PID, system D's, the sandbox, and removes $work).
 bench_cleanup() {
 	local rc=$?
@@ -121,11 +160,14 @@ bench_cleanup() {
 		fl_stop_pid "$pid_p"
 	fi
 	pid_p=
+	fl_stop_pid "$pid_c"
+	pid_c=
 	if [[ $status == failed ]]; then
 		fl_tail "$work/haproxy.log"
 		fl_tail "$work/sluice-p.log"
 		fl_tail "$work/sluice-r.log"
 		fl_tail "$work/idleconns.log"
+		fl_tail "$work/sluice-c.log"
 	fi
 	(exit "$rc")
 	fl_cleanup
@@ -188,10 +230,71 @@ primary_conns() { fl_sql "$FL_PRIMARY" -e "SHOW GLOBAL STATUS LIKE 'Threads_conn
 # p_alive: sluice-p is still running.
 p_alive() { kill -0 "$pid_p" 2>/dev/null; }
 
+# one_run SYSTEM ADDR PID WORKLOAD MODE THREADS REP SECONDS TSV: one sysbench run through ADDR,
+# with the CPU time and peak RSS of the proxy PID (none when empty) and every node's Com_select
+# read around it; appends one line to TSV (columns: see the medians below), and to failures when
+# the run had an error. The log is $work/run-WORKLOAD-MODE-THREADS-SYSTEM-REP.log.
+one_run() {
+	local sys=$1 addr=$2 pid=$3 wl=$4 m=$5 th=$6 rep=$7 secs=$8 tsv=$9
+	local ps=auto extra=() log sel_before=() sel=() before=0 rc=0 cpu=- rss=- k n
+	local qps queries avg p99 ignored reconnects errors fatal cpu_us=- cpu_s=-
+	if [[ $m == noprepare ]]; then
+		ps=disable
+	fi
+	if [[ $wl == oltp_read_only ]]; then
+		extra=(--skip_trx=on)
+	fi
+	if [[ -n $pid ]] && ! kill -0 "$pid" 2>/dev/null; then
+		fl_die "$sys (pid $pid) is not running any more"
+	fi
+	log=$work/run-$wl-$m-$th-$sys-$rep.log
+	for n in "${nodes[@]}"; do sel_before+=("$(com_select "$n")"); done
+	if [[ -n $pid ]]; then
+		if [[ $rss_peak == run ]]; then
+			reset_peak "$pid" || fl_die "clear_refs of $sys (pid $pid) failed"
+		fi
+		before=$(cpu_ticks "$pid")
+	fi
+	sb "$addr" "$wl" --db-ps-mode="$ps" --threads="$th" --time="$secs" \
+		--report-interval=0 --percentile=99 ${extra[@]+"${extra[@]}"} run >"$log" 2>&1 || rc=$?
+	if [[ -n $pid ]]; then
+		cpu=$(($(cpu_ticks "$pid") - before))
+		rss=$(mem_kib "$pid" VmHWM)
+	fi
+	for k in "${!nodes[@]}"; do sel+=($(($(com_select "${nodes[$k]}") - sel_before[k]))); done
+	qps=$(rate "$log" queries)
+	queries=$(report_value "$log" queries)
+	avg=$(report_value "$log" avg)
+	p99=$(report_value "$log" '99th percentile')
+	ignored=$(report_value "$log" 'ignored errors')
+	reconnects=$(report_value "$log" reconnects)
+	errors=$((${ignored:-0} + ${reconnects:-0}))
+	fatal=$(grep -m 1 -E 'FATAL|ALERT|MySQL error' "$log" || true)
+	if ((rc != 0)) || [[ -n $fatal || -z $qps || -z $ignored ]]; then
+		errors=$((errors + 1))
+	fi
+	if ((errors > 0)); then
+		failures+=("$wl $m $th threads $sys rep $rep: exit $rc, ${ignored:-?} ignored errors, ${reconnects:-?} reconnects${fatal:+: $fatal}")
+	fi
+	if [[ $cpu != - && -n $queries && $queries != 0 ]]; then
+		cpu_us=$(awk -v t="$cpu" -v hz="$clk_tck" -v q="$queries" 'BEGIN { printf "%.2f", t / hz * 1e6 / q }')
+	fi
+	if [[ $cpu != - ]]; then
+		cpu_s=$(awk -v t="$cpu" -v hz="$clk_tck" 'BEGIN { printf "%.2f", t / hz }')
+	fi
+	printf '%s\t%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%d\t%s\t%d\t%d\t%d\n' "$wl" "$m" "$th" "$sys" "$rep" \
+		"${qps:--}" "${avg:--}" "${p99:--}" "${queries:--}" "$errors" "$cpu_s" "$cpu_us" "$rc" "${rss:--}" \
+		"${sel[0]}" "${sel[1]}" "${sel[2]}" >>"$tsv"
+}
+
 fl_build_sluice "$work/sluice"
-if ((idle_conns > 0)); then
+if ((want_idle)); then
 	command -v go >/dev/null 2>&1 || fl_die "go not found: needed to build bench/idleconns (IDLE_CONNS=0 skips that step)"
 	(cd "$root" && go build -o "$work/idleconns" ./bench/idleconns) || fl_die "go build ./bench/idleconns failed"
+fi
+if ((want_cons)); then
+	command -v go >/dev/null 2>&1 || fl_die "go not found: needed to build bench/ryw (PARTS without consistency skips that part)"
+	(cd "$root" && go build -o "$work/ryw" ./bench/ryw) || fl_die "go build ./bench/ryw failed"
 fi
 fl_sandbox_up "$work/sandbox" --replicas 2 --max-connections "$max_conns"
 fl_sandbox_read "$work/sandbox"
@@ -204,46 +307,58 @@ nodes=("$FL_PRIMARY" "${FL_REPLICAS[@]}")
 
 fl_sb_prepare "$work/prepare.log"
 
-# B: HAProxy.
-haproxy_addr=127.0.0.1:$(free_port)
-sed -e "s/@LISTEN@/$haproxy_addr/" -e "s/@PRIMARY@/$FL_PRIMARY/" "$root/bench/haproxy.cfg" >"$work/haproxy.cfg"
-haproxy -c -q -f "$work/haproxy.cfg" >"$work/haproxy.log" 2>&1 || {
-	fl_tail "$work/haproxy.log"
-	fl_die "haproxy rejected $work/haproxy.cfg"
-}
-haproxy -db -f "$work/haproxy.cfg" >>"$work/haproxy.log" 2>&1 &
-haproxy_pid=$!
-fl_wait_port "$haproxy_addr" 10 || fl_die "haproxy did not listen on $haproxy_addr"
-
-# C: sluice with reads pinned to the primary, on the sandbox's rw/ro ports.
+haproxy_addr=
+addr_p=
+addr_r=
+pid_r=
 sandbox_rw=$FL_RW
-cp "$FL_SANDBOX_DIR/sluice.yaml" "$work/sluice-p.yaml"
-pin_reads "$work/sluice-p.yaml" "$primary_name" || fl_die "cannot rewrite read_weights in sluice-p.yaml"
-set_threads "$work/sluice-p.yaml" "$sluice_threads"
+if ((want_systems)); then
+	# B: HAProxy.
+	haproxy_addr=127.0.0.1:$(free_port)
+	sed -e "s/@LISTEN@/$haproxy_addr/" -e "s/@PRIMARY@/$FL_PRIMARY/" "$root/bench/haproxy.cfg" >"$work/haproxy.cfg"
+	haproxy -c -q -f "$work/haproxy.cfg" >"$work/haproxy.log" 2>&1 || {
+		fl_tail "$work/haproxy.log"
+		fl_die "haproxy rejected $work/haproxy.cfg"
+	}
+	haproxy -db -f "$work/haproxy.cfg" >>"$work/haproxy.log" 2>&1 &
+	haproxy_pid=$!
+	fl_wait_port "$haproxy_addr" 10 || fl_die "haproxy did not listen on $haproxy_addr"
+fi
+
 FL_SLUICE_ARGS=()
 if [[ -n ${PROFILE_DIR:-} ]]; then
 	mkdir -p "$PROFILE_DIR"
 	PROFILE_DIR=$(cd "$PROFILE_DIR" && pwd)
 	cp "$FL_SLUICE" "$PROFILE_DIR/sluice"
-	FL_SLUICE_ARGS=(--cpuprofile "$PROFILE_DIR/sluice-p.cpu")
 fi
-FIDELITY_READS=replicas fl_sluice_start "$work/sluice-p.yaml" "$work/sluice-p.log"
-pid_p=$FL_SLUICE_PID
-addr_p=$sandbox_rw
+if ((want_systems || want_idle)); then
+	# C: sluice with reads pinned to the primary, on the sandbox's rw/ro ports.
+	cp "$FL_SANDBOX_DIR/sluice.yaml" "$work/sluice-p.yaml"
+	pin_reads "$work/sluice-p.yaml" "$primary_name" || fl_die "cannot rewrite read_weights in sluice-p.yaml"
+	set_threads "$work/sluice-p.yaml" "$sluice_threads"
+	if [[ -n ${PROFILE_DIR:-} ]]; then
+		FL_SLUICE_ARGS=(--cpuprofile "$PROFILE_DIR/sluice-p.cpu")
+	fi
+	FIDELITY_READS=replicas fl_sluice_start "$work/sluice-p.yaml" "$work/sluice-p.log"
+	pid_p=$FL_SLUICE_PID
+	addr_p=$sandbox_rw
+fi
 
-# D: sluice with the sandbox's read weights, on fresh ports.
-addr_r=127.0.0.1:$(free_port)
-cp "$FL_SANDBOX_DIR/sluice.yaml" "$work/sluice-r.yaml"
-set_listen "$work/sluice-r.yaml" rw "$addr_r" || fl_die "cannot rewrite the rw listen address"
-set_listen "$work/sluice-r.yaml" ro "127.0.0.1:$(free_port)" || fl_die "cannot rewrite the ro listen address"
-set_threads "$work/sluice-r.yaml" "$sluice_threads"
-FL_RW=$addr_r
-if [[ -n ${PROFILE_DIR:-} ]]; then
-	FL_SLUICE_ARGS=(--cpuprofile "$PROFILE_DIR/sluice-r.cpu")
+if ((want_systems)); then
+	# D: sluice with the sandbox's read weights, on fresh ports.
+	addr_r=127.0.0.1:$(free_port)
+	cp "$FL_SANDBOX_DIR/sluice.yaml" "$work/sluice-r.yaml"
+	set_listen "$work/sluice-r.yaml" rw "$addr_r" || fl_die "cannot rewrite the rw listen address"
+	set_listen "$work/sluice-r.yaml" ro "127.0.0.1:$(free_port)" || fl_die "cannot rewrite the ro listen address"
+	set_threads "$work/sluice-r.yaml" "$sluice_threads"
+	FL_RW=$addr_r
+	if [[ -n ${PROFILE_DIR:-} ]]; then
+		FL_SLUICE_ARGS=(--cpuprofile "$PROFILE_DIR/sluice-r.cpu")
+	fi
+	FIDELITY_READS=replicas fl_sluice_start "$work/sluice-r.yaml" "$work/sluice-r.log"
+	pid_r=$FL_SLUICE_PID
+	fl_log "direct $FL_PRIMARY, haproxy $haproxy_addr (pid $haproxy_pid), sluice-p $addr_p (pid $pid_p), sluice-r $addr_r (pid $pid_r), sluice threads: $sluice_threads"
 fi
-FIDELITY_READS=replicas fl_sluice_start "$work/sluice-r.yaml" "$work/sluice-r.log"
-pid_r=$FL_SLUICE_PID
-fl_log "direct $FL_PRIMARY, haproxy $haproxy_addr (pid $haproxy_pid), sluice-p $addr_p (pid $pid_p), sluice-r $addr_r (pid $pid_r), sluice threads: $sluice_threads"
 
 declare -A addr_of=([direct]=$FL_PRIMARY [haproxy]=$haproxy_addr [sluice-p]=$addr_p [sluice-r]=$addr_r)
 declare -A pid_of=([direct]="" [haproxy]=$haproxy_pid [sluice-p]=$pid_p [sluice-r]=$pid_r)
@@ -251,98 +366,43 @@ declare -A pid_of=([direct]="" [haproxy]=$haproxy_pid [sluice-p]=$pid_p [sluice-
 # Peak RSS per run needs clear_refs (own processes, or root); without it VmHWM is the peak
 # since the proxy started.
 rss_peak=run
-if ! reset_peak "$pid_p"; then
+if ! reset_peak "$$"; then
 	rss_peak=start
-	fl_log "note: /proc/$pid_p/clear_refs is not writable: peak RSS is the peak since the proxy started, not per run"
+	fl_log "note: /proc/PID/clear_refs is not writable: peak RSS is the peak since the proxy started, not per run"
 fi
 
 # Runs: one TSV line each (columns: see the JSON writer below).
 runs=$work/runs.tsv
 : >"$runs"
 failures=()
-total_time=0
-for wl in "${workloads[@]}"; do
-	total_time=$((total_time + $(time_of "$wl") * ${#modes[@]} * ${#thread_counts[@]} * reps * ${#systems[@]}))
-done
-total=$((${#workloads[@]} * ${#modes[@]} * ${#thread_counts[@]} * reps * ${#systems[@]}))
-fl_log "$total runs, ${total_time}s of sysbench"
-i=0
-for wl in "${workloads[@]}"; do
-	extra=()
-	if [[ $wl == oltp_read_only ]]; then
-		extra=(--skip_trx=on)
-	fi
-	secs=$(time_of "$wl")
-	for m in "${modes[@]}"; do
-		ps=auto
-		if [[ $m == noprepare ]]; then
-			ps=disable
-		fi
-		for th in "${thread_counts[@]}"; do
-			for ((rep = 1; rep <= reps; rep++)); do
-				for sys in "${systems[@]}"; do
-					i=$((i + 1))
-					pid=${pid_of[$sys]}
-					if [[ -n $pid ]] && ! kill -0 "$pid" 2>/dev/null; then
-						fl_die "$sys (pid $pid) is not running any more"
-					fi
-					log=$work/run-$wl-$m-$th-$sys-$rep.log
-					fl_log "[$i/$total] $wl $m $sys rep $rep: ${secs}s x $th threads"
-					sel_before=()
-					for n in "${nodes[@]}"; do sel_before+=("$(com_select "$n")"); done
-					before=0
-					if [[ -n $pid ]]; then
-						if [[ $rss_peak == run ]]; then
-							reset_peak "$pid" || fl_die "clear_refs of $sys (pid $pid) failed"
-						fi
-						before=$(cpu_ticks "$pid")
-					fi
-					rc=0
-					sb "${addr_of[$sys]}" "$wl" --db-ps-mode="$ps" --threads="$th" --time="$secs" \
-						--report-interval=0 --percentile=99 ${extra[@]+"${extra[@]}"} run >"$log" 2>&1 || rc=$?
-					cpu=-
-					rss=-
-					if [[ -n $pid ]]; then
-						cpu=$(($(cpu_ticks "$pid") - before))
-						rss=$(mem_kib "$pid" VmHWM)
-					fi
-					sel=()
-					for k in "${!nodes[@]}"; do sel+=($(($(com_select "${nodes[$k]}") - sel_before[k]))); done
-					qps=$(rate "$log" queries)
-					queries=$(report_value "$log" queries)
-					avg=$(report_value "$log" avg)
-					p99=$(report_value "$log" '99th percentile')
-					ignored=$(report_value "$log" 'ignored errors')
-					reconnects=$(report_value "$log" reconnects)
-					errors=$((${ignored:-0} + ${reconnects:-0}))
-					fatal=$(grep -m 1 -E 'FATAL|ALERT|MySQL error' "$log" || true)
-					if ((rc != 0)) || [[ -n $fatal || -z $qps || -z $ignored ]]; then
-						errors=$((errors + 1))
-					fi
-					if ((errors > 0)); then
-						failures+=("$wl $m $th threads $sys rep $rep: exit $rc, ${ignored:-?} ignored errors, ${reconnects:-?} reconnects${fatal:+: $fatal}")
-					fi
-					cpu_us=-
-					if [[ $cpu != - && -n $queries && $queries != 0 ]]; then
-						cpu_us=$(awk -v t="$cpu" -v hz="$clk_tck" -v q="$queries" 'BEGIN { printf "%.2f", t / hz * 1e6 / q }')
-					fi
-					cpu_s=-
-					if [[ $cpu != - ]]; then
-						cpu_s=$(awk -v t="$cpu" -v hz="$clk_tck" 'BEGIN { printf "%.2f", t / hz }')
-					fi
-					printf '%s\t%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%d\t%s\t%d\t%d\t%d\n' "$wl" "$m" "$th" "$sys" "$rep" \
-						"${qps:--}" "${avg:--}" "${p99:--}" "${queries:--}" "$errors" "$cpu_s" "$cpu_us" "$rc" "${rss:--}" \
-						"${sel[0]}" "${sel[1]}" "${sel[2]}" >>"$runs"
+if ((want_systems)); then
+	total_time=0
+	for wl in "${workloads[@]}"; do
+		total_time=$((total_time + $(time_of "$wl") * ${#modes[@]} * ${#thread_counts[@]} * reps * ${#systems[@]}))
+	done
+	total=$((${#workloads[@]} * ${#modes[@]} * ${#thread_counts[@]} * reps * ${#systems[@]}))
+	fl_log "$total runs, ${total_time}s of sysbench"
+	i=0
+	for wl in "${workloads[@]}"; do
+		secs=$(time_of "$wl")
+		for m in "${modes[@]}"; do
+			for th in "${thread_counts[@]}"; do
+				for ((rep = 1; rep <= reps; rep++)); do
+					for sys in "${systems[@]}"; do
+						i=$((i + 1))
+						fl_log "[$i/$total] $wl $m $sys rep $rep: ${secs}s x $th threads"
+						one_run "$sys" "${addr_of[$sys]}" "${pid_of[$sys]}" "$wl" "$m" "$th" "$rep" "$secs" "$runs"
+					done
 				done
 			done
 		done
 	done
-done
+fi
 
 # Idle connections: what IDLE_CONNS logged-in, idle client sessions cost sluice-p in RSS.
 idle_json=null
 idle_table=
-if ((idle_conns > 0)); then
+if ((want_idle)); then
 	p_alive || fl_die "sluice-p (pid $pid_p) is not running any more"
 	fl_log "idle connections: opening $idle_conns through sluice-p ($addr_p)"
 	conns_before=$(primary_conns)
@@ -394,37 +454,160 @@ if ((idle_conns > 0)); then
 		"$idle_conns" "$rss_before" "$rss_after" "$diff_kib" "$per_conn" "$per_1000" "$conns_before" "$conns_after" "$open_s")
 fi
 
+# Consistency levels: what session and global cost next to eventual, with healthy replicas, on
+# a sluice of their own (sluice-c) whose only endpoints are cons-eventual, cons-session and
+# cons-global (read-write, the sandbox's read weights: reads on the replicas).
+cons_runs=$work/cons-runs.tsv
+: >"$cons_runs"
+declare -A cons_addr=()
+cons_sources=
+cons_timeout_ms=
+ryw_levels=()
+if ((want_cons)); then
+	# Healthy replicas: both have everything the parts before wrote.
+	gtid=$(fl_sql "$FL_PRIMARY" -e 'SELECT @@gtid_binlog_pos')
+	for r in "${FL_REPLICAS[@]}"; do
+		waited=$(fl_sql "$r" -e "SELECT MASTER_GTID_WAIT('$gtid', 60)")
+		[[ $waited == 0 ]] || fl_die "replica $r did not reach GTID $gtid within 60 s"
+	done
+	weights=$(awk '/^  - name: / { in_rw = ($3 == "rw") }
+		in_rw && /^    read_weights:/ { sub(/^    read_weights: */, ""); print; exit }' "$FL_SANDBOX_DIR/sluice.yaml")
+	[[ $weights == *"$primary_name: 0"* ]] || fl_die "unexpected read_weights of endpoint rw in the sandbox's sluice.yaml: '$weights'"
+	: >"$work/cons-endpoints.yaml"
+	used=" "
+	for lv in "${levels[@]}"; do
+		port=$(free_port)
+		while [[ $used == *" $port "* ]]; do port=$(free_port); done
+		used+="$port "
+		cons_addr[$lv]=127.0.0.1:$port
+		printf '  - name: cons-%s\n    listen: %s\n    mode: read-write\n    read_weights: %s\n    balance: least-active\n    consistency: %s\n' \
+			"$lv" "${cons_addr[$lv]}" "$weights" "$lv" >>"$work/cons-endpoints.yaml"
+		if [[ -n $cons_timeout ]]; then
+			printf '    consistency_timeout: %s\n' "$cons_timeout" >>"$work/cons-endpoints.yaml"
+		fi
+	done
+	# The sandbox's configuration with its endpoints section replaced by those three.
+	awk -v f="$work/cons-endpoints.yaml" '
+		/^endpoints:$/ { print; while ((getline l < f) > 0) print l; skip = 1; done = 1; next }
+		skip && /^[^ ]/ { skip = 0 }
+		!skip { print }
+		END { if (!done) exit 3 }' "$FL_SANDBOX_DIR/sluice.yaml" >"$work/sluice-c.yaml" ||
+		fl_die "cannot write sluice-c.yaml (no endpoints section in the sandbox's sluice.yaml?)"
+	set_threads "$work/sluice-c.yaml" "$sluice_threads"
+	sluice_c_args=()
+	if [[ -n ${PROFILE_DIR:-} ]]; then
+		sluice_c_args=(--cpuprofile "$PROFILE_DIR/sluice-c.cpu")
+	fi
+	"$FL_SLUICE" serve --config "$work/sluice-c.yaml" ${sluice_c_args[@]+"${sluice_c_args[@]}"} >"$work/sluice-c.log" 2>&1 &
+	pid_c=$!
+	for lv in "${levels[@]}"; do
+		t0=$SECONDS
+		until (exec 3<>"/dev/tcp/127.0.0.1/${cons_addr[$lv]##*:}") 2>/dev/null; do
+			kill -0 "$pid_c" 2>/dev/null || fl_die "sluice-c exited (see $work/sluice-c.log)"
+			((SECONDS - t0 < 30)) || fl_die "sluice-c did not listen on ${cons_addr[$lv]}"
+			sleep 0.2
+		done
+	done
+	# Each endpoint is at its level; the nodes' positions come from their binlog streams once
+	# sluice-c has seen them (up to 15 s; otherwise the monitor's polls, which is noted).
+	for lv in "${levels[@]}"; do
+		row=$(fl_sql "${cons_addr[$lv]}" -c -e '/*PROXY_INTERNAL*/ SHOW CONSISTENCY') || fl_die "SHOW CONSISTENCY through cons-$lv failed"
+		IFS=$'\t' read -r ep level timeout_ms _ _ <<<"$row"
+		[[ $ep == "cons-$lv" && $level == "$lv" ]] || fl_die "cons-$lv: SHOW CONSISTENCY says endpoint '$ep', consistency '$level'"
+		cons_timeout_ms=$timeout_ms
+	done
+	for _ in $(seq 75); do
+		cons_sources=$(fl_sql "${cons_addr[eventual]}" -c -e '/*PROXY_INTERNAL*/ SHOW NODES' |
+			awk -F '\t' '{ printf "%s%s: %s", sep, $1, $13; sep = ", " }')
+		[[ -n $cons_sources && $cons_sources != *poll* && $cons_sources != *NULL* ]] && break
+		sleep 0.2
+	done
+	if [[ $cons_sources == *poll* || $cons_sources == *NULL* ]]; then
+		fl_log "note: not every node's position comes from its binlog stream after 15 s ($cons_sources)"
+	fi
+	fl_log "sluice-c (pid $pid_c): cons-eventual ${cons_addr[eventual]}, cons-session ${cons_addr[session]}, cons-global ${cons_addr[global]}; consistency_timeout ${cons_timeout_ms} ms; positions: $cons_sources"
+
+	cons_total=$((${#cons_workloads[@]} * ${#cons_modes[@]} * reps * ${#levels[@]}))
+	cons_time=0
+	for wl in "${cons_workloads[@]}"; do
+		cons_time=$((cons_time + $(time_of "$wl") * ${#cons_modes[@]} * reps * ${#levels[@]}))
+	done
+	fl_log "consistency: $cons_total runs, ${cons_time}s of sysbench"
+	i=0
+	for wl in "${cons_workloads[@]}"; do
+		secs=$(time_of "$wl")
+		for m in "${cons_modes[@]}"; do
+			for ((rep = 1; rep <= reps; rep++)); do
+				for lv in "${levels[@]}"; do
+					i=$((i + 1))
+					fl_log "[consistency $i/$cons_total] $wl $m cons-$lv rep $rep: ${secs}s x $cons_threads threads"
+					one_run "cons-$lv" "${cons_addr[$lv]}" "$pid_c" "$wl" "$m" "$cons_threads" "$rep" "$secs" "$cons_runs"
+				done
+			done
+		done
+	done
+
+	# Read-your-writes, one level after the other (SHOW CONSISTENCY's counters are sluice-c's).
+	for lv in "${levels[@]}"; do
+		kill -0 "$pid_c" 2>/dev/null || fl_die "sluice-c (pid $pid_c) is not running any more"
+		fl_log "read-your-writes: $ryw_n write-then-read pairs through cons-$lv"
+		if ! "$work/ryw" -addr "${cons_addr[$lv]}" -n "$ryw_n" -user "$FL_USER" -password "$FL_PASSWORD" -db "$db" \
+			>"$work/ryw-$lv.json" 2>"$work/ryw-$lv.log"; then
+			fl_tail "$work/ryw-$lv.log"
+			failures+=("read-your-writes cons-$lv: bench/ryw failed: $(tail -n 1 "$work/ryw-$lv.log")")
+			continue
+		fi
+		ryw_levels+=("$lv")
+		stale=$(fl_json_get "$work/ryw-$lv.json" stale)
+		if [[ $lv != eventual && $stale != 0 ]]; then
+			failures+=("read-your-writes cons-$lv: $stale stale read(s) of $ryw_n (must be 0 at $lv)")
+		fi
+	done
+	kill -0 "$pid_c" 2>/dev/null || fl_die "sluice-c (pid $pid_c) is not running any more"
+	if fl_sluice_panicked "$work/sluice-c.log"; then
+		failures+=("sluice-c logged a panic (see $work/sluice-c.log)")
+	fi
+fi
+
 # Medians per workload, mode, threads and system (QPS, latencies, CPU per query, peak RSS);
-# errors and Com_select deltas summed over the reps. Columns of $runs:
+# errors, Com_select deltas and queries summed over the reps. Columns of $runs and $cons_runs:
 #   1 workload 2 mode 3 threads 4 system 5 rep 6 qps 7 avg 8 p99 9 queries 10 errors 11 cpu_s
 #   12 cpu_us 13 exit 14 peak_rss_kib 15 com_select_p 16 com_select_r1 17 com_select_r2
-medians=$work/medians.tsv
-awk -F '\t' '
-	function median(key, col,   n, i, j, t, a) {
-		n = split(vals[key, col], a, " ")
-		if (n == 0) return "-"
-		for (i = 2; i <= n; i++) { t = a[i] + 0; for (j = i - 1; j >= 1 && a[j] + 0 > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
-		if (n % 2) return a[(n + 1) / 2]
-		return (a[n / 2] + a[n / 2 + 1]) / 2
-	}
-	{
-		key = $1 SUBSEP $2 SUBSEP $3 SUBSEP $4
-		if (!(key in seen)) { seen[key] = 1; order[++k] = key }
-		for (c = 6; c <= 14; c++) if ($c != "-" && (c == 6 || c == 7 || c == 8 || c == 12 || c == 14)) vals[key, c] = vals[key, c] " " $c
-		errs[key] += $10
-		for (c = 15; c <= 17; c++) sel[key, c] += $c
-	}
-	END {
-		for (i = 1; i <= k; i++) {
-			key = order[i]
-			split(key, f, SUBSEP)
-			rss = median(key, 14)
-			if (rss != "-") rss = sprintf("%.1f", rss / 1024)
-			printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%d\t%d\t%d\n", f[1], f[2], f[3], f[4],
-				median(key, 6), median(key, 7), median(key, 8), errs[key], median(key, 12), rss,
-				sel[key, 15], sel[key, 16], sel[key, 17]
+# and of the medians: workload mode threads system qps avg p99 errors cpu_us rss_mib
+# com_select_p com_select_r1 com_select_r2 queries.
+medians_of() {
+	awk -F '\t' '
+		function median(key, col,   n, i, j, t, a) {
+			n = split(vals[key, col], a, " ")
+			if (n == 0) return "-"
+			for (i = 2; i <= n; i++) { t = a[i] + 0; for (j = i - 1; j >= 1 && a[j] + 0 > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+			if (n % 2) return a[(n + 1) / 2]
+			return (a[n / 2] + a[n / 2 + 1]) / 2
 		}
-	}' "$runs" >"$medians"
+		{
+			key = $1 SUBSEP $2 SUBSEP $3 SUBSEP $4
+			if (!(key in seen)) { seen[key] = 1; order[++k] = key }
+			for (c = 6; c <= 14; c++) if ($c != "-" && (c == 6 || c == 7 || c == 8 || c == 12 || c == 14)) vals[key, c] = vals[key, c] " " $c
+			errs[key] += $10
+			if ($9 != "-") queries[key] += $9
+			for (c = 15; c <= 17; c++) sel[key, c] += $c
+		}
+		END {
+			for (i = 1; i <= k; i++) {
+				key = order[i]
+				split(key, f, SUBSEP)
+				rss = median(key, 14)
+				if (rss != "-") rss = sprintf("%.1f", rss / 1024)
+				printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%d\t%d\t%d\t%d\n", f[1], f[2], f[3], f[4],
+					median(key, 6), median(key, 7), median(key, 8), errs[key], median(key, 12), rss,
+					sel[key, 15], sel[key, 16], sel[key, 17], queries[key]
+			}
+		}' "$1" >"$2"
+}
+medians=$work/medians.tsv
+medians_of "$runs" "$medians"
+cons_medians=$work/cons-medians.tsv
+medians_of "$cons_runs" "$cons_medians"
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b + 0 == 0) print "-"; else printf "%.2f", a / b }'; }
 # spread P R1 R2: "p 0% / r1 50% / r2 50%".
@@ -435,78 +618,194 @@ spread() {
 		printf "p %.0f%% / r1 %.0f%% / r2 %.0f%%", 100 * p / t, 100 * a / t, 100 * b / t }'
 }
 
+# The consistency levels' QPS against eventual's, per workload, mode and threads: one line each
+# (workload mode threads session/eventual global/eventual session-met global-met).
+readonly session_target=0.95 global_target=0.90
+# meets RATIO TARGET: yes, no, or - (no ratio).
+meets() { awk -v r="$1" -v t="$2" 'BEGIN { if (r == "-") print "-"; else if (r + 0 >= t + 0) print "yes"; else print "no" }'; }
+declare -A cq c99
+while IFS=$'\t' read -r wl m th sys qps avg p99 _; do
+	cq[$wl/$m/$th/$sys]=$qps
+	c99[$wl/$m/$th/$sys]=$p99
+done <"$cons_medians"
+cons_ratios=$work/cons-ratios.tsv
+: >"$cons_ratios"
+while IFS=$'\t' read -r wl m th sys _; do
+	[[ $sys == cons-eventual ]] || continue
+	rs=$(ratio "${cq[$wl/$m/$th/cons-session]:--}" "${cq[$wl/$m/$th/cons-eventual]:--}")
+	rg=$(ratio "${cq[$wl/$m/$th/cons-global]:--}" "${cq[$wl/$m/$th/cons-eventual]:--}")
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$wl" "$m" "$th" "$rs" "$rg" "$(meets "$rs" "$session_target")" "$(meets "$rg" "$global_target")" >>"$cons_ratios"
+done <"$cons_medians"
+
 sb_version=$(sysbench --version | awk '{ print $2 }')
 times=""
 for wl in "${workloads[@]}"; do
 	times+="${times:+, }$wl $(time_of "$wl") s"
 done
+cons_times=""
+for wl in "${cons_workloads[@]}"; do
+	cons_times+="${cons_times:+, }$wl $(time_of "$wl") s"
+done
 rss_note="peak during the run (VmHWM after clear_refs)"
 if [[ $rss_peak == start ]]; then
 	rss_note="peak since the proxy started (VmHWM; clear_refs was not writable)"
 fi
+# ryw LEVEL KEY: a field of bench/ryw's output for that level.
+ryw() { fl_json_get "$work/ryw-$1.json" "$2"; }
 table=$work/table.md
 {
-	printf '\nsysbench %s, %s thread(s), %s per run, %d rep(s), %d x %d rows, systems interleaved; medians. sluice threads: %s.\n' \
-		"$sb_version" "${thread_counts[*]}" "$times" "$reps" "$tables" "$table_size" "$sluice_threads"
-	printf 'QPS ×: QPS relative to direct / HAProxy (higher is better); p99 ×: p99 latency relative to direct / HAProxy (lower is better); CPU ×: proxy CPU µs per query relative to HAProxy.\n'
-	printf 'RSS MiB: the proxy'"'"'s %s, median. reads: share of Com_select per node (primary, replica1, replica2), summed over the reps.\n\n' "$rss_note"
-	printf '| workload | mode | threads | system | QPS | avg ms | p99 ms | errors | CPU µs/q | RSS MiB | reads | QPS × direct | QPS × haproxy | p99 × direct | p99 × haproxy | CPU × haproxy |\n'
-	printf '|---|---|---:|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|\n'
-	declare -A q99 qq cc
-	while IFS=$'\t' read -r wl m th sys qps avg p99 errs cpu rss s1 s2 s3; do
-		qq[$wl/$m/$th/$sys]=$qps
-		q99[$wl/$m/$th/$sys]=$p99
-		cc[$wl/$m/$th/$sys]=$cpu
-	done <"$medians"
-	while IFS=$'\t' read -r wl m th sys qps avg p99 errs cpu rss s1 s2 s3; do
-		d=$wl/$m/$th/direct
-		h=$wl/$m/$th/haproxy
-		printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
-			"$wl" "$m" "$th" "$sys" "$qps" "$avg" "$p99" "$errs" "$cpu" "$rss" "$(spread "$s1" "$s2" "$s3")" \
-			"$(ratio "$qps" "${qq[$d]:--}")" "$(ratio "$qps" "${qq[$h]:--}")" \
-			"$(ratio "$p99" "${q99[$d]:--}")" "$(ratio "$p99" "${q99[$h]:--}")" \
-			"$(ratio "$cpu" "${cc[$h]:--}")"
-	done <"$medians"
+	if ((want_systems)); then
+		printf '\nsysbench %s, %s thread(s), %s per run, %d rep(s), %d x %d rows, systems interleaved; medians. sluice threads: %s.\n' \
+			"$sb_version" "${thread_counts[*]}" "$times" "$reps" "$tables" "$table_size" "$sluice_threads"
+		printf 'QPS ×: QPS relative to direct / HAProxy (higher is better); p99 ×: p99 latency relative to direct / HAProxy (lower is better); CPU ×: proxy CPU µs per query relative to HAProxy.\n'
+		printf 'RSS MiB: the proxy'"'"'s %s, median. reads: share of Com_select per node (primary, replica1, replica2), summed over the reps.\n\n' "$rss_note"
+		printf '| workload | mode | threads | system | QPS | avg ms | p99 ms | errors | CPU µs/q | RSS MiB | reads | QPS × direct | QPS × haproxy | p99 × direct | p99 × haproxy | CPU × haproxy |\n'
+		printf '|---|---|---:|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|\n'
+		declare -A q99 qq cc
+		while IFS=$'\t' read -r wl m th sys qps avg p99 errs cpu rss s1 s2 s3 _; do
+			qq[$wl/$m/$th/$sys]=$qps
+			q99[$wl/$m/$th/$sys]=$p99
+			cc[$wl/$m/$th/$sys]=$cpu
+		done <"$medians"
+		while IFS=$'\t' read -r wl m th sys qps avg p99 errs cpu rss s1 s2 s3 _; do
+			d=$wl/$m/$th/direct
+			h=$wl/$m/$th/haproxy
+			printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
+				"$wl" "$m" "$th" "$sys" "$qps" "$avg" "$p99" "$errs" "$cpu" "$rss" "$(spread "$s1" "$s2" "$s3")" \
+				"$(ratio "$qps" "${qq[$d]:--}")" "$(ratio "$qps" "${qq[$h]:--}")" \
+				"$(ratio "$p99" "${q99[$d]:--}")" "$(ratio "$p99" "${q99[$h]:--}")" \
+				"$(ratio "$cpu" "${cc[$h]:--}")"
+		done <"$medians"
+	fi
 	if [[ -n $idle_table ]]; then
 		printf '%s\n' "$idle_table"
+	fi
+	if ((want_cons)); then
+		printf '\nConsistency levels, healthy replicas: sysbench %s through sluice-c'"'"'s endpoints cons-eventual, cons-session, cons-global (reads on the replicas, consistency_timeout %s ms, sluice threads: %s), %s thread(s), %s per run, %d rep(s), endpoints interleaved; medians.\n' \
+			"$sb_version" "$cons_timeout_ms" "$sluice_threads" "$cons_threads" "$cons_times" "$reps"
+		printf 'CPU µs/q: sluice-c'"'"'s CPU per query. node selects/q: Com_select of all three nodes per query (sluice'"'"'s position reads and waits included). reads: share of Com_select per node.\n'
+		printf 'QPS × eventual: the level'"'"'s QPS relative to cons-eventual'"'"'s (targets: session ≥ %s, global ≥ %s); p99 × eventual likewise. Positions: %s.\n\n' \
+			"$session_target" "$global_target" "${cons_sources:-?}"
+		printf '| workload | mode | threads | level | QPS | avg ms | p99 ms | errors | CPU µs/q | node selects/q | reads | QPS × eventual | p99 × eventual | target | met |\n'
+		printf '|---|---|---:|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|\n'
+		while IFS=$'\t' read -r wl m th sys qps avg p99 errs cpu _ s1 s2 s3 q; do
+			lv=${sys#cons-}
+			e=$wl/$m/$th/cons-eventual
+			r=$(ratio "$qps" "${cq[$e]:--}")
+			target=- met=-
+			case $lv in
+			session) target="≥ $session_target" met=$(meets "$r" "$session_target") ;;
+			global) target="≥ $global_target" met=$(meets "$r" "$global_target") ;;
+			esac
+			printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
+				"$wl" "$m" "$th" "$lv" "$qps" "$avg" "$p99" "$errs" "$cpu" "$(ratio $((s1 + s2 + s3)) "$q")" \
+				"$(spread "$s1" "$s2" "$s3")" "$r" "$(ratio "$p99" "${c99[$e]:--}")" "$target" "$met"
+		done <"$cons_medians"
+		if ((${#ryw_levels[@]} > 0)); then
+			printf '\nRead-your-writes (bench/ryw): one connection, %d x (UPDATE sbtest1 SET k = <new value> WHERE id = 1, then SELECT k of that row), text protocol, after %d unmeasured pairs; latencies in ms.\n' \
+				"$ryw_n" "$(ryw "${ryw_levels[0]}" warmup)"
+			printf 'stale: reads that did not return the value just written. replica reads: SHOW LAST ROUTE says a replica (reason "read"); waited: of those, the ones for which sluice counted a wait (SHOW CONSISTENCY'"'"'s waits moved). primary after timeout: reason "consistency: no replica reached the position". waits, timeouts: SHOW CONSISTENCY'"'"'s counters, after - before.\n\n'
+			printf '| level | timeout ms | pairs | write p50 | read p50 | read p99 | pair p50 | pair p99 | stale | replica reads | waited | primary after timeout | other | waits | timeouts |\n'
+			printf '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n'
+			for lv in "${ryw_levels[@]}"; do
+				n=$(ryw "$lv" pairs)
+				rr=$(ryw "$lv" replica_reads)
+				printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s (%s%%) | %s | %s | %s | %s | %s |\n' \
+					"$lv" "$(ryw "$lv" consistency_timeout_ms)" "$n" "$(ryw "$lv" write_p50_ms)" \
+					"$(ryw "$lv" read_p50_ms)" "$(ryw "$lv" read_p99_ms)" "$(ryw "$lv" pair_p50_ms)" "$(ryw "$lv" pair_p99_ms)" \
+					"$(ryw "$lv" stale)" "$rr" "$(awk -v a="$rr" -v b="$n" 'BEGIN { printf "%.1f", 100 * a / b }')" \
+					"$(ryw "$lv" replica_reads_waited)" "$(ryw "$lv" primary_timeout_reads)" "$(ryw "$lv" other_reads)" \
+					"$(ryw "$lv" waits)" "$(ryw "$lv" timeouts)"
+			done
+		fi
 	fi
 } >"$table"
 cat "$table"
 
 # Results JSON.
 jnum() { if [[ $1 == - || -z $1 ]]; then printf 'null'; else printf '%s' "$1"; fi; }
-{
-	printf '{\n  "sysbench": "%s",\n  "threads": [%s],\n  "time": {' "$sb_version" "$(
-		IFS=,
-		echo "${thread_counts[*]}"
-	)"
-	sep=""
-	for wl in "${workloads[@]}"; do
+jbool() { case $1 in yes) printf true ;; no) printf false ;; *) printf null ;; esac; }
+# jlist WORD...: a JSON array of strings.
+jlist() {
+	local sep="" w
+	printf '['
+	for w in "$@"; do
+		printf '%s"%s"' "$sep" "$w"
+		sep=", "
+	done
+	printf ']'
+}
+# jtimes WORKLOAD...: {"WORKLOAD": seconds per run, ...}.
+jtimes() {
+	local sep="" wl
+	printf '{'
+	for wl in "$@"; do
 		printf '%s"%s": %d' "$sep" "$wl" "$(time_of "$wl")"
 		sep=", "
 	done
-	printf '},\n  "reps": %d,\n  "tables": %d,\n  "table_size": %d,\n  "sluice_threads": %d,\n  "rss_peak_since": "%s",\n' \
+	printf '}'
+}
+# json_runs TSV INDENT: the runs of TSV as JSON objects, one a line, comma-separated.
+json_runs() {
+	local sep="" wl m th sys rep qps avg p99 queries errs cpu_s cpu_us rc rss s1 s2 s3
+	while IFS=$'\t' read -r wl m th sys rep qps avg p99 queries errs cpu_s cpu_us rc rss s1 s2 s3; do
+		printf '%s%s{"workload": "%s", "mode": "%s", "threads": %d, "system": "%s", "rep": %d, "qps": %s, "avg_ms": %s, "p99_ms": %s, "queries": %s, "errors": %d, "cpu_s": %s, "cpu_us_per_query": %s, "peak_rss_kib": %s, "com_select": {"p": %d, "r1": %d, "r2": %d}, "exit": %d}' \
+			"$sep" "$2" "$wl" "$m" "$th" "$sys" "$rep" "$(jnum "$qps")" "$(jnum "$avg")" "$(jnum "$p99")" "$(jnum "$queries")" "$errs" \
+			"$(jnum "$cpu_s")" "$(jnum "$cpu_us")" "$(jnum "$rss")" "$s1" "$s2" "$s3" "$rc"
+		sep=$',\n'
+	done <"$1"
+}
+# json_medians TSV INDENT: likewise for medians.
+json_medians() {
+	local sep="" wl m th sys qps avg p99 errs cpu rss s1 s2 s3 q
+	while IFS=$'\t' read -r wl m th sys qps avg p99 errs cpu rss s1 s2 s3 q; do
+		printf '%s%s{"workload": "%s", "mode": "%s", "threads": %d, "system": "%s", "qps": %s, "avg_ms": %s, "p99_ms": %s, "errors": %d, "cpu_us_per_query": %s, "peak_rss_mib": %s, "com_select_sum": {"p": %d, "r1": %d, "r2": %d}, "queries_sum": %d}' \
+			"$sep" "$2" "$wl" "$m" "$th" "$sys" "$(jnum "$qps")" "$(jnum "$avg")" "$(jnum "$p99")" "$errs" "$(jnum "$cpu")" "$(jnum "$rss")" "$s1" "$s2" "$s3" "$q"
+		sep=$',\n'
+	done <"$1"
+}
+{
+	printf '{\n  "sysbench": "%s",\n  "parts": %s,\n  "threads": [%s],\n  "time": %s' "$sb_version" "$(jlist "${parts[@]}")" "$(
+		IFS=,
+		echo "${thread_counts[*]}"
+	)" "$(jtimes "${workloads[@]}")"
+	printf ',\n  "reps": %d,\n  "tables": %d,\n  "table_size": %d,\n  "sluice_threads": %d,\n  "rss_peak_since": "%s",\n' \
 		"$reps" "$tables" "$table_size" "$sluice_threads" "$rss_peak"
 	printf '  "systems": {"direct": "%s", "haproxy": "%s", "sluice-p": "%s", "sluice-r": "%s"},\n' \
 		"$FL_PRIMARY" "$haproxy_addr" "$addr_p" "$addr_r"
 	printf '  "nodes": {"%s": "%s", "%s": "%s", "%s": "%s"},\n' \
 		"${node_labels[0]}" "${nodes[0]}" "${node_labels[1]}" "${nodes[1]}" "${node_labels[2]}" "${nodes[2]}"
 	printf '  "runs": [\n'
-	sep=""
-	while IFS=$'\t' read -r wl m th sys rep qps avg p99 queries errs cpu_s cpu_us rc rss s1 s2 s3; do
-		printf '%s    {"workload": "%s", "mode": "%s", "threads": %d, "system": "%s", "rep": %d, "qps": %s, "avg_ms": %s, "p99_ms": %s, "queries": %s, "errors": %d, "cpu_s": %s, "cpu_us_per_query": %s, "peak_rss_kib": %s, "com_select": {"p": %d, "r1": %d, "r2": %d}, "exit": %d}' \
-			"$sep" "$wl" "$m" "$th" "$sys" "$rep" "$(jnum "$qps")" "$(jnum "$avg")" "$(jnum "$p99")" "$(jnum "$queries")" "$errs" \
-			"$(jnum "$cpu_s")" "$(jnum "$cpu_us")" "$(jnum "$rss")" "$s1" "$s2" "$s3" "$rc"
-		sep=$',\n'
-	done <"$runs"
+	json_runs "$runs" '    '
 	printf '\n  ],\n  "medians": [\n'
-	sep=""
-	while IFS=$'\t' read -r wl m th sys qps avg p99 errs cpu rss s1 s2 s3; do
-		printf '%s    {"workload": "%s", "mode": "%s", "threads": %d, "system": "%s", "qps": %s, "avg_ms": %s, "p99_ms": %s, "errors": %d, "cpu_us_per_query": %s, "peak_rss_mib": %s, "com_select_sum": {"p": %d, "r1": %d, "r2": %d}}' \
-			"$sep" "$wl" "$m" "$th" "$sys" "$(jnum "$qps")" "$(jnum "$avg")" "$(jnum "$p99")" "$errs" "$(jnum "$cpu")" "$(jnum "$rss")" "$s1" "$s2" "$s3"
-		sep=$',\n'
-	done <"$medians"
-	printf '\n  ],\n  "idle": %s\n}\n' "$idle_json"
+	json_medians "$medians" '    '
+	printf '\n  ],\n  "idle": %s,\n  "consistency": ' "$idle_json"
+	if ((want_cons)); then
+		printf '{\n    "endpoints": {"eventual": "%s", "session": "%s", "global": "%s"},\n' \
+			"${cons_addr[eventual]}" "${cons_addr[session]}" "${cons_addr[global]}"
+		printf '    "consistency_timeout_ms": %s,\n    "position_sources": "%s",\n' "$(jnum "$cons_timeout_ms")" "$cons_sources"
+		printf '    "threads": %d,\n    "workloads": %s,\n    "modes": %s,\n    "time": %s,\n    "reps": %d,\n    "runs": [\n' \
+			"$cons_threads" "$(jlist "${cons_workloads[@]}")" "$(jlist "${cons_modes[@]}")" "$(jtimes "${cons_workloads[@]}")" "$reps"
+		json_runs "$cons_runs" '      '
+		printf '\n    ],\n    "medians": [\n'
+		json_medians "$cons_medians" '      '
+		printf '\n    ],\n    "qps_vs_eventual": [\n'
+		sep=""
+		while IFS=$'\t' read -r wl m th rs rg ms mg; do
+			printf '%s      {"workload": "%s", "mode": "%s", "threads": %d, "session": %s, "global": %s, "session_target": %s, "global_target": %s, "session_met": %s, "global_met": %s}' \
+				"$sep" "$wl" "$m" "$th" "$(jnum "$rs")" "$(jnum "$rg")" "$session_target" "$global_target" "$(jbool "$ms")" "$(jbool "$mg")"
+			sep=$',\n'
+		done <"$cons_ratios"
+		printf '\n    ],\n    "read_your_writes": {'
+		sep=""
+		for lv in "${ryw_levels[@]}"; do
+			printf '%s\n      "%s": %s' "$sep" "$lv" "$(tr -d '\n' <"$work/ryw-$lv.json")"
+			sep=","
+		done
+		printf '\n    }\n  }\n}\n'
+	else
+		printf 'null\n}\n'
+	fi
 } >"$out"
 fl_log "results: $out"
 if [[ -z ${OUT:-} && ${KEEP:-0} != 1 ]]; then
