@@ -43,7 +43,7 @@ func (s *session) consistencyTarget(set *route.Settings, snap *topology.Snapshot
 	var err error
 	switch set.Consistency {
 	case route.SessionConsistency:
-		if !s.gtidTracked {
+		if !s.gtidTracked || s.gtidUnknown {
 			// The primary does not say which GTID each commit got: what this session wrote
 			// is known to be only there.
 			s.targetFailed = true

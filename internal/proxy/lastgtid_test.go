@@ -39,3 +39,33 @@ func TestLastGTIDFromOK(t *testing.T) {
 		})
 	}
 }
+
+// TestLastGTIDLostInClassicEOF: a statement that commits and returns rows (INSERT … RETURNING)
+// to a client without DEPRECATE_EOF ends with a classic EOF that flags a state change but
+// cannot carry the GTID (mariadb-facts.md §1): the session's last commit is then unknown, and
+// its reads at consistency session go to the primary, until a later commit says its GTID.
+func TestLastGTIDLostInClassicEOF(t *testing.T) {
+	primary := &memConn{}
+	r := newTwoNodeSession(t, []int{100, 0}, primary, &memConn{})
+	r.s.conns[0].Caps &^= mysql.ClientDeprecateEOF
+	r.s.gtidTracked = true
+	r.s.lastGTID = append(r.s.lastGTID[:0], "0-1-24"...)
+	// One column, its definition, the classic EOF after it, one row, the final EOF with
+	// status 0x4002 (autocommit, session state changed).
+	primary.load(packets(1, []byte{1}, benchColumn, []byte{0xfe, 0, 0, 2, 0}, []byte("\x011"), []byte{0xfe, 0, 0, 2, 0x40}))
+	r.client.load(packets(0, append([]byte{mysql.ComQuery}, "INSERT INTO t VALUES (1) RETURNING id"...)))
+	if _, err := r.command(); err != nil {
+		t.Fatal(err)
+	}
+	if !r.s.gtidUnknown {
+		t.Fatal("the GTID of a commit answered by a classic EOF is not marked unknown")
+	}
+	primary.load(packets(1, []byte("\x00\x01\x0b\x02\x40\x00\x00\x00\x13\x00\x11\x09last_gtid\x060-1-26")))
+	r.client.load(packets(0, append([]byte{mysql.ComQuery}, "INSERT INTO t VALUES (2)"...)))
+	if _, err := r.command(); err != nil {
+		t.Fatal(err)
+	}
+	if r.s.gtidUnknown || string(r.s.lastGTID) != "0-1-26" {
+		t.Fatalf("after a commit that says its GTID: unknown %v, last %q", r.s.gtidUnknown, r.s.lastGTID)
+	}
+}

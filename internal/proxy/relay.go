@@ -262,6 +262,11 @@ func (s *session) relayOK(bc *backend.Conn, n int) (more bool, err error) {
 	var ok mysql.OK
 	if classicEOF {
 		ok.Status = mysql.ParseEOF(p).Status
+		if ok.Status&mysql.StatusSessionStateChange != 0 {
+			// The state changed (INSERT … RETURNING committed a GTID, say), but a classic
+			// EOF has no room to say how: the session's last commit is no longer known.
+			s.gtidUnknown = true
+		}
 	} else if ok, err = mysql.ParseOK(p, bc.Caps); err != nil {
 		return false, fromNode(err)
 	}
@@ -353,6 +358,7 @@ func (s *session) trackSessionState(block []byte) {
 			// The GTID of the session's last commit (MariaDB's last_gtid, MySQL's OWN_GTID):
 			// what a read of this session must find on a replica (consistency: session).
 			s.lastGTID = append(s.lastGTID[:0], sc.Value...)
+			s.gtidUnknown = false
 		}
 		block = rest
 	}

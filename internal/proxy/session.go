@@ -89,6 +89,9 @@ type session struct {
 	targetFailed bool
 	// gtidTracked: the session's primary connection reports each commit's GTID (trackGTIDs).
 	gtidTracked bool
+	// gtidUnknown: a commit's GTID was lost (its state change came in a classic EOF), until
+	// the next one is reported: what the session wrote is known to be only on the primary.
+	gtidUnknown bool
 	// killedCh is closed by kill, once (killOnce): a session waiting for a new primary stops.
 	killedCh chan struct{}
 	killOnce sync.Once
