@@ -42,8 +42,8 @@ type request struct {
 	kept, renewed bool
 	// redirected: the primary refused it as read-only once, and it went to the new one.
 	redirected bool
-	// await: before it runs on its replica, the replica must reach s.target within waitFor
-	// (a consistency level); otherwise it goes to the primary.
+	// await: before it runs on a replica, the replica must reach s.target within waitFor (a
+	// consistency level); otherwise it goes to the primary.
 	await   bool
 	waitFor time.Duration
 }
@@ -229,8 +229,9 @@ func (s *session) send(r *request, d route.Decision, snap *topology.Snapshot) er
 	if err != nil {
 		return err
 	}
-	if r.await {
-		r.await = false // once: a retry elsewhere is on the primary
+	if r.await && s.needsWait(d, snap) {
+		// On every replica this read is tried on (a retry after a failure goes elsewhere, or
+		// on a new connection): the position must be there before the read runs.
 		reached, err := s.awaitTarget(c, r.waitFor)
 		if err != nil {
 			return err
