@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/sluicedb/sluice/internal/backend"
+	"github.com/sluicedb/sluice/internal/classify"
 	"strconv"
 	"time"
 
@@ -147,7 +148,9 @@ func (s *session) primaryPosition(snap *topology.Snapshot, b []byte) ([]byte, er
 	if s.flavor() == gtid.MySQL {
 		q = "SELECT @@global.gtid_executed"
 	}
+	_ = c.NetConn().SetReadDeadline(time.Now().Add(s.p.connectTimeout()))
 	rows, err := c.Query(q)
+	_ = c.NetConn().SetReadDeadline(time.Time{})
 	if err != nil {
 		return b, err
 	}
@@ -212,7 +215,11 @@ func (s *session) awaitTarget(c *nodeConn, timeout time.Duration) (bool, error) 
 	s.scratch = append(s.scratch, "', "...)
 	s.scratch = strconv.AppendFloat(s.scratch, timeout.Seconds(), 'f', 6, 64)
 	s.scratch = append(s.scratch, ')')
+	// The node answers within the wait's own timeout; a node that stops answering altogether
+	// must not hold the session.
+	_ = c.NetConn().SetReadDeadline(time.Now().Add(timeout + s.p.connectTimeout()))
 	rows, err := c.Query(string(s.scratch))
+	_ = c.NetConn().SetReadDeadline(time.Time{})
 	if err != nil {
 		var se *mysql.SQLError
 		if errors.As(err, &se) {
@@ -233,6 +240,7 @@ func (s *session) awaitTarget(c *nodeConn, timeout time.Duration) (bool, error) 
 // server's own list.
 func (s *session) trackGTIDs(bc *backend.Conn) {
 	if s.ep.route.Settings().Consistency != route.SessionConsistency {
+		s.gtidTracked = false // this connection reports nothing; the level may come back later
 		return
 	}
 	q := "SET SESSION session_track_system_variables = IF(@@session.session_track_system_variables = '*' OR " +
@@ -267,4 +275,70 @@ func mentionsFold(stmt []byte, word string) bool {
 		}
 	}
 	return false
+}
+
+// mayCommit reports whether a statement of c's kind can commit a transaction before it fails
+// (or on its way to success): anything but a plain read and session bookkeeping.
+func mayCommit(c *classify.Result) bool {
+	switch c.Kind {
+	case classify.Select, classify.Show, classify.Set, classify.Use, classify.Rollback:
+		return c.Flags&(classify.SelectInto|classify.Sequence) != 0
+	}
+	return true
+}
+
+// mergeGTID returns the session's commits position after a commit that got GTID g: for MariaDB
+// GTIDs (domain-server-seq), one entry per replication domain, g replacing the entry of its
+// domain (a session's later commit in a domain has the higher sequence number) or added for a
+// new domain, so that a read waits for every domain the session wrote in (replicas may apply
+// domains out of order); for anything else (MySQL's OWN_GTID), g alone. last and scratch are
+// the two buffers it alternates between (no allocation once they are grown); it returns the
+// new position and the buffer now free.
+func mergeGTID(last, scratch, g []byte) (pos, free []byte) {
+	dash := -1
+	for i, c := range g {
+		if c == '-' {
+			dash = i
+			break
+		}
+		if c < '0' || c > '9' {
+			break
+		}
+	}
+	if dash <= 0 || len(last) == 0 {
+		return append(last[:0], g...), scratch
+	}
+	domain := g[:dash+1] // "5-"
+	out := scratch[:0]
+	replaced := false
+	for rest := last; len(rest) > 0; {
+		entry := rest
+		if i := bytesIndexByte(rest, ','); i >= 0 {
+			entry, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = nil
+		}
+		if len(out) > 0 {
+			out = append(out, ',')
+		}
+		if len(entry) >= len(domain) && string(entry[:len(domain)]) == string(domain) {
+			out = append(out, g...)
+			replaced = true
+		} else {
+			out = append(out, entry...)
+		}
+	}
+	if !replaced {
+		out = append(append(out, ','), g...)
+	}
+	return out, last
+}
+
+func bytesIndexByte(b []byte, c byte) int {
+	for i := range b {
+		if b[i] == c {
+			return i
+		}
+	}
+	return -1
 }

@@ -357,7 +357,7 @@ func (s *session) trackSessionState(block []byte) {
 			sc.Type == mysql.SessionTrackSystemVariables && string(sc.Name) == "last_gtid" && len(sc.Value) > 0:
 			// The GTID of the session's last commit (MariaDB's last_gtid, MySQL's OWN_GTID):
 			// what a read of this session must find on a replica (consistency: session).
-			s.lastGTID = append(s.lastGTID[:0], sc.Value...)
+			s.lastGTID, s.gtidScratch = mergeGTID(s.lastGTID, s.gtidScratch, sc.Value)
 			s.gtidUnknown = false
 		}
 		block = rest

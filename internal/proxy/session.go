@@ -80,7 +80,8 @@ type session struct {
 	redirect bool
 	// lastGTID is the GTID of the session's last commit, as the node reported it in the OK
 	// packet (session tracking); empty before its first.
-	lastGTID []byte
+	lastGTID    []byte
+	gtidScratch []byte // mergeGTID's other buffer
 	// target is the position the current statement's read must see under the endpoint's
 	// consistency level (empty: none); targetPos its parsed form, kept while the text is the
 	// same; targetFailed: it could not be known, the read goes to the primary.

@@ -45,9 +45,17 @@ func (s *session) after(c *classify.Result, stmt []byte, d route.Decision, set *
 	s.last = routeInfo{valid: true, node: d.Node, reason: d.Reason}
 	s.rs.LastNode = d.Node
 	s.afterStatus(set)
-	if c.Kind == classify.Set && s.gtidTracked && mentionsFold(stmt, "session_track") {
-		// The client set the tracked variables itself: commits may no longer say their GTID.
+	if s.gtidTracked && (c.Kind == classify.Set || c.Kind == classify.Prepare || c.Flags&classify.SetStatement != 0) &&
+		mentionsFold(stmt, "session_track") {
+		// The client set the tracked variables itself (or prepared that): commits may no
+		// longer say their GTID.
 		s.gtidTracked = false
+	}
+	if s.failed && d.Node >= 0 && s.p.topo.Snapshot().IsPrimary(d.Node) && mayCommit(c) {
+		// The primary answered with an error, but a statement that can commit may have done
+		// so first (a DDL's implicit commit, a procedure's earlier statements), and an ERR
+		// carries no GTID: what the session wrote is known to be only on the primary.
+		s.gtidUnknown = true
 	}
 	if mayTurnReadWrite(c) && d.Node >= 0 {
 		// Even when it failed: a procedure may have changed the session before its error.

@@ -356,6 +356,11 @@ func Decide(c *classify.Result, stmt []byte, s *Session, ep *Settings, snap *top
 	// Hints come first: they are the operator's (or application's) explicit word.
 	switch c.Hint {
 	case classify.HintForceMaster:
+		if s.InTx && s.TxNode >= 0 && s.TxNode != snap.Primary && writesData(c.Kind) {
+			// The client's transaction is a read-only one on a replica: the hint does not
+			// make it writable (the server would refuse the write in it).
+			return Decision{Node: -1, Err: errReadOnlyTx}
+		}
 		return Decision{Node: snap.Primary, Reason: ReasonHint}
 	case classify.HintForceNode:
 		name := stmt[c.NodeName[0]:c.NodeName[1]]

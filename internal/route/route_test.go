@@ -316,6 +316,7 @@ func TestDecideEndsReplicaTransaction(t *testing.T) {
 		{"begin read only", "START TRANSACTION READ ONLY", inReplicaTx(), 1, ReasonReadOnlyTx, true},
 		{"set autocommit", "SET autocommit = 0", inReplicaTx(), 0, ReasonSession, true},
 		{"insert refused", "INSERT INTO t VALUES (1)", inReplicaTx(), -1, ReasonWrite, false},
+		{"hinted insert refused", "/*FORCE_MASTER*/ INSERT INTO t VALUES (1)", inReplicaTx(), -1, ReasonWrite, false},
 		{"select stays", "SELECT 1", inReplicaTx(), 2, ReasonInTransaction, false},
 		{"commit stays", "COMMIT", inReplicaTx(), 2, ReasonInTransaction, false},
 		{"primary tx keeps begin", "BEGIN", func() *Session { s := NewSession(); s.InTx, s.TxNode = true, 0; return &s }(), 0, ReasonInTransaction, false},
