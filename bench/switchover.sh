@@ -87,19 +87,7 @@ switchover_cleanup() {
 trap switchover_cleanup EXIT
 
 # node_field NAME KEY: field KEY (address, role, ...) of node NAME in the sandbox's sandbox.json.
-node_field() {
-	sed 's/[][{},]/\n&\n/g' "$FL_SANDBOX_DIR/sandbox.json" | awk -v want="$1" -v key="$2" '
-		/^[{[]$/ { depth++; if (depth == 3) { delete f } next }
-		/^[]}]$/ { if (depth == 3 && f["name"] == want) { print f[key]; exit } depth--; next }
-		depth == 3 && /:/ {
-			i = index($0, ":")
-			k = substr($0, 1, i - 1); v = substr($0, i + 1)
-			gsub(/^[ \t\r]*"|"[ \t\r]*$/, "", k)
-			gsub(/^[ \t\r]+|[ \t\r]+$/, "", v)
-			gsub(/^"|"$/, "", v)
-			f[k] = v
-		}'
-}
+node_field() { fl_json_node_field "$FL_SANDBOX_DIR/sandbox.json" "$2" name "$1" | head -n 1; }
 
 # set_monitor CONFIG: interval (and switchover_timeout, when set) in the monitor section of a
 # sandbox sluice.yaml, right under "monitor:". Returns 3 when there is no monitor section.

@@ -85,21 +85,24 @@ fl_json_get() {
 		}'
 }
 
-# fl_json_nodes FILE ROLE: the addresses of the nodes with that role (primary, replica), one a line.
-fl_json_nodes() {
-	sed 's/[][{},]/\n&\n/g' "$1" | awk -v want="$2" '
-		/^[{[]$/ { depth++; if (depth == 3) { role = ""; addr = "" } next }
-		/^[]}]$/ { if (depth == 3 && role == want) print addr; depth--; next }
+# fl_json_node_field FILE FIELD KEY VALUE: field FIELD of every node (an object of the "nodes"
+# array) whose KEY is VALUE, one a line: fl_json_node_field F address role replica.
+fl_json_node_field() {
+	sed 's/[][{},]/\n&\n/g' "$1" | awk -v field="$2" -v key="$3" -v want="$4" '
+		/^[{[]$/ { depth++; if (depth == 3) { delete f } next }
+		/^[]}]$/ { if (depth == 3 && f[key] == want) print f[field]; depth--; next }
 		depth == 3 && /:/ {
 			i = index($0, ":")
 			k = substr($0, 1, i - 1); v = substr($0, i + 1)
 			gsub(/^[ \t\r]*"|"[ \t\r]*$/, "", k)
 			gsub(/^[ \t\r]+|[ \t\r]+$/, "", v)
 			gsub(/^"|"$/, "", v)
-			if (k == "role") role = v
-			if (k == "address") addr = v
+			f[k] = v
 		}'
 }
+
+# fl_json_nodes FILE ROLE: the addresses of the nodes with that role (primary, replica), one a line.
+fl_json_nodes() { fl_json_node_field "$1" address role "$2"; }
 
 fl_sandbox_up() {
 	local dir=$1

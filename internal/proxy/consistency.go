@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"errors"
 
 	"github.com/sluicedb/sluice/internal/backend"
@@ -313,7 +314,7 @@ func mergeGTID(last, scratch, g []byte) (pos, free []byte) {
 	replaced := false
 	for rest := last; len(rest) > 0; {
 		entry := rest
-		if i := bytesIndexByte(rest, ','); i >= 0 {
+		if i := bytes.IndexByte(rest, ','); i >= 0 {
 			entry, rest = rest[:i], rest[i+1:]
 		} else {
 			rest = nil
@@ -332,13 +333,4 @@ func mergeGTID(last, scratch, g []byte) (pos, free []byte) {
 		out = append(append(out, ','), g...)
 	}
 	return out, last
-}
-
-func bytesIndexByte(b []byte, c byte) int {
-	for i := range b {
-		if b[i] == c {
-			return i
-		}
-	}
-	return -1
 }

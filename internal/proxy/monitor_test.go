@@ -152,17 +152,21 @@ func TestMonitorShowsNodesAndLag(t *testing.T) {
 	}
 }
 
+// maxLag2s: the monitor every 200 ms, and every endpoint at max_replica_lag 2s with weighted
+// balancing (reads alternate between the replicas that qualify).
+func maxLag2s(c *config.Config) {
+	c.Monitor.Interval.Duration = 200 * time.Millisecond
+	for i := range c.Endpoints {
+		c.Endpoints[i].MaxReplicaLag.Duration = 2 * time.Second
+		c.Endpoints[i].Balance = config.BalanceWeighted
+	}
+}
+
 // TestLaggingReplicaSetAside: with max_replica_lag 2s, a replica delayed by 4 s takes no reads
 // while it lags; with both replicas lagging, reads go to the primary; once the delay is off and
 // the replicas caught up, reads return to them.
 func TestLaggingReplicaSetAside(t *testing.T) {
-	s := startSluice(t, func(c *config.Config) {
-		c.Monitor.Interval.Duration = 200 * time.Millisecond
-		for i := range c.Endpoints {
-			c.Endpoints[i].MaxReplicaLag.Duration = 2 * time.Second
-			c.Endpoints[i].Balance = config.BalanceWeighted
-		}
-	})
+	s := startSluice(t, maxLag2s)
 	cl := testutil.Cluster(t)
 	ctx := context.Background()
 	db := open(t, dsn(s.rw, "app", "app", "", ""))
@@ -242,13 +246,7 @@ func TestLaggingReplicaSetAside(t *testing.T) {
 // stream, so with max_replica_lag 2s it takes no reads; resumed, it catches up and takes reads
 // again.
 func TestPausedReplicaLagGrows(t *testing.T) {
-	s := startSluice(t, func(c *config.Config) {
-		c.Monitor.Interval.Duration = 200 * time.Millisecond
-		for i := range c.Endpoints {
-			c.Endpoints[i].MaxReplicaLag.Duration = 2 * time.Second
-			c.Endpoints[i].Balance = config.BalanceWeighted
-		}
-	})
+	s := startSluice(t, maxLag2s)
 	cl := testutil.Cluster(t)
 	ctx := context.Background()
 	db := open(t, dsn(s.rw, "app", "app", "", ""))
