@@ -131,9 +131,9 @@ func run(addr, user, password, db, table string, id, n, warmup int, timeout time
 	defer conn.Close()
 
 	res := &result{Pairs: n, Warmup: warmup, Routes: map[string]int{}}
-	var waits, timeouts int64
+	var waits, timeouts, positionReads int64
 	if err := conn.QueryRowContext(ctx, "/*PROXY_INTERNAL*/ SHOW CONSISTENCY").Scan(&res.Endpoint, &res.Consistency,
-		&res.ConsistencyTimeoutMS, &waits, &timeouts); err != nil {
+		&res.ConsistencyTimeoutMS, &waits, &timeouts, &positionReads); err != nil {
 		return nil, fmt.Errorf("SHOW CONSISTENCY: %v", err)
 	}
 	// The counters before the first measured pair: now, or after the last warm-up pair.
@@ -176,8 +176,8 @@ func run(addr, user, password, db, table string, id, n, warmup int, timeout time
 			return nil, fmt.Errorf("pair %d: SHOW LAST ROUTE: %v", i+1, err)
 		}
 		var ep, level string
-		var timeoutMS, w, to int64
-		if err := conn.QueryRowContext(ctx, "/*PROXY_INTERNAL*/ SHOW CONSISTENCY").Scan(&ep, &level, &timeoutMS, &w, &to); err != nil {
+		var timeoutMS, w, to, pr int64
+		if err := conn.QueryRowContext(ctx, "/*PROXY_INTERNAL*/ SHOW CONSISTENCY").Scan(&ep, &level, &timeoutMS, &w, &to, &pr); err != nil {
 			return nil, fmt.Errorf("pair %d: SHOW CONSISTENCY: %v", i+1, err)
 		}
 		waited, timedOut := w > waits, to > timeouts

@@ -245,3 +245,114 @@ func textRow(p []byte, cols int) ([]Value, error) {
 	}
 	return row, nil
 }
+
+// WriteQuery writes stmt as a COM_QUERY into c's write buffer without sending it: a command
+// that goes out with the next one, in the same round trip (its answer comes first). The scratch
+// buffer keeps its capacity; nothing is allocated once it has grown.
+func (c *Conn) WriteQuery(stmt ...[]byte) error {
+	buf := append(c.Scratch(), mysql.ComQuery)
+	for _, s := range stmt {
+		buf = append(buf, s...)
+	}
+	c.KeepScratch(buf)
+	c.SetSeq(0)
+	return c.WritePacket(buf)
+}
+
+// ReadScalarIs reads the answer to a COM_QUERY whose result is one value (SELECT f(...)) and
+// reports whether that value is want. Any other answer is false: no result set, NULL, another
+// shape; a refusal of the node is returned as *mysql.SQLError (the connection stays usable, as
+// it does after a false). It does not allocate, save for the node's error. Any other error leaves
+// the answer partly read: close the connection.
+func (c *Conn) ReadScalarIs(want string) (bool, error) {
+	c.SetSeq(1)
+	p, err := c.readPacket()
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case mysql.IsERR(p):
+		return false, mysql.ParseERR(p)
+	case mysql.IsOK(p) || p[0] == localInfileHeader:
+		return false, c.finishResults(p)
+	}
+	n, _, null, err := mysql.ReadLenEncInt(p)
+	if err != nil || null || n == 0 || n > 4096 {
+		return false, fmt.Errorf("backend: malformed column count 0x%x", p)
+	}
+	for i := uint64(0); i < n; i++ {
+		if p, err = c.readPacket(); err != nil {
+			return false, err
+		}
+		if mysql.IsERR(p) {
+			return false, mysql.ParseERR(p)
+		}
+	}
+	if c.Caps&mysql.ClientDeprecateEOF == 0 {
+		if p, err = c.readPacket(); err != nil {
+			return false, err
+		}
+		if !mysql.IsEOF(p, len(p)) {
+			return false, fmt.Errorf("backend: packet 0x%02x in place of the EOF after the column definitions", p[0])
+		}
+	}
+	is, rows := false, 0
+	for {
+		if p, err = c.readPacket(); err != nil {
+			return false, err
+		}
+		switch {
+		case mysql.IsERR(p):
+			return false, mysql.ParseERR(p)
+		case mysql.IsEOF(p, len(p)):
+			status, err := mysql.TerminatorStatus(p, c.Caps)
+			if err != nil {
+				return false, err
+			}
+			c.Status = status
+			if status&mysql.StatusMoreResultsExists != 0 {
+				if err := c.readResults(nil); err != nil {
+					return false, err
+				}
+			}
+			return is && rows == 1, nil
+		}
+		rows++
+		if rows == 1 && n == 1 && p[0] != 0xfb {
+			v, _, err := mysql.ReadLenEncString(p)
+			is = err == nil && string(v) == want
+		}
+	}
+}
+
+// finishResults reads the rest of an answer whose first packet p (an OK, or a LOCAL INFILE
+// request) was read already.
+func (c *Conn) finishResults(p []byte) error {
+	if p[0] == localInfileHeader {
+		if err := c.WritePacketFlush(nil); err != nil {
+			return err
+		}
+		if err := c.readResults(nil); err != nil {
+			return err
+		}
+		return errLocalInfile
+	}
+	ok, err := mysql.ParseOK(p, c.Caps)
+	if err != nil {
+		return err
+	}
+	c.Status = ok.Status
+	if ok.Status&mysql.StatusMoreResultsExists != 0 {
+		return c.readResults(nil)
+	}
+	return nil
+}
+
+// DiscardResults reads and drops the answer to a command already sent whose results are OK
+// packets and result sets (text or binary rows; not a cursor's): what a pipelined command that is
+// no longer wanted answered. The node's refusal is returned as *mysql.SQLError; after it, and
+// after nil, the connection is ready for its next command.
+func (c *Conn) DiscardResults() error {
+	c.SetSeq(1)
+	return c.readResults(nil)
+}

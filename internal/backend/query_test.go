@@ -64,6 +64,7 @@ func writeResultSet(c *mysql.Conn, caps uint32, cols []string, rows [][]*string,
 //	SELECT bad row    a row with a cell missing
 //	LOAD DATA LOCAL   a LOCAL INFILE request, then (after the empty packet) an OK
 //	DO 1, SET ...     an OK
+//	SELECT wait X     one column, one row: X ("null": NULL)
 //	anything else     ERR 1064
 func resultNode(c *mysql.Conn, caps uint32, p []byte) {
 	const st = mysql.StatusAutocommit
@@ -97,6 +98,12 @@ func resultNode(c *mysql.Conn, caps uint32, p []byte) {
 			return
 		}
 		_ = c.WritePacketFlush(mysql.AppendOK(nil, mysql.OK{Status: st}, AlwaysCaps))
+	case strings.HasPrefix(q, "SELECT wait "):
+		v := str(strings.TrimPrefix(q, "SELECT wait "))
+		if *v == "null" {
+			v = nil
+		}
+		writeResultSet(c, caps, []string{"w"}, [][]*string{{v}}, st)
 	case q == "DO 1", strings.HasPrefix(q, "SET "):
 		_ = c.WritePacketFlush(mysql.AppendOK(nil, mysql.OK{Status: st | mysql.StatusInTrans}, AlwaysCaps))
 	default:
@@ -303,4 +310,67 @@ func TestCompressed(t *testing.T) {
 		t.Fatalf("%+v, %v", r, err)
 	}
 	expectPackets(t, bc, got, query(ReadOnlyGuard), initDB("x"), query("SET NAMES utf8mb4"), query(ReadOnlyGuard), query("SELECT status"))
+}
+
+// TestPipelinedScalar: a wait written ahead of another command and sent with it in one round
+// trip; ReadScalarIs reads the wait's answer (its value is want, or not: another value, NULL, an
+// OK, an ERR), DiscardResults the other command's answer, and the connection stays in step.
+func TestPipelinedScalar(t *testing.T) {
+	for _, caps := range []uint32{0, mysql.ClientDeprecateEOF | mysql.ClientMultiResults} {
+		t.Run(fmt.Sprintf("caps %#x", caps), func(t *testing.T) {
+			addr, _ := commandNode(t, mariaDBHandshake(), resultNode)
+			bc := testDial(t, addr, Options{Capabilities: caps})
+			for _, c := range []struct {
+				wait, then string
+				is         bool
+				waitErr    int // the wait's ERR code
+				thenErr    int // the second command's ERR code
+			}{
+				{wait: "SELECT wait 0", then: "SELECT status", is: true},
+				{wait: "SELECT wait -1", then: "SELECT multi"},
+				{wait: "SELECT wait null", then: "DO 1"},
+				{wait: "SELECT wait 00", then: "SELECT multi err", thenErr: 1146},
+				{wait: "SELEC wait", then: "SELECT status", waitErr: 1064},
+				{wait: "DO 1", then: "SELECT bad row"},
+				{wait: "SELECT many 2 1", then: "SELECT status"},
+			} {
+				if err := bc.WriteQuery([]byte(c.wait)); err != nil {
+					t.Fatal(err)
+				}
+				if err := bc.WriteQuery([]byte(c.then)); err != nil {
+					t.Fatal(err)
+				}
+				if err := bc.Flush(); err != nil {
+					t.Fatal(err)
+				}
+				is, err := bc.ReadScalarIs("0")
+				var se *mysql.SQLError
+				if c.waitErr != 0 {
+					if !errors.As(err, &se) || se.Code != uint16(c.waitErr) {
+						t.Fatalf("%s: %v, want ERR %d", c.wait, err, c.waitErr)
+					}
+				} else if err != nil || is != c.is {
+					t.Fatalf("%s: %v, %v; want %v", c.wait, is, err, c.is)
+				}
+				err = bc.DiscardResults()
+				switch {
+				case c.thenErr != 0:
+					if !errors.As(err, &se) || se.Code != uint16(c.thenErr) {
+						t.Fatalf("%s: %v, want ERR %d", c.then, err, c.thenErr)
+					}
+				case c.then == "SELECT bad row":
+					// Dropped unread: a malformed row is not looked at.
+					if err != nil {
+						t.Fatalf("%s: %v", c.then, err)
+					}
+				case err != nil:
+					t.Fatalf("%s: %v", c.then, err)
+				}
+				// In step: the next command gets its own answer.
+				if r, err := bc.Query("SELECT wait 7"); err != nil || len(r.Values) != 1 || r.Values[0][0].S != "7" {
+					t.Fatalf("after %s, %s: %+v, %v", c.wait, c.then, r, err)
+				}
+			}
+		})
+	}
 }

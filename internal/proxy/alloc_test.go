@@ -20,9 +20,10 @@ import (
 // memConn is an in-memory net.Conn: Read serves in, then io.EOF; Write appends to out. Neither
 // allocates once out has grown to the largest response.
 type memConn struct {
-	in  []byte
-	off int
-	out []byte
+	in     []byte
+	off    int
+	out    []byte
+	writes int // Write calls since load
 }
 
 func (m *memConn) Read(p []byte) (int, error) {
@@ -36,11 +37,12 @@ func (m *memConn) Read(p []byte) (int, error) {
 
 func (m *memConn) Write(p []byte) (int, error) {
 	m.out = append(m.out, p...)
+	m.writes++
 	return len(p), nil
 }
 
 // load makes in the next bytes to read and empties out.
-func (m *memConn) load(in []byte) { m.in, m.off, m.out = in, 0, m.out[:0] }
+func (m *memConn) load(in []byte) { m.in, m.off, m.out, m.writes = in, 0, m.out[:0], 0 }
 
 func (m *memConn) Close() error                     { return nil }
 func (m *memConn) LocalAddr() net.Addr              { return memAddr{} }

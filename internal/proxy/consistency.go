@@ -56,7 +56,9 @@ func (s *session) consistencyTarget(set *route.Settings, snap *topology.Snapshot
 		}
 		s.target = append(s.target, s.lastGTID...)
 	case route.Global:
-		if s.target, err = s.primaryPosition(snap, s.target); err != nil {
+		// A reading of the primary's position begun after this read arrived, shared with
+		// the global reads that arrived with it; within connect_timeout.
+		if s.target, err = s.p.primaryPos.get(s, snap, s.target, s.p.connectTimeout()); err != nil {
 			s.log.Debug("reading the primary's position failed; the read goes to the primary", "err", err)
 			s.targetFailed = true
 			return
@@ -200,8 +202,31 @@ func (s *session) needsWait(d route.Decision, snap *topology.Snapshot) bool {
 }
 
 // awaitTarget asks replica connection c to reach s.target within timeout, and reports whether
-// it did.
+// it did (its own round trip; pipelinedWait says when the wait goes with the read instead).
 func (s *session) awaitTarget(c *nodeConn, timeout time.Duration) (bool, error) {
+	stmt := s.waitStmt(c, timeout)
+	// The node answers within the wait's own timeout; a node that stops answering altogether
+	// must not hold the session.
+	_ = c.NetConn().SetReadDeadline(time.Now().Add(timeout + s.p.connectTimeout()))
+	defer c.NetConn().SetReadDeadline(time.Time{})
+	if err := c.WriteQuery(stmt); err != nil {
+		return false, err
+	}
+	if err := c.Flush(); err != nil {
+		return false, err
+	}
+	reached, err := c.ReadScalarIs("0")
+	var se *mysql.SQLError
+	if errors.As(err, &se) {
+		return false, nil // refused (a malformed position): the primary answers instead
+	}
+	return reached, err
+}
+
+// waitStmt builds, in s.scratch, the statement that makes replica connection c wait up to
+// timeout for s.target: MASTER_GTID_WAIT on MariaDB (0 reached, -1 timed out),
+// WAIT_FOR_EXECUTED_GTID_SET on MySQL (0 reached, 1 timed out).
+func (s *session) waitStmt(c *nodeConn, timeout time.Duration) []byte {
 	s.scratch = s.scratch[:0]
 	if topology.FlavorOf(c.Handshake.ServerVersion) == topology.MySQL {
 		s.scratch = append(s.scratch, "SELECT WAIT_FOR_EXECUTED_GTID_SET('"...)
@@ -215,22 +240,42 @@ func (s *session) awaitTarget(c *nodeConn, timeout time.Duration) (bool, error) 
 	}
 	s.scratch = append(s.scratch, "', "...)
 	s.scratch = strconv.AppendFloat(s.scratch, timeout.Seconds(), 'f', 6, 64)
-	s.scratch = append(s.scratch, ')')
-	// The node answers within the wait's own timeout; a node that stops answering altogether
-	// must not hold the session.
-	_ = c.NetConn().SetReadDeadline(time.Now().Add(timeout + s.p.connectTimeout()))
-	rows, err := c.Query(string(s.scratch))
-	_ = c.NetConn().SetReadDeadline(time.Time{})
-	if err != nil {
-		var se *mysql.SQLError
-		if errors.As(err, &se) {
-			return false, nil // refused (a malformed position): the primary answers instead
-		}
-		return false, err
+	return append(s.scratch, ')')
+}
+
+// pipelinedWait reports whether read r, which must wait for s.target on its replica, can be
+// sent in the same round trip as the wait: the wait first, then r; when the wait times out, r's
+// answer is read and dropped, and r runs on the primary. That needs r held whole (to send it
+// again) and an answer sluice can read to its end unrelayed: not a cursor's, not a bulk one.
+func (s *session) pipelinedWait(r *request) bool {
+	if !r.held || r.bulk {
+		return false
 	}
-	// MASTER_GTID_WAIT: 0 reached, -1 timed out, NULL; WAIT_FOR_EXECUTED_GTID_SET: 0 reached, 1
-	// timed out.
-	return len(rows.Values) == 1 && len(rows.Values[0]) == 1 && !rows.Values[0][0].Null && rows.Values[0][0].S == "0", nil
+	if r.st != nil {
+		return len(s.cmd) > 5 && s.cmd[5]&0x0f == 0 && len(r.st.longData) == 0
+	}
+	return true
+}
+
+// awaitAnswer reads the answer to the wait sent ahead of the read (pipelinedWait) on bc. When
+// the replica did not reach the position, the read's answer is read and dropped, and the read
+// goes to the primary (errNotReached).
+func (s *session) awaitAnswer(bc *backend.Conn) error {
+	_ = bc.NetConn().SetReadDeadline(time.Now().Add(s.awaitDeadline + s.p.connectTimeout()))
+	defer bc.NetConn().SetReadDeadline(time.Time{})
+	reached, err := bc.ReadScalarIs("0")
+	var se *mysql.SQLError
+	if err != nil && !errors.As(err, &se) {
+		return &relayError{err: err}
+	}
+	if reached {
+		return nil
+	}
+	if err := bc.DiscardResults(); err != nil && !errors.As(err, &se) {
+		return &relayError{err: err}
+	}
+	s.p.consistencyTimeouts.Add(1)
+	return errNotReached
 }
 
 // trackGTIDs makes a primary connection report the GTID of each commit in its OK packets (the

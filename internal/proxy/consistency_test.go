@@ -155,10 +155,10 @@ func TestConsistencyLevels(t *testing.T) {
 				t.Errorf("%s, both replicas paused: %d stale, reads %v; want every read on the primary", level, stale, where)
 			}
 			var c struct {
-				endpoint, level       string
-				timeoutMs, waits, tos int64
+				endpoint, level              string
+				timeoutMs, waits, tos, reads int64
 			}
-			if err := db.QueryRow("/*PROXY_INTERNAL*/ SHOW CONSISTENCY").Scan(&c.endpoint, &c.level, &c.timeoutMs, &c.waits, &c.tos); err != nil {
+			if err := db.QueryRow("/*PROXY_INTERNAL*/ SHOW CONSISTENCY").Scan(&c.endpoint, &c.level, &c.timeoutMs, &c.waits, &c.tos, &c.reads); err != nil {
 				t.Fatal(err)
 			}
 			t.Logf("SHOW CONSISTENCY: %s", fmt.Sprint(c))
@@ -203,5 +203,61 @@ func TestNewUserReadsOwnWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.Close()
+	}
+}
+
+// TestGlobalReadsShareThePrimaryPosition: at the global level, reads that arrive together
+// share one reading of the primary's position, and none of them is stale for it: 8 pairs of
+// connections at once, each writing a value and reading it back through the other connection.
+func TestGlobalReadsShareThePrimaryPosition(t *testing.T) {
+	s := startSluice(t, consistencyAt("global"))
+	db := open(t, dsn(s.rw, "app", "app", "test", ""))
+	db.SetMaxOpenConns(32)
+	readings := func() int64 {
+		var ep, level string
+		var timeoutMs, waits, tos, reads int64
+		if err := db.QueryRow("/*PROXY_INTERNAL*/ SHOW CONSISTENCY").Scan(&ep, &level, &timeoutMs, &waits, &tos, &reads); err != nil {
+			t.Fatal(err)
+		}
+		return reads
+	}
+	const pairsN, n = 8, 150
+	for p := range pairsN {
+		table := fmt.Sprintf("test.share_%d", p)
+		mustExec(t, db, "DROP TABLE IF EXISTS "+table)
+		mustExec(t, db, "CREATE TABLE "+table+" (id INT PRIMARY KEY, v INT)")
+		mustExec(t, db, "INSERT INTO "+table+" VALUES (1, 0)")
+	}
+	before := readings()
+	type outcome struct {
+		stale int
+		where map[string]int
+	}
+	results := make(chan outcome, pairsN)
+	for p := range pairsN {
+		writer, reader := conn(t, db), conn(t, db)
+		go func() {
+			// pairs fails the test with t.Fatal, which ends this goroutine: the outcome is
+			// sent whatever happens.
+			o := outcome{where: map[string]int{}}
+			defer func() { results <- o }()
+			o.stale, o.where = pairs(t, writer, reader, fmt.Sprintf("test.share_%d", p), n)
+		}()
+	}
+	stale, where := 0, map[string]int{}
+	for range pairsN {
+		o := <-results
+		stale += o.stale
+		for k, v := range o.where {
+			where[k] += v
+		}
+	}
+	used := readings() - before
+	t.Logf("%d global reads by %d pairs at once: %d stale; %d readings of the primary's position; reads: %v", pairsN*n, pairsN, stale, used, where)
+	if stale != 0 {
+		t.Errorf("%d stale reads of %d", stale, pairsN*n)
+	}
+	if used == 0 || used > pairsN*n*9/10 {
+		t.Errorf("%d readings of the primary's position for %d reads: not shared", used, pairsN*n)
 	}
 }

@@ -17,7 +17,8 @@ func oneValue(v string) []byte {
 // TestReplicaReadWaitsForTheSessionsCommit: at consistency session, a read sent to a replica
 // first asks it to reach the session's last commit, in the flavour's words (MariaDB
 // MASTER_GTID_WAIT, MySQL WAIT_FOR_EXECUTED_GTID_SET, with the endpoint's timeout); the read
-// runs there when it did, and on the primary when it did not.
+// runs there when it did, and on the primary when it did not. The wait and the read go to the
+// replica in one write (one round trip); a read whose wait timed out has its answer dropped.
 func TestReplicaReadWaitsForTheSessionsCommit(t *testing.T) {
 	const uuid = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 	for _, tc := range []struct {
@@ -47,8 +48,9 @@ func TestReplicaReadWaitsForTheSessionsCommit(t *testing.T) {
 				t.Fatal(err)
 			}
 			_ = r.s.client.Flush()
-			if !strings.Contains(string(replica.out), tc.wait) {
-				t.Fatalf("the replica was sent %q, want %q", replica.out, tc.wait)
+			wait, read := strings.Index(string(replica.out), tc.wait), strings.Index(string(replica.out), "SELECT v FROM t")
+			if wait < 0 || read < wait || replica.writes != 1 {
+				t.Fatalf("the replica was sent %q in %d writes, want %q and the read after it, in one", replica.out, replica.writes, tc.wait)
 			}
 			got := "primary"
 			if strings.Contains(string(r.client.out), "replica") {

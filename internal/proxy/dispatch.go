@@ -229,16 +229,21 @@ func (s *session) send(r *request, d route.Decision, snap *topology.Snapshot) er
 	if err != nil {
 		return err
 	}
+	pipelined := false
 	if r.await && s.needsWait(d, snap) {
 		// On every replica this read is tried on (a retry after a failure goes elsewhere, or
-		// on a new connection): the position must be there before the read runs.
-		reached, err := s.awaitTarget(c, r.waitFor)
-		if err != nil {
-			return err
-		}
-		if !reached {
-			s.p.consistencyTimeouts.Add(1)
-			return errNotReached
+		// on a new connection): the position must be there before the read runs. A command
+		// held whole goes in the same round trip as the wait (pipelinedWait).
+		pipelined = s.pipelinedWait(r)
+		if !pipelined {
+			reached, err := s.awaitTarget(c, r.waitFor)
+			if err != nil {
+				return err
+			}
+			if !reached {
+				s.p.consistencyTimeouts.Add(1)
+				return errNotReached
+			}
 		}
 	}
 	var b *stmtBinding
@@ -253,6 +258,14 @@ func (s *session) send(r *request, d route.Decision, snap *topology.Snapshot) er
 			return err
 		}
 		s.rs.TxPending = false
+	}
+	if pipelined {
+		// Last before the read: what came before (a PREPARE there) had its own answer read.
+		if err := c.WriteQuery(s.waitStmt(c, r.waitFor)); err != nil {
+			return &relayError{err: err}
+		}
+		s.awaiting, s.awaitDeadline = true, r.waitFor
+		defer func() { s.awaiting = false }()
 	}
 	load := snap.Load[d.Node]
 	load.Active.Add(1)

@@ -19,9 +19,9 @@ func (s *session) proxyCommand(cmd classify.ProxyCommand) error {
 	case classify.ShowConsistency:
 		set := s.ep.route.Settings()
 		n := func(v int64) cell { return text(strconv.FormatInt(v, 10)) }
-		return s.writeResult([]string{"endpoint", "consistency", "consistency_timeout_ms", "waits", "timeouts"},
+		return s.writeResult([]string{"endpoint", "consistency", "consistency_timeout_ms", "waits", "timeouts", "primary_position_reads"},
 			[][]cell{{text(s.ep.cfg.Name), text(set.Consistency.String()), n(set.ConsistencyTimeout.Milliseconds()),
-				n(s.p.consistencyWaits.Load()), n(s.p.consistencyTimeouts.Load())}})
+				n(s.p.consistencyWaits.Load()), n(s.p.consistencyTimeouts.Load()), n(int64(s.p.primaryPos.readings()))}})
 	}
 	r := s.last
 	node, role, reason := "", "", ""

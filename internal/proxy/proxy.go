@@ -152,6 +152,9 @@ type Proxy struct {
 	// consistencyWaits counts the replica reads that waited for a consistency level's
 	// position; consistencyTimeouts those of them that went to the primary instead.
 	consistencyWaits, consistencyTimeouts atomic.Int64
+	// primaryPos is the primary's position, read for the global level's reads and shared
+	// among those that arrive together.
+	primaryPos primaryPos
 
 	rsaOnce sync.Once
 	rsaKey  *rsa.PrivateKey

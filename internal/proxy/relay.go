@@ -67,6 +67,14 @@ func fromNode(err error) error {
 
 // relayTimed relays under the configured read timeout.
 func (s *session) relayTimed(bc *backend.Conn, kind respKind) error {
+	if s.awaiting {
+		// The wait for the read's position went first: its answer decides whether the read's
+		// answer goes to the client or is dropped (the read then runs on the primary).
+		s.awaiting = false
+		if err := s.awaitAnswer(bc); err != nil {
+			return err
+		}
+	}
 	if t := s.p.opts.ReadTimeout; t > 0 {
 		_ = bc.NetConn().SetReadDeadline(time.Now().Add(t))
 		defer bc.NetConn().SetReadDeadline(time.Time{})

@@ -93,6 +93,10 @@ type session struct {
 	// gtidUnknown: a commit's GTID was lost (its state change came in a classic EOF), until
 	// the next one is reported: what the session wrote is known to be only on the primary.
 	gtidUnknown bool
+	// awaiting: the command being sent goes after a wait for s.target in the same round trip
+	// (pipelinedWait); its answer comes first, read by relayTimed.
+	awaiting      bool
+	awaitDeadline time.Duration
 	// killedCh is closed by kill, once (killOnce): a session waiting for a new primary stops.
 	killedCh chan struct{}
 	killOnce sync.Once
