@@ -89,6 +89,7 @@ type Config struct {
 	Backends   []Backend  `yaml:"backends"`
 	Monitor    Monitor    `yaml:"monitor"`
 	Endpoints  []Endpoint `yaml:"endpoints"`
+	Admin      Admin      `yaml:"admin"`
 	Log        Log        `yaml:"log"`
 	Timeouts   Timeouts   `yaml:"timeouts"`
 	TLS        TLS        `yaml:"tls"`
@@ -167,6 +168,18 @@ type Endpoint struct {
 	// ConsistencyTimeout: how long a read waits for a replica to reach the position its level
 	// needs, then it goes to the primary. Default 10ms, at most 60s.
 	ConsistencyTimeout Duration `yaml:"consistency_timeout"`
+}
+
+// Admin is the control plane's HTTP listener: the REST API that sluice ctl speaks, /metrics,
+// /healthz and /readyz, and Go's /debug/pprof/.
+type Admin struct {
+	// Listen is host:port; empty (default): no admin listener.
+	Listen string `yaml:"listen"`
+	// Token: every request but /healthz, /readyz and /metrics must carry it
+	// (Authorization: Bearer TOKEN). Required when Listen is not a loopback address.
+	Token string `yaml:"token"`
+	// TLS serves HTTPS with the tls.cert certificate.
+	TLS bool `yaml:"tls"`
 }
 
 // TLS is the certificate sluice presents to clients.

@@ -219,6 +219,23 @@ func TestParseErrors(t *testing.T) {
 			`sluice.yaml:14: endpoints[0].read_weights.replica1: invalid value "heavy" (want an integer)`,
 		}},
 
+		// Admin.
+		{"admin off loopback without a token", edit("admin: {listen: '0.0.0.0:6080'}\n"), []string{
+			`sluice.yaml:14: admin.token: required when admin.listen is not a loopback address (0.0.0.0:6080): the API changes what sluice does`,
+		}},
+		{"admin on every interface without a token", edit("admin: {listen: ':6080'}\n"), []string{
+			`sluice.yaml:14: admin.token: required when admin.listen is not a loopback address (:6080): the API changes what sluice does`,
+		}},
+		{"admin token without listen", edit("admin: {token: t}\n"), []string{
+			`sluice.yaml:14: admin.token: set without admin.listen`,
+		}},
+		{"admin tls without a certificate", edit("admin: {listen: '127.0.0.1:6080', tls: true}\n"), []string{
+			`sluice.yaml:14: admin.tls: needs tls.cert and tls.key`,
+		}},
+		{"admin listen bad", edit("admin: {listen: 'localhost'}\n"), []string{
+			`sluice.yaml:14: admin.listen: invalid value "localhost" (want host:port)`,
+		}},
+
 		// Monitor, log, timeouts.
 		{"monitor password without user", edit("monitor:\n  password: x\n"), []string{
 			`sluice.yaml:15: monitor.password: set without monitor.user`,

@@ -42,6 +42,7 @@ func (c *Config) validate() []*Error {
 	replicas, named := k.backends()
 	k.monitor()
 	k.endpoints(replicas, named)
+	k.admin()
 	k.oneOf("log.format", c.Log.Format, LogFormatText, LogFormatJSON)
 	k.oneOf("log.level", c.Log.Level, LogLevelDebug, LogLevelInfo, LogLevelWarn, LogLevelError)
 	// connect and write must be positive: the proxy uses them as socket
@@ -164,6 +165,39 @@ func (k *checker) monitor() {
 	if m.SwitchoverTimeout.Duration > MaxSwitchoverTimeout {
 		k.errorf("monitor.switchover_timeout", "invalid value %s (at most %s)", m.SwitchoverTimeout.Duration, MaxSwitchoverTimeout)
 	}
+}
+
+func (k *checker) admin() {
+	a := k.c.Admin
+	if a.Listen == "" {
+		if a.Token != "" {
+			k.errorf("admin.token", "set without admin.listen")
+		}
+		if a.TLS {
+			k.errorf("admin.tls", "set without admin.listen")
+		}
+		return
+	}
+	addr, ok := k.address("admin.listen", a.Listen, true)
+	if !ok {
+		return
+	}
+	if host, _, _ := net.SplitHostPort(addr); a.Token == "" && !IsLoopback(host) {
+		k.errorf("admin.token", "required when admin.listen is not a loopback address (%s): the API changes what sluice does", a.Listen)
+	}
+	if a.TLS && k.c.TLS.Cert == "" {
+		k.errorf("admin.tls", "needs tls.cert and tls.key")
+	}
+}
+
+// IsLoopback reports whether host (of a host:port) names the loopback interface only:
+// localhost or a loopback IP. An empty host (every interface) is not.
+func IsLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func (k *checker) endpoints(replicas, namedReplicas int) {
