@@ -285,7 +285,7 @@ func (s *session) awaitAnswer(bc *backend.Conn) error {
 // levels need no GTID per commit, and a client that tracks session state itself then sees the
 // server's own list.
 func (s *session) trackGTIDs(bc *backend.Conn) {
-	if s.ep.route.Settings().Consistency != route.SessionConsistency {
+	if s.settings().Consistency != route.SessionConsistency {
 		s.gtidTracked = false // this connection reports nothing; the level may come back later
 		return
 	}

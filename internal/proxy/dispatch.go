@@ -98,7 +98,7 @@ func (s *session) hugeQuery(n int, p []byte) error {
 	defer s.releaseCmd()
 	head := s.cmd[1:]
 	c := classify.Classify(head)
-	set := s.ep.route.Settings()
+	set := s.settings()
 	r := request{class: c, stmt: head, n: n, unread: true}
 	if !isKill(&c) && !(set.Mode == route.ReadOnly && c.Kind == classify.Select && c.Flags&classify.Multi == 0) {
 		r.class = classify.Result{Kind: classify.Unknown, Hint: c.Hint, NodeName: c.NodeName}
@@ -125,7 +125,7 @@ func (s *session) releaseCmd() {
 
 // dispatch routes r, runs it, and learns from the outcome.
 func (s *session) dispatch(r *request) error {
-	return s.dispatchWith(r, s.ep.route.Settings())
+	return s.dispatchWith(r, s.settings())
 }
 
 // dispatchWith is dispatch under the endpoint's settings set: one version of them for the whole

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"slices"
 	"strconv"
 
 	"github.com/sluicedb/sluice/internal/classify"
@@ -17,7 +16,7 @@ func (s *session) proxyCommand(cmd classify.ProxyCommand) error {
 	case classify.ShowNodes:
 		return s.showNodes()
 	case classify.ShowConsistency:
-		set := s.ep.route.Settings()
+		set := s.settings()
 		n := func(v int64) cell { return text(strconv.FormatInt(v, 10)) }
 		return s.writeResult([]string{"endpoint", "consistency", "consistency_timeout_ms", "waits", "timeouts", "primary_position_reads"},
 			[][]cell{{text(s.ep.cfg.Name), text(set.Consistency.String()), n(set.ConsistencyTimeout.Milliseconds()),
@@ -41,7 +40,7 @@ func (s *session) proxyCommand(cmd classify.ProxyCommand) error {
 
 // showNodes answers SHOW NODES: one row per node, as the topology's snapshot has it.
 func (s *session) showNodes() error {
-	snap, set := s.p.topo.Snapshot(), s.ep.route.Settings()
+	snap, set := s.p.topo.Snapshot(), s.settings()
 	cols := []string{"name", "address", "role", "zone", "state", "lag_ms", "seconds_behind", "gtid_position",
 		"connections", "threads_connected", "rtt_ms", "last_error", "position_source"}
 	var rows [][]cell
@@ -50,11 +49,7 @@ func (s *session) showNodes() error {
 		if snap.IsPrimary(i) {
 			role = topology.Primary
 		}
-		state := "up"
-		if !snap.Up[i] {
-			state = "down"
-		}
-		row := []cell{text(n.Name), text(n.Address), text(role.String()), text(n.Zone), text(state),
+		row := []cell{text(n.Name), text(n.Address), text(role.String()), text(n.Zone), text(snap.StateName(i, set.MaxLag)),
 			null, null, null, text(strconv.FormatInt(snap.Load[i].Conns.Load(), 10)), null, null, null, null}
 		if pos := s.p.opts.Positions; pos != nil {
 			// Where the consistency levels learn the node's position: its binlog stream (real
@@ -65,18 +60,6 @@ func (s *session) showNodes() error {
 			}
 		}
 		if st := snap.State[i]; st != nil {
-			switch {
-			case st.Health == topology.Full && snap.Up[i]:
-				row[4] = text("full")
-			case snap.Up[i] && snap.IsPrimary(i) && snap.Switching:
-				row[4] = text("switching") // up, no longer writable; no new primary yet
-			case snap.Up[i] && slices.Contains(snap.Writable, i):
-				row[4] = text("writable") // a second primary: takes no reads, and no writes
-			case snap.Up[i] && snap.Detached(i):
-				row[4] = text("detached") // replicates from no one: takes no reads
-			case snap.Up[i] && !snap.IsPrimary(i) && st.LagKnown && set.MaxLag > 0 && st.Lag > set.MaxLag:
-				row[4] = text("lagging") // past this endpoint's max_replica_lag
-			}
 			if st.LagKnown {
 				row[5] = text(strconv.FormatInt(st.Lag.Milliseconds(), 10))
 			}

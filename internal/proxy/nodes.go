@@ -103,7 +103,7 @@ func (s *session) dial(n *topology.Node, readOnly bool) (*backend.Conn, error) {
 // replica chosen by the endpoint's policy on a read-only one) and, when report is set, tells
 // the client why it could not.
 func (s *session) connectNode(report bool) error {
-	set := s.ep.route.Settings()
+	set := s.settings()
 	snap := s.p.topo.Snapshot()
 	var lastErr error
 	for attempt := 0; attempt < len(snap.Nodes); attempt++ {

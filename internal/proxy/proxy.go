@@ -164,7 +164,7 @@ type Proxy struct {
 	sha2Mu    sync.Mutex
 	sha2Cache map[string][32]byte // guarded by sha2Mu: user -> SHA256(SHA256(password)) after a full authentication
 
-	mu        sync.Mutex // guards sessions, byID, listeners, closing
+	mu        sync.Mutex // guards sessions, byID, listeners, closing, and the folds into endpoint.done
 	sessions  map[*session]struct{}
 	byID      map[uint32]*session
 	listeners map[net.Listener]struct{}
@@ -177,6 +177,10 @@ type endpoint struct {
 	cfg    Endpoint
 	route  *route.Endpoint // shared by the endpoint's sessions; its settings change live
 	active atomic.Int64    // client sessions
+	// maxConns is cfg.MaxConnections, changeable live (SetMaxConnections); 0: no limit.
+	maxConns atomic.Int64
+	// done holds the statement counts of the endpoint's sessions that ended (sessionStats).
+	done sessionStats
 }
 
 // serverInfo is what sluice presents to clients in its handshake, taken from the primary's.
@@ -242,7 +246,10 @@ func New(opts Options) (*Proxy, error) {
 		if err != nil {
 			return nil, fmt.Errorf("proxy: %w", err)
 		}
-		p.endpoints[ep.Name] = &endpoint{cfg: ep, route: re}
+		e := &endpoint{cfg: ep, route: re}
+		e.maxConns.Store(int64(ep.MaxConnections))
+		e.done.byNode = make([]atomic.Uint64, n)
+		p.endpoints[ep.Name] = e
 	}
 	// Until the primary answers, present a MariaDB-like identity; it is replaced as soon as a
 	// handshake from the primary is seen.
@@ -394,7 +401,8 @@ func (p *Proxy) Serve(name string, ln net.Listener) error {
 			defer p.wg.Done()
 			defer p.untrack(s)
 			defer ep.active.Add(-1)
-			s.run(ep.cfg.MaxConnections > 0 && n > int64(ep.cfg.MaxConnections))
+			limit := ep.maxConns.Load()
+			s.run(limit > 0 && n > limit)
 		}()
 	}
 }
@@ -415,6 +423,7 @@ func (p *Proxy) untrack(s *session) {
 	p.mu.Lock()
 	delete(p.sessions, s)
 	delete(p.byID, s.id)
+	s.ep.done.add(&s.stats) // under mu: EndpointStats counts the session once
 	p.mu.Unlock()
 }
 

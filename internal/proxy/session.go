@@ -104,6 +104,21 @@ type session struct {
 	scratch []byte
 	watch   idleWatch
 
+	// mode is the endpoint's mode when the session began: it keeps it when the endpoint's
+	// changes (settings). setFrom, setCopy: the endpoint's settings with that mode, kept while
+	// the endpoint's are the same.
+	mode    route.Mode
+	setFrom *route.Settings
+	setCopy route.Settings
+
+	// stats counts the session's statements; info, cmdStart, inTx and pins describe it to
+	// the control plane (Proxy.SessionList), which reads them from another goroutine.
+	stats    sessionStats
+	info     atomic.Pointer[sessionInfo]
+	cmdStart atomic.Int64 // when the current command began (unix ns); 0: idle
+	inTx     atomic.Bool
+	pins     atomic.Uint32
+
 	// killTarget is the node thread serving this session, for KILL from other sessions.
 	killTarget atomic.Pointer[[]killTarget]
 
@@ -133,7 +148,9 @@ func (p *Proxy) newSession(ep *endpoint, nc net.Conn) *session {
 		stmts:    make(map[uint32]*stmt),
 		killedCh: make(chan struct{}),
 		rs:       route.NewSession(),
+		mode:     ep.route.Settings().Mode,
 		conns:    make([]*nodeConn, len(p.topo.Snapshot().Nodes)),
+		stats:    sessionStats{byNode: make([]atomic.Uint64, len(p.topo.Snapshot().Nodes))},
 		log:      p.log.With("conn", id, "endpoint", ep.cfg.Name, "client", nc.RemoteAddr().String()),
 	}
 	s.client.SetWriteTimeout(p.opts.WriteTimeout)
@@ -168,6 +185,7 @@ func (s *session) run(overLimit bool) {
 		s.log.Debug("handshake failed", "err", err)
 		return
 	}
+	s.info.Store(&sessionInfo{user: s.user.Name, started: time.Now()})
 	s.log.Debug("session started", "user", s.user.Name, "node", s.node.Name)
 	s.loop()
 }
@@ -237,7 +255,11 @@ func (s *session) loop() {
 			return // shutdown closed us while the command arrived
 		}
 		s.sentAt, s.failed = s.client.Sent(), false
+		s.cmdStart.Store(time.Now().UnixNano())
 		quit, err := s.command()
+		s.cmdStart.Store(0)
+		s.inTx.Store(s.rs.InTx)
+		s.pins.Store(uint32(s.rs.Pins))
 		if err != nil {
 			s.log.Debug("session ends", "reason", err)
 			return
@@ -467,7 +489,7 @@ func (s *session) startWatch() {
 			}
 			// The node sent something unasked (a disconnect notice) or closed the connection.
 			s.log.Debug("node closed the idle session's connection", "node", name, "err", err)
-			if !home || (movable && s.movesPrimary(s.ep.route.Settings(), s.p.topo.Snapshot())) {
+			if !home || (movable && s.movesPrimary(s.modeSettings(s.ep.route.Settings()), s.p.topo.Snapshot())) {
 				// Another node's connection holds only replayable state: reopen it when needed.
 				c.lost.Store(true)
 				return
@@ -503,4 +525,31 @@ func (s *session) stopWatch() error {
 		return errors.New("node closed the connection while the client was idle")
 	}
 	return nil
+}
+
+// settings returns the endpoint's settings in force, under the mode the session began with:
+// a change of the endpoint's mode applies to the connections it accepts from then on (a
+// read-only session is bound to its replica, a read-write one holds its primary connection),
+// every other setting to every session at its next statement.
+func (s *session) settings() *route.Settings {
+	set := s.ep.route.Settings()
+	if set.Mode == s.mode {
+		return set
+	}
+	if s.setFrom != set {
+		s.setCopy, s.setFrom = *set, set
+		s.setCopy.Mode = s.mode
+	}
+	return &s.setCopy
+}
+
+// modeSettings is settings for another goroutine (the idle watch): set, under the session's
+// mode, without touching the session.
+func (s *session) modeSettings(set *route.Settings) *route.Settings {
+	if set.Mode == s.mode {
+		return set
+	}
+	cp := *set
+	cp.Mode = s.mode
+	return &cp
 }

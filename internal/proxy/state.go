@@ -45,6 +45,7 @@ func (s *session) after(c *classify.Result, stmt []byte, d route.Decision, set *
 	s.last = routeInfo{valid: true, node: d.Node, reason: d.Reason}
 	s.rs.LastNode = d.Node
 	s.afterStatus(set)
+	s.stats.count(d.Node)
 	if s.gtidTracked && (c.Kind == classify.Set || c.Kind == classify.Prepare || c.Flags&classify.SetStatement != 0) &&
 		mentionsFold(stmt, "session_track") {
 		// The client set the tracked variables itself (or prepared that): commits may no

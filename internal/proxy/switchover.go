@@ -119,7 +119,7 @@ func (s *session) followPrimary(snap *topology.Snapshot) error {
 // a session that does waits for its next statement (switchover), which says why it cannot.
 func (s *session) followBetween() error {
 	snap := s.p.topo.Snapshot()
-	set := s.ep.route.Settings()
+	set := s.settings()
 	if !s.movesPrimary(set, snap) || !s.movable() || (s.rs.InTx && s.rs.TxNode == snap.Primary) {
 		return nil
 	}

@@ -1,6 +1,11 @@
 package topology
 
-import "github.com/sluicedb/sluice/internal/gtid"
+import (
+	"slices"
+	"time"
+
+	"github.com/sluicedb/sluice/internal/gtid"
+)
 
 // Roles follow what the nodes are, not what the configuration said at start, but only through a
 // planned switchover: sluice never promotes anything itself, and never takes a node for the
@@ -91,4 +96,29 @@ func (s *Snapshot) Detached(i int) bool {
 	}
 	st := s.State[i]
 	return st != nil && st.Health == Healthy && st.Replica == nil
+}
+
+// StateName words node i's state for people (SHOW NODES, the admin API): up; down; full (it
+// answered 1040, too many connections); switching (the primary, no longer writable, no new
+// one yet); writable (a second writable node: it takes no reads, and no writes); detached
+// (replicates from no one: takes no reads); lagging (a replica past maxLag; 0: no limit).
+func (s *Snapshot) StateName(i int, maxLag time.Duration) string {
+	if !s.Up[i] {
+		return "down"
+	}
+	st := s.State[i]
+	switch {
+	case st == nil:
+	case st.Health == Full:
+		return "full"
+	case s.IsPrimary(i) && s.Switching:
+		return "switching"
+	case slices.Contains(s.Writable, i):
+		return "writable"
+	case s.Detached(i):
+		return "detached"
+	case !s.IsPrimary(i) && st.LagKnown && maxLag > 0 && st.Lag > maxLag:
+		return "lagging"
+	}
+	return "up"
 }

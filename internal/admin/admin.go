@@ -1,0 +1,368 @@
+// Package admin is sluice's control plane over HTTP: the REST API that describes and changes
+// the proxy while it runs (what `sluice ctl` speaks), health and readiness for orchestrators,
+// and Go's profiling handlers. It declares what it reads and changes (Control); the app
+// implements it. JSON in and out; errors are {"error": {"code", "message", "field"}} with the
+// HTTP status that fits.
+package admin
+
+import (
+	"context"
+	"crypto/subtle"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Control is what the API reads and changes.
+type Control interface {
+	// Proxy describes the whole proxy: identity, nodes, endpoints.
+	Proxy() Proxy
+	// Nodes describes every node as the monitor last saw it.
+	Nodes() []Node
+	// Endpoints describes every endpoint: settings and live figures.
+	Endpoints() []Endpoint
+	// PatchEndpoint changes some settings of endpoint name (setting -> JSON value), atomically,
+	// validated as the configuration file is, and writes them back to the file.
+	PatchEndpoint(name string, patch map[string]json.RawMessage) (Change, error)
+	// Sessions lists the client sessions.
+	Sessions() []Session
+	// KillSession closes client session id and its node connections; false: no such session.
+	KillSession(id uint64) bool
+	// Reload re-reads the configuration file and applies what changed.
+	Reload() (Change, error)
+	// Ready reports why sluice cannot serve clients yet (nil: it can).
+	Ready() error
+}
+
+// Proxy is GET /v1/proxy.
+type Proxy struct {
+	Version       string     `json:"version"`
+	Started       time.Time  `json:"started"`
+	UptimeSeconds float64    `json:"uptime_seconds"`
+	Zone          string     `json:"zone"`
+	ConfigFile    string     `json:"config_file"`
+	Sessions      int        `json:"sessions"`
+	Nodes         []Node     `json:"nodes"`
+	Endpoints     []Endpoint `json:"endpoints"`
+}
+
+// Node is one node as the monitor last saw it.
+type Node struct {
+	Name    string `json:"name"`
+	Address string `json:"address"`
+	Role    string `json:"role"`
+	Zone    string `json:"zone"`
+	// State: up, lagging, full, down, switching, detached, writable, draining, drained.
+	State string `json:"state"`
+	// LagMs is the replica's lag from GTID positions; SecondsBehind what the server says
+	// (Seconds_Behind_Master); null when unknown.
+	LagMs          *int64  `json:"lag_ms"`
+	SecondsBehind  *int64  `json:"seconds_behind"`
+	GTIDPosition   string  `json:"gtid_position"`
+	PositionSource string  `json:"position_source"`
+	Connections    int64   `json:"connections"` // this sluice's connections to the node
+	Active         int64   `json:"active"`      // statements running there now
+	Threads        *int64  `json:"threads_connected"`
+	RTTMs          float64 `json:"rtt_ms"`
+	ReadOnly       bool    `json:"read_only"`
+	ServerID       uint32  `json:"server_id"`
+	Version        string  `json:"version"`
+	Error          string  `json:"error,omitempty"`
+}
+
+// Endpoint is one endpoint: its settings and live figures.
+type Endpoint struct {
+	Name     string           `json:"name"`
+	Listen   string           `json:"listen"`
+	Address  string           `json:"address"` // bound address
+	Settings EndpointSettings `json:"settings"`
+	Sessions int64            `json:"sessions"`
+	// Statements counts the statements its sessions ran; ReadsByNode the reads each node
+	// served (node name -> count).
+	Statements  uint64            `json:"statements"`
+	ReadsByNode map[string]uint64 `json:"reads_by_node"`
+}
+
+// EndpointSettings are an endpoint's settings, as in the configuration file.
+type EndpointSettings struct {
+	Mode               string         `json:"mode"`
+	ReadWeights        map[string]int `json:"read_weights"`
+	Balance            string         `json:"balance"`
+	ConnectionsFrom    string         `json:"connections_from"`
+	NearestZone        bool           `json:"nearest_zone"`
+	MaxReplicaLag      string         `json:"max_replica_lag"`
+	Consistency        string         `json:"consistency"`
+	ConsistencyTimeout string         `json:"consistency_timeout"`
+	TransactionSplit   bool           `json:"transaction_split"`
+	MaxConnections     int            `json:"max_connections"`
+	MultiStatements    string         `json:"multi_statements"`
+	TLS                string         `json:"tls"`
+}
+
+// Session is one client session.
+type Session struct {
+	ID            uint64   `json:"id"`
+	User          string   `json:"user"`
+	Client        string   `json:"client"`
+	Endpoint      string   `json:"endpoint"`
+	Nodes         []string `json:"nodes"` // nodes it holds a connection to
+	InTransaction bool     `json:"in_transaction"`
+	Pins          []string `json:"pins"` // what holds it on the primary
+	AgeSeconds    float64  `json:"age_seconds"`
+	// StatementSeconds is how long its current statement has run; null when idle.
+	StatementSeconds *float64 `json:"statement_seconds"`
+}
+
+// Change is the answer to a change: what it changed and whether the file keeps it.
+type Change struct {
+	Endpoint  *Endpoint `json:"endpoint,omitempty"`
+	Changed   []string  `json:"changed"`
+	Persisted bool      `json:"persisted"`
+	// PersistError says why the configuration file was not written.
+	PersistError string `json:"persist_error,omitempty"`
+	// Restart lists what changed in the file but takes effect only at a restart.
+	Restart []string `json:"restart,omitempty"`
+}
+
+// Error is an API error: Status is the HTTP status; Code a short word (bad_request, not_found,
+// unauthorized, invalid, conflict, ...); Field the setting at fault, when one is.
+type Error struct {
+	Status  int    `json:"-"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Field   string `json:"field,omitempty"`
+}
+
+func (e *Error) Error() string {
+	if e.Field != "" {
+		return e.Field + ": " + e.Message
+	}
+	return e.Message
+}
+
+// Errorf makes an Error.
+func Errorf(status int, code, field, format string, args ...any) *Error {
+	return &Error{Status: status, Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// Options configure a Server.
+type Options struct {
+	Control Control
+	// Token: every request but /healthz, /readyz and /metrics must carry it as a bearer token;
+	// empty: none needed (a loopback listener, as the configuration enforces).
+	Token string
+	// TLS serves HTTPS when not nil.
+	TLS *tls.Config
+	// Metrics serves /metrics when not nil.
+	Metrics http.Handler
+	Logger  *slog.Logger
+}
+
+// Server is the admin HTTP server.
+type Server struct {
+	o   Options
+	srv *http.Server
+}
+
+// maxBody bounds a request's body: settings, never bulk data.
+const maxBody = 64 << 10
+
+// New makes the server.
+func New(o Options) *Server {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{o: o}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := o.Control.Ready(); err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": err.Error()})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	})
+	if o.Metrics != nil {
+		mux.Handle("GET /metrics", o.Metrics)
+	}
+	mux.HandleFunc("GET /v1/proxy", s.auth(func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, o.Control.Proxy())
+	}))
+	mux.HandleFunc("GET /v1/nodes", s.auth(func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"nodes": o.Control.Nodes()})
+	}))
+	mux.HandleFunc("GET /v1/nodes/{name}", s.auth(func(w http.ResponseWriter, r *http.Request) {
+		for _, n := range o.Control.Nodes() {
+			if n.Name == r.PathValue("name") {
+				writeJSON(w, http.StatusOK, n)
+				return
+			}
+		}
+		writeError(w, Errorf(http.StatusNotFound, "not_found", "", "no node is named %q", r.PathValue("name")))
+	}))
+	mux.HandleFunc("GET /v1/endpoints", s.auth(func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"endpoints": o.Control.Endpoints()})
+	}))
+	mux.HandleFunc("GET /v1/endpoints/{name}", s.auth(func(w http.ResponseWriter, r *http.Request) {
+		if e, ok := findEndpoint(o.Control.Endpoints(), r.PathValue("name")); ok {
+			writeJSON(w, http.StatusOK, e)
+			return
+		}
+		writeError(w, Errorf(http.StatusNotFound, "not_found", "", "no endpoint is named %q", r.PathValue("name")))
+	}))
+	mux.HandleFunc("PATCH /v1/endpoints/{name}", s.auth(s.patchEndpoint))
+	mux.HandleFunc("GET /v1/sessions", s.auth(func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"sessions": o.Control.Sessions()})
+	}))
+	mux.HandleFunc("DELETE /v1/sessions/{id}", s.auth(func(w http.ResponseWriter, r *http.Request) {
+		id, err := strconv.ParseUint(r.PathValue("id"), 10, 64)
+		if err != nil {
+			writeError(w, Errorf(http.StatusBadRequest, "bad_request", "id", "invalid session id %q (want a number)", r.PathValue("id")))
+			return
+		}
+		if !o.Control.KillSession(id) {
+			writeError(w, Errorf(http.StatusNotFound, "not_found", "", "no session has id %d", id))
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"killed": id})
+	}))
+	mux.HandleFunc("POST /v1/reload", s.auth(func(w http.ResponseWriter, _ *http.Request) {
+		ch, err := o.Control.Reload()
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, ch)
+	}))
+	// Go's profiling handlers expose the process's memory: behind the token.
+	mux.HandleFunc("GET /debug/pprof/", s.auth(pprof.Index))
+	mux.HandleFunc("GET /debug/pprof/cmdline", s.auth(pprof.Cmdline))
+	mux.HandleFunc("GET /debug/pprof/profile", s.auth(pprof.Profile))
+	mux.HandleFunc("GET /debug/pprof/symbol", s.auth(pprof.Symbol))
+	mux.HandleFunc("GET /debug/pprof/trace", s.auth(pprof.Trace))
+	mux.HandleFunc("/", s.auth(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, Errorf(http.StatusNotFound, "not_found", "", "no such resource: %s %s", r.Method, r.URL.Path))
+	}))
+	s.srv = &http.Server{
+		Handler:           mux,
+		TLSConfig:         o.TLS,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		// A CPU profile or trace takes as long as it is asked to.
+		WriteTimeout:   5 * time.Minute,
+		IdleTimeout:    2 * time.Minute,
+		MaxHeaderBytes: 16 << 10,
+		ErrorLog:       slog.NewLogLogger(o.Logger.Handler(), slog.LevelDebug),
+	}
+	return s
+}
+
+// Handler is the server's HTTP handler (tests).
+func (s *Server) Handler() http.Handler { return s.srv.Handler }
+
+// Serve answers requests on ln until Shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	var err error
+	if s.o.TLS != nil {
+		err = s.srv.ServeTLS(ln, "", "")
+	} else {
+		err = s.srv.Serve(ln)
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops the server, letting requests under way finish until ctx ends.
+func (s *Server) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx) }
+
+// auth wraps h: with a token, a request without it gets 401.
+func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
+	if s.o.Token == "" {
+		return h
+	}
+	want := []byte("Bearer " + s.o.Token)
+	return func(w http.ResponseWriter, r *http.Request) {
+		got := []byte(r.Header.Get("Authorization"))
+		if subtle.ConstantTimeCompare(got, want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="sluice"`)
+			writeError(w, Errorf(http.StatusUnauthorized, "unauthorized", "", "this request needs the admin token (Authorization: Bearer TOKEN)"))
+			return
+		}
+		h(w, r)
+	}
+}
+
+func (s *Server) patchEndpoint(w http.ResponseWriter, r *http.Request) {
+	var patch map[string]json.RawMessage
+	if err := readJSON(r, &patch); err != nil {
+		writeError(w, err)
+		return
+	}
+	if len(patch) == 0 {
+		writeError(w, Errorf(http.StatusBadRequest, "bad_request", "", "the body names no setting to change"))
+		return
+	}
+	ch, err := s.o.Control.PatchEndpoint(r.PathValue("name"), patch)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ch)
+}
+
+func findEndpoint(es []Endpoint, name string) (Endpoint, bool) {
+	for _, e := range es {
+		if e.Name == name {
+			return e, true
+		}
+	}
+	return Endpoint{}, false
+}
+
+// readJSON decodes r's body, a JSON object of at most maxBody bytes, into v.
+func readJSON(r *http.Request, v any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
+		return Errorf(http.StatusUnsupportedMediaType, "bad_request", "", "the body must be JSON (Content-Type: application/json), not %s", ct)
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	if err != nil {
+		return Errorf(http.StatusBadRequest, "bad_request", "", "reading the body: %v", err)
+	}
+	if len(body) > maxBody {
+		return Errorf(http.StatusRequestEntityTooLarge, "bad_request", "", "the body is larger than %d bytes", maxBody)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return Errorf(http.StatusBadRequest, "bad_request", "", "the body is not a JSON object: %v", err)
+	}
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	var e *Error
+	if !errors.As(err, &e) {
+		e = Errorf(http.StatusInternalServerError, "internal", "", "%v", err)
+	}
+	writeJSON(w, e.Status, map[string]*Error{"error": e})
+}
