@@ -39,8 +39,8 @@ type Control interface {
 	KillSession(id uint64) bool
 	// Reload re-reads the configuration file and applies what changed.
 	Reload() (Change, error)
-	// Ready reports why sluice cannot serve clients yet (nil: it can).
-	Ready() error
+	// Readiness reports why sluice cannot serve clients yet (nil: it can).
+	Readiness() error
 }
 
 // Proxy is GET /v1/proxy.
@@ -187,7 +187,7 @@ func New(o Options) *Server {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if err := o.Control.Ready(); err != nil {
+		if err := o.Control.Readiness(); err != nil {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": err.Error()})
 			return
 		}

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicedb/sluice/internal/admin"
 	"github.com/sluicedb/sluice/internal/backend"
 	"github.com/sluicedb/sluice/internal/binlog"
 	"github.com/sluicedb/sluice/internal/config"
@@ -41,7 +42,20 @@ type App struct {
 	mu    sync.Mutex
 	addrs map[string]string // endpoint name -> bound address, once listening
 	ready chan struct{}
+
+	version string    // sluice's, for the admin API
+	started time.Time // when New ran
+	// changeMu serializes the changes of the admin API and reloads, and guards cfg and raw:
+	// raw is the configuration file's text that cfg was parsed from (edited by changes,
+	// written back when the file still holds it).
+	changeMu  sync.Mutex
+	raw       []byte
+	admin     *admin.Server
+	adminAddr string
 }
+
+// SetVersion sets the version the admin API reports.
+func (a *App) SetVersion(v string) { a.version = v }
 
 // New builds the parts of sluice from cfg.
 func New(cfg *config.Config, log *slog.Logger) (*App, error) {
@@ -120,9 +134,24 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		topo.Close()
 		return nil, err
 	}
-	return &App{cfg: cfg, log: log, topo: topo, mon: newMonitor(cfg, topo, positions, log, btls, btlsMode), proxy: p,
+	a := &App{cfg: cfg, log: log, topo: topo, mon: newMonitor(cfg, topo, positions, log, btls, btlsMode), proxy: p,
 		positions: positions, btls: btls, btlsMode: btlsMode,
-		addrs: map[string]string{}, ready: make(chan struct{})}, nil
+		addrs: map[string]string{}, ready: make(chan struct{}), version: "dev", started: time.Now()}
+	if cfg.Path != "" {
+		// What the admin API's changes edit and write back.
+		if a.raw, err = os.ReadFile(cfg.Path); err != nil {
+			topo.Close()
+			return nil, err
+		}
+	}
+	if cfg.Admin.Listen != "" {
+		o := admin.Options{Control: a, Token: cfg.Admin.Token, Logger: log}
+		if cfg.Admin.TLS {
+			o.TLS = opts.TLS.Clone()
+		}
+		a.admin = admin.New(o)
+	}
+	return a, nil
 }
 
 // newTopology builds the nodes' topology from the backends. With a monitor account the monitor
@@ -254,6 +283,29 @@ func (a *App) Run(ctx context.Context) error {
 		a.mu.Unlock()
 		a.log.Info("endpoint listening", "endpoint", ep.Name, "address", ln.Addr().String(), "mode", ep.Mode)
 	}
+	if a.admin != nil {
+		ln, err := net.Listen("tcp", a.cfg.Admin.Listen)
+		if err != nil {
+			for _, l := range lns {
+				l.Close()
+			}
+			return fmt.Errorf("admin.listen: %w", err)
+		}
+		a.mu.Lock()
+		a.adminAddr = ln.Addr().String()
+		a.mu.Unlock()
+		a.log.Info("admin API listening", "address", ln.Addr().String(), "token", a.cfg.Admin.Token != "", "tls", a.cfg.Admin.TLS)
+		go func() {
+			if err := a.admin.Serve(ln); err != nil {
+				a.log.Error("admin API stopped", "err", err)
+			}
+		}()
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			_ = a.admin.Shutdown(ctx)
+		}()
+	}
 	close(a.ready)
 	errc := make(chan error, len(lns))
 	for i, ep := range a.cfg.Endpoints {
@@ -283,6 +335,13 @@ func (a *App) Addr(name string) string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.addrs[name]
+}
+
+// AdminAddr returns the address the admin API listens on (after Ready), or "" without one.
+func (a *App) AdminAddr() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.adminAddr
 }
 
 // Routing returns endpoint name's routing, whose settings can be changed while it serves, or

@@ -16,17 +16,18 @@ import (
 	"github.com/sluicedb/sluice/internal/config"
 )
 
-const serveUsage = `Usage: sluice serve [--config FILE] [--zone ZONE] [--check] [--cpuprofile FILE] [--pprof ADDR]
+const serveUsage = `Usage: sluice serve [--config FILE] [--zone ZONE] [--check] [--cpuprofile FILE]
 
 Runs the proxy with the configuration in FILE (default ./sluice.yaml) until SIGTERM or SIGINT,
 then stops accepting, lets running statements finish for up to timeouts.shutdown, and exits.
+SIGHUP reads FILE again and applies what changed in the endpoints' settings (as POST
+/v1/reload does); an invalid file changes nothing, and the error is logged.
 
 --zone (or the environment variable SLUICE_ZONE; the flag wins) says where this sluice runs, in
 place of the file's zone: endpoints with nearest_zone read from that zone's nodes first.
 
 Profiling: --cpuprofile writes a CPU profile of the whole run (read it with 'go tool pprof');
---pprof serves Go's /debug/pprof/ handlers on ADDR, which must be a loopback address
-(127.0.0.1:PORT, [::1]:PORT or localhost:PORT): they expose the process's memory.
+Go's /debug/pprof/ handlers are on the admin listener (admin.listen), behind its token.
 
 Flags:
 `
@@ -37,7 +38,6 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	path := fs.String("config", "sluice.yaml", "configuration file")
 	check := fs.Bool("check", false, "validate the configuration and exit")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
-	pprofAddr := fs.String("pprof", "", "serve /debug/pprof/ on this loopback address")
 	zone := fs.String("zone", "", "the zone this sluice runs in (overrides SLUICE_ZONE and the file's zone)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), serveUsage)
@@ -75,7 +75,8 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sluice serve: %v\n", err)
 		return 1
 	}
-	stopProfiling, err := startProfiling(*cpuprofile, *pprofAddr, logger)
+	a.SetVersion(Version)
+	stopProfiling, err := startProfiling(*cpuprofile, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice serve: %v\n", err)
 		return 1
@@ -88,6 +89,16 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		// action is back, so a second one ends the process at once.
 		<-ctx.Done()
 		stop()
+	}()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for range hup {
+			if _, err := a.Reload(); err != nil {
+				logger.Error("SIGHUP: reload refused", "err", err)
+			}
+		}
 	}()
 	if err := a.Run(ctx); err != nil {
 		logger.Error("sluice stopped", "err", err)

@@ -224,12 +224,12 @@ type errorString string
 
 func (e errorString) Error() string { return string(e) }
 
-// TestServeProfiling: threads sets GOMAXPROCS, --pprof serves the profiles on loopback only,
-// and --cpuprofile leaves a profile behind at shutdown.
+// TestServeProfiling: threads sets GOMAXPROCS, the admin listener serves the profiles behind
+// its token, and --cpuprofile leaves a profile behind at shutdown.
 func TestServeProfiling(t *testing.T) {
-	pprofAddr := "127.0.0.1:" + strconv.Itoa(testutil.FreePort(t))
+	adminAddr := "127.0.0.1:" + strconv.Itoa(testutil.FreePort(t))
 	profile := filepath.Join(t.TempDir(), "cpu.pprof")
-	addr, cmd, exited, logs := startServe(t, "threads: 1\n", "--cpuprofile", profile, "--pprof", pprofAddr)
+	addr, cmd, exited, logs := startServe(t, "threads: 1\nadmin: {listen: '"+adminAddr+"', token: s3cret}\n", "--cpuprofile", profile)
 	if !strings.Contains(logs.String(), "threads=1") {
 		t.Errorf("threads: 1 not applied; log:\n%s", logs.String())
 	}
@@ -243,14 +243,26 @@ func TestServeProfiling(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	resp, err := http.Get("http://" + pprofAddr + "/debug/pprof/goroutine?debug=1")
-	if err != nil {
-		t.Fatal(err)
+	get := func(token string) (int, string) {
+		req, _ := http.NewRequest("GET", "http://"+adminAddr+"/debug/pprof/goroutine?debug=1", nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, string(body)
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(body), "proxy.(*session)") {
-		t.Errorf("goroutine profile: status %d, no session goroutine in:\n%.2000s", resp.StatusCode, body)
+	if code, body := get("s3cret"); code != 200 || !strings.Contains(body, "proxy.(*session)") {
+		t.Errorf("goroutine profile: status %d, no session goroutine in:\n%.2000s", code, body)
+	}
+	for _, bad := range []string{"", "wrong"} {
+		if code, body := get(bad); code != 401 || !strings.Contains(body, `"code": "unauthorized"`) {
+			t.Errorf("token %q: status %d, %s; want 401", bad, code, body)
+		}
 	}
 	db.Close()
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -273,19 +285,22 @@ func TestServeProfiling(t *testing.T) {
 	}
 }
 
-func TestServePprofLoopbackOnly(t *testing.T) {
+// TestServeAdminNeedsATokenOffLoopback: an admin listener off loopback without a token is a
+// configuration error, and sluice does not start.
+func TestServeAdminNeedsATokenOffLoopback(t *testing.T) {
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "sluice.yaml")
-	if err := os.WriteFile(cfg, []byte(`users: [{name: app, password: app}]
+	for _, a := range []string{"0.0.0.0:0", "192.0.2.1:0", ":0"} {
+		cfg := filepath.Join(dir, "sluice.yaml")
+		if err := os.WriteFile(cfg, []byte(`users: [{name: app, password: app}]
 backends: [{name: primary, address: "127.0.0.1:1", role: primary}, {name: replica1, address: "127.0.0.1:2", role: replica}]
 endpoints: [{name: rw, listen: "127.0.0.1:0", mode: read-write}]
+admin: {listen: "`+a+`"}
 `), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range []string{"0.0.0.0:0", "192.0.2.1:0", ":0"} {
-		code, _, stderr := runCLI("serve", "--config", cfg, "--pprof", a)
-		if code != 1 || !strings.Contains(stderr, "not a loopback address") {
-			t.Errorf("--pprof %s: exit %d, stderr %q", a, code, stderr)
+			t.Fatal(err)
+		}
+		code, _, stderr := runCLI("serve", "--config", cfg)
+		if code != 1 || !strings.Contains(stderr, "admin.token: required when admin.listen is not a loopback address") {
+			t.Errorf("admin.listen %s: exit %d, stderr %q", a, code, stderr)
 		}
 	}
 }

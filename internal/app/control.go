@@ -1,0 +1,336 @@
+package app
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sluicedb/sluice/internal/admin"
+	"github.com/sluicedb/sluice/internal/config"
+	"github.com/sluicedb/sluice/internal/topology"
+)
+
+// The app is the admin API's Control: it describes the parts it built and changes them,
+// validating every change as the configuration file is validated and writing it back there.
+
+// patchable are the endpoint settings PATCH /v1/endpoints/{name} changes while sluice runs.
+var patchable = []string{"balance", "connections_from", "consistency", "consistency_timeout", "max_connections",
+	"max_replica_lag", "mode", "multi_statements", "nearest_zone", "read_weights", "transaction_split"}
+
+// Proxy implements admin.Control.
+func (a *App) Proxy() admin.Proxy {
+	cfg := a.config()
+	return admin.Proxy{Version: a.version, Started: a.started, UptimeSeconds: time.Since(a.started).Seconds(),
+		Zone: cfg.Zone, ConfigFile: cfg.Path, Sessions: a.proxy.Sessions(), Nodes: a.Nodes(), Endpoints: a.Endpoints()}
+}
+
+// Nodes implements admin.Control.
+func (a *App) Nodes() []admin.Node {
+	snap := a.topo.Snapshot()
+	cfg := a.config()
+	var maxLag time.Duration // the tightest endpoint's: past it, a replica takes fewer reads
+	for _, e := range cfg.Endpoints {
+		if d := e.MaxReplicaLag.Duration; d > 0 && (maxLag == 0 || d < maxLag) {
+			maxLag = d
+		}
+	}
+	var out []admin.Node
+	for i, n := range snap.Nodes {
+		role := topology.Replica
+		if snap.IsPrimary(i) {
+			role = topology.Primary
+		}
+		an := admin.Node{Name: n.Name, Address: n.Address, Role: role.String(), Zone: n.Zone, State: snap.StateName(i, maxLag),
+			Connections: snap.Load[i].Conns.Load(), Active: snap.Load[i].Active.Load()}
+		if a.positions != nil {
+			an.PositionSource = "poll"
+			if a.positions.Streaming(i) {
+				an.PositionSource = "stream"
+			}
+		}
+		if st := snap.State[i]; st != nil {
+			if st.LagKnown {
+				ms := st.Lag.Milliseconds()
+				an.LagMs = &ms
+			}
+			if st.Replica != nil {
+				an.SecondsBehind = st.Replica.SecondsBehind
+			}
+			if st.Version != "" {
+				tc := st.ThreadsConnected
+				an.GTIDPosition, an.Threads, an.Version = st.Applied, &tc, st.Version
+				an.RTTMs = float64(st.RTT.Microseconds()) / 1000
+				an.ReadOnly, an.ServerID = st.ReadOnly, st.ServerID
+			}
+			an.Error = st.LastErr
+		}
+		out = append(out, an)
+	}
+	return out
+}
+
+// Endpoints implements admin.Control.
+func (a *App) Endpoints() []admin.Endpoint { return a.endpointsOf(a.config()) }
+
+// endpointsOf describes the endpoints of cfg, the configuration in force.
+func (a *App) endpointsOf(cfg *config.Config) []admin.Endpoint {
+	snap := a.topo.Snapshot()
+	var out []admin.Endpoint
+	for _, e := range cfg.Endpoints {
+		st := a.proxy.EndpointStats(e.Name)
+		ae := admin.Endpoint{Name: e.Name, Listen: e.Listen, Address: a.Addr(e.Name), Sessions: st.Sessions,
+			Statements: st.Statements, ReadsByNode: map[string]uint64{},
+			Settings: admin.EndpointSettings{Mode: e.Mode, ReadWeights: e.ReadWeights, Balance: e.Balance,
+				ConnectionsFrom: e.ConnectionsFrom, NearestZone: e.NearestZone, MaxReplicaLag: e.MaxReplicaLag.String(),
+				Consistency: e.Consistency, ConsistencyTimeout: e.ConsistencyTimeout.String(),
+				TransactionSplit: e.TransactionSplit, MaxConnections: e.MaxConnections,
+				MultiStatements: e.MultiStatements, TLS: e.TLS}}
+		for i, n := range st.ByNode {
+			if i < len(snap.Nodes) {
+				ae.ReadsByNode[snap.Nodes[i].Name] = n
+			}
+		}
+		out = append(out, ae)
+	}
+	return out
+}
+
+// Sessions implements admin.Control.
+func (a *App) Sessions() []admin.Session {
+	now := time.Now()
+	var out []admin.Session
+	for _, s := range a.proxy.SessionList() {
+		as := admin.Session{ID: uint64(s.ID), User: s.User, Client: s.Client, Endpoint: s.Endpoint, Nodes: s.Nodes,
+			InTransaction: s.InTx, Pins: s.Pins, AgeSeconds: now.Sub(s.Started).Seconds()}
+		if as.Nodes == nil {
+			as.Nodes = []string{}
+		}
+		if as.Pins == nil {
+			as.Pins = []string{}
+		}
+		if !s.Statement.IsZero() {
+			d := now.Sub(s.Statement).Seconds()
+			as.StatementSeconds = &d
+		}
+		out = append(out, as)
+	}
+	if out == nil {
+		out = []admin.Session{}
+	}
+	return out
+}
+
+// KillSession implements admin.Control.
+func (a *App) KillSession(id uint64) bool {
+	return id <= 1<<32-1 && a.proxy.KillSession(uint32(id))
+}
+
+// Readiness implements admin.Control: every endpoint listens and the primary is up.
+func (a *App) Readiness() error {
+	select {
+	case <-a.ready:
+	default:
+		return errors.New("the endpoints are not listening yet")
+	}
+	snap := a.topo.Snapshot()
+	if snap.Primary < 0 || !snap.Up[snap.Primary] {
+		return errors.New("the primary is down")
+	}
+	return nil
+}
+
+// config is the configuration in force.
+func (a *App) config() *config.Config {
+	a.changeMu.Lock()
+	defer a.changeMu.Unlock()
+	return a.cfg
+}
+
+// PatchEndpoint implements admin.Control: the file's text, as last applied, is edited, parsed
+// and validated whole; the endpoint's settings take effect at each session's next statement
+// (route.Endpoint.Update: a statement sees the old settings or the new, never a mix); then the
+// file is written back.
+func (a *App) PatchEndpoint(name string, patch map[string]json.RawMessage) (admin.Change, error) {
+	a.changeMu.Lock()
+	defer a.changeMu.Unlock()
+	if a.proxy.Routing(name) == nil {
+		return admin.Change{}, admin.Errorf(http.StatusNotFound, "not_found", "", "no endpoint is named %q", name)
+	}
+	set := map[string]any{}
+	var keys []string
+	for k, raw := range patch {
+		if !slices.Contains(patchable, k) {
+			msg := "unknown setting"
+			if k == "name" || k == "listen" || k == "tls" {
+				msg = "cannot change while the endpoint listens (create a new endpoint, or change the file and restart)"
+			}
+			return admin.Change{}, admin.Errorf(http.StatusBadRequest, "invalid", k, "%s; these can: %s", msg, strings.Join(patchable, ", "))
+		}
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return admin.Change{}, admin.Errorf(http.StatusBadRequest, "invalid", k, "not a JSON value: %v", err)
+		}
+		set[k] = v // nil (JSON null): back to the default
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	data, err := config.EditEndpoint(a.cfg.Path, a.raw, name, set)
+	if err != nil {
+		return admin.Change{}, admin.Errorf(http.StatusConflict, "conflict", "", "the configuration file cannot take the change: %v", err)
+	}
+	next, err := a.parse(data)
+	if err != nil {
+		return admin.Change{}, invalid(err, name, next)
+	}
+	if err := a.applyEndpoint(next, name); err != nil {
+		return admin.Change{}, admin.Errorf(http.StatusBadRequest, "invalid", "", "%v", err)
+	}
+	ch := admin.Change{Changed: keys}
+	ch.Persisted, ch.PersistError = a.persist(data)
+	a.cfg, a.raw = next, data
+	a.log.Info("endpoint changed from the admin API", "endpoint", name, "settings", strings.Join(keys, ","), "persisted", ch.Persisted)
+	for _, e := range a.endpointsOf(next) {
+		if e.Name == name {
+			ch.Endpoint = &e
+		}
+	}
+	return ch, nil
+}
+
+// parse parses a new text of the configuration file as the one in force was: its path, and
+// the zone it runs in (serve's --zone and SLUICE_ZONE override the file's).
+func (a *App) parse(data []byte) (*config.Config, error) {
+	next, err := config.Parse(a.cfg.Path, data)
+	if err != nil {
+		return nil, err
+	}
+	next.Zone = a.cfg.Zone
+	return next, nil
+}
+
+// invalid turns the configuration's validation errors into the API's: the first problem's key
+// (relative to endpoint name when it is one of its settings) and every problem's message.
+func invalid(err error, name string, _ *config.Config) error {
+	var ce *config.Error
+	field := ""
+	if errors.As(err, &ce) {
+		field = ce.Key
+		if i := strings.Index(field, "]."); strings.HasPrefix(field, "endpoints[") && i > 0 {
+			field = field[i+2:]
+		}
+	}
+	msgs := strings.Split(err.Error(), "\n")
+	for i, m := range msgs {
+		// "file:line: key: message": the file's line means little to an API client.
+		if _, rest, ok := strings.Cut(m, ": "); ok && ce != nil && ce.File != "" && strings.HasPrefix(m, ce.File) {
+			msgs[i] = rest
+		}
+	}
+	return admin.Errorf(http.StatusBadRequest, "invalid", field, "%s", strings.Join(msgs, "; "))
+}
+
+// applyEndpoint puts endpoint name's settings from next in force.
+func (a *App) applyEndpoint(next *config.Config, name string) error {
+	for _, e := range next.Endpoints {
+		if e.Name != name {
+			continue
+		}
+		ep, err := endpoint(next, e)
+		if err != nil {
+			return err
+		}
+		if err := a.proxy.Routing(name).Update(ep.Routing); err != nil {
+			return err
+		}
+		a.proxy.SetMaxConnections(name, e.MaxConnections)
+		return nil
+	}
+	return fmt.Errorf("no endpoint is named %q", name)
+}
+
+// persist writes data to the configuration file, unless the file changed on disk since sluice
+// last read or wrote it (the operator's edit is not overwritten: reload it first).
+func (a *App) persist(data []byte) (bool, string) {
+	path := a.cfg.Path
+	if path == "" {
+		return false, "sluice was not started from a configuration file"
+	}
+	onDisk, err := os.ReadFile(path)
+	if err != nil {
+		return false, err.Error()
+	}
+	if !bytes.Equal(onDisk, a.raw) {
+		return false, "the file changed on disk since sluice read it: reload it (POST /v1/reload) first; the change is in force but not written"
+	}
+	if err := config.WriteFile(path, data); err != nil {
+		return false, err.Error()
+	}
+	return true, ""
+}
+
+// Reload implements admin.Control (and SIGHUP): the file is read again and validated; what
+// changed in the endpoints' settings takes effect as a PATCH would; what can change only at a
+// restart is listed. An invalid file changes nothing.
+func (a *App) Reload() (admin.Change, error) {
+	a.changeMu.Lock()
+	defer a.changeMu.Unlock()
+	data, err := os.ReadFile(a.cfg.Path)
+	if err != nil {
+		return admin.Change{}, admin.Errorf(http.StatusInternalServerError, "unreadable", "", "reading %s: %v", a.cfg.Path, err)
+	}
+	next, err := a.parse(data)
+	if err != nil {
+		a.log.Error("reload refused: the configuration file is invalid; nothing changed", "err", err)
+		return admin.Change{}, invalid(err, "", nil)
+	}
+	ch := admin.Change{Persisted: true, Changed: []string{}}
+	old := map[string]config.Endpoint{}
+	for _, e := range a.cfg.Endpoints {
+		old[e.Name] = e
+	}
+	for _, e := range next.Endpoints {
+		o, ok := old[e.Name]
+		delete(old, e.Name)
+		switch {
+		case !ok:
+			ch.Restart = append(ch.Restart, "endpoints."+e.Name+" (new)")
+			continue
+		case o.Listen != e.Listen || o.TLS != e.TLS:
+			ch.Restart = append(ch.Restart, "endpoints."+e.Name+".listen/tls")
+		}
+		o.Listen, o.TLS = e.Listen, e.TLS
+		if reflect.DeepEqual(o, e) {
+			continue
+		}
+		if err := a.applyEndpoint(next, e.Name); err != nil {
+			return admin.Change{}, admin.Errorf(http.StatusBadRequest, "invalid", "", "endpoint %s: %v", e.Name, err)
+		}
+		ch.Changed = append(ch.Changed, "endpoints."+e.Name)
+	}
+	for name := range old {
+		ch.Restart = append(ch.Restart, "endpoints."+name+" (removed)")
+	}
+	for _, k := range []struct {
+		key      string
+		old, new any
+	}{{"users", a.cfg.Users, next.Users}, {"backends", a.cfg.Backends, next.Backends}, {"monitor", a.cfg.Monitor, next.Monitor},
+		{"admin", a.cfg.Admin, next.Admin}, {"log", a.cfg.Log, next.Log}, {"timeouts", a.cfg.Timeouts, next.Timeouts},
+		{"tls", a.cfg.TLS, next.TLS}, {"backend_tls", a.cfg.BackendTLS, next.BackendTLS},
+		{"backend_compress", a.cfg.BackendCompress, next.BackendCompress}, {"limits", a.cfg.Limits, next.Limits},
+		{"threads", a.cfg.Threads, next.Threads}} {
+		if !reflect.DeepEqual(k.old, k.new) {
+			ch.Restart = append(ch.Restart, k.key)
+		}
+	}
+	slices.Sort(ch.Restart)
+	a.cfg, a.raw = next, data
+	a.log.Info("configuration reloaded", "changed", strings.Join(ch.Changed, ","), "restart_needed", strings.Join(ch.Restart, ","))
+	return ch, nil
+}
