@@ -15,6 +15,7 @@ const usage = `sluice: a read/write-splitting proxy for MySQL and MariaDB
 
 Usage:
   sluice serve [--config FILE] [--check]   run the proxy (default config ./sluice.yaml)
+  sluice ctl [FLAGS] COMMAND [ARGS]        describe and change a running sluice (its admin API)
   sluice sandbox [SUBCOMMAND] [FLAGS]      start and control a local primary + replicas cluster
   sluice version                           print the version
   sluice help [COMMAND]                    show help for a command
@@ -33,6 +34,8 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		return runServe(args[1:], stdout, stderr)
 	case "sandbox":
 		return runSandbox(args[1:], stdout, stderr)
+	case "ctl":
+		return runCtl(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintf(stdout, "sluice %s\n", Version)
 		return 0

@@ -95,6 +95,13 @@ endpoints:
 // returns the rw address, the child, a channel with its exit, and its log.
 func startServe(t *testing.T, extra string, flags ...string) (addr string, cmd *exec.Cmd, exited chan error, logs *syncBuffer) {
 	t.Helper()
+	addr, cmd, exited, logs, _ = startServeAt(t, extra, flags...)
+	return addr, cmd, exited, logs
+}
+
+// startServeAt is startServe that also returns the configuration file's path.
+func startServeAt(t *testing.T, extra string, flags ...string) (addr string, cmd *exec.Cmd, exited chan error, logs *syncBuffer, path string) {
+	t.Helper()
 	c := testutil.Cluster(t)
 	cfgData, err := os.ReadFile(filepath.Join(c.Dir, sandbox.ConfigFile))
 	if err != nil {
@@ -111,7 +118,7 @@ func startServe(t *testing.T, extra string, flags ...string) (addr string, cmd *
 			return "listen: 127.0.0.1:" + strconv.Itoa(roPort)
 		}
 	}())
-	path := filepath.Join(t.TempDir(), "sluice.yaml")
+	path = filepath.Join(t.TempDir(), "sluice.yaml")
 	if err := os.WriteFile(path, []byte(cfgText+extra), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +142,7 @@ func startServe(t *testing.T, extra string, flags ...string) (addr string, cmd *
 	})
 	addr = "127.0.0.1:" + strconv.Itoa(rwPort)
 	waitListen(t, addr, logs)
-	return addr, cmd, exited, logs
+	return addr, cmd, exited, logs, path
 }
 
 func waitListen(t *testing.T, addr string, logs *syncBuffer) {

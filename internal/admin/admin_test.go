@@ -1,0 +1,161 @@
+package admin
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// fake is a Control with one endpoint (rw), one node and one session.
+type fake struct {
+	patched map[string]json.RawMessage
+	ready   error
+	killed  []uint64
+}
+
+func (f *fake) Proxy() Proxy { return Proxy{Version: "test", Nodes: f.Nodes(), Endpoints: f.Endpoints()} }
+func (f *fake) Nodes() []Node {
+	return []Node{{Name: "primary", Role: "primary", State: "up"}}
+}
+func (f *fake) Endpoints() []Endpoint {
+	return []Endpoint{{Name: "rw", Settings: EndpointSettings{Mode: "read-write", Balance: "weighted"}}}
+}
+func (f *fake) PatchEndpoint(name string, patch map[string]json.RawMessage) (Change, error) {
+	if name != "rw" {
+		return Change{}, Errorf(http.StatusNotFound, "not_found", "", "no endpoint is named %q", name)
+	}
+	if _, ok := patch["balance"]; ok && string(patch["balance"]) == `"fastest"` {
+		return Change{}, Errorf(http.StatusBadRequest, "invalid", "balance", `invalid value "fastest"`)
+	}
+	f.patched = patch
+	return Change{Changed: []string{"balance"}, Persisted: true}, nil
+}
+func (f *fake) Sessions() []Session { return []Session{{ID: 7, User: "app"}} }
+func (f *fake) KillSession(id uint64) bool {
+	f.killed = append(f.killed, id)
+	return id == 7
+}
+func (f *fake) Reload() (Change, error) { return Change{}, errors.New("disk on fire") }
+func (f *fake) Readiness() error        { return f.ready }
+
+func call(t *testing.T, h http.Handler, method, path, token, body string, header ...string) (int, map[string]any) {
+	t.Helper()
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	var out map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil {
+		t.Fatalf("%s %s: not JSON: %q", method, path, rec.Body.String())
+	}
+	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+		t.Errorf("%s %s: Content-Type %q", method, path, ct)
+	}
+	return rec.Code, out
+}
+
+func errorOf(out map[string]any) (code, field, msg string) {
+	e, _ := out["error"].(map[string]any)
+	code, _ = e["code"].(string)
+	field, _ = e["field"].(string)
+	msg, _ = e["message"].(string)
+	return
+}
+
+// TestAuth: with a token, everything but /healthz, /readyz and /metrics needs it.
+func TestAuth(t *testing.T) {
+	h := New(Options{Control: &fake{}, Token: "s3cret", Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte("{}"))
+	})}).Handler()
+	for _, open := range []string{"/healthz", "/readyz", "/metrics"} {
+		if code, _ := call(t, h, "GET", open, "", ""); code != 200 {
+			t.Errorf("%s without a token: %d", open, code)
+		}
+	}
+	for _, path := range []string{"/v1/proxy", "/v1/nodes", "/v1/endpoints", "/v1/endpoints/rw", "/v1/sessions", "/nope"} {
+		for _, token := range []string{"", "wrong", "s3cret "} {
+			code, out := call(t, h, "GET", path, token, "")
+			if c, _, _ := errorOf(out); code != 401 || c != "unauthorized" {
+				t.Errorf("GET %s with token %q: %d %v", path, token, code, out)
+			}
+		}
+		if code, _ := call(t, h, "GET", path, "s3cret", ""); code == 401 {
+			t.Errorf("GET %s with the token: 401", path)
+		}
+	}
+	if code, _ := call(t, h, "PATCH", "/v1/endpoints/rw", "", `{"balance":"weighted"}`); code != 401 {
+		t.Errorf("PATCH without a token: %d", code)
+	}
+}
+
+// TestHandlers: each handler's answers to good input and each kind of bad input.
+func TestHandlers(t *testing.T) {
+	f := &fake{}
+	h := New(Options{Control: f}).Handler()
+	if code, out := call(t, h, "GET", "/v1/proxy", "", ""); code != 200 || out["version"] != "test" {
+		t.Errorf("proxy: %d %v", code, out)
+	}
+	if code, out := call(t, h, "GET", "/v1/endpoints/rw", "", ""); code != 200 || out["name"] != "rw" {
+		t.Errorf("endpoint: %d %v", code, out)
+	}
+	if code, out := call(t, h, "GET", "/v1/nodes/primary", "", ""); code != 200 || out["state"] != "up" {
+		t.Errorf("node: %d %v", code, out)
+	}
+	for _, path := range []string{"/v1/endpoints/nope", "/v1/nodes/nope", "/v2/x"} {
+		if code, out := call(t, h, "GET", path, "", ""); code != 404 {
+			t.Errorf("%s: %d %v", path, code, out)
+		}
+	}
+	if code, out := call(t, h, "PATCH", "/v1/endpoints/rw", "", `{"balance":"least-active"}`, "Content-Type", "application/json"); code != 200 ||
+		out["persisted"] != true || string(f.patched["balance"]) != `"least-active"` {
+		t.Errorf("patch: %d %v %s", code, out, f.patched)
+	}
+	for _, c := range []struct {
+		body, ct  string
+		status    int
+		code, fld string
+	}{
+		{`{"balance":"fastest"}`, "", 400, "invalid", "balance"},
+		{`{}`, "", 400, "bad_request", ""},
+		{`[1]`, "", 400, "bad_request", ""},
+		{`{"balance":`, "", 400, "bad_request", ""},
+		{`{"balance":"x"}`, "text/plain", 415, "bad_request", ""},
+		{`{"x":"` + strings.Repeat("a", maxBody) + `"}`, "", 413, "bad_request", ""},
+	} {
+		code, out := call(t, h, "PATCH", "/v1/endpoints/rw", "", c.body, "Content-Type", c.ct)
+		if ec, fld, _ := errorOf(out); code != c.status || ec != c.code || fld != c.fld {
+			t.Errorf("PATCH %.40q (%s): %d %v; want %d %s %s", c.body, c.ct, code, out, c.status, c.code, c.fld)
+		}
+	}
+	if code, _ := call(t, h, "PATCH", "/v1/endpoints/nope", "", `{"balance":"weighted"}`); code != 404 {
+		t.Errorf("patch of no endpoint: %d", code)
+	}
+	if code, out := call(t, h, "DELETE", "/v1/sessions/7", "", ""); code != 200 || out["killed"] != float64(7) {
+		t.Errorf("kill: %d %v", code, out)
+	}
+	if code, _ := call(t, h, "DELETE", "/v1/sessions/8", "", ""); code != 404 {
+		t.Errorf("kill of no session: %d", code)
+	}
+	if code, out := call(t, h, "DELETE", "/v1/sessions/x", "", ""); code != 400 {
+		t.Errorf("kill of a bad id: %d %v", code, out)
+	}
+	if code, out := call(t, h, "POST", "/v1/reload", "", ""); code != 500 {
+		t.Errorf("reload failing: %d %v", code, out)
+	}
+	if code, _ := call(t, h, "POST", "/v1/proxy", "", ""); code != 405 && code != 404 {
+		t.Errorf("POST /v1/proxy: %d", code)
+	}
+	f.ready = errors.New("the primary is down")
+	if code, out := call(t, h, "GET", "/readyz", "", ""); code != 503 || out["reason"] != "the primary is down" {
+		t.Errorf("readyz: %d %v", code, out)
+	}
+}

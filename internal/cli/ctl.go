@@ -1,0 +1,387 @@
+package cli
+
+import (
+	"bytes"
+	"crypto/tls"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sluicedb/sluice/internal/admin"
+	"github.com/sluicedb/sluice/internal/config"
+)
+
+const ctlUsage = `Usage: sluice ctl [--admin URL] [--token TOKEN] [--config FILE] [-o table|json] COMMAND [ARGS]
+
+Talks to a running sluice's admin API (admin.listen in its configuration).
+
+Commands:
+  status                        nodes and endpoints, as the monitor and the endpoints see them now
+  endpoint NAME                 one endpoint's settings and figures
+  endpoint NAME KEY=VALUE...    change settings while it serves: read_weights=primary:0,replica1:100
+                                balance=weighted, consistency=session, consistency_timeout=20ms,
+                                max_replica_lag=5s, transaction_split=true, max_connections=500,
+                                nearest_zone=true, connections_from=nodes, multi_statements=strict,
+                                mode=read-only (new connections); KEY=default puts the default back
+  sessions                      client sessions: user, client, endpoint, nodes, transaction, age
+  kill ID                       close a client session
+  reload                        read the configuration file again and apply what changed
+
+--admin defaults to the admin.listen of --config's file, else http://127.0.0.1:6080; --token to
+the environment's SLUICE_ADMIN_TOKEN, else --config's admin.token. Exit status: 0 done, 1 the
+API refused or could not be reached, 2 bad usage.
+
+Flags:
+`
+
+// ctl is one invocation of sluice ctl.
+type ctl struct {
+	base, token string
+	json        bool
+	client      *http.Client
+	stdout      io.Writer
+	colour      bool
+}
+
+func runCtl(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("sluice ctl", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	adminURL := fs.String("admin", "", "the admin API's URL")
+	token := fs.String("token", "", "the admin token")
+	cfgPath := fs.String("config", "", "a configuration file to take the address and token from")
+	output := fs.String("o", "table", "output: table or json")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), ctlUsage)
+		fs.PrintDefaults()
+	}
+	if code, ok := parseFlags(fs, args, stdout); !ok {
+		return code
+	}
+	if *output != "table" && *output != "json" {
+		fmt.Fprintf(stderr, "sluice ctl: -o %q: want table or json\n", *output)
+		return 2
+	}
+	c := &ctl{base: *adminURL, token: *token, json: *output == "json", stdout: stdout,
+		client: &http.Client{Timeout: 30 * time.Second}}
+	if *cfgPath != "" {
+		cfg, err := config.Load(*cfgPath)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		if c.base == "" && cfg.Admin.Listen != "" {
+			scheme := "http"
+			if cfg.Admin.TLS {
+				scheme = "https"
+			}
+			c.base = scheme + "://" + dialable(cfg.Admin.Listen)
+		}
+		if c.token == "" {
+			c.token = cfg.Admin.Token
+		}
+	}
+	if c.base == "" {
+		c.base = "http://127.0.0.1:6080"
+	}
+	if !strings.Contains(c.base, "://") {
+		c.base = "http://" + c.base
+	}
+	c.base = strings.TrimRight(c.base, "/")
+	if c.token == "" {
+		c.token = os.Getenv("SLUICE_ADMIN_TOKEN")
+	}
+	if strings.HasPrefix(c.base, "https://") {
+		// The admin listener serves sluice's own certificate (tls.cert), often self-signed.
+		c.client.Transport = &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
+	}
+	if f, ok := stdout.(*os.File); ok && !c.json {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 && os.Getenv("NO_COLOR") == "" {
+			c.colour = true
+		}
+	}
+	rest := fs.Args()
+	if len(rest) == 0 {
+		fmt.Fprint(stderr, "sluice ctl: a command is needed\n\n")
+		fs.Usage()
+		return 2
+	}
+	var err error
+	switch cmd, args := rest[0], rest[1:]; {
+	case cmd == "status" && len(args) == 0:
+		err = c.status()
+	case cmd == "endpoint" && len(args) == 1:
+		err = c.endpoint(args[0])
+	case cmd == "endpoint" && len(args) > 1:
+		patch, perr := parseSettings(args[1:])
+		if perr != nil {
+			fmt.Fprintf(stderr, "sluice ctl: %v\n", perr)
+			return 2
+		}
+		err = c.patch(args[0], patch)
+	case cmd == "sessions" && len(args) == 0:
+		err = c.sessions()
+	case cmd == "kill" && len(args) == 1:
+		id, perr := strconv.ParseUint(args[0], 10, 32)
+		if perr != nil {
+			fmt.Fprintf(stderr, "sluice ctl: kill %q: want a session id (a number)\n", args[0])
+			return 2
+		}
+		err = c.do("DELETE", "/v1/sessions/"+strconv.FormatUint(id, 10), nil, nil, func(any) { fmt.Fprintf(stdout, "session %d killed\n", id) })
+	case cmd == "reload" && len(args) == 0:
+		var ch admin.Change
+		err = c.do("POST", "/v1/reload", nil, &ch, func(any) { c.printChange(ch) })
+	default:
+		fmt.Fprintf(stderr, "sluice ctl: unknown command or wrong arguments: %s\n\n", strings.Join(rest, " "))
+		fs.Usage()
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice ctl: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// dialable turns a listen address into one to connect to: an empty or unspecified host is
+// this host.
+func dialable(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return listen
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// do sends a request; the answer is decoded into out and shown by show (as JSON with -o json).
+func (c *ctl) do(method, path string, body any, out any, show func(any)) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, c.base+path, rd)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("cannot reach the admin API: %w", err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		var e struct{ Error admin.Error }
+		if json.Unmarshal(data, &e) == nil && e.Error.Message != "" {
+			return fmt.Errorf("%s (HTTP %d)", e.Error.Error(), resp.StatusCode)
+		}
+		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(data))
+	}
+	if c.json {
+		_, err := c.stdout.Write(data)
+		return err
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			return fmt.Errorf("the admin API's answer: %w", err)
+		}
+	}
+	show(out)
+	return nil
+}
+
+func (c *ctl) status() error {
+	var p admin.Proxy
+	return c.do("GET", "/v1/proxy", nil, &p, func(any) {
+		fmt.Fprintf(c.stdout, "sluice %s, up %s, zone %q, %d sessions, config %s\n\n", p.Version,
+			time.Duration(p.UptimeSeconds*float64(time.Second)).Round(time.Second), p.Zone, p.Sessions, p.ConfigFile)
+		w := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(w, "NODE\tROLE\tSTATE\tLAG\tZONE\tCONNS\tACTIVE\tRTT\tPOSITION\tSOURCE\tERROR")
+		for _, n := range p.Nodes {
+			lag := "-"
+			if n.LagMs != nil {
+				lag = (time.Duration(*n.LagMs) * time.Millisecond).String()
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%.2fms\t%s\t%s\t%s\n", n.Name, n.Role, c.paint(n.State), lag, orDash(n.Zone),
+				n.Connections, n.Active, n.RTTMs, orDash(n.GTIDPosition), orDash(n.PositionSource), n.Error)
+		}
+		w.Flush()
+		fmt.Fprintln(c.stdout)
+		c.endpointTable(p.Endpoints)
+	})
+}
+
+func (c *ctl) endpointTable(es []admin.Endpoint) {
+	w := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "ENDPOINT\tMODE\tADDRESS\tSESSIONS\tSTATEMENTS\tBALANCE\tCONSISTENCY\tMAX LAG\tREAD WEIGHTS\tSTATEMENTS BY NODE")
+	for _, e := range es {
+		s := e.Settings
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", e.Name, s.Mode, e.Address, e.Sessions, e.Statements, s.Balance,
+			s.Consistency, s.MaxReplicaLag, pairs(s.ReadWeights), pairs(e.ReadsByNode))
+	}
+	w.Flush()
+}
+
+func (c *ctl) endpoint(name string) error {
+	var e admin.Endpoint
+	return c.do("GET", "/v1/endpoints/"+name, nil, &e, func(any) { c.printEndpoint(e) })
+}
+
+func (c *ctl) printEndpoint(e admin.Endpoint) {
+	s := e.Settings
+	w := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	for _, kv := range [][2]string{
+		{"name", e.Name}, {"listen", e.Listen}, {"address", e.Address}, {"mode", s.Mode},
+		{"read_weights", pairs(s.ReadWeights)}, {"balance", s.Balance}, {"connections_from", s.ConnectionsFrom},
+		{"nearest_zone", strconv.FormatBool(s.NearestZone)}, {"max_replica_lag", s.MaxReplicaLag},
+		{"consistency", s.Consistency}, {"consistency_timeout", s.ConsistencyTimeout},
+		{"transaction_split", strconv.FormatBool(s.TransactionSplit)}, {"max_connections", strconv.Itoa(s.MaxConnections)},
+		{"multi_statements", s.MultiStatements}, {"tls", s.TLS},
+		{"sessions", strconv.FormatInt(e.Sessions, 10)}, {"statements", strconv.FormatUint(e.Statements, 10)},
+		{"statements_by_node", pairs(e.ReadsByNode)},
+	} {
+		fmt.Fprintf(w, "%s\t%s\n", kv[0], kv[1])
+	}
+	w.Flush()
+}
+
+func (c *ctl) patch(name string, patch map[string]any) error {
+	var ch admin.Change
+	return c.do("PATCH", "/v1/endpoints/"+name, patch, &ch, func(any) {
+		c.printChange(ch)
+		if ch.Endpoint != nil {
+			fmt.Fprintln(c.stdout)
+			c.printEndpoint(*ch.Endpoint)
+		}
+	})
+}
+
+func (c *ctl) printChange(ch admin.Change) {
+	if len(ch.Changed) == 0 {
+		fmt.Fprintln(c.stdout, "nothing changed")
+	} else {
+		fmt.Fprintf(c.stdout, "changed: %s\n", strings.Join(ch.Changed, ", "))
+	}
+	if ch.Persisted {
+		fmt.Fprintln(c.stdout, "written to the configuration file")
+	} else {
+		fmt.Fprintf(c.stdout, "NOT written to the configuration file: %s\n", ch.PersistError)
+	}
+	if len(ch.Restart) > 0 {
+		fmt.Fprintf(c.stdout, "changed in the file, in force only after a restart: %s\n", strings.Join(ch.Restart, ", "))
+	}
+}
+
+func (c *ctl) sessions() error {
+	var out struct{ Sessions []admin.Session }
+	return c.do("GET", "/v1/sessions", nil, &out, func(any) {
+		w := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(w, "ID\tUSER\tCLIENT\tENDPOINT\tNODES\tIN TX\tPINS\tAGE\tSTATEMENT")
+		for _, s := range out.Sessions {
+			stmt := "idle"
+			if s.StatementSeconds != nil {
+				stmt = (time.Duration(*s.StatementSeconds * float64(time.Second))).Round(time.Millisecond).String()
+			}
+			fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%v\t%s\t%s\t%s\n", s.ID, s.User, s.Client, s.Endpoint, orDash(strings.Join(s.Nodes, ",")),
+				s.InTransaction, orDash(strings.Join(s.Pins, ",")), time.Duration(s.AgeSeconds*float64(time.Second)).Round(time.Second), stmt)
+		}
+		w.Flush()
+	})
+}
+
+// paint colours a node state on a terminal.
+func (c *ctl) paint(state string) string {
+	if !c.colour {
+		return state
+	}
+	code := "33" // yellow: lagging, full, switching, draining...
+	switch state {
+	case "up":
+		code = "32"
+	case "down", "writable":
+		code = "31"
+	}
+	return "\x1b[" + code + "m" + state + "\x1b[0m"
+}
+
+// pairs prints a map as name:value,... in name order.
+func pairs[V int | uint64](m map[string]V) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%s:%d", k, m[k])
+	}
+	return orDash(b.String())
+}
+
+// parseSettings turns KEY=VALUE arguments into a PATCH body: read_weights as name:weight,...;
+// booleans and integers as such; default as null (the setting's default).
+func parseSettings(args []string) (map[string]any, error) {
+	patch := map[string]any{}
+	for _, a := range args {
+		k, v, ok := strings.Cut(a, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("%q: want KEY=VALUE", a)
+		}
+		switch {
+		case v == "default":
+			patch[k] = nil
+		case k == "read_weights":
+			w := map[string]int{}
+			for _, p := range strings.Split(v, ",") {
+				name, n, ok := strings.Cut(p, ":")
+				weight, err := strconv.Atoi(n)
+				if !ok || err != nil {
+					return nil, fmt.Errorf("read_weights %q: want NODE:WEIGHT,... (primary:0,replica1:100)", v)
+				}
+				w[name] = weight
+			}
+			patch[k] = w
+		case k == "nearest_zone" || k == "transaction_split":
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return nil, fmt.Errorf("%s %q: want true or false", k, v)
+			}
+			patch[k] = b
+		case k == "max_connections":
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return nil, fmt.Errorf("%s %q: want a number", k, v)
+			}
+			patch[k] = n
+		default:
+			patch[k] = v
+		}
+	}
+	return patch, nil
+}

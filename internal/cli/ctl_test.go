@@ -1,0 +1,198 @@
+package cli_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sluicedb/sluice/internal/testutil"
+)
+
+// TestCtl: sluice ctl against a running sluice (its admin API, with a token). The read split
+// follows a weights change on a connection opened before it (counted by @@server_id), the
+// change is written to the configuration file with its comments, a bad value gets the
+// configuration's own message, sessions are listed and killed, SIGHUP applies a valid file and
+// refuses an invalid one, and -o json prints the API's JSON.
+func TestCtl(t *testing.T) {
+	adminAddr := "127.0.0.1:" + strconv.Itoa(testutil.FreePort(t))
+	addr, cmd, _, logs, path := startServeAt(t, "# the control plane\nadmin: {listen: '"+adminAddr+"', token: s3cret}\n")
+	ctl := func(args ...string) (int, string, string) {
+		return runCLI(append([]string{"ctl", "--admin", adminAddr, "--token", "s3cret"}, args...)...)
+	}
+	mustCtl := func(args ...string) string {
+		t.Helper()
+		code, out, errOut := ctl(args...)
+		if code != 0 {
+			t.Fatalf("ctl %v: exit %d: %s%s\nsluice's log:\n%s", args, code, out, errOut, logs.String())
+		}
+		return out
+	}
+
+	out := mustCtl("status")
+	for _, want := range []string{"NODE", "primary", "replica1", "replica2", "ENDPOINT", "rw", "ro", "read-only"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+	if code, _, errOut := runCLI("ctl", "--admin", adminAddr, "--token", "nope", "status"); code != 1 || !strings.Contains(errOut, "HTTP 401") {
+		t.Errorf("a wrong token: exit %d, %q", code, errOut)
+	}
+
+	// Each replica's server id, asked directly.
+	c := testutil.Cluster(t)
+	ids := map[string]string{}
+	for _, n := range []string{"replica1", "replica2"} {
+		db, err := c.AdminDB(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var id string
+		if err := db.QueryRow("SELECT @@server_id").Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids[id] = n
+	}
+	db, err := sql.Open("mysql", "app:app@tcp("+addr+")/test?timeout=5s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	readSplit := func() map[string]int {
+		t.Helper()
+		got := map[string]int{}
+		for range 40 {
+			var id string
+			if err := conn.QueryRowContext(context.Background(), "SELECT @@server_id").Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			got[ids[id]]++
+		}
+		return got
+	}
+	for _, to := range []string{"replica1", "replica2"} {
+		other := map[string]string{"replica1": "replica2", "replica2": "replica1"}[to]
+		out := mustCtl("endpoint", "rw", "read_weights=primary:0,"+to+":100,"+other+":0", "balance=weighted")
+		if !strings.Contains(out, "written to the configuration file") || !strings.Contains(out, to+":100") {
+			t.Errorf("the change's answer:\n%s", out)
+		}
+		if got := readSplit(); got[to] != 40 {
+			t.Errorf("weights all on %s: reads went %v", to, got)
+		}
+	}
+	file, _ := os.ReadFile(path)
+	if !strings.Contains(string(file), "# the control plane") || !regexp.MustCompile(`replica2: 100`).Match(file) ||
+		!strings.Contains(string(file), "balance: weighted") {
+		t.Errorf("the configuration file after the changes:\n%s", file)
+	}
+
+	// Bad changes: the configuration's own words; nothing changes.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"endpoint", "rw", "consistency=strong"}, `consistency: invalid value "strong" (want eventual, session or global)`},
+		{[]string{"endpoint", "rw", "read_weights=replica9:1"}, `read_weights.replica9: no backend is named "replica9"`},
+		{[]string{"endpoint", "rw", "listen=127.0.0.1:1"}, "listen: cannot change while the endpoint listens"},
+		{[]string{"endpoint", "nope", "balance=weighted"}, `no endpoint is named "nope" (HTTP 404)`},
+		{[]string{"endpoint", "ro", "consistency=session"}, "consistency"},
+	} {
+		code, _, errOut := ctl(c.args...)
+		if code != 1 || !strings.Contains(errOut, c.want) {
+			t.Errorf("ctl %v: exit %d, %q; want %q", c.args, code, errOut, c.want)
+		}
+	}
+	if got := readSplit(); got["replica2"] != 40 {
+		t.Errorf("after refused changes the reads went %v", got)
+	}
+
+	// The session list shows the held connection; kill ends it.
+	var cid int
+	if err := conn.QueryRowContext(context.Background(), "SELECT CONNECTION_ID()").Scan(&cid); err != nil {
+		t.Fatal(err)
+	}
+	var sessions struct {
+		Sessions []struct {
+			ID       uint64
+			User     string
+			Endpoint string
+			Nodes    []string
+		}
+	}
+	if err := json.Unmarshal([]byte(mustCtl("-o", "json", "sessions")), &sessions); err != nil {
+		t.Fatal(err)
+	}
+	var mine uint64
+	for _, s := range sessions.Sessions {
+		if s.User == "app" && s.Endpoint == "rw" && strings.Contains(strings.Join(s.Nodes, ","), "replica2") {
+			mine = s.ID
+		}
+	}
+	if mine == 0 {
+		t.Fatalf("the held session is not listed: %+v", sessions)
+	}
+	if out := mustCtl("sessions"); !strings.Contains(out, "ID") || !strings.Contains(out, strconv.FormatUint(mine, 10)) {
+		t.Errorf("sessions:\n%s", out)
+	}
+	mustCtl("kill", strconv.FormatUint(mine, 10))
+	if err := conn.PingContext(context.Background()); err == nil {
+		t.Error("the killed session still answers")
+	}
+	if code, _, errOut := ctl("kill", "999999"); code != 1 || !strings.Contains(errOut, "HTTP 404") {
+		t.Errorf("kill of no session: exit %d, %q", code, errOut)
+	}
+
+	// SIGHUP: a valid file's change is applied; an invalid file changes nothing.
+	file, _ = os.ReadFile(path)
+	if err := os.WriteFile(path, []byte(strings.Replace(string(file), "balance: weighted", "balance: least-connections", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hup := func() {
+		t.Helper()
+		if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hup()
+	waitFor(t, func() bool { return strings.Contains(mustCtl("endpoint", "rw"), "least-connections") }, "SIGHUP to apply balance: least-connections")
+	if err := os.WriteFile(path, []byte(strings.Replace(string(file), "balance: weighted", "balance: fastest", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hup()
+	waitFor(t, func() bool { return strings.Contains(logs.String(), "reload refused") }, "the invalid file's refusal in the log")
+	if out := mustCtl("endpoint", "rw"); !strings.Contains(out, "least-connections") {
+		t.Errorf("an invalid file changed the endpoint:\n%s", out)
+	}
+	if code, _, errOut := ctl("reload"); code != 1 || !strings.Contains(errOut, `balance: invalid value "fastest"`) {
+		t.Errorf("reload of an invalid file: exit %d, %q", code, errOut)
+	}
+
+	var p struct {
+		Nodes []struct{ Name, State string }
+	}
+	if err := json.Unmarshal([]byte(mustCtl("-o", "json", "status")), &p); err != nil || len(p.Nodes) != 3 {
+		t.Errorf("status -o json: %v, %+v", err, p)
+	}
+}
+
+func waitFor(t *testing.T, ok func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
