@@ -16,7 +16,9 @@ type fake struct {
 	killed  []uint64
 }
 
-func (f *fake) Proxy() Proxy { return Proxy{Version: "test", Nodes: f.Nodes(), Endpoints: f.Endpoints()} }
+func (f *fake) Proxy() Proxy {
+	return Proxy{Version: "test", Nodes: f.Nodes(), Endpoints: f.Endpoints()}
+}
 func (f *fake) Nodes() []Node {
 	return []Node{{Name: "primary", Role: "primary", State: "up"}}
 }
