@@ -194,7 +194,7 @@ chmod -R u+w "$gsd"
 log "starting sandbox in $sbx"
 sandbox_up=1
 if ! "$sluice" sandbox up --dir "$sbx" --replicas 1 --tls --performance-schema \
-	--max-connections 50 --base-port 0 --rw-port 0 --ro-port 0 >"$work/sandbox.log" 2>&1; then
+	--max-connections 50 --base-port 0 --rw-port 0 --ro-port 0 --admin-port -1 >"$work/sandbox.log" 2>&1; then
 	die "sluice sandbox up failed"
 fi
 declare -A sb=()

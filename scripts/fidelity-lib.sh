@@ -109,7 +109,7 @@ fl_sandbox_up() {
 	shift
 	FL_SANDBOX_DIR=$dir
 	fl_log "starting sandbox in $dir ($*)"
-	if ! "$FL_SLUICE" sandbox up --dir "$dir" --base-port 0 --rw-port 0 --ro-port 0 "$@" >"$dir.log" 2>&1; then
+	if ! "$FL_SLUICE" sandbox up --dir "$dir" --base-port 0 --rw-port 0 --ro-port 0 --admin-port -1 "$@" >"$dir.log" 2>&1; then
 		fl_tail "$dir.log"
 		fl_die "sluice sandbox up failed"
 	fi

@@ -150,7 +150,7 @@ func signalContext() (context.Context, context.CancelFunc) {
 
 // clusterFlags are the flags that shape a new cluster, shared by `sandbox` and `sandbox up`.
 type clusterFlags struct {
-	replicas, basePort, maxConns int
+	replicas, basePort, maxConns, adminPort int
 	tls, pfs, writable           bool
 }
 
@@ -161,6 +161,7 @@ func (c *clusterFlags) register(f *sandboxFlags) {
 	f.BoolVar(&c.pfs, "performance-schema", false, "performance_schema=ON")
 	f.BoolVar(&c.writable, "writable-replicas", false, "leave read_only OFF on the replicas (MariaDB's default), so that a misrouted write shows")
 	f.IntVar(&c.maxConns, "max-connections", sandbox.DefaultMaxConnections, "max_connections of every node")
+	f.IntVar(&c.adminPort, "admin-port", 6080, "port of the admin API written to sluice.yaml, on 127.0.0.1 (0 = a free port, -1 = none)")
 }
 
 func (c *clusterFlags) options(dir string, rw, ro int, log io.Writer) sandbox.Options {
@@ -169,6 +170,7 @@ func (c *clusterFlags) options(dir string, rw, ro int, log io.Writer) sandbox.Op
 		Replicas:          c.replicas,
 		BasePort:          c.basePort,
 		ProxyPorts:        [2]int{rw, ro},
+		AdminPort:         c.adminPort,
 		TLS:               c.tls,
 		PerformanceSchema: c.pfs,
 		WritableReplicas:  c.writable,
@@ -303,6 +305,9 @@ func printConnectInfo(w io.Writer, c *sandbox.Cluster) {
 	fmt.Fprintf(w, "  read-write:  %s -h%s -P%s -u%s -p%s\n", cli, rwh, rwp, sandbox.AppUser, sandbox.AppPassword)
 	fmt.Fprintf(w, "  read-only:   %s -h%s -P%s -u%s -p%s\n", cli, roh, rop, sandbox.AppUser, sandbox.AppPassword)
 	fmt.Fprintln(w, consistencyLine)
+	if c.Admin != "" {
+		fmt.Fprintf(w, "Admin API:     http://%s (sluice ctl --admin %s status)\n", c.Admin, c.Admin)
+	}
 	fmt.Fprintf(w, "\nFrom another terminal: sluice sandbox status --dir %s (also stop|start|pause|resume|lag)\n", c.Dir)
 	fmt.Fprintf(w, "Press Ctrl-C to stop.\n")
 }
@@ -351,6 +356,9 @@ func sandboxUp(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "\nProxy endpoints in %s: rw %s, ro %s\n", cfgPath, c.RW, c.RO)
 	fmt.Fprintf(stdout, "  run the proxy:   sluice serve --config %s\n", cfgPath)
 	fmt.Fprintln(stdout, "  "+consistencyLine)
+	if c.Admin != "" {
+		fmt.Fprintf(stdout, "  admin API:       http://%s (sluice ctl --config %s status)\n", c.Admin, cfgPath)
+	}
 	h, p := hostPort(c.Primary().Address)
 	fmt.Fprintf(stdout, "  primary direct:  %s -h%s -P%s -u%s -p%s\n", clientName(c), h, p, sandbox.AppUser, sandbox.AppPassword)
 	fmt.Fprintf(stdout, "  stop it all:     sluice sandbox down --dir %s\n", c.Dir)

@@ -64,6 +64,7 @@ type Cluster struct {
 	Nodes   []Node `json:"nodes"`
 	RW      string `json:"rw"` // proxy endpoint addresses written into sluice.yaml
 	RO      string `json:"ro"`
+	Admin   string `json:"admin,omitempty"` // the admin API's address written into sluice.yaml; "": none
 
 	AdminUser     string `json:"admin_user"`
 	AdminPassword string `json:"admin_password"`
@@ -252,6 +253,10 @@ func (c *Cluster) yaml() string {
 	if c.TLS {
 		// The nodes' certificate serves the proxy too, so TLS clients work out of the box.
 		fmt.Fprintf(&b, "tls:\n  cert: %s\n  key: %s\n", c.CertFile, c.KeyFile)
+	}
+	if c.Admin != "" {
+		// Loopback only, so no token: sluice ctl --config DIR/sluice.yaml finds it.
+		fmt.Fprintf(&b, "admin:\n  listen: %s\n", c.Admin)
 	}
 	b.WriteString("log: {format: text, level: info}\n")
 	return b.String()

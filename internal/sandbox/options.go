@@ -14,6 +14,9 @@ type Options struct {
 	Replicas          int    // default 2
 	BasePort          int    // 0 = free ports; P = primary on P, replicaK on P+K
 	ProxyPorts        [2]int // ports written into sluice.yaml for endpoints rw and ro; 0 = free ports
+	// AdminPort is the admin API's port written into sluice.yaml (loopback, no token); 0 = a
+	// free port, -1 = no admin listener.
+	AdminPort int
 	TLS               bool   // self-signed cert+key in DIR/tls, ssl_cert/ssl_key on every node
 	PerformanceSchema bool   // performance_schema=ON (go-sql-driver's connection-attribute tests need it)
 	// WritableReplicas leaves read_only OFF on the replicas (MariaDB's default, and common in
@@ -69,6 +72,9 @@ func (o *Options) normalize() error {
 	}
 	if o.BasePort < 0 || (o.BasePort > 0 && o.BasePort+o.Replicas > 65535) {
 		return fmt.Errorf("sandbox: BasePort %d out of range for %d nodes", o.BasePort, o.Replicas+1)
+	}
+	if o.AdminPort < -1 || o.AdminPort > 65535 {
+		return fmt.Errorf("sandbox: admin port %d out of range", o.AdminPort)
 	}
 	for _, p := range o.ProxyPorts {
 		if p < 0 || p > 65535 {

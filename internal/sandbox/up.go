@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -168,6 +169,27 @@ func choosePorts(o Options, nodes int) (ports []int, proxy [2]int, err error) {
 	return ports, proxy, nil
 }
 
+// adminAddr is the admin listener's address for port (0: a free one not among the others; -1:
+// none, "").
+func adminAddr(port int, nodes []int, proxy [2]int) string {
+	switch {
+	case port < 0:
+		return ""
+	case port == 0:
+		for {
+			free, err := FreePorts(1)
+			if err != nil {
+				return ""
+			}
+			if !slices.Contains(nodes, free[0]) && !slices.Contains(proxy[:], free[0]) {
+				port = free[0]
+				break
+			}
+		}
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+}
+
 // layout creates the directory tree, TLS files, option files and init files, and writes a
 // first sandbox.json, so a cluster whose Up was interrupted can still be taken Down.
 func (u *upper) layout(ports []int, proxy [2]int) (*Cluster, error) {
@@ -186,6 +208,7 @@ func (u *upper) layout(ports []int, proxy [2]int) (*Cluster, error) {
 		Flavor:        u.fl.name,
 		RW:            net.JoinHostPort("127.0.0.1", strconv.Itoa(proxy[0])),
 		RO:            net.JoinHostPort("127.0.0.1", strconv.Itoa(proxy[1])),
+		Admin:         adminAddr(o.AdminPort, ports, proxy),
 		AdminUser:     AdminUser,
 		AdminPassword: hex.EncodeToString(secret),
 		TLS:           o.TLS,

@@ -35,7 +35,7 @@ const (
 // Main brings one cluster up for the test package, runs the tests and brings it down, and
 // returns the exit code for os.Exit. The cluster always lives in a fresh temp directory on
 // free ports (opts.Dir, opts.BasePort and opts.ProxyPorts are overridden: tests never use
-// fixed ports); the other options are used as given. Progress is logged only with -v.
+// fixed ports; no admin listener: a test that wants one adds it); the other options are used as given. Progress is logged only with -v.
 //
 // With opts.WritableReplicas the replicas run with read_only OFF, and the run fails when any
 // of them holds a transaction of its own at the end: a write reached it.
@@ -67,7 +67,7 @@ func Main(m *testing.M, opts sandbox.Options) int {
 	_ = os.WriteFile(filepath.Join(root, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644)
 
 	opts.Dir = filepath.Join(root, "c")
-	opts.BasePort, opts.ProxyPorts = 0, [2]int{}
+	opts.BasePort, opts.ProxyPorts, opts.AdminPort = 0, [2]int{}, -1
 	opts.Log = nil
 	if testing.Verbose() {
 		opts.Log = os.Stderr
