@@ -52,6 +52,7 @@ type App struct {
 	raw       []byte
 	admin     *admin.Server
 	adminAddr string
+	changes   map[[2]string]uint64 // admin changes by kind and outcome (under changeMu)
 }
 
 // SetVersion sets the version the admin API reports.
@@ -145,7 +146,7 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		}
 	}
 	if cfg.Admin.Listen != "" {
-		o := admin.Options{Control: a, Token: cfg.Admin.Token, Logger: log}
+		o := admin.Options{Control: a, Token: cfg.Admin.Token, Logger: log, Metrics: admin.MetricsHandler(a.Stats)}
 		if cfg.Admin.TLS {
 			o.TLS = opts.TLS.Clone()
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"maps"
 	"fmt"
 	"net/http"
 	"os"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/sluicedb/sluice/internal/admin"
 	"github.com/sluicedb/sluice/internal/config"
+	"github.com/sluicedb/sluice/internal/proxy"
+	"github.com/sluicedb/sluice/internal/route"
 	"github.com/sluicedb/sluice/internal/topology"
 )
 
@@ -129,7 +132,15 @@ func (a *App) Sessions() []admin.Session {
 
 // KillSession implements admin.Control.
 func (a *App) KillSession(id uint64) bool {
-	return id <= 1<<32-1 && a.proxy.KillSession(uint32(id))
+	ok := id <= 1<<32-1 && a.proxy.KillSession(uint32(id))
+	a.changeMu.Lock()
+	defer a.changeMu.Unlock()
+	var err error
+	if !ok {
+		err = errors.New("no such session")
+	}
+	a.counted("kill_session", err)
+	return ok
 }
 
 // Readiness implements admin.Control: every endpoint listens and the primary is up.
@@ -157,9 +168,10 @@ func (a *App) config() *config.Config {
 // and validated whole; the endpoint's settings take effect at each session's next statement
 // (route.Endpoint.Update: a statement sees the old settings or the new, never a mix); then the
 // file is written back.
-func (a *App) PatchEndpoint(name string, patch map[string]json.RawMessage) (admin.Change, error) {
+func (a *App) PatchEndpoint(name string, patch map[string]json.RawMessage) (ch admin.Change, err error) {
 	a.changeMu.Lock()
 	defer a.changeMu.Unlock()
+	defer func() { a.counted("patch_endpoint", err) }()
 	if a.proxy.Routing(name) == nil {
 		return admin.Change{}, admin.Errorf(http.StatusNotFound, "not_found", "", "no endpoint is named %q", name)
 	}
@@ -192,7 +204,7 @@ func (a *App) PatchEndpoint(name string, patch map[string]json.RawMessage) (admi
 	if err := a.applyEndpoint(next, name); err != nil {
 		return admin.Change{}, admin.Errorf(http.StatusBadRequest, "invalid", "", "%v", err)
 	}
-	ch := admin.Change{Changed: keys}
+	ch = admin.Change{Changed: keys}
 	ch.Persisted, ch.PersistError = a.persist(data)
 	a.cfg, a.raw = next, data
 	a.log.Info("endpoint changed from the admin API", "endpoint", name, "settings", strings.Join(keys, ","), "persisted", ch.Persisted)
@@ -278,9 +290,10 @@ func (a *App) persist(data []byte) (bool, string) {
 // Reload implements admin.Control (and SIGHUP): the file is read again and validated; what
 // changed in the endpoints' settings takes effect as a PATCH would; what can change only at a
 // restart is listed. An invalid file changes nothing.
-func (a *App) Reload() (admin.Change, error) {
+func (a *App) Reload() (ch admin.Change, err error) {
 	a.changeMu.Lock()
 	defer a.changeMu.Unlock()
+	defer func() { a.counted("reload", err) }()
 	data, err := os.ReadFile(a.cfg.Path)
 	if err != nil {
 		return admin.Change{}, admin.Errorf(http.StatusInternalServerError, "unreadable", "", "reading %s: %v", a.cfg.Path, err)
@@ -290,7 +303,7 @@ func (a *App) Reload() (admin.Change, error) {
 		a.log.Error("reload refused: the configuration file is invalid; nothing changed", "err", err)
 		return admin.Change{}, invalid(err, "", nil)
 	}
-	ch := admin.Change{Persisted: true, Changed: []string{}}
+	ch = admin.Change{Persisted: true, Changed: []string{}}
 	old := map[string]config.Endpoint{}
 	for _, e := range a.cfg.Endpoints {
 		old[e.Name] = e
@@ -333,4 +346,63 @@ func (a *App) Reload() (admin.Change, error) {
 	a.cfg, a.raw = next, data
 	a.log.Info("configuration reloaded", "changed", strings.Join(ch.Changed, ","), "restart_needed", strings.Join(ch.Restart, ","))
 	return ch, nil
+}
+
+// Stats gathers what /metrics reports.
+func (a *App) Stats() admin.Stats {
+	cfg := a.config()
+	var st admin.Stats
+	st.ConsistencyWaits, st.ConsistencyTimeouts, st.PrimaryPositionReads = a.proxy.ConsistencyCounts()
+	nodes := a.Nodes()
+	lat := make([]admin.Histogram, len(nodes))
+	for i := range lat {
+		lat[i] = admin.Histogram{Bounds: proxy.LatencyBuckets, Counts: make([]uint64, len(proxy.LatencyBuckets)+1)}
+	}
+	for _, e := range cfg.Endpoints {
+		es := a.proxy.EndpointStats(e.Name)
+		as := admin.EndpointStat{Name: e.Name, Sessions: es.Sessions}
+		for r, byNode := range es.ByRoute {
+			for i, n := range byNode {
+				if n > 0 && i < len(nodes) {
+					as.Routes = append(as.Routes, admin.RouteStat{Node: nodes[i].Name, Reason: route.Reason(r).Label(), Statements: n})
+				}
+			}
+		}
+		for i := range min(len(es.Latency), len(lat)) {
+			for b, n := range es.Latency[i] {
+				lat[i].Counts[b] += n
+			}
+			lat[i].Sum += es.LatencySum[i].Seconds()
+		}
+		st.Endpoints = append(st.Endpoints, as)
+	}
+	for i, n := range nodes {
+		ns := admin.NodeStat{Name: n.Name, Role: n.Role, State: n.State, Connections: n.Connections, Active: n.Active,
+			ThreadsConnected: n.Threads, Latency: lat[i]}
+		if n.LagMs != nil {
+			s := float64(*n.LagMs) / 1000
+			ns.LagSeconds = &s
+		}
+		if n.Version != "" {
+			s := n.RTTMs / 1000
+			ns.RTTSeconds = &s
+		}
+		st.Nodes = append(st.Nodes, ns)
+	}
+	a.changeMu.Lock()
+	st.AdminChanges = maps.Clone(a.changes)
+	a.changeMu.Unlock()
+	return st
+}
+
+// counted records an admin change of kind with err's outcome (under changeMu).
+func (a *App) counted(kind string, err error) {
+	outcome := "applied"
+	if err != nil {
+		outcome = "refused"
+	}
+	if a.changes == nil {
+		a.changes = map[[2]string]uint64{}
+	}
+	a.changes[[2]string{kind, outcome}]++
 }

@@ -1,9 +1,12 @@
 package cli_test
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"regexp"
 	"strconv"
@@ -11,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
 	"github.com/sluicedb/sluice/internal/testutil"
 )
@@ -176,6 +181,36 @@ func TestCtl(t *testing.T) {
 	}
 	if code, _, errOut := ctl("reload"); code != 1 || !strings.Contains(errOut, `balance: invalid value "fastest"`) {
 		t.Errorf("reload of an invalid file: exit %d, %q", code, errOut)
+	}
+
+	// /metrics: open without the token, promlint-clean, and it counted the reads above.
+	resp, err := http.Get("http://" + adminAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("/metrics: %d %s", resp.StatusCode, body)
+	}
+	problems, err := promlint.New(bytes.NewReader(body)).Lint()
+	if err != nil || len(problems) > 0 {
+		t.Errorf("promlint: %v %+v", err, problems)
+	}
+	for _, re := range []string{
+		`(?m)^sluice_statements_total\{endpoint="rw",node="replica2",reason="read"\} [1-9]`,
+		`(?m)^sluice_statement_duration_seconds_bucket\{node="replica2",le="\+Inf"\} [1-9]`,
+		`(?m)^sluice_node_state\{node="primary",state="up"\} 1$`,
+		`(?m)^sluice_node_primary\{node="primary"\} 1$`,
+		`(?m)^sluice_client_sessions\{endpoint="rw"\} `,
+		`(?m)^sluice_admin_changes_total\{kind="patch_endpoint",outcome="applied"\} 2$`,
+		`(?m)^sluice_admin_changes_total\{kind="patch_endpoint",outcome="refused"\} 5$`,
+		`(?m)^sluice_consistency_waits_total `,
+		`(?m)^go_goroutines `,
+	} {
+		if !regexp.MustCompile(re).Match(body) {
+			t.Errorf("/metrics lacks %s", re)
+		}
 	}
 
 	var p struct {

@@ -10,27 +10,49 @@ import (
 
 // What the control plane reads of the proxy and changes in it, while it serves.
 
-// sessionStats counts statements: in total, and by the node each went to. A session's are
-// written by its own goroutine only (uncontended atomics, no allocation); an endpoint's add up
-// its ended sessions.
+// sessionStats counts statements by the node each went to and why (route.Reason), and their
+// latency by node in LatencyBuckets. A session's are written by its own goroutine only
+// (uncontended atomics, no allocation); an endpoint's add up its ended sessions.
 type sessionStats struct {
-	stmts  atomic.Uint64
-	byNode []atomic.Uint64
+	nodes   int
+	byRoute []atomic.Uint64 // [reason*nodes + node]
+	lat     []atomic.Uint64 // [node*(len(LatencyBuckets)+1) + bucket]: statements per bucket, the last +Inf
+	latSum  []atomic.Uint64 // [node]: nanoseconds
 }
 
-func (st *sessionStats) count(node int) {
-	st.stmts.Add(1)
-	if node >= 0 && node < len(st.byNode) {
-		st.byNode[node].Add(1)
+// LatencyBuckets are the upper bounds, in seconds, of the statement latency histograms.
+var LatencyBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+
+func newSessionStats(nodes int) sessionStats {
+	return sessionStats{nodes: nodes, byRoute: make([]atomic.Uint64, route.NumReasons*nodes),
+		lat: make([]atomic.Uint64, nodes*(len(LatencyBuckets)+1)), latSum: make([]atomic.Uint64, nodes)}
+}
+
+// count records a statement sent to node for reason, which took took (from its command's
+// arrival to the end of its answer).
+func (st *sessionStats) count(node int, reason route.Reason, took time.Duration) {
+	if node < 0 || node >= st.nodes || int(reason) >= route.NumReasons {
+		return
 	}
+	st.byRoute[int(reason)*st.nodes+node].Add(1)
+	secs := took.Seconds()
+	b := 0
+	for b < len(LatencyBuckets) && secs > LatencyBuckets[b] {
+		b++
+	}
+	st.lat[node*(len(LatencyBuckets)+1)+b].Add(1)
+	st.latSum[node].Add(uint64(took))
 }
 
 func (st *sessionStats) add(o *sessionStats) {
-	st.stmts.Add(o.stmts.Load())
-	for i := range o.byNode {
-		if i < len(st.byNode) {
-			st.byNode[i].Add(o.byNode[i].Load())
-		}
+	for i := range min(len(st.byRoute), len(o.byRoute)) {
+		st.byRoute[i].Add(o.byRoute[i].Load())
+	}
+	for i := range min(len(st.lat), len(o.lat)) {
+		st.lat[i].Add(o.lat[i].Load())
+	}
+	for i := range min(len(st.latSum), len(o.latSum)) {
+		st.latSum[i].Add(o.latSum[i].Load())
 	}
 }
 
@@ -115,6 +137,11 @@ type EndpointStats struct {
 	Sessions   int64
 	Statements uint64
 	ByNode     []uint64 // statements sent to each node, by node index
+	// ByRoute counts statements by reason and node: [reason][node].
+	ByRoute [][]uint64
+	// Latency: per node, statements per LatencyBuckets bucket (the last +Inf) and their sum.
+	Latency    [][]uint64
+	LatencySum []time.Duration
 }
 
 // EndpointStats returns endpoint name's figures: its ended sessions' and its live ones'.
@@ -123,24 +150,34 @@ func (p *Proxy) EndpointStats(name string) EndpointStats {
 	if ep == nil {
 		return EndpointStats{}
 	}
-	st := EndpointStats{Sessions: ep.active.Load(), ByNode: make([]uint64, len(ep.done.byNode))}
+	sum := newSessionStats(ep.done.nodes)
 	p.mu.Lock()
-	st.Statements = ep.done.stmts.Load()
-	for i := range ep.done.byNode {
-		st.ByNode[i] = ep.done.byNode[i].Load()
-	}
+	sum.add(&ep.done)
 	for s := range p.sessions {
-		if s.ep != ep {
-			continue
-		}
-		st.Statements += s.stats.stmts.Load()
-		for i := range s.stats.byNode {
-			if i < len(st.ByNode) {
-				st.ByNode[i] += s.stats.byNode[i].Load()
-			}
+		if s.ep == ep {
+			sum.add(&s.stats)
 		}
 	}
 	p.mu.Unlock()
+	n := sum.nodes
+	st := EndpointStats{Sessions: ep.active.Load(), ByNode: make([]uint64, n), ByRoute: make([][]uint64, route.NumReasons),
+		Latency: make([][]uint64, n), LatencySum: make([]time.Duration, n)}
+	for r := range route.NumReasons {
+		st.ByRoute[r] = make([]uint64, n)
+		for i := range n {
+			v := sum.byRoute[r*n+i].Load()
+			st.ByRoute[r][i] = v
+			st.ByNode[i] += v
+			st.Statements += v
+		}
+	}
+	for i := range n {
+		st.Latency[i] = make([]uint64, len(LatencyBuckets)+1)
+		for b := range st.Latency[i] {
+			st.Latency[i][b] = sum.lat[i*(len(LatencyBuckets)+1)+b].Load()
+		}
+		st.LatencySum[i] = time.Duration(sum.latSum[i].Load())
+	}
 	return st
 }
 
@@ -153,4 +190,10 @@ func (p *Proxy) SetMaxConnections(name string, n int) bool {
 	}
 	ep.maxConns.Store(int64(n))
 	return true
+}
+
+// ConsistencyCounts returns the consistency levels' counters: replica reads that waited for a
+// position, those that timed out, and readings of the primary's position (global level).
+func (p *Proxy) ConsistencyCounts() (waits, timeouts, positionReads uint64) {
+	return uint64(p.consistencyWaits.Load()), uint64(p.consistencyTimeouts.Load()), p.primaryPos.readings()
 }

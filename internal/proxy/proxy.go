@@ -248,7 +248,7 @@ func New(opts Options) (*Proxy, error) {
 		}
 		e := &endpoint{cfg: ep, route: re}
 		e.maxConns.Store(int64(ep.MaxConnections))
-		e.done.byNode = make([]atomic.Uint64, n)
+		e.done = newSessionStats(n)
 		p.endpoints[ep.Name] = e
 	}
 	// Until the primary answers, present a MariaDB-like identity; it is replaced as soon as a

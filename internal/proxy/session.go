@@ -150,7 +150,7 @@ func (p *Proxy) newSession(ep *endpoint, nc net.Conn) *session {
 		rs:       route.NewSession(),
 		mode:     ep.route.Settings().Mode,
 		conns:    make([]*nodeConn, len(p.topo.Snapshot().Nodes)),
-		stats:    sessionStats{byNode: make([]atomic.Uint64, len(p.topo.Snapshot().Nodes))},
+		stats:    newSessionStats(len(p.topo.Snapshot().Nodes)),
 		log:      p.log.With("conn", id, "endpoint", ep.cfg.Name, "client", nc.RemoteAddr().String()),
 	}
 	s.client.SetWriteTimeout(p.opts.WriteTimeout)

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"fmt"
+	"time"
 
 	"github.com/sluicedb/sluice/internal/classify"
 	"github.com/sluicedb/sluice/internal/mysql"
@@ -45,7 +46,11 @@ func (s *session) after(c *classify.Result, stmt []byte, d route.Decision, set *
 	s.last = routeInfo{valid: true, node: d.Node, reason: d.Reason}
 	s.rs.LastNode = d.Node
 	s.afterStatus(set)
-	s.stats.count(d.Node)
+	var took time.Duration
+	if t := s.cmdStart.Load(); t != 0 {
+		took = time.Duration(time.Now().UnixNano() - t)
+	}
+	s.stats.count(d.Node, d.Reason, took)
 	if s.gtidTracked && (c.Kind == classify.Set || c.Kind == classify.Prepare || c.Flags&classify.SetStatement != 0) &&
 		mentionsFold(stmt, "session_track") {
 		// The client set the tracked variables itself (or prepared that): commits may no

@@ -261,7 +261,27 @@ const (
 	ReasonPrimaryOnly // statements that only the primary answers meaningfully (SHOW MASTER STATUS...)
 	ReasonMulti       // multi-statement batch
 	ReasonConsistency // no replica reached the position the consistency level needs in time
+
+	// NumReasons is how many reasons there are (for tables indexed by reason).
+	NumReasons = int(ReasonConsistency) + 1
 )
+
+var reasonLabels = [...]string{
+	ReasonWrite: "write", ReasonRead: "read", ReasonHint: "hint", ReasonInTransaction: "in_transaction",
+	ReasonTransactionStart: "transaction_start", ReasonLockingRead: "locking_read",
+	ReasonSessionFunction: "session_function", ReasonPinned: "pinned", ReasonPrevious: "previous_statement",
+	ReasonUnknown: "unclassified", ReasonFallback: "fallback", ReasonBound: "bound_replica",
+	ReasonSession: "session_state", ReasonDeferredTx: "transaction_deferred", ReasonReadOnlyTx: "read_only_transaction",
+	ReasonPrimaryOnly: "primary_only", ReasonMulti: "multi_statement", ReasonConsistency: "consistency_fallback",
+}
+
+// Label is the reason as a metric label value: one word, lower case.
+func (r Reason) Label() string {
+	if int(r) < len(reasonLabels) {
+		return reasonLabels[r]
+	}
+	return "unknown"
+}
 
 var reasonNames = [...]string{
 	ReasonWrite: "write", ReasonRead: "read", ReasonHint: "hint", ReasonInTransaction: "in transaction",

@@ -1,0 +1,163 @@
+package admin
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics in Prometheus' text format. Nothing is counted here: at each scrape the collector
+// asks for Stats, which the proxy keeps in its sessions' own counters, folded at that moment,
+// so the statement path pays no metric library.
+
+// Stats is everything /metrics reports, read at one scrape.
+type Stats struct {
+	Endpoints []EndpointStat
+	Nodes     []NodeStat
+	// Consistency levels: replica reads that waited for a position, those that timed out (and
+	// went to the primary), and readings of the primary's position for the global level.
+	ConsistencyWaits, ConsistencyTimeouts, PrimaryPositionReads uint64
+	// AdminChanges counts the admin API's changes by kind and outcome ("patch ok", ...).
+	AdminChanges map[[2]string]uint64
+}
+
+// EndpointStat is one endpoint's figures.
+type EndpointStat struct {
+	Name     string
+	Sessions int64
+	Routes   []RouteStat
+}
+
+// RouteStat counts the statements sent to one node for one reason.
+type RouteStat struct {
+	Node, Reason string
+	Statements   uint64
+}
+
+// NodeStat is one node's figures.
+type NodeStat struct {
+	Name, Role, State  string
+	Connections        int64 // this sluice's
+	Active             int64 // statements running there now
+	LagSeconds         *float64
+	RTTSeconds         *float64
+	ThreadsConnected   *int64
+	Latency            Histogram
+	ReplicationRunning *bool
+}
+
+// Histogram is a latency histogram: Counts per bucket (not cumulative), the last one above every
+// bound; Sum in seconds.
+type Histogram struct {
+	Bounds []float64
+	Counts []uint64
+	Sum    float64
+}
+
+// NodeStates are the states a node can be in, each a sluice_node_state series.
+var NodeStates = []string{"up", "down", "full", "lagging", "switching", "writable", "detached", "draining", "drained"}
+
+// MetricsHandler serves /metrics from stats, with Go's runtime and the process's figures.
+func MetricsHandler(stats func() Stats) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		&collector{stats: stats})
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+}
+
+var (
+	descStatements = prometheus.NewDesc("sluice_statements_total", "Statements sent to the nodes, by endpoint, node and routing reason.",
+		[]string{"endpoint", "node", "reason"}, nil)
+	descSessions = prometheus.NewDesc("sluice_client_sessions", "Client sessions open, by endpoint.", []string{"endpoint"}, nil)
+	descNodeConns = prometheus.NewDesc("sluice_node_connections", "This sluice's open connections to the node.", []string{"node"}, nil)
+	descNodeActive = prometheus.NewDesc("sluice_node_active_statements", "Statements running on the node now, sent by this sluice.",
+		[]string{"node"}, nil)
+	descNodeState = prometheus.NewDesc("sluice_node_state", "1 for the node's current state, 0 for the others.",
+		[]string{"node", "state"}, nil)
+	descNodePrimary = prometheus.NewDesc("sluice_node_primary", "1 when the node is the primary.", []string{"node"}, nil)
+	descNodeLag = prometheus.NewDesc("sluice_node_lag_seconds", "The replica's lag, measured from GTID positions.", []string{"node"}, nil)
+	descNodeRTT = prometheus.NewDesc("sluice_node_rtt_seconds", "Round trip of the monitor's last check of the node.", []string{"node"}, nil)
+	descNodeThreads = prometheus.NewDesc("sluice_node_threads_connected", "The node's Threads_connected (every client of it).",
+		[]string{"node"}, nil)
+	descLatency = prometheus.NewDesc("sluice_statement_duration_seconds",
+		"Statements from their arrival to the end of their answer, by the node that answered.", []string{"node"}, nil)
+	descWaits = prometheus.NewDesc("sluice_consistency_waits_total",
+		"Replica reads that waited for the position their consistency level needs.", nil, nil)
+	descTimeouts = prometheus.NewDesc("sluice_consistency_timeouts_total",
+		"Replica reads whose position no replica reached within consistency_timeout: they went to the primary.", nil, nil)
+	descPositionReads = prometheus.NewDesc("sluice_primary_position_reads_total",
+		"Readings of the primary's position for global-level reads (shared by the reads that arrive together).", nil, nil)
+	descAdmin = prometheus.NewDesc("sluice_admin_changes_total", "Changes asked of the admin API, by kind and outcome.",
+		[]string{"kind", "outcome"}, nil)
+)
+
+type collector struct{ stats func() Stats }
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descStatements, descSessions, descNodeConns, descNodeActive, descNodeState, descNodePrimary,
+		descNodeLag, descNodeRTT, descNodeThreads, descLatency, descWaits, descTimeouts, descPositionReads, descAdmin} {
+		ch <- d
+	}
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	st := c.stats()
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	for _, e := range st.Endpoints {
+		gauge(descSessions, float64(e.Sessions), e.Name)
+		for _, r := range e.Routes {
+			counter(descStatements, r.Statements, e.Name, r.Node, r.Reason)
+		}
+	}
+	for _, n := range st.Nodes {
+		gauge(descNodeConns, float64(n.Connections), n.Name)
+		gauge(descNodeActive, float64(n.Active), n.Name)
+		for _, s := range NodeStates {
+			v := 0.0
+			if s == n.State {
+				v = 1
+			}
+			gauge(descNodeState, v, n.Name, s)
+		}
+		primary := 0.0
+		if n.Role == "primary" {
+			primary = 1
+		}
+		gauge(descNodePrimary, primary, n.Name)
+		if n.LagSeconds != nil {
+			gauge(descNodeLag, *n.LagSeconds, n.Name)
+		}
+		if n.RTTSeconds != nil {
+			gauge(descNodeRTT, *n.RTTSeconds, n.Name)
+		}
+		if n.ThreadsConnected != nil {
+			gauge(descNodeThreads, float64(*n.ThreadsConnected), n.Name)
+		}
+		h := n.Latency
+		buckets := make(map[float64]uint64, len(h.Bounds))
+		var total uint64
+		for i, b := range h.Bounds {
+			if i < len(h.Counts) {
+				total += h.Counts[i]
+			}
+			buckets[b] = total
+		}
+		if len(h.Counts) > len(h.Bounds) {
+			total += h.Counts[len(h.Bounds)]
+		}
+		ch <- prometheus.MustNewConstHistogram(descLatency, total, h.Sum, buckets, n.Name)
+	}
+	counter(descWaits, st.ConsistencyWaits)
+	counter(descTimeouts, st.ConsistencyTimeouts)
+	counter(descPositionReads, st.PrimaryPositionReads)
+	for k, v := range st.AdminChanges {
+		counter(descAdmin, v, k[0], k[1])
+	}
+}
