@@ -70,15 +70,15 @@ func MetricsHandler(stats func() Stats) http.Handler {
 var (
 	descStatements = prometheus.NewDesc("sluice_statements_total", "Statements sent to the nodes, by endpoint, node and routing reason.",
 		[]string{"endpoint", "node", "reason"}, nil)
-	descSessions = prometheus.NewDesc("sluice_client_sessions", "Client sessions open, by endpoint.", []string{"endpoint"}, nil)
-	descNodeConns = prometheus.NewDesc("sluice_node_connections", "This sluice's open connections to the node.", []string{"node"}, nil)
+	descSessions   = prometheus.NewDesc("sluice_client_sessions", "Client sessions open, by endpoint.", []string{"endpoint"}, nil)
+	descNodeConns  = prometheus.NewDesc("sluice_node_connections", "This sluice's open connections to the node.", []string{"node"}, nil)
 	descNodeActive = prometheus.NewDesc("sluice_node_active_statements", "Statements running on the node now, sent by this sluice.",
 		[]string{"node"}, nil)
 	descNodeState = prometheus.NewDesc("sluice_node_state", "1 for the node's current state, 0 for the others.",
 		[]string{"node", "state"}, nil)
 	descNodePrimary = prometheus.NewDesc("sluice_node_primary", "1 when the node is the primary.", []string{"node"}, nil)
-	descNodeLag = prometheus.NewDesc("sluice_node_lag_seconds", "The replica's lag, measured from GTID positions.", []string{"node"}, nil)
-	descNodeRTT = prometheus.NewDesc("sluice_node_rtt_seconds", "Round trip of the monitor's last check of the node.", []string{"node"}, nil)
+	descNodeLag     = prometheus.NewDesc("sluice_node_lag_seconds", "The replica's lag, measured from GTID positions.", []string{"node"}, nil)
+	descNodeRTT     = prometheus.NewDesc("sluice_node_rtt_seconds", "Round trip of the monitor's last check of the node.", []string{"node"}, nil)
 	descNodeThreads = prometheus.NewDesc("sluice_node_threads_connected", "The node's Threads_connected (every client of it).",
 		[]string{"node"}, nil)
 	descLatency = prometheus.NewDesc("sluice_statement_duration_seconds",

@@ -151,7 +151,7 @@ func signalContext() (context.Context, context.CancelFunc) {
 // clusterFlags are the flags that shape a new cluster, shared by `sandbox` and `sandbox up`.
 type clusterFlags struct {
 	replicas, basePort, maxConns, adminPort int
-	tls, pfs, writable           bool
+	tls, pfs, writable                      bool
 }
 
 func (c *clusterFlags) register(f *sandboxFlags) {

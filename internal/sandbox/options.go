@@ -10,15 +10,15 @@ import (
 
 // Options describes the cluster Up creates.
 type Options struct {
-	Dir               string // required; created if missing; must be empty or absent
-	Replicas          int    // default 2
-	BasePort          int    // 0 = free ports; P = primary on P, replicaK on P+K
-	ProxyPorts        [2]int // ports written into sluice.yaml for endpoints rw and ro; 0 = free ports
+	Dir        string // required; created if missing; must be empty or absent
+	Replicas   int    // default 2
+	BasePort   int    // 0 = free ports; P = primary on P, replicaK on P+K
+	ProxyPorts [2]int // ports written into sluice.yaml for endpoints rw and ro; 0 = free ports
 	// AdminPort is the admin API's port written into sluice.yaml (loopback, no token); 0 = a
 	// free port, -1 = no admin listener.
-	AdminPort int
-	TLS               bool   // self-signed cert+key in DIR/tls, ssl_cert/ssl_key on every node
-	PerformanceSchema bool   // performance_schema=ON (go-sql-driver's connection-attribute tests need it)
+	AdminPort         int
+	TLS               bool // self-signed cert+key in DIR/tls, ssl_cert/ssl_key on every node
+	PerformanceSchema bool // performance_schema=ON (go-sql-driver's connection-attribute tests need it)
 	// WritableReplicas leaves read_only OFF on the replicas (MariaDB's default, and common in
 	// practice), so that a write misrouted to a replica is seen instead of refused by the server.
 	WritableReplicas bool
