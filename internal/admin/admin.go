@@ -33,6 +33,11 @@ type Control interface {
 	// PatchEndpoint changes some settings of endpoint name (setting -> JSON value), atomically,
 	// validated as the configuration file is, and writes them back to the file.
 	PatchEndpoint(name string, patch map[string]json.RawMessage) (Change, error)
+	// DrainNode takes node name out of service: no new reads or bindings at once; sessions
+	// leave it at their next statement boundary; what is left after timeout is closed.
+	DrainNode(name string, timeout time.Duration) (Node, error)
+	// UndrainNode puts node name back in service.
+	UndrainNode(name string) (Node, error)
 	// Sessions lists the client sessions.
 	Sessions() []Session
 	// KillSession closes client session id and its node connections; false: no such session.
@@ -211,6 +216,15 @@ func New(o Options) *Server {
 		}
 		writeError(w, Errorf(http.StatusNotFound, "not_found", "", "no node is named %q", r.PathValue("name")))
 	}))
+	mux.HandleFunc("POST /v1/nodes/{name}/drain", s.auth(s.drain))
+	mux.HandleFunc("POST /v1/nodes/{name}/undrain", s.auth(func(w http.ResponseWriter, r *http.Request) {
+		n, err := o.Control.UndrainNode(r.PathValue("name"))
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, n)
+	}))
 	mux.HandleFunc("GET /v1/endpoints", s.auth(func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"endpoints": o.Control.Endpoints()})
 	}))
@@ -321,6 +335,40 @@ func (s *Server) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, ch)
+}
+
+// DefaultDrainTimeout is how long a drain waits for sessions to leave the node before it closes
+// what is left; MaxDrainTimeout bounds what a request may ask.
+const (
+	DefaultDrainTimeout = 30 * time.Second
+	MaxDrainTimeout     = 24 * time.Hour
+)
+
+func (s *Server) drain(w http.ResponseWriter, r *http.Request) {
+	timeout := DefaultDrainTimeout
+	if r.ContentLength != 0 {
+		var body struct {
+			Timeout string `json:"timeout"`
+		}
+		if err := readJSON(r, &body); err != nil {
+			writeError(w, err)
+			return
+		}
+		if body.Timeout != "" {
+			d, err := time.ParseDuration(body.Timeout)
+			if err != nil || d <= 0 || d > MaxDrainTimeout {
+				writeError(w, Errorf(http.StatusBadRequest, "invalid", "timeout", "invalid value %q (want a duration from 1ms to %s, such as 30s)", body.Timeout, MaxDrainTimeout))
+				return
+			}
+			timeout = d
+		}
+	}
+	n, err := s.o.Control.DrainNode(r.PathValue("name"), timeout)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, n)
 }
 
 func findEndpoint(es []Endpoint, name string) (Endpoint, bool) {

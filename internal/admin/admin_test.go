@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 // fake is a Control with one endpoint (rw), one node and one session.
@@ -14,6 +15,7 @@ type fake struct {
 	patched map[string]json.RawMessage
 	ready   error
 	killed  []uint64
+	drained time.Duration
 }
 
 func (f *fake) Proxy() Proxy {
@@ -35,7 +37,15 @@ func (f *fake) PatchEndpoint(name string, patch map[string]json.RawMessage) (Cha
 	f.patched = patch
 	return Change{Changed: []string{"balance"}, Persisted: true}, nil
 }
-func (f *fake) Sessions() []Session { return []Session{{ID: 7, User: "app"}} }
+func (f *fake) DrainNode(name string, timeout time.Duration) (Node, error) {
+	if name != "primary" {
+		return Node{}, Errorf(http.StatusNotFound, "not_found", "", "no node is named %q", name)
+	}
+	f.drained = timeout
+	return Node{Name: name, State: "draining"}, nil
+}
+func (f *fake) UndrainNode(name string) (Node, error) { return Node{Name: name, State: "up"}, nil }
+func (f *fake) Sessions() []Session                   { return []Session{{ID: 7, User: "app"}} }
 func (f *fake) KillSession(id uint64) bool {
 	f.killed = append(f.killed, id)
 	return id == 7
@@ -155,6 +165,24 @@ func TestHandlers(t *testing.T) {
 	}
 	if code, _ := call(t, h, "POST", "/v1/proxy", "", ""); code != 405 && code != 404 {
 		t.Errorf("POST /v1/proxy: %d", code)
+	}
+	if code, out := call(t, h, "POST", "/v1/nodes/primary/drain", "", ""); code != 200 || out["state"] != "draining" || f.drained != DefaultDrainTimeout {
+		t.Errorf("drain: %d %v %s", code, out, f.drained)
+	}
+	if code, _ := call(t, h, "POST", "/v1/nodes/primary/drain", "", `{"timeout":"5s"}`); code != 200 || f.drained != 5*time.Second {
+		t.Errorf("drain 5s: %d %s", code, f.drained)
+	}
+	for _, bad := range []string{`{"timeout":"soon"}`, `{"timeout":"-1s"}`, `{"timeout":"48h"}`} {
+		code, out := call(t, h, "POST", "/v1/nodes/primary/drain", "", bad)
+		if _, fld, _ := errorOf(out); code != 400 || fld != "timeout" {
+			t.Errorf("drain %s: %d %v", bad, code, out)
+		}
+	}
+	if code, _ := call(t, h, "POST", "/v1/nodes/nope/drain", "", ""); code != 404 {
+		t.Errorf("drain of no node: %d", code)
+	}
+	if code, out := call(t, h, "POST", "/v1/nodes/primary/undrain", "", ""); code != 200 || out["state"] != "up" {
+		t.Errorf("undrain: %d %v", code, out)
 	}
 	f.ready = errors.New("the primary is down")
 	if code, out := call(t, h, "GET", "/readyz", "", ""); code != 503 || out["reason"] != "the primary is down" {

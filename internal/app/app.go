@@ -53,6 +53,8 @@ type App struct {
 	admin     *admin.Server
 	adminAddr string
 	changes   map[[2]string]uint64 // admin changes by kind and outcome (under changeMu)
+	// drainTimers close what is left on a drained node at the drain's timeout (under changeMu).
+	drainTimers map[int]*time.Timer
 }
 
 // SetVersion sets the version the admin API reports.

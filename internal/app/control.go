@@ -35,9 +35,11 @@ func (a *App) Proxy() admin.Proxy {
 }
 
 // Nodes implements admin.Control.
-func (a *App) Nodes() []admin.Node {
+func (a *App) Nodes() []admin.Node { return a.nodesOf(a.config()) }
+
+// nodesOf describes the nodes under cfg, the configuration in force.
+func (a *App) nodesOf(cfg *config.Config) []admin.Node {
 	snap := a.topo.Snapshot()
-	cfg := a.config()
 	var maxLag time.Duration // the tightest endpoint's: past it, a replica takes fewer reads
 	for _, e := range cfg.Endpoints {
 		if d := e.MaxReplicaLag.Duration; d > 0 && (maxLag == 0 || d < maxLag) {
@@ -405,4 +407,62 @@ func (a *App) counted(kind string, err error) {
 		a.changes = map[[2]string]uint64{}
 	}
 	a.changes[[2]string{kind, outcome}]++
+}
+
+// DrainNode implements admin.Control.
+func (a *App) DrainNode(name string, timeout time.Duration) (n admin.Node, err error) {
+	a.changeMu.Lock()
+	defer a.changeMu.Unlock()
+	defer func() { a.counted("drain_node", err) }()
+	i := a.nodeIndex(name)
+	if i < 0 {
+		return admin.Node{}, admin.Errorf(http.StatusNotFound, "not_found", "", "no node is named %q", name)
+	}
+	if err := a.topo.SetDraining(i, true); err != nil {
+		return admin.Node{}, admin.Errorf(http.StatusConflict, "conflict", "", "%v", err)
+	}
+	if t := a.drainTimers[i]; t != nil {
+		t.Stop()
+	}
+	if a.drainTimers == nil {
+		a.drainTimers = map[int]*time.Timer{}
+	}
+	a.drainTimers[i] = time.AfterFunc(timeout, func() {
+		if !a.topo.Snapshot().IsDraining(i) {
+			return
+		}
+		if closed := a.proxy.CloseNodeConns(i); closed > 0 {
+			a.log.Warn("drain timeout: closed the connections left on the node", "node", name, "connections", closed, "timeout", timeout)
+		}
+	})
+	a.log.Info("drain started from the admin API", "node", name, "timeout", timeout)
+	return a.nodesOf(a.cfg)[i], nil
+}
+
+// UndrainNode implements admin.Control.
+func (a *App) UndrainNode(name string) (n admin.Node, err error) {
+	a.changeMu.Lock()
+	defer a.changeMu.Unlock()
+	defer func() { a.counted("undrain_node", err) }()
+	i := a.nodeIndex(name)
+	if i < 0 {
+		return admin.Node{}, admin.Errorf(http.StatusNotFound, "not_found", "", "no node is named %q", name)
+	}
+	if t := a.drainTimers[i]; t != nil {
+		t.Stop()
+		delete(a.drainTimers, i)
+	}
+	if err := a.topo.SetDraining(i, false); err != nil {
+		return admin.Node{}, admin.Errorf(http.StatusConflict, "conflict", "", "%v", err)
+	}
+	return a.nodesOf(a.cfg)[i], nil
+}
+
+func (a *App) nodeIndex(name string) int {
+	for i, n := range a.topo.Snapshot().Nodes {
+		if n.Name == name {
+			return i
+		}
+	}
+	return -1
 }

@@ -32,6 +32,9 @@ Commands:
                                 max_replica_lag=5s, transaction_split=true, max_connections=500,
                                 nearest_zone=true, connections_from=nodes, multi_statements=strict,
                                 mode=read-only (new connections); KEY=default puts the default back
+  drain NODE [--timeout D]      take a replica out of service: no new reads at once, sessions leave
+                                at their next statement boundary, what is left is closed after D (30s)
+  undrain NODE                  put it back in service
   sessions                      client sessions: user, client, endpoint, nodes, transaction, age
   kill ID                       close a client session
   reload                        read the configuration file again and apply what changed
@@ -127,6 +130,18 @@ func runCtl(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		err = c.patch(args[0], patch)
+	case cmd == "drain" && (len(args) == 1 || (len(args) == 3 && (args[1] == "--timeout" || args[1] == "-timeout"))):
+		var body any
+		if len(args) == 3 {
+			body = map[string]string{"timeout": args[2]}
+		}
+		var n admin.Node
+		err = c.do("POST", "/v1/nodes/"+args[0]+"/drain", body, &n, func(any) {
+			fmt.Fprintf(stdout, "%s: %s (%d connections from sluice)\n", n.Name, n.State, n.Connections)
+		})
+	case cmd == "undrain" && len(args) == 1:
+		var n admin.Node
+		err = c.do("POST", "/v1/nodes/"+args[0]+"/undrain", nil, &n, func(any) { fmt.Fprintf(stdout, "%s: %s\n", n.Name, n.State) })
 	case cmd == "sessions" && len(args) == 0:
 		err = c.sessions()
 	case cmd == "kill" && len(args) == 1:

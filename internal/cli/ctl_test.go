@@ -183,6 +183,21 @@ func TestCtl(t *testing.T) {
 		t.Errorf("reload of an invalid file: exit %d, %q", code, errOut)
 	}
 
+	// Drain and undrain (the drain under load is TestDrainUnderLoad's).
+	if out := mustCtl("drain", "replica1", "--timeout", "5s"); !regexp.MustCompile(`^replica1: (draining|drained) `).MatchString(out) {
+		t.Errorf("drain: %q", out)
+	}
+	waitFor(t, func() bool { return strings.Contains(mustCtl("status"), "drained") }, "replica1 drained")
+	if out := mustCtl("undrain", "replica1"); out != "replica1: up\n" {
+		t.Errorf("undrain: %q", out)
+	}
+	if code, _, errOut := ctl("drain", "primary"); code != 1 || !strings.Contains(errOut, "primary is the primary: switch over") {
+		t.Errorf("drain of the primary: exit %d, %q", code, errOut)
+	}
+	if code, _, errOut := ctl("drain", "replica1", "--timeout", "soon"); code != 1 || !strings.Contains(errOut, "timeout: invalid value") {
+		t.Errorf("drain with a bad timeout: exit %d, %q", code, errOut)
+	}
+
 	// /metrics: open without the token, promlint-clean, and it counted the reads above.
 	resp, err := http.Get("http://" + adminAddr + "/metrics")
 	if err != nil {
@@ -205,6 +220,7 @@ func TestCtl(t *testing.T) {
 		`(?m)^sluice_client_sessions\{endpoint="rw"\} `,
 		`(?m)^sluice_admin_changes_total\{kind="patch_endpoint",outcome="applied"\} 2$`,
 		`(?m)^sluice_admin_changes_total\{kind="patch_endpoint",outcome="refused"\} 5$`,
+		`(?m)^sluice_admin_changes_total\{kind="drain_node",outcome="refused"\} 1$`,
 		`(?m)^sluice_consistency_waits_total `,
 		`(?m)^go_goroutines `,
 	} {

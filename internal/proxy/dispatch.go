@@ -140,6 +140,9 @@ func (s *session) dispatchWith(r *request, set *route.Settings) error {
 route:
 	for {
 		snap := s.p.topo.Snapshot()
+		if snap.Draining != 0 {
+			s.leaveDraining(set, snap)
+		}
 		if s.movesPrimary(set, snap) {
 			var handled bool
 			var err error

@@ -120,6 +120,9 @@ func (s *session) followPrimary(snap *topology.Snapshot) error {
 func (s *session) followBetween() error {
 	snap := s.p.topo.Snapshot()
 	set := s.settings()
+	if snap.Draining != 0 {
+		s.leaveDraining(set, snap)
+	}
 	if !s.movesPrimary(set, snap) || !s.movable() || (s.rs.InTx && s.rs.TxNode == snap.Primary) {
 		return nil
 	}

@@ -520,7 +520,7 @@ func pickReplica(s *Session, ep *Settings, snap *topology.Snapshot, withPrimary 
 		if i >= len(snap.Up) {
 			break // a node added to the topology before the endpoint's weights (its weight: 0)
 		}
-		if w <= 0 || !snap.Up[i] || (i == snap.Primary && !withPrimary) {
+		if w <= 0 || !snap.Up[i] || (i == snap.Primary && !withPrimary) || snap.IsDraining(i) {
 			continue
 		}
 		if i != snap.Primary && i < len(snap.State) && (snap.Detached(i) || !ep.gate.usable(i, snap.State[i], ep.MaxLag)) {

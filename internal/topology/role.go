@@ -101,8 +101,15 @@ func (s *Snapshot) Detached(i int) bool {
 // StateName words node i's state for people (SHOW NODES, the admin API): up; down; full (it
 // answered 1040, too many connections); switching (the primary, no longer writable, no new
 // one yet); writable (a second writable node: it takes no reads, and no writes); detached
-// (replicates from no one: takes no reads); lagging (a replica past maxLag; 0: no limit).
+// (replicates from no one: takes no reads); lagging (a replica past maxLag; 0: no limit);
+// draining (being drained, sluice still holds connections to it) and drained (none left).
 func (s *Snapshot) StateName(i int, maxLag time.Duration) string {
+	if s.IsDraining(i) {
+		if s.Load[i].Conns.Load() > 0 {
+			return "draining"
+		}
+		return "drained"
+	}
 	if !s.Up[i] {
 		return "down"
 	}

@@ -31,6 +31,10 @@ type Snapshot struct {
 	// Writable lists the nodes that are writable and do not replicate, when there is more
 	// than one (two primaries at once): writes stay on Primary, and the others take no reads.
 	Writable []int
+	// Draining has bit i set while node i is being drained (Topology.SetDraining): it takes no
+	// new reads or bindings, and sessions give up their connections to it at their next
+	// statement boundary outside a transaction.
+	Draining uint64
 
 	changed chan struct{} // closed when a newer snapshot replaces this one
 }
@@ -161,6 +165,37 @@ func (t *Topology) PrimaryReadOnly(i int) {
 	t.readOnlyAt = time.Now()
 	t.log.Warn("the primary refused a write as read-only: waiting for a new primary", "node", cur.Nodes[i].Name)
 	t.publish(cur, &next)
+}
+
+// IsDraining reports whether node i is being drained.
+func (s *Snapshot) IsDraining(i int) bool { return i >= 0 && i < 64 && s.Draining&(1<<i) != 0 }
+
+// SetDraining starts (on) or ends the drain of node i, and reports whether that changed
+// anything. The primary cannot be drained: writes have nowhere else to go.
+func (t *Topology) SetDraining(i int, on bool) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	cur := t.snap.Load()
+	switch {
+	case t.closed:
+		return errors.New("topology: closed")
+	case i < 0 || i >= len(cur.Nodes) || i >= 64:
+		return fmt.Errorf("topology: no node %d", i)
+	case on && cur.IsPrimary(i):
+		return fmt.Errorf("%s is the primary: switch over to another node first", cur.Nodes[i].Name)
+	case cur.IsDraining(i) == on:
+		return nil
+	}
+	next := *cur
+	if on {
+		next.Draining |= 1 << i
+		t.log.Info("draining node", "node", cur.Nodes[i].Name)
+	} else {
+		next.Draining &^= 1 << i
+		t.log.Info("node back in service", "node", cur.Nodes[i].Name)
+	}
+	t.publish(cur, &next)
+	return nil
 }
 
 // NodeFailed reports that a connection to node i failed (it refused a connection, broke, or

@@ -1,0 +1,59 @@
+package proxy
+
+import (
+	"github.com/sluicedb/sluice/internal/route"
+	"github.com/sluicedb/sluice/internal/topology"
+)
+
+// Draining a node (topology.SetDraining): it takes no new reads or bindings at once (routing
+// skips it); a session gives up its connection there at its next statement boundary where it
+// holds nothing on it (no transaction, no open cursor), and a read-only endpoint's session bound
+// to it moves to another replica, its state replayed there at first use. What is left when the
+// drain's timeout ends is closed (Proxy.CloseNodeConns).
+
+// leaveDraining lets go of the session's connections to the nodes snap drains, where it can.
+func (s *session) leaveDraining(set *route.Settings, snap *topology.Snapshot) {
+	for i, c := range s.conns {
+		if c == nil || !snap.IsDraining(i) || s.inTxOn(i) || s.cursorOn(c) {
+			continue
+		}
+		if i != s.home {
+			s.drop(i)
+			continue
+		}
+		if set.Mode == route.ReadOnly && s.movable() {
+			s.rebind(set, snap)
+		}
+	}
+}
+
+// cursorOn reports whether a prepared statement has a cursor open on c.
+func (s *session) cursorOn(c *nodeConn) bool {
+	for _, st := range s.stmts {
+		if st.cursorConn == c.Conn {
+			return true
+		}
+	}
+	return false
+}
+
+// CloseNodeConns closes every connection sluice's sessions hold to node i (a drain's timeout):
+// what ran there fails, as when the node goes away; the sessions go on elsewhere where they can.
+// It returns how many it closed.
+func (p *Proxy) CloseNodeConns(i int) int {
+	n := p.topo.Snapshot().Nodes[i]
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	closed := 0
+	for s := range p.sessions {
+		if ts := s.killTarget.Load(); ts != nil {
+			for _, t := range *ts {
+				if t.node == n {
+					t.conn.Close()
+					closed++
+				}
+			}
+		}
+	}
+	return closed
+}

@@ -1,0 +1,138 @@
+package proxy_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sluicedb/sluice/internal/config"
+	"github.com/sluicedb/sluice/internal/testutil"
+)
+
+// TestDrainUnderLoad: replica1 is drained while 8 clients read through the read-write endpoint
+// (reads on both replicas) and 8 through the read-only one (sessions bound to a replica). No
+// client sees an error; the node reaches 0 connections from sluice (drained) well before the
+// drain's timeout; reads no longer reach it; undrained, it takes reads again.
+func TestDrainUnderLoad(t *testing.T) {
+	s := startSluice(t, func(c *config.Config) {
+		for i := range c.Endpoints {
+			e := &c.Endpoints[i]
+			e.ReadWeights["primary"] = 0
+			e.ReadWeights["replica1"], e.ReadWeights["replica2"] = 100, 100
+		}
+	})
+	cl := testutil.Cluster(t)
+	ids := map[string]string{}
+	for _, n := range []string{"primary", "replica1", "replica2"} {
+		db, err := cl.AdminDB(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var id string
+		if err := db.QueryRow("SELECT @@server_id").Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids[id] = n
+	}
+	var (
+		errs     atomic.Int64
+		firstErr atomic.Value
+		mu       sync.Mutex
+		where    = map[string]int{} // reads per node, reset by phase
+		stop     = make(chan struct{})
+		wg       sync.WaitGroup
+	)
+	for _, addr := range []string{s.rw, s.ro} {
+		db := open(t, dsn(addr, "app", "app", "test", ""))
+		db.SetMaxOpenConns(16)
+		for range 8 {
+			c := conn(t, db)
+			wg.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					var id string
+					if err := c.QueryRowContext(context.Background(), "SELECT @@server_id").Scan(&id); err != nil {
+						errs.Add(1)
+						firstErr.CompareAndSwap(nil, err)
+						time.Sleep(10 * time.Millisecond)
+						continue
+					}
+					mu.Lock()
+					where[ids[id]]++
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	phase := func(d time.Duration) map[string]int {
+		mu.Lock()
+		clear(where)
+		mu.Unlock()
+		time.Sleep(d)
+		mu.Lock()
+		defer mu.Unlock()
+		out := map[string]int{}
+		for k, v := range where {
+			out[k] = v
+		}
+		return out
+	}
+	before := phase(time.Second)
+	if before["replica1"] == 0 || before["replica2"] == 0 {
+		t.Fatalf("before the drain the reads went %v; want both replicas", before)
+	}
+	start := time.Now()
+	n, err := s.app.DrainNode("replica1", 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("drain answered: %s, %d connections", n.State, n.Connections)
+	for {
+		st := nodeState(t, s, "replica1")
+		if st == "drained" {
+			break
+		}
+		if time.Since(start) > 15*time.Second {
+			t.Fatalf("replica1 is still %s after 15 s", st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	took := time.Since(start)
+	during := phase(time.Second)
+	if _, err := s.app.UndrainNode("replica1"); err != nil {
+		t.Fatal(err)
+	}
+	after := phase(time.Second)
+	close(stop)
+	wg.Wait()
+	t.Logf("reads before %v, drained in %s, then %v, undrained %v; %d errors", before, took.Round(time.Millisecond), during, after, errs.Load())
+	if errs.Load() != 0 {
+		t.Errorf("%d client errors during the drain (first: %v)", errs.Load(), firstErr.Load())
+	}
+	if during["replica1"] != 0 || during["replica2"] == 0 {
+		t.Errorf("reads while drained: %v; want none on replica1", during)
+	}
+	if after["replica1"] == 0 {
+		t.Errorf("reads after undrain: %v; want replica1 back", after)
+	}
+	if _, err := s.app.DrainNode("primary", time.Second); err == nil {
+		t.Error("the primary could be drained")
+	}
+}
+
+func nodeState(t *testing.T, s *sluice, name string) string {
+	t.Helper()
+	for _, n := range s.app.Nodes() {
+		if n.Name == name {
+			return n.State
+		}
+	}
+	t.Fatalf("no node %s", name)
+	return ""
+}
