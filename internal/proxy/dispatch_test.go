@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,14 +121,22 @@ func TestEndpointSettingsChangeLive(t *testing.T) {
 		t.Fatalf("after: %s (%s), want the primary by weight", node, reason)
 	}
 	ro := next
-	ro.Mode = route.ReadOnly
+	ro.Mode, ro.Weights = route.ReadOnly, []int{0, 100, 100}
 	if err := ep.Update(ro); err != nil {
 		t.Fatal(err)
 	}
-	// A session of a read-write endpoint has no replica of its own: the change reaches it as
-	// an error, not as a statement sent nowhere.
-	if _, err := c.ExecContext(ctx, "SELECT 1"); err == nil {
-		t.Fatal("a read-write session went on after its endpoint became read-only")
+	// A change of mode applies to the connections accepted from then on: a session keeps the
+	// mode it began under (a read-write session holds the primary, a read-only one its
+	// replica), and takes the endpoint's other settings.
+	if _, err := c.ExecContext(ctx, "SELECT 1"); err != nil {
+		t.Fatalf("a read-write session after its endpoint became read-only: %v", err)
+	}
+	if node, _, reason := lastRoute(t, c); node == "primary" || reason != "read" {
+		t.Fatalf("the read-write session after the change: %s (%s), want a replica by weight", node, reason)
+	}
+	fresh := conn(t, open(t, dsn(s.rw, "app", "app", "test", "")))
+	if _, err := fresh.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS t_mode (id INT)"); err == nil || !strings.Contains(err.Error(), "1290") {
+		t.Fatalf("a write on a connection accepted after the change: %v, want 1290 (read-only)", err)
 	}
 }
 
