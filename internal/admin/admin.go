@@ -111,6 +111,7 @@ type EndpointSettings struct {
 	MaxConnections     int            `json:"max_connections"`
 	MultiStatements    string         `json:"multi_statements"`
 	TLS                string         `json:"tls"`
+	Allow              []string       `json:"allow"`
 }
 
 // Session is one client session.

@@ -53,6 +53,11 @@ type App struct {
 	admin     *admin.Server
 	adminAddr string
 	changes   map[[2]string]uint64 // admin changes by kind and outcome (under changeMu)
+	// acctMu serializes the loads of the primary's accounts; acctLoaded is the last one's
+	// time, acctCount its size.
+	acctMu     sync.Mutex
+	acctLoaded time.Time
+	acctCount  int
 	// drainTimers close what is left on a drained node at the drain's timeout (under changeMu).
 	drainTimers map[int]*time.Timer
 }
@@ -132,6 +137,10 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		}
 		opts.Endpoints = append(opts.Endpoints, ep)
 	}
+	var self *App // the accounts' refresh, once a exists
+	if cfg.Accounts.FromPrimary {
+		opts.RefreshAccounts = func() { self.refreshAccounts(context.Background(), true) }
+	}
 	p, err := proxy.New(opts)
 	if err != nil {
 		topo.Close()
@@ -140,6 +149,10 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 	a := &App{cfg: cfg, log: log, topo: topo, mon: newMonitor(cfg, topo, positions, log, btls, btlsMode), proxy: p,
 		positions: positions, btls: btls, btlsMode: btlsMode,
 		addrs: map[string]string{}, ready: make(chan struct{}), version: "dev", started: time.Now()}
+	self = a
+	if cfg.Accounts.FromPrimary {
+		p.SetAccounts([]proxy.Account{}) // none until the first load: only the users list logs in
+	}
 	if cfg.Path != "" {
 		// What the admin API's changes edit and write back.
 		if a.raw, err = os.ReadFile(cfg.Path); err != nil {
@@ -193,17 +206,8 @@ func newMonitor(cfg *config.Config, topo *topology.Topology, positions *topology
 	if m.User == "" {
 		return nil
 	}
-	creds := backend.Credentials{User: m.User, Password: m.Password, HasPassword: true}
-	timeout := cfg.Timeouts.Connect.Duration
 	dial := func(ctx context.Context, n *topology.Node) (monitor.Conn, error) {
-		o := backend.Options{Address: n.Address, Credentials: creds, ConnectTimeout: timeout}
-		if mode == proxy.BackendTLSPreferred || mode == proxy.BackendTLSRequired {
-			o.TLS, o.TLSRequired = btls.Clone(), mode == proxy.BackendTLSRequired
-			if o.TLS.ServerName == "" {
-				o.TLS.ServerName, _, _ = net.SplitHostPort(n.Address)
-			}
-		}
-		c, err := backend.Dial(ctx, o)
+		c, err := dialMonitor(ctx, cfg, btls, mode, n)
 		if err != nil {
 			return nil, err
 		}
@@ -216,6 +220,25 @@ func newMonitor(cfg *config.Config, topo *topology.Topology, positions *topology
 		Logger:    log,
 		Positions: positions,
 	})
+}
+
+// dialMonitor connects to node n as the monitor account, with TLS as backend_tls says for a
+// client without TLS (preferred and required: TLS).
+func dialMonitor(ctx context.Context, cfg *config.Config, btls *tls.Config, mode proxy.BackendTLSMode, n *topology.Node) (*backend.Conn, error) {
+	creds := backend.Credentials{User: cfg.Monitor.User, Password: cfg.Monitor.Password, HasPassword: true}
+	o := backend.Options{Address: n.Address, Credentials: creds, ConnectTimeout: cfg.Timeouts.Connect.Duration}
+	if mode == proxy.BackendTLSPreferred || mode == proxy.BackendTLSRequired {
+		o.TLS, o.TLSRequired = btls.Clone(), mode == proxy.BackendTLSRequired
+		if o.TLS.ServerName == "" {
+			o.TLS.ServerName, _, _ = net.SplitHostPort(n.Address)
+		}
+	}
+	return backend.Dial(ctx, o)
+}
+
+// dialMonitor connects to node n as the monitor account.
+func (a *App) dialMonitor(ctx context.Context, n *topology.Node) (*backend.Conn, error) {
+	return dialMonitor(ctx, a.cfg, a.btls, a.btlsMode, n)
 }
 
 // endpoint turns an endpoint's configuration into the proxy's: typed values, weights by node
@@ -238,7 +261,7 @@ func endpoint(cfg *config.Config, e config.Endpoint) (proxy.Endpoint, error) {
 		return proxy.Endpoint{}, err
 	}
 	ep := proxy.Endpoint{
-		Name: e.Name, Listen: e.Listen, MaxConnections: e.MaxConnections, TLS: tlsMode,
+		Name: e.Name, Listen: e.Listen, MaxConnections: e.MaxConnections, TLS: tlsMode, Allow: allowList(e),
 		Routing: route.Settings{
 			Mode: mode, Policy: policy, SplitTx: e.TransactionSplit,
 			StrictMulti: e.MultiStatements == config.MultiStatementsStrict,
@@ -268,6 +291,9 @@ func (a *App) Run(ctx context.Context) error {
 		wg.Go(func() { a.mon.Run(monCtx) })
 		for i, n := range a.topo.Snapshot().Nodes {
 			wg.Go(func() { a.stream(monCtx, i, n) })
+		}
+		if a.cfg.Accounts.FromPrimary {
+			wg.Go(func() { a.watchAccounts(monCtx) })
 		}
 		defer func() { stopMon(); wg.Wait() }()
 	}

@@ -24,7 +24,7 @@ import (
 // validating every change as the configuration file is validated and writing it back there.
 
 // patchable are the endpoint settings PATCH /v1/endpoints/{name} changes while sluice runs.
-var patchable = []string{"balance", "connections_from", "consistency", "consistency_timeout", "max_connections",
+var patchable = []string{"allow", "balance", "connections_from", "consistency", "consistency_timeout", "max_connections",
 	"max_replica_lag", "mode", "multi_statements", "nearest_zone", "read_weights", "transaction_split"}
 
 // Proxy implements admin.Control.
@@ -96,7 +96,7 @@ func (a *App) endpointsOf(cfg *config.Config) []admin.Endpoint {
 				ConnectionsFrom: e.ConnectionsFrom, NearestZone: e.NearestZone, MaxReplicaLag: e.MaxReplicaLag.String(),
 				Consistency: e.Consistency, ConsistencyTimeout: e.ConsistencyTimeout.String(),
 				TransactionSplit: e.TransactionSplit, MaxConnections: e.MaxConnections,
-				MultiStatements: e.MultiStatements, TLS: e.TLS}}
+				MultiStatements: e.MultiStatements, TLS: e.TLS, Allow: e.Allow}}
 		for i, n := range st.ByNode {
 			if i < len(snap.Nodes) {
 				ae.ReadsByNode[snap.Nodes[i].Name] = n
@@ -264,6 +264,7 @@ func (a *App) applyEndpoint(next *config.Config, name string) error {
 			return err
 		}
 		a.proxy.SetMaxConnections(name, e.MaxConnections)
+		a.proxy.SetAllow(name, allowList(e))
 		return nil
 	}
 	return fmt.Errorf("no endpoint is named %q", name)

@@ -31,7 +31,8 @@ Commands:
                                 balance=weighted, consistency=session, consistency_timeout=20ms,
                                 max_replica_lag=5s, transaction_split=true, max_connections=500,
                                 nearest_zone=true, connections_from=nodes, multi_statements=strict,
-                                mode=read-only (new connections); KEY=default puts the default back
+                                mode=read-only (new connections), allow=10.0.0.0/8,192.168.1.5;
+                                KEY=default puts the default back
   drain NODE [--timeout D]      take a replica out of service: no new reads at once, sessions leave
                                 at their next statement boundary, what is left is closed after D (30s)
   undrain NODE                  put it back in service
@@ -382,6 +383,8 @@ func parseSettings(args []string) (map[string]any, error) {
 				w[name] = weight
 			}
 			patch[k] = w
+		case k == "allow":
+			patch[k] = strings.Split(v, ",")
 		case k == "nearest_zone" || k == "transaction_split":
 			b, err := strconv.ParseBool(v)
 			if err != nil {

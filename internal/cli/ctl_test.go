@@ -183,6 +183,23 @@ func TestCtl(t *testing.T) {
 		t.Errorf("reload of an invalid file: exit %d, %q", code, errOut)
 	}
 
+	// An allow list: a client from elsewhere gets 1130 before the greeting.
+	mustCtl("endpoint", "rw", "allow=10.0.0.0/8,192.168.1.5")
+	db2, _ := sql.Open("mysql", "app:app@tcp("+addr+")/test?timeout=5s")
+	if err := db2.Ping(); err == nil || !strings.Contains(err.Error(), "1130") {
+		t.Errorf("a client outside the allow list: %v, want 1130", err)
+	}
+	db2.Close()
+	if code, _, errOut := ctl("endpoint", "rw", "allow=10.0.0.300/8"); code != 1 || !strings.Contains(errOut, "allow[0]: invalid value") {
+		t.Errorf("a bad allow entry: exit %d, %q", code, errOut)
+	}
+	mustCtl("endpoint", "rw", "allow=default")
+	db2, _ = sql.Open("mysql", "app:app@tcp("+addr+")/test?timeout=5s")
+	if err := db2.Ping(); err != nil {
+		t.Errorf("after the allow list was removed: %v", err)
+	}
+	db2.Close()
+
 	// Drain and undrain (the drain under load is TestDrainUnderLoad's).
 	if out := mustCtl("drain", "replica1", "--timeout", "5s"); !regexp.MustCompile(`^replica1: (draining|drained) `).MatchString(out) {
 		t.Errorf("drain: %q", out)
@@ -218,8 +235,8 @@ func TestCtl(t *testing.T) {
 		`(?m)^sluice_node_state\{node="primary",state="up"\} 1$`,
 		`(?m)^sluice_node_primary\{node="primary"\} 1$`,
 		`(?m)^sluice_client_sessions\{endpoint="rw"\} `,
-		`(?m)^sluice_admin_changes_total\{kind="patch_endpoint",outcome="applied"\} 2$`,
-		`(?m)^sluice_admin_changes_total\{kind="patch_endpoint",outcome="refused"\} 5$`,
+		`(?m)^sluice_admin_changes_total\{kind="patch_endpoint",outcome="applied"\} 4$`,
+		`(?m)^sluice_admin_changes_total\{kind="patch_endpoint",outcome="refused"\} 6$`,
 		`(?m)^sluice_admin_changes_total\{kind="drain_node",outcome="refused"\} 1$`,
 		`(?m)^sluice_consistency_waits_total `,
 		`(?m)^go_goroutines `,

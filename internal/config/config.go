@@ -90,6 +90,7 @@ type Config struct {
 	Monitor    Monitor    `yaml:"monitor"`
 	Endpoints  []Endpoint `yaml:"endpoints"`
 	Admin      Admin      `yaml:"admin"`
+	Accounts   Accounts   `yaml:"accounts"`
 	Log        Log        `yaml:"log"`
 	Timeouts   Timeouts   `yaml:"timeouts"`
 	TLS        TLS        `yaml:"tls"`
@@ -168,6 +169,18 @@ type Endpoint struct {
 	// ConsistencyTimeout: how long a read waits for a replica to reach the position its level
 	// needs, then it goes to the primary. Default 10ms, at most 60s.
 	ConsistencyTimeout Duration `yaml:"consistency_timeout"`
+	// Allow lists the client networks (CIDR, or one address) the endpoint accepts; empty: any.
+	// A client from elsewhere gets error 1130 before anything else.
+	Allow []string `yaml:"allow"`
+}
+
+// Accounts says where client accounts come from besides the users list.
+type Accounts struct {
+	// FromPrimary loads the primary's own accounts (mysql.global_priv on MariaDB, mysql.user
+	// on MySQL) with the monitor account, and refreshes them every Refresh and, rate-limited,
+	// when an unknown user tries to log in. The users list wins on a clash of names.
+	FromPrimary bool     `yaml:"from_primary"`
+	Refresh     Duration `yaml:"refresh"` // default 60s, at least 1s
 }
 
 // Admin is the control plane's HTTP listener: the REST API that sluice ctl speaks, /metrics,
@@ -219,6 +232,9 @@ type Timeouts struct {
 	Shutdown Duration `yaml:"shutdown"` // graceful drain on SIGTERM, default 30s
 	Idle     Duration `yaml:"idle"`     // idle client connection timeout; 0 = none (default)
 }
+
+// DefaultAccountsRefresh is how often accounts.from_primary reloads the primary's accounts.
+const DefaultAccountsRefresh = 60 * time.Second
 
 // Load reads the file at path and parses it with Parse.
 func Load(path string) (*Config, error) {
@@ -298,6 +314,7 @@ func (c *Config) applyDefaults(unset func(key string, zero bool) bool) {
 		c.Monitor.DownAfter = DefaultMonitorDownAfter
 	}
 	dur(&c.Monitor.SwitchoverTimeout, "monitor.switchover_timeout", DefaultSwitchoverTimeout)
+	dur(&c.Accounts.Refresh, "accounts.refresh", DefaultAccountsRefresh)
 	dur(&c.Timeouts.Connect, "timeouts.connect", DefaultConnectTimeout)
 	dur(&c.Timeouts.Write, "timeouts.write", DefaultWriteTimeout)
 	dur(&c.Timeouts.Shutdown, "timeouts.shutdown", DefaultShutdownTimeout)

@@ -38,7 +38,8 @@ func TestLoadExample(t *testing.T) {
 			{Name: "primary", Address: "127.0.0.1:23306", Role: "primary", Zone: "az1"},
 			{Name: "replica1", Address: "127.0.0.1:23307", Role: "replica"},
 		},
-		Monitor: Monitor{User: "sluice_monitor", Password: "mon-secret", Interval: dur(time.Second), DownAfter: 3, SwitchoverTimeout: dur(10 * time.Second)},
+		Monitor:  Monitor{User: "sluice_monitor", Password: "mon-secret", Interval: dur(time.Second), DownAfter: 3, SwitchoverTimeout: dur(10 * time.Second)},
+		Accounts: Accounts{Refresh: dur(time.Minute)},
 		Endpoints: []Endpoint{{
 			Name:        "rw",
 			Listen:      "127.0.0.1:6033",

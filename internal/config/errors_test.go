@@ -219,6 +219,17 @@ func TestParseErrors(t *testing.T) {
 			`sluice.yaml:14: endpoints[0].read_weights.replica1: invalid value "heavy" (want an integer)`,
 		}},
 
+		// Accounts.
+		{"accounts from the primary without a monitor", edit("accounts: {from_primary: true}\n"), []string{
+			`sluice.yaml:14: accounts.from_primary: needs the monitor account (monitor.user), which reads them (GRANT SELECT ON mysql.global_priv on MariaDB, mysql.user on MySQL)`,
+		}},
+		{"accounts refresh too short", edit("accounts: {refresh: 10ms}\n"), []string{
+			`sluice.yaml:14: accounts.refresh: invalid value 10ms (at least 1s)`,
+		}},
+		{"allow bad", edit("    allow: [10.0.0.0/8, nope]\n"), []string{
+			`sluice.yaml:14: endpoints[0].allow[1]: invalid value "nope" (want a network such as 10.0.0.0/8, or an address)`,
+		}},
+
 		// Admin.
 		{"admin off loopback without a token", edit("admin: {listen: '0.0.0.0:6080'}\n"), []string{
 			`sluice.yaml:14: admin.token: required when admin.listen is not a loopback address (0.0.0.0:6080): the API changes what sluice does`,

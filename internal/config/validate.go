@@ -5,10 +5,12 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"slices"
 	"sort"
 	"strconv"
+	"time"
 )
 
 // Validate checks the whole configuration and returns every problem found,
@@ -43,6 +45,7 @@ func (c *Config) validate() []*Error {
 	k.monitor()
 	k.endpoints(replicas, named)
 	k.admin()
+	k.accounts()
 	k.oneOf("log.format", c.Log.Format, LogFormatText, LogFormatJSON)
 	k.oneOf("log.level", c.Log.Level, LogLevelDebug, LogLevelInfo, LogLevelWarn, LogLevelError)
 	// connect and write must be positive: the proxy uses them as socket
@@ -67,7 +70,7 @@ func (c *Config) validate() []*Error {
 
 func (k *checker) users() {
 	c := k.c
-	if len(c.Users) == 0 {
+	if len(c.Users) == 0 && !c.Accounts.FromPrimary {
 		k.errorf("users", "at least one user is required")
 	}
 	k.uniqueNames("users", len(c.Users), func(i int) string { return c.Users[i].Name })
@@ -165,6 +168,36 @@ func (k *checker) monitor() {
 	if m.SwitchoverTimeout.Duration > MaxSwitchoverTimeout {
 		k.errorf("monitor.switchover_timeout", "invalid value %s (at most %s)", m.SwitchoverTimeout.Duration, MaxSwitchoverTimeout)
 	}
+}
+
+func (k *checker) accounts() {
+	a := k.c.Accounts
+	k.duration("accounts.refresh", a.Refresh, true)
+	if a.Refresh.Duration > 0 && a.Refresh.Duration < time.Second {
+		k.errorf("accounts.refresh", "invalid value %s (at least 1s)", a.Refresh.Duration)
+	}
+	if a.FromPrimary && k.c.Monitor.User == "" {
+		k.errorf("accounts.from_primary", "needs the monitor account (monitor.user), which reads them (GRANT SELECT ON mysql.global_priv on MariaDB, mysql.user on MySQL)")
+	}
+	for i, e := range k.c.Endpoints {
+		for j, a := range e.Allow {
+			if _, err := ParseAllow(a); err != nil {
+				k.errorf(fmt.Sprintf("%s.allow[%d]", indexKey("endpoints", i), j), "invalid value %q (want a network such as 10.0.0.0/8, or an address)", a)
+			}
+		}
+	}
+}
+
+// ParseAllow reads one entry of an endpoint's allow list: a CIDR network, or one address.
+func ParseAllow(s string) (netip.Prefix, error) {
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	return netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()), nil
 }
 
 func (k *checker) admin() {

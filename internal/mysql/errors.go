@@ -20,6 +20,8 @@ const (
 	ErrConCount                 = 1040 // Too many connections
 	ErrOutOfResources           = 1041 // Out of memory
 	ErrHandshake                = 1043 // Bad handshake
+	ErrHostNotPrivileged        = 1130 // Host '...' is not allowed to connect
+	ErrAccountLocked            = 4151 // Access denied, this account is locked
 	ErrAccessDenied             = 1045
 	ErrUnknownCom               = 1047
 	ErrServerShutdown           = 1053

@@ -30,6 +30,11 @@ func targetPlugin(u *User, clientPlugin string) string {
 // no node was touched. On success it returns what sluice logs in to the nodes with.
 func (s *session) authenticate(name, clientPlugin string, resp []byte, force bool) (*User, backend.Credentials, error) {
 	u, creds, err := s.checkCredentials(name, clientPlugin, resp, force)
+	if err == nil && u.Locked {
+		// After the password, as the server checks it.
+		_ = s.writeErr(mysql.NewError(mysql.ErrAccountLocked, "HY000", "Access denied, this account is locked"))
+		return nil, backend.Credentials{}, fmt.Errorf("%w: user %s is locked", errAuth, u.Name)
+	}
 	if err == nil && u.RequireTLS && !s.tls {
 		_ = s.writeErr(mysql.AccessDenied(u.Name, s.host, true))
 		return nil, backend.Credentials{}, fmt.Errorf("%w: user %s requires TLS", errAuth, u.Name)
@@ -40,6 +45,23 @@ func (s *session) authenticate(name, clientPlugin string, resp []byte, force boo
 // checkCredentials is authenticate without the login rules.
 func (s *session) checkCredentials(name, clientPlugin string, resp []byte, force bool) (*User, backend.Credentials, error) {
 	u := s.p.users[name]
+	if t := s.p.accounts.Load(); t != nil {
+		// Accounts from the primary: the host rules first, as the server checks them.
+		acct, known := t.match(name, s.ip)
+		if !known && u == nil && s.p.opts.RefreshAccounts != nil {
+			s.p.opts.RefreshAccounts() // perhaps created a moment ago
+			if t = s.p.accounts.Load(); t != nil {
+				acct, known = t.match(name, s.ip)
+			}
+		}
+		switch {
+		case known && acct == nil, u != nil && !known:
+			_ = s.writeErr(hostRefused(s.host))
+			return nil, backend.Credentials{}, fmt.Errorf("%w: no account of user %q lets in host %s", errAuth, name, s.host)
+		case u == nil && acct != nil:
+			u = acct.user()
+		}
+	}
 	plugin := targetPlugin(u, clientPlugin)
 	if force || plugin != clientPlugin {
 		if !force {
@@ -70,6 +92,10 @@ func (s *session) checkCredentials(name, clientPlugin string, resp []byte, force
 			}
 		}
 		return deny()
+	}
+	if u.Unsupported != "" {
+		_ = s.writeErr(mysql.NewError(mysql.ErrAccessDenied, "28000", "Access denied for user '%s'@'%s': %s", name, s.host, u.Unsupported))
+		return nil, backend.Credentials{}, fmt.Errorf("%w: user %q: %s", errAuth, name, u.Unsupported)
 	}
 	creds := backend.Credentials{User: u.Name}
 	if u.HasPassword {

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"net/netip"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -196,4 +197,31 @@ func (p *Proxy) SetMaxConnections(name string, n int) bool {
 // position, those that timed out, and readings of the primary's position (global level).
 func (p *Proxy) ConsistencyCounts() (waits, timeouts, positionReads uint64) {
 	return uint64(p.consistencyWaits.Load()), uint64(p.consistencyTimeouts.Load()), p.primaryPos.readings()
+}
+
+// SetAllow changes endpoint name's allow list (empty: any client) for the connections it
+// accepts from then on; it reports whether there is such an endpoint.
+func (p *Proxy) SetAllow(name string, allow []netip.Prefix) bool {
+	ep := p.endpoints[name]
+	if ep == nil {
+		return false
+	}
+	a := slices.Clone(allow)
+	ep.allow.Store(&a)
+	return true
+}
+
+// allowed reports whether the endpoint's allow list lets a client from ip in.
+func (ep *endpoint) allowed(ip netip.Addr) bool {
+	a := ep.allow.Load()
+	if a == nil || len(*a) == 0 {
+		return true
+	}
+	ip = ip.Unmap()
+	for _, p := range *a {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
 }

@@ -31,6 +31,12 @@ func newNonce() []byte {
 
 // handshake greets the client, authenticates it, and connects the session to its node.
 func (s *session) handshake() error {
+	if !s.ep.allowed(s.ip) {
+		// In place of the greeting, as a server refuses a host no account lets in.
+		s.client.SetSeq(0)
+		_ = s.writeErr(hostRefused(s.host))
+		return fmt.Errorf("client %s is not in endpoint %s's allow list", s.host, s.ep.cfg.Name)
+	}
 	info := s.p.server.Load()
 	s.nonce = newNonce()
 	offered := info.caps

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +30,11 @@ type User struct {
 	HasHash     bool
 	Plugin      string // "" (whichever of the two the client uses), mysql_native_password or caching_sha2_password
 	RequireTLS  bool
+	// Locked: an account from the primary that is locked (error 4151 after its password).
+	Locked bool
+	// Unsupported says why an account from the primary cannot log in through sluice (its
+	// plugin); empty: it can.
+	Unsupported string
 }
 
 // Endpoint is one listening address: where it listens and how clients get in. How it routes is
@@ -37,8 +44,11 @@ type Endpoint struct {
 	Name           string
 	Listen         string
 	MaxConnections int // 0: no limit
-	TLS            TLSMode
-	Routing        route.Settings
+	// Allow lists the client networks the endpoint accepts (empty: any): a client from
+	// elsewhere gets error 1130 in place of the greeting. Changeable live (SetAllow).
+	Allow   []netip.Prefix
+	TLS     TLSMode
+	Routing route.Settings
 }
 
 // TLSMode is whether an endpoint offers TLS to its clients.
@@ -102,6 +112,10 @@ type Topology interface {
 // Options configure the proxy.
 type Options struct {
 	Users []User
+	// RefreshAccounts, when accounts come from the primary, reloads them now (rate-limited by
+	// the caller): a login by a user sluice does not know waits for it, so that an account just
+	// created on the primary logs in at once.
+	RefreshAccounts func()
 	// Topology gives the nodes and their state (required).
 	Topology Topology
 	// Endpoints are the addresses sluice serves (names unique).
@@ -152,6 +166,8 @@ type Proxy struct {
 	// consistencyWaits counts the replica reads that waited for a consistency level's
 	// position; consistencyTimeouts those of them that went to the primary instead.
 	consistencyWaits, consistencyTimeouts atomic.Int64
+	// accounts are the primary's accounts (SetAccounts); nil: accounts.from_primary is off.
+	accounts atomic.Pointer[accountTable]
 	// primaryPos is the primary's position, read for the global level's reads and shared
 	// among those that arrive together.
 	primaryPos primaryPos
@@ -179,6 +195,8 @@ type endpoint struct {
 	active atomic.Int64    // client sessions
 	// maxConns is cfg.MaxConnections, changeable live (SetMaxConnections); 0: no limit.
 	maxConns atomic.Int64
+	// allow is cfg.Allow, changeable live (SetAllow).
+	allow atomic.Pointer[[]netip.Prefix]
 	// done holds the statement counts of the endpoint's sessions that ended (sessionStats).
 	done sessionStats
 }
@@ -248,6 +266,8 @@ func New(opts Options) (*Proxy, error) {
 		}
 		e := &endpoint{cfg: ep, route: re}
 		e.maxConns.Store(int64(ep.MaxConnections))
+		allow := slices.Clone(ep.Allow)
+		e.allow.Store(&allow)
 		e.done = newSessionStats(n)
 		p.endpoints[ep.Name] = e
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"runtime/debug"
 	"sync"
@@ -42,6 +43,7 @@ type session struct {
 	client *mysql.Conn
 	log    *slog.Logger
 	host   string
+	ip     netip.Addr // the client's address (invalid when it is not an IP connection)
 	life   atomic.Int32
 
 	// sentAt is s.client.Sent() when the current command began (responseStarted).
@@ -137,7 +139,9 @@ func (p *Proxy) newSession(ep *endpoint, nc net.Conn) *session {
 	if err != nil {
 		host = nc.RemoteAddr().String()
 	}
+	ip, _ := netip.ParseAddr(host)
 	s := &session{
+		ip:       ip.Unmap(),
 		p:        p,
 		ep:       ep,
 		id:       id,

@@ -163,6 +163,12 @@ func (c *Cluster) setupAccounts(ctx context.Context) error {
 		stmts = append(stmts,
 			fmt.Sprintf("CREATE USER %s IDENTIFIED BY %s", acct, quote(MonitorPassword)),
 			fmt.Sprintf("GRANT %s ON *.* TO %s", strings.Join(monitor, ", "), acct))
+		// accounts.from_primary: the accounts' names, hosts, plugins and hashes.
+		if c.fl.mariadb() {
+			stmts = append(stmts, fmt.Sprintf("GRANT SELECT (User, Host, Priv) ON mysql.global_priv TO %s", acct))
+		} else {
+			stmts = append(stmts, fmt.Sprintf("GRANT SELECT ON mysql.user TO %s", acct))
+		}
 	}
 	stmts = append(stmts, "CREATE DATABASE IF NOT EXISTS test", "CREATE DATABASE IF NOT EXISTS gotest")
 	return c.exec(ctx, p, stmts...)

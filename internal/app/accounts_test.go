@@ -1,0 +1,32 @@
+package app
+
+import "testing"
+
+// TestAccountRows: the primary's rows as sluice reads them (mariadb-facts.md's recorded values).
+func TestAccountRows(t *testing.T) {
+	native, err := account("u", "%", "mysql_native_password", "*D821809F681A40A6E379B50D0463EFAE20BDD122", "false", "")
+	if err != nil || native.Plugin != "mysql_native_password" || native.NoPassword || native.Locked || native.Hash[0] != 0xD8 {
+		t.Errorf("native: %+v %v", native, err)
+	}
+	empty, err := account("u", "%", "mysql_native_password", "", "true", "")
+	if err != nil || !empty.NoPassword || !empty.Locked {
+		t.Errorf("no password, locked: %+v %v", empty, err)
+	}
+	// VIA ed25519 ... OR mysql_native_password: the top level holds the last alternative.
+	or, err := account("u", "%", "ed25519", "vRq+ROSzhW4MwhdoPvlkL1fHkT0w6ZDDbTpVQwSNQ90", "false",
+		`[{"plugin": "ed25519", "authentication_string": "vRq+ROSzhW4MwhdoPvlkL1fHkT0w6ZDDbTpVQwSNQ90"}, {"plugin": "mysql_native_password", "authentication_string": "*B27918D2C1D5C9C5B3B8A1A1E5F4D2C1B0A9F8E7"}]`)
+	if err != nil || or.Plugin != "mysql_native_password" || or.Hash[0] != 0xB2 {
+		t.Errorf("ed25519 OR native: %+v %v", or, err)
+	}
+	ed, err := account("u", "%", "ed25519", "vRq+ROSzhW4MwhdoPvlkL1fHkT0w6ZDDbTpVQwSNQ90", "false", "")
+	if err != nil || ed.Plugin != "ed25519" {
+		t.Errorf("ed25519: %+v %v", ed, err)
+	}
+	mysqlLocked, _ := account("u", "%", "mysql_native_password", "", "Y", "")
+	if !mysqlLocked.Locked {
+		t.Error("MySQL's account_locked Y")
+	}
+	if _, err := account("u", "%", "mysql_native_password", "*XYZ", "false", ""); err == nil {
+		t.Error("a bad hash was taken")
+	}
+}

@@ -1,0 +1,98 @@
+package proxy_test
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicedb/sluice/internal/config"
+	"github.com/sluicedb/sluice/internal/testutil"
+)
+
+// TestAccountsFromPrimary: with accounts.from_primary, an account created on the primary logs in
+// through sluice at once (its first login makes sluice read the accounts again), with its own
+// password only; its reads go to the replicas as that user; a host pattern that does not cover
+// the client gets 1130; a locked account gets 4151 and a dropped one 1045 after the refresh; an
+// account whose plugin sluice cannot verify gets a clear 1045; the users list still logs in.
+func TestAccountsFromPrimary(t *testing.T) {
+	cl := testutil.Cluster(t)
+	admin, err := cl.AdminDB("primary")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, q := range []string{
+		"DROP USER IF EXISTS 'acc1'@'%', 'acc2'@'10.%', 'acc3'@'%'",
+		"CREATE USER 'acc1'@'%' IDENTIFIED BY 'pw1'",
+		"GRANT SELECT ON test.* TO 'acc1'@'%'",
+		"CREATE USER 'acc2'@'10.%' IDENTIFIED BY 'pw2'",
+		"CREATE USER 'acc3'@'%' IDENTIFIED VIA unix_socket",
+	} {
+		if _, err := admin.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	t.Cleanup(func() { _, _ = admin.ExecContext(ctx, "DROP USER IF EXISTS 'acc1'@'%', 'acc2'@'10.%', 'acc3'@'%'") })
+	if err := cl.WaitCaughtUp(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	s := startSluice(t, func(c *config.Config) {
+		c.Accounts.FromPrimary = true
+		c.Accounts.Refresh.Duration = time.Second
+	})
+	login := func(user, password string) error {
+		db, err := sql.Open("mysql", dsn(s.rw, user, password, "test", ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		var who string
+		err = db.QueryRowContext(ctx, "SELECT CURRENT_USER()").Scan(&who)
+		if err == nil && !strings.HasPrefix(who, user+"@") {
+			t.Errorf("%s logged in as %s", user, who)
+		}
+		return err
+	}
+	if err := login("acc1", "pw1"); err != nil {
+		t.Fatalf("acc1, created on the primary: %v", err)
+	}
+	for _, c := range []struct{ user, password, want string }{
+		{"acc1", "wrong", "Error 1045"},
+		{"acc2", "pw2", "Error 1130 (HY000): Host '127.0.0.1' is not allowed to connect"},
+		{"acc3", "", "authenticates with unix_socket"},
+		{"nobody", "x", "Error 1045"},
+	} {
+		if err := login(c.user, c.password); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.user, err, c.want)
+		}
+	}
+	if err := login("app", "app"); err != nil {
+		t.Errorf("app, in the users list: %v", err)
+	}
+	if _, err := admin.ExecContext(ctx, "ALTER USER 'acc1'@'%' ACCOUNT LOCK"); err != nil {
+		t.Fatal(err)
+	}
+	waitLogin(t, func() error { return login("acc1", "pw1") }, "Error 4151 (HY000): Access denied, this account is locked")
+	if _, err := admin.ExecContext(ctx, "DROP USER 'acc1'@'%'"); err != nil {
+		t.Fatal(err)
+	}
+	waitLogin(t, func() error { return login("acc1", "pw1") }, "Error 1045")
+}
+
+// waitLogin waits (up to 5 s: a few refreshes) until login fails with want.
+func waitLogin(t *testing.T, login func() error, want string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := login()
+		if err != nil && strings.Contains(err.Error(), want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("login: %v, want %q within 5 s", err, want)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
