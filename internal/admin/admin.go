@@ -7,6 +7,7 @@ package admin
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
 	"crypto/tls"
 	"encoding/json"
@@ -38,6 +39,11 @@ type Control interface {
 	DrainNode(name string, timeout time.Duration) (Node, error)
 	// UndrainNode puts node name back in service.
 	UndrainNode(name string) (Node, error)
+	// CreateEndpoint adds an endpoint (its settings as in the file, name and listen required)
+	// and starts it; DeleteEndpoint stops one accepting, lets its sessions finish until
+	// timeouts.shutdown and closes the rest. Both write the file back.
+	CreateEndpoint(body map[string]json.RawMessage) (Change, error)
+	DeleteEndpoint(name string) (Change, error)
 	// Sessions lists the client sessions.
 	Sessions() []Session
 	// KillSession closes client session id and its node connections; false: no such session.
@@ -91,10 +97,10 @@ type Endpoint struct {
 	Address  string           `json:"address"` // bound address
 	Settings EndpointSettings `json:"settings"`
 	Sessions int64            `json:"sessions"`
-	// Statements counts the statements its sessions ran; ReadsByNode the reads each node
-	// served (node name -> count).
-	Statements  uint64            `json:"statements"`
-	ReadsByNode map[string]uint64 `json:"reads_by_node"`
+	// Statements counts the statements its sessions sent to the nodes; StatementsByNode
+	// splits them by node (node name -> count), reads and writes alike.
+	Statements       uint64            `json:"statements"`
+	StatementsByNode map[string]uint64 `json:"statements_by_node"`
 }
 
 // EndpointSettings are an endpoint's settings, as in the configuration file.
@@ -237,6 +243,27 @@ func New(o Options) *Server {
 		writeError(w, Errorf(http.StatusNotFound, "not_found", "", "no endpoint is named %q", r.PathValue("name")))
 	}))
 	mux.HandleFunc("PATCH /v1/endpoints/{name}", s.auth(s.patchEndpoint))
+	mux.HandleFunc("POST /v1/endpoints", s.auth(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]json.RawMessage
+		if err := readJSON(r, &body); err != nil {
+			writeError(w, err)
+			return
+		}
+		ch, err := o.Control.CreateEndpoint(body)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusCreated, ch)
+	}))
+	mux.HandleFunc("DELETE /v1/endpoints/{name}", s.auth(func(w http.ResponseWriter, r *http.Request) {
+		ch, err := o.Control.DeleteEndpoint(r.PathValue("name"))
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, ch)
+	}))
 	mux.HandleFunc("GET /v1/sessions", s.auth(func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"sessions": o.Control.Sessions()})
 	}))
@@ -269,8 +296,15 @@ func New(o Options) *Server {
 	mux.HandleFunc("/", s.auth(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, Errorf(http.StatusNotFound, "not_found", "", "no such resource: %s %s", r.Method, r.URL.Path))
 	}))
+	// Browsers: a page the operator visits must not drive the API (cross-site POST, PATCH,
+	// DELETE are refused); without a token, neither through a name it rebinds to 127.0.0.1
+	// (only loopback Host headers are served).
+	var h http.Handler = http.NewCrossOriginProtection().Handler(mux)
+	if o.Token == "" {
+		h = loopbackHostOnly(h)
+	}
 	s.srv = &http.Server{
-		Handler:           mux,
+		Handler:           h,
 		TLSConfig:         o.TLS,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
@@ -303,15 +337,33 @@ func (s *Server) Serve(ln net.Listener) error {
 // Shutdown stops the server, letting requests under way finish until ctx ends.
 func (s *Server) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx) }
 
+// loopbackHostOnly refuses requests whose Host header is not a loopback address or localhost.
+func loopbackHostOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if hst, _, err := net.SplitHostPort(host); err == nil {
+			host = hst
+		}
+		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			writeError(w, Errorf(http.StatusForbidden, "forbidden", "", "without admin.token the API answers only requests to a loopback address (Host %q)", r.Host))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
 // auth wraps h: with a token, a request without it gets 401.
 func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
 	if s.o.Token == "" {
 		return h
 	}
-	want := []byte("Bearer " + s.o.Token)
+	// Digests of equal length: ConstantTimeCompare would return at once on a length mismatch,
+	// telling the token's length.
+	want := sha256.Sum256([]byte("Bearer " + s.o.Token))
 	return func(w http.ResponseWriter, r *http.Request) {
-		got := []byte(r.Header.Get("Authorization"))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
+		got := sha256.Sum256([]byte(r.Header.Get("Authorization")))
+		if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="sluice"`)
 			writeError(w, Errorf(http.StatusUnauthorized, "unauthorized", "", "this request needs the admin token (Authorization: Bearer TOKEN)"))
 			return

@@ -45,7 +45,19 @@ func (f *fake) DrainNode(name string, timeout time.Duration) (Node, error) {
 	return Node{Name: name, State: "draining"}, nil
 }
 func (f *fake) UndrainNode(name string) (Node, error) { return Node{Name: name, State: "up"}, nil }
-func (f *fake) Sessions() []Session                   { return []Session{{ID: 7, User: "app"}} }
+func (f *fake) CreateEndpoint(body map[string]json.RawMessage) (Change, error) {
+	if _, ok := body["name"]; !ok {
+		return Change{}, Errorf(http.StatusBadRequest, "invalid", "name", "required")
+	}
+	return Change{Changed: []string{"endpoints.x (new)"}, Persisted: true}, nil
+}
+func (f *fake) DeleteEndpoint(name string) (Change, error) {
+	if name != "rw" {
+		return Change{}, Errorf(http.StatusNotFound, "not_found", "", "no endpoint is named %q", name)
+	}
+	return Change{Changed: []string{"endpoints.rw (removed)"}, Persisted: true}, nil
+}
+func (f *fake) Sessions() []Session { return []Session{{ID: 7, User: "app"}} }
 func (f *fake) KillSession(id uint64) bool {
 	f.killed = append(f.killed, id)
 	return id == 7
@@ -56,6 +68,7 @@ func (f *fake) Readiness() error        { return f.ready }
 func call(t *testing.T, h http.Handler, method, path, token, body string, header ...string) (int, map[string]any) {
 	t.Helper()
 	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	req.Host = "127.0.0.1:6080"
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -148,6 +161,18 @@ func TestHandlers(t *testing.T) {
 			t.Errorf("PATCH %.40q (%s): %d %v; want %d %s %s", c.body, c.ct, code, out, c.status, c.code, c.fld)
 		}
 	}
+	if code, out := call(t, h, "POST", "/v1/endpoints", "", `{"name":"x","listen":"127.0.0.1:0"}`); code != 201 || out["persisted"] != true {
+		t.Errorf("create: %d %v", code, out)
+	}
+	if code, out := call(t, h, "POST", "/v1/endpoints", "", `{"listen":"127.0.0.1:0"}`); code != 400 {
+		t.Errorf("create without a name: %d %v", code, out)
+	}
+	if code, _ := call(t, h, "DELETE", "/v1/endpoints/rw", "", ""); code != 200 {
+		t.Errorf("delete: %d", code)
+	}
+	if code, _ := call(t, h, "DELETE", "/v1/endpoints/nope", "", ""); code != 404 {
+		t.Errorf("delete of no endpoint: %d", code)
+	}
 	if code, _ := call(t, h, "PATCH", "/v1/endpoints/nope", "", `{"balance":"weighted"}`); code != 404 {
 		t.Errorf("patch of no endpoint: %d", code)
 	}
@@ -183,6 +208,20 @@ func TestHandlers(t *testing.T) {
 	}
 	if code, out := call(t, h, "POST", "/v1/nodes/primary/undrain", "", ""); code != 200 || out["state"] != "up" {
 		t.Errorf("undrain: %d %v", code, out)
+	}
+	// A browser page on another site cannot change anything; a rebound name is refused.
+	req := httptest.NewRequest("POST", "http://127.0.0.1:6080/v1/reload", nil)
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != 403 {
+		t.Errorf("a cross-site POST: %d, want 403", rec.Code)
+	}
+	req = httptest.NewRequest("GET", "http://evil.example:6080/v1/sessions", nil)
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != 403 {
+		t.Errorf("Host evil.example without a token: %d, want 403", rec.Code)
 	}
 	f.ready = errors.New("the primary is down")
 	if code, out := call(t, h, "GET", "/readyz", "", ""); code != 503 || out["reason"] != "the primary is down" {

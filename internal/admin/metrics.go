@@ -19,7 +19,8 @@ type Stats struct {
 	// Consistency levels: replica reads that waited for a position, those that timed out (and
 	// went to the primary), and readings of the primary's position for the global level.
 	ConsistencyWaits, ConsistencyTimeouts, PrimaryPositionReads uint64
-	// AdminChanges counts the admin API's changes by kind and outcome ("patch ok", ...).
+	// AdminChanges counts the admin API's changes by kind and outcome ({"patch_endpoint",
+	// "applied"}, ...).
 	AdminChanges map[[2]string]uint64
 }
 
@@ -64,7 +65,7 @@ func MetricsHandler(stats func() Stats) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&collector{stats: stats})
-	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, MaxRequestsInFlight: 4})
 }
 
 var (

@@ -33,7 +33,7 @@ const accountsOnDemand = time.Second
 func (a *App) watchAccounts(ctx context.Context) {
 	for {
 		a.refreshAccounts(ctx, false)
-		t := time.NewTimer(a.cfg.Accounts.Refresh.Duration)
+		t := time.NewTimer(a.boot.Accounts.Refresh.Duration)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -52,7 +52,7 @@ func (a *App) refreshAccounts(ctx context.Context, onDemand bool) {
 	if onDemand && time.Since(a.acctLoaded) < accountsOnDemand {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, a.cfg.Timeouts.Connect.Duration)
+	ctx, cancel := context.WithTimeout(ctx, a.boot.Timeouts.Connect.Duration)
 	defer cancel()
 	accts, err := a.loadAccounts(ctx)
 	a.acctLoaded = time.Now()

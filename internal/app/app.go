@@ -28,6 +28,10 @@ import (
 
 // App is a configured sluice.
 type App struct {
+	// boot is the configuration sluice started with, never changed: what only a restart
+	// changes (backends, monitor, timeouts, listeners at start) is read there. cfg is the
+	// configuration in force, replaced by the admin API's changes (under changeMu).
+	boot  *config.Config
 	cfg   *config.Config
 	log   *slog.Logger
 	topo  *topology.Topology
@@ -42,6 +46,7 @@ type App struct {
 	mu    sync.Mutex
 	addrs map[string]string // endpoint name -> bound address, once listening
 	ready chan struct{}
+	errc  chan error // a listener that failed: Run ends
 
 	version string    // sluice's, for the admin API
 	started time.Time // when New ran
@@ -146,13 +151,10 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		topo.Close()
 		return nil, err
 	}
-	a := &App{cfg: cfg, log: log, topo: topo, mon: newMonitor(cfg, topo, positions, log, btls, btlsMode), proxy: p,
+	a := &App{boot: cfg, cfg: cfg, log: log, topo: topo, mon: newMonitor(cfg, topo, positions, log, btls, btlsMode), proxy: p,
 		positions: positions, btls: btls, btlsMode: btlsMode,
-		addrs: map[string]string{}, ready: make(chan struct{}), version: "dev", started: time.Now()}
+		addrs: map[string]string{}, ready: make(chan struct{}), version: "dev", started: time.Now(), errc: make(chan error, 1)}
 	self = a
-	if cfg.Accounts.FromPrimary {
-		p.SetAccounts([]proxy.Account{}) // none until the first load: only the users list logs in
-	}
 	if cfg.Path != "" {
 		// What the admin API's changes edit and write back.
 		if a.raw, err = os.ReadFile(cfg.Path); err != nil {
@@ -238,7 +240,7 @@ func dialMonitor(ctx context.Context, cfg *config.Config, btls *tls.Config, mode
 
 // dialMonitor connects to node n as the monitor account.
 func (a *App) dialMonitor(ctx context.Context, n *topology.Node) (*backend.Conn, error) {
-	return dialMonitor(ctx, a.cfg, a.btls, a.btlsMode, n)
+	return dialMonitor(ctx, a.boot, a.btls, a.btlsMode, n)
 }
 
 // endpoint turns an endpoint's configuration into the proxy's: typed values, weights by node
@@ -279,7 +281,7 @@ func endpoint(cfg *config.Config, e config.Endpoint) (proxy.Endpoint, error) {
 // Run listens on every endpoint and serves until ctx ends, then shuts down gracefully: it stops
 // accepting, lets running statements finish for up to timeouts.shutdown, and closes the rest.
 func (a *App) Run(ctx context.Context) error {
-	probeCtx, cancel := context.WithTimeout(ctx, a.cfg.Timeouts.Connect.Duration+time.Second)
+	probeCtx, cancel := context.WithTimeout(ctx, a.boot.Timeouts.Connect.Duration+time.Second)
 	if err := a.proxy.LearnPrimary(probeCtx); err != nil {
 		a.log.Warn("primary not reachable yet; clients will get an error until it is", "err", err)
 	}
@@ -292,14 +294,14 @@ func (a *App) Run(ctx context.Context) error {
 		for i, n := range a.topo.Snapshot().Nodes {
 			wg.Go(func() { a.stream(monCtx, i, n) })
 		}
-		if a.cfg.Accounts.FromPrimary {
+		if a.boot.Accounts.FromPrimary {
 			wg.Go(func() { a.watchAccounts(monCtx) })
 		}
 		defer func() { stopMon(); wg.Wait() }()
 	}
 	var lns []net.Listener
-	for _, ep := range a.cfg.Endpoints {
-		ln, err := a.proxy.Listen(ep.Name)
+	for _, ep := range a.boot.Endpoints {
+		ln, err := a.listen(ep.Name)
 		if err != nil {
 			for _, l := range lns {
 				l.Close()
@@ -307,13 +309,9 @@ func (a *App) Run(ctx context.Context) error {
 			return err
 		}
 		lns = append(lns, ln)
-		a.mu.Lock()
-		a.addrs[ep.Name] = ln.Addr().String()
-		a.mu.Unlock()
-		a.log.Info("endpoint listening", "endpoint", ep.Name, "address", ln.Addr().String(), "mode", ep.Mode)
 	}
 	if a.admin != nil {
-		ln, err := net.Listen("tcp", a.cfg.Admin.Listen)
+		ln, err := net.Listen("tcp", a.boot.Admin.Listen)
 		if err != nil {
 			for _, l := range lns {
 				l.Close()
@@ -323,7 +321,7 @@ func (a *App) Run(ctx context.Context) error {
 		a.mu.Lock()
 		a.adminAddr = ln.Addr().String()
 		a.mu.Unlock()
-		a.log.Info("admin API listening", "address", ln.Addr().String(), "token", a.cfg.Admin.Token != "", "tls", a.cfg.Admin.TLS)
+		a.log.Info("admin API listening", "address", ln.Addr().String(), "token", a.boot.Admin.Token != "", "tls", a.boot.Admin.TLS)
 		go func() {
 			if err := a.admin.Serve(ln); err != nil {
 				a.log.Error("admin API stopped", "err", err)
@@ -336,17 +334,16 @@ func (a *App) Run(ctx context.Context) error {
 		}()
 	}
 	close(a.ready)
-	errc := make(chan error, len(lns))
-	for i, ep := range a.cfg.Endpoints {
-		go func() { errc <- a.proxy.Serve(ep.Name, lns[i]) }()
+	for i, ep := range a.boot.Endpoints {
+		a.serve(ep.Name, lns[i])
 	}
 	var serveErr error
 	select {
 	case <-ctx.Done():
-	case serveErr = <-errc:
+	case serveErr = <-a.errc:
 	}
-	a.log.Info("shutting down (a second signal ends sluice at once)", "sessions", a.proxy.Sessions(), "grace", a.cfg.Timeouts.Shutdown.Duration)
-	sctx, scancel := context.WithTimeout(context.Background(), a.cfg.Timeouts.Shutdown.Duration)
+	a.log.Info("shutting down (a second signal ends sluice at once)", "sessions", a.proxy.Sessions(), "grace", a.boot.Timeouts.Shutdown.Duration)
+	sctx, scancel := context.WithTimeout(context.Background(), a.boot.Timeouts.Shutdown.Duration)
 	defer scancel()
 	if err := a.proxy.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return err
@@ -364,6 +361,32 @@ func (a *App) Addr(name string) string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.addrs[name]
+}
+
+// listen opens endpoint name's listener and records its address.
+func (a *App) listen(name string) (net.Listener, error) {
+	ln, err := a.proxy.Listen(name)
+	if err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	a.addrs[name] = ln.Addr().String()
+	a.mu.Unlock()
+	a.log.Info("endpoint listening", "endpoint", name, "address", ln.Addr().String())
+	return ln, nil
+}
+
+// serve accepts endpoint name's connections on ln until it is closed (the endpoint removed, or
+// shutdown); a failure of the listener itself ends Run.
+func (a *App) serve(name string, ln net.Listener) {
+	go func() {
+		if err := a.proxy.Serve(name, ln); err != nil {
+			select {
+			case a.errc <- err:
+			default:
+			}
+		}
+	}()
 }
 
 // AdminAddr returns the address the admin API listens on (after Ready), or "" without one.
@@ -395,7 +418,7 @@ func (a *App) stream(ctx context.Context, i int, n *topology.Node) {
 	if topology.FlavorOf(snap.State[i].Version) == topology.MySQL {
 		fl = gtid.MySQL
 	}
-	o := binlog.Options{Address: n.Address, User: a.cfg.Monitor.User, Password: a.cfg.Monitor.Password, Flavor: fl,
+	o := binlog.Options{Address: n.Address, User: a.boot.Monitor.User, Password: a.boot.Monitor.Password, Flavor: fl,
 		Logger: a.log.With("node", n.Name)}
 	if a.btlsMode == proxy.BackendTLSPreferred || a.btlsMode == proxy.BackendTLSRequired {
 		o.TLS = a.btls.Clone()

@@ -91,7 +91,7 @@ func (a *App) endpointsOf(cfg *config.Config) []admin.Endpoint {
 	for _, e := range cfg.Endpoints {
 		st := a.proxy.EndpointStats(e.Name)
 		ae := admin.Endpoint{Name: e.Name, Listen: e.Listen, Address: a.Addr(e.Name), Sessions: st.Sessions,
-			Statements: st.Statements, ReadsByNode: map[string]uint64{},
+			Statements: st.Statements, StatementsByNode: map[string]uint64{},
 			Settings: admin.EndpointSettings{Mode: e.Mode, ReadWeights: e.ReadWeights, Balance: e.Balance,
 				ConnectionsFrom: e.ConnectionsFrom, NearestZone: e.NearestZone, MaxReplicaLag: e.MaxReplicaLag.String(),
 				Consistency: e.Consistency, ConsistencyTimeout: e.ConsistencyTimeout.String(),
@@ -99,7 +99,7 @@ func (a *App) endpointsOf(cfg *config.Config) []admin.Endpoint {
 				MultiStatements: e.MultiStatements, TLS: e.TLS, Allow: e.Allow}}
 		for i, n := range st.ByNode {
 			if i < len(snap.Nodes) {
-				ae.ReadsByNode[snap.Nodes[i].Name] = n
+				ae.StatementsByNode[snap.Nodes[i].Name] = n
 			}
 		}
 		out = append(out, ae)
@@ -187,9 +187,9 @@ func (a *App) PatchEndpoint(name string, patch map[string]json.RawMessage) (ch a
 			}
 			return admin.Change{}, admin.Errorf(http.StatusBadRequest, "invalid", k, "%s; these can: %s", msg, strings.Join(patchable, ", "))
 		}
-		var v any
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return admin.Change{}, admin.Errorf(http.StatusBadRequest, "invalid", k, "not a JSON value: %v", err)
+		v, err := patchValue(k, raw)
+		if err != nil {
+			return admin.Change{}, err
 		}
 		set[k] = v // nil (JSON null): back to the default
 		keys = append(keys, k)
@@ -218,6 +218,36 @@ func (a *App) PatchEndpoint(name string, patch map[string]json.RawMessage) (ch a
 	return ch, nil
 }
 
+// patchValue decodes setting k's JSON value. A string may not hold "$": the file expands
+// ${NAME} from the environment, and a value from the API must never read the process's
+// environment (nor learn which variables exist from the error).
+func patchValue(k string, raw json.RawMessage) (any, error) {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, admin.Errorf(http.StatusBadRequest, "invalid", k, "not a JSON value: %v", err)
+	}
+	var hasDollar func(any) bool
+	hasDollar = func(v any) bool {
+		switch v := v.(type) {
+		case string:
+			return strings.Contains(v, "$")
+		case []any:
+			return slices.ContainsFunc(v, hasDollar)
+		case map[string]any:
+			for key, x := range v {
+				if strings.Contains(key, "$") || hasDollar(x) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	if hasDollar(v) {
+		return nil, admin.Errorf(http.StatusBadRequest, "invalid", k, "a value from the API may not contain \"$\" (environment references belong in the file)")
+	}
+	return v, nil
+}
+
 // parse parses a new text of the configuration file as the one in force was: its path, and
 // the zone it runs in (serve's --zone and SLUICE_ZONE override the file's).
 func (a *App) parse(data []byte) (*config.Config, error) {
@@ -227,6 +257,14 @@ func (a *App) parse(data []byte) (*config.Config, error) {
 	}
 	next.Zone = a.cfg.Zone
 	return next, nil
+}
+
+// routingOf is endpoint e of next as the proxy runs it: read weights by the nodes sluice
+// started with (the topology's order; backends change only at a restart).
+func (a *App) routingOf(next *config.Config, e config.Endpoint) (proxy.Endpoint, error) {
+	c := *next
+	c.Backends = a.boot.Backends
+	return endpoint(&c, e)
 }
 
 // invalid turns the configuration's validation errors into the API's: the first problem's key
@@ -256,7 +294,7 @@ func (a *App) applyEndpoint(next *config.Config, name string) error {
 		if e.Name != name {
 			continue
 		}
-		ep, err := endpoint(next, e)
+		ep, err := a.routingOf(next, e)
 		if err != nil {
 			return err
 		}
@@ -311,36 +349,61 @@ func (a *App) Reload() (ch admin.Change, err error) {
 	for _, e := range a.cfg.Endpoints {
 		old[e.Name] = e
 	}
+	// First every change is built and checked, then applied: an endpoint that cannot take its
+	// settings changes nothing at all.
+	var update, start []string
 	for _, e := range next.Endpoints {
 		o, ok := old[e.Name]
 		delete(old, e.Name)
-		switch {
-		case !ok:
-			ch.Restart = append(ch.Restart, "endpoints."+e.Name+" (new)")
+		if !ok {
+			start = append(start, e.Name)
 			continue
-		case o.Listen != e.Listen || o.TLS != e.TLS:
+		}
+		if o.Listen != e.Listen || o.TLS != e.TLS {
 			ch.Restart = append(ch.Restart, "endpoints."+e.Name+".listen/tls")
 		}
 		o.Listen, o.TLS = e.Listen, e.TLS
-		if reflect.DeepEqual(o, e) {
+		if !reflect.DeepEqual(o, e) {
+			update = append(update, e.Name)
+		}
+	}
+	for _, e := range next.Endpoints {
+		if slices.Contains(update, e.Name) || slices.Contains(start, e.Name) {
+			if _, err := a.routingOf(next, e); err != nil {
+				return admin.Change{}, admin.Errorf(http.StatusBadRequest, "invalid", "", "endpoint %s: %v", e.Name, err)
+			}
+		}
+	}
+	for _, name := range update {
+		if err := a.applyEndpoint(next, name); err != nil {
+			a.log.Error("reload: an endpoint did not take its settings", "endpoint", name, "err", err)
+			ch.Restart = append(ch.Restart, "endpoints."+name+" (not applied: "+err.Error()+")")
 			continue
 		}
-		if err := a.applyEndpoint(next, e.Name); err != nil {
-			return admin.Change{}, admin.Errorf(http.StatusBadRequest, "invalid", "", "endpoint %s: %v", e.Name, err)
+		ch.Changed = append(ch.Changed, "endpoints."+name)
+	}
+	for _, name := range start {
+		if err := a.startEndpoint(next, name); err != nil {
+			a.log.Error("reload: the new endpoint did not start", "endpoint", name, "err", err)
+			ch.Restart = append(ch.Restart, "endpoints."+name+" (new; did not start: "+err.Error()+")")
+			continue
 		}
-		ch.Changed = append(ch.Changed, "endpoints."+e.Name)
+		ch.Changed = append(ch.Changed, "endpoints."+name+" (new)")
 	}
 	for name := range old {
-		ch.Restart = append(ch.Restart, "endpoints."+name+" (removed)")
+		a.stopEndpoint(name)
+		ch.Changed = append(ch.Changed, "endpoints."+name+" (removed)")
 	}
+	// What only a restart changes, against what sluice started with.
+	b := a.boot
 	for _, k := range []struct {
 		key      string
 		old, new any
-	}{{"users", a.cfg.Users, next.Users}, {"backends", a.cfg.Backends, next.Backends}, {"monitor", a.cfg.Monitor, next.Monitor},
-		{"admin", a.cfg.Admin, next.Admin}, {"log", a.cfg.Log, next.Log}, {"timeouts", a.cfg.Timeouts, next.Timeouts},
-		{"tls", a.cfg.TLS, next.TLS}, {"backend_tls", a.cfg.BackendTLS, next.BackendTLS},
-		{"backend_compress", a.cfg.BackendCompress, next.BackendCompress}, {"limits", a.cfg.Limits, next.Limits},
-		{"threads", a.cfg.Threads, next.Threads}} {
+	}{{"users", b.Users, next.Users}, {"backends", b.Backends, next.Backends}, {"monitor", b.Monitor, next.Monitor},
+		{"admin", b.Admin, next.Admin}, {"log", b.Log, next.Log}, {"timeouts", b.Timeouts, next.Timeouts},
+		{"tls", b.TLS, next.TLS}, {"backend_tls", b.BackendTLS, next.BackendTLS},
+		{"backend_compress", b.BackendCompress, next.BackendCompress}, {"limits", b.Limits, next.Limits},
+		{"threads", b.Threads, next.Threads}, {"accounts", b.Accounts, next.Accounts}} {
 		if !reflect.DeepEqual(k.old, k.new) {
 			ch.Restart = append(ch.Restart, k.key)
 		}
@@ -429,14 +492,15 @@ func (a *App) DrainNode(name string, timeout time.Duration) (n admin.Node, err e
 		a.drainTimers = map[int]*time.Timer{}
 	}
 	a.drainTimers[i] = time.AfterFunc(timeout, func() {
-		if !a.topo.Snapshot().IsDraining(i) {
-			return
+		if snap := a.topo.Snapshot(); !snap.IsDraining(i) || snap.IsPrimary(i) {
+			return // undrained, or promoted since (the topology ends its drain)
 		}
 		if closed := a.proxy.CloseNodeConns(i); closed > 0 {
 			a.log.Warn("drain timeout: closed the connections left on the node", "node", name, "connections", closed, "timeout", timeout)
 		}
 	})
-	a.log.Info("drain started from the admin API", "node", name, "timeout", timeout)
+	released := a.proxy.ReleaseIdle(i)
+	a.log.Info("drain started from the admin API", "node", name, "timeout", timeout, "idle_connections_closed", released)
 	return a.nodesOf(a.cfg)[i], nil
 }
 
@@ -466,4 +530,112 @@ func (a *App) nodeIndex(name string) int {
 		}
 	}
 	return -1
+}
+
+// CreateEndpoint implements admin.Control: a new endpoint, validated as in the file, listening
+// at once, written back to the file.
+func (a *App) CreateEndpoint(body map[string]json.RawMessage) (ch admin.Change, err error) {
+	a.changeMu.Lock()
+	defer a.changeMu.Unlock()
+	defer func() { a.counted("create_endpoint", err) }()
+	var name string
+	if raw, ok := body["name"]; !ok || json.Unmarshal(raw, &name) != nil || name == "" {
+		return admin.Change{}, admin.Errorf(http.StatusBadRequest, "invalid", "name", "required: the new endpoint's name")
+	}
+	if a.proxy.Routing(name) != nil {
+		return admin.Change{}, admin.Errorf(http.StatusConflict, "conflict", "name", "an endpoint is named %q already", name)
+	}
+	set := map[string]any{}
+	for k, raw := range body {
+		if k == "name" {
+			continue
+		}
+		if k != "listen" && k != "tls" && !slices.Contains(patchable, k) {
+			return admin.Change{}, admin.Errorf(http.StatusBadRequest, "invalid", k, "unknown setting")
+		}
+		v, err := patchValue(k, raw)
+		if err != nil {
+			return admin.Change{}, err
+		}
+		set[k] = v
+	}
+	data, err := config.AddEndpoint(a.cfg.Path, a.raw, name, set)
+	if err != nil {
+		return admin.Change{}, admin.Errorf(http.StatusConflict, "conflict", "", "the configuration file cannot take the endpoint: %v", err)
+	}
+	next, err := a.parse(data)
+	if err != nil {
+		return admin.Change{}, invalid(err, name, nil)
+	}
+	if err := a.startEndpoint(next, name); err != nil {
+		return admin.Change{}, admin.Errorf(http.StatusConflict, "conflict", "listen", "%v", err)
+	}
+	ch = admin.Change{Changed: []string{"endpoints." + name + " (new)"}}
+	ch.Persisted, ch.PersistError = a.persist(data)
+	a.cfg, a.raw = next, data
+	a.log.Info("endpoint created from the admin API", "endpoint", name, "persisted", ch.Persisted)
+	for _, e := range a.endpointsOf(next) {
+		if e.Name == name {
+			ch.Endpoint = &e
+		}
+	}
+	return ch, nil
+}
+
+// startEndpoint adds endpoint name of next to the proxy and starts it.
+func (a *App) startEndpoint(next *config.Config, name string) error {
+	for _, e := range next.Endpoints {
+		if e.Name != name {
+			continue
+		}
+		ep, err := a.routingOf(next, e)
+		if err != nil {
+			return err
+		}
+		if err := a.proxy.AddEndpoint(ep); err != nil {
+			return err
+		}
+		ln, err := a.listen(name)
+		if err != nil {
+			a.proxy.RemoveEndpoint(name, 0)
+			return err
+		}
+		a.serve(name, ln)
+		return nil
+	}
+	return fmt.Errorf("no endpoint is named %q", name)
+}
+
+// DeleteEndpoint implements admin.Control: the endpoint stops accepting at once; its sessions
+// may finish until timeouts.shutdown, then what is left is closed.
+func (a *App) DeleteEndpoint(name string) (ch admin.Change, err error) {
+	a.changeMu.Lock()
+	defer a.changeMu.Unlock()
+	defer func() { a.counted("delete_endpoint", err) }()
+	if a.proxy.Routing(name) == nil {
+		return admin.Change{}, admin.Errorf(http.StatusNotFound, "not_found", "", "no endpoint is named %q", name)
+	}
+	data, err := config.RemoveEndpoint(a.cfg.Path, a.raw, name)
+	if err != nil {
+		return admin.Change{}, admin.Errorf(http.StatusConflict, "conflict", "", "the configuration file cannot lose the endpoint: %v", err)
+	}
+	next, err := a.parse(data)
+	if err != nil {
+		return admin.Change{}, invalid(err, name, nil)
+	}
+	a.stopEndpoint(name)
+	ch = admin.Change{Changed: []string{"endpoints." + name + " (removed)"}}
+	ch.Persisted, ch.PersistError = a.persist(data)
+	a.cfg, a.raw = next, data
+	a.log.Info("endpoint deleted from the admin API", "endpoint", name, "grace", a.boot.Timeouts.Shutdown.Duration, "persisted", ch.Persisted)
+	return ch, nil
+}
+
+// stopEndpoint removes endpoint name: no new connections; its sessions finish within
+// timeouts.shutdown.
+func (a *App) stopEndpoint(name string) {
+	a.proxy.RemoveEndpoint(name, a.boot.Timeouts.Shutdown.Duration)
+	a.mu.Lock()
+	delete(a.addrs, name)
+	a.mu.Unlock()
 }

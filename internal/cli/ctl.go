@@ -3,12 +3,14 @@ package cli
 import (
 	"bytes"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -33,6 +35,9 @@ Commands:
                                 nearest_zone=true, connections_from=nodes, multi_statements=strict,
                                 mode=read-only (new connections), allow=10.0.0.0/8,192.168.1.5;
                                 KEY=default puts the default back
+  create-endpoint NAME listen=ADDR [KEY=VALUE...]
+                                a new endpoint, listening at once (settings as in the file)
+  delete-endpoint NAME          stop it accepting; its sessions finish within timeouts.shutdown
   drain NODE [--timeout D]      take a replica out of service: no new reads at once, sessions leave
                                 at their next statement boundary, what is left is closed after D (30s)
   undrain NODE                  put it back in service
@@ -41,7 +46,8 @@ Commands:
   reload                        read the configuration file again and apply what changed
 
 --admin defaults to the admin.listen of --config's file, else http://127.0.0.1:6080; --token to
-the environment's SLUICE_ADMIN_TOKEN, else --config's admin.token. Exit status: 0 done, 1 the
+the environment's SLUICE_ADMIN_TOKEN, else --config's admin.token. An https URL's certificate
+is checked against --ca, else --config's tls.cert, else the system's (--insecure: not checked). Exit status: 0 done, 1 the
 API refused or could not be reached, 2 bad usage.
 
 Flags:
@@ -61,6 +67,8 @@ func runCtl(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	adminURL := fs.String("admin", "", "the admin API's URL")
 	token := fs.String("token", "", "the admin token")
+	caFile := fs.String("ca", "", "PEM certificate(s) to trust for an https admin URL (default: --config's tls.cert, else the system's)")
+	insecure := fs.Bool("insecure", false, "do not verify an https admin URL's certificate")
 	cfgPath := fs.String("config", "", "a configuration file to take the address and token from")
 	output := fs.String("o", "table", "output: table or json")
 	fs.Usage = func() {
@@ -76,6 +84,7 @@ func runCtl(args []string, stdout, stderr io.Writer) int {
 	}
 	c := &ctl{base: *adminURL, token: *token, json: *output == "json", stdout: stdout,
 		client: &http.Client{Timeout: 30 * time.Second}}
+	fileToken, trust := "", *caFile
 	if *cfgPath != "" {
 		cfg, err := config.Load(*cfgPath)
 		if err != nil {
@@ -89,8 +98,9 @@ func runCtl(args []string, stdout, stderr io.Writer) int {
 			}
 			c.base = scheme + "://" + dialable(cfg.Admin.Listen)
 		}
-		if c.token == "" {
-			c.token = cfg.Admin.Token
+		fileToken = cfg.Admin.Token
+		if trust == "" {
+			trust = cfg.TLS.Cert // the certificate the admin listener serves
 		}
 	}
 	if c.base == "" {
@@ -100,12 +110,28 @@ func runCtl(args []string, stdout, stderr io.Writer) int {
 		c.base = "http://" + c.base
 	}
 	c.base = strings.TrimRight(c.base, "/")
+	// The token: --token, else the environment's, else the file's.
 	if c.token == "" {
 		c.token = os.Getenv("SLUICE_ADMIN_TOKEN")
 	}
+	if c.token == "" {
+		c.token = fileToken
+	}
 	if strings.HasPrefix(c.base, "https://") {
-		// The admin listener serves sluice's own certificate (tls.cert), often self-signed.
-		c.client.Transport = &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
+		tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: *insecure}
+		if trust != "" && !*insecure {
+			pem, err := os.ReadFile(trust)
+			if err != nil {
+				fmt.Fprintf(stderr, "sluice ctl: %v\n", err)
+				return 1
+			}
+			tc.RootCAs = x509.NewCertPool()
+			if !tc.RootCAs.AppendCertsFromPEM(pem) {
+				fmt.Fprintf(stderr, "sluice ctl: %s holds no PEM certificate\n", trust)
+				return 1
+			}
+		}
+		c.client.Transport = &http.Transport{TLSClientConfig: tc}
 	}
 	if f, ok := stdout.(*os.File); ok && !c.json {
 		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 && os.Getenv("NO_COLOR") == "" {
@@ -137,12 +163,30 @@ func runCtl(args []string, stdout, stderr io.Writer) int {
 			body = map[string]string{"timeout": args[2]}
 		}
 		var n admin.Node
-		err = c.do("POST", "/v1/nodes/"+args[0]+"/drain", body, &n, func(any) {
+		err = c.do("POST", "/v1/nodes/"+url.PathEscape(args[0])+"/drain", body, &n, func(any) {
 			fmt.Fprintf(stdout, "%s: %s (%d connections from sluice)\n", n.Name, n.State, n.Connections)
 		})
 	case cmd == "undrain" && len(args) == 1:
 		var n admin.Node
-		err = c.do("POST", "/v1/nodes/"+args[0]+"/undrain", nil, &n, func(any) { fmt.Fprintf(stdout, "%s: %s\n", n.Name, n.State) })
+		err = c.do("POST", "/v1/nodes/"+url.PathEscape(args[0])+"/undrain", nil, &n, func(any) { fmt.Fprintf(stdout, "%s: %s\n", n.Name, n.State) })
+	case cmd == "create-endpoint" && len(args) >= 2:
+		patch, perr := parseSettings(args[1:])
+		if perr != nil {
+			fmt.Fprintf(stderr, "sluice ctl: %v\n", perr)
+			return 2
+		}
+		patch["name"] = args[0]
+		var ch admin.Change
+		err = c.do("POST", "/v1/endpoints", patch, &ch, func(any) {
+			c.printChange(ch)
+			if ch.Endpoint != nil {
+				fmt.Fprintln(c.stdout)
+				c.printEndpoint(*ch.Endpoint)
+			}
+		})
+	case cmd == "delete-endpoint" && len(args) == 1:
+		var ch admin.Change
+		err = c.do("DELETE", "/v1/endpoints/"+url.PathEscape(args[0]), nil, &ch, func(any) { c.printChange(ch) })
 	case cmd == "sessions" && len(args) == 0:
 		err = c.sessions()
 	case cmd == "kill" && len(args) == 1:
@@ -256,14 +300,14 @@ func (c *ctl) endpointTable(es []admin.Endpoint) {
 	for _, e := range es {
 		s := e.Settings
 		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", e.Name, s.Mode, e.Address, e.Sessions, e.Statements, s.Balance,
-			s.Consistency, s.MaxReplicaLag, pairs(s.ReadWeights), pairs(e.ReadsByNode))
+			s.Consistency, s.MaxReplicaLag, pairs(s.ReadWeights), pairs(e.StatementsByNode))
 	}
 	w.Flush()
 }
 
 func (c *ctl) endpoint(name string) error {
 	var e admin.Endpoint
-	return c.do("GET", "/v1/endpoints/"+name, nil, &e, func(any) { c.printEndpoint(e) })
+	return c.do("GET", "/v1/endpoints/"+url.PathEscape(name), nil, &e, func(any) { c.printEndpoint(e) })
 }
 
 func (c *ctl) printEndpoint(e admin.Endpoint) {
@@ -277,7 +321,7 @@ func (c *ctl) printEndpoint(e admin.Endpoint) {
 		{"transaction_split", strconv.FormatBool(s.TransactionSplit)}, {"max_connections", strconv.Itoa(s.MaxConnections)},
 		{"multi_statements", s.MultiStatements}, {"tls", s.TLS},
 		{"sessions", strconv.FormatInt(e.Sessions, 10)}, {"statements", strconv.FormatUint(e.Statements, 10)},
-		{"statements_by_node", pairs(e.ReadsByNode)},
+		{"statements_by_node", pairs(e.StatementsByNode)},
 	} {
 		fmt.Fprintf(w, "%s\t%s\n", kv[0], kv[1])
 	}
@@ -286,7 +330,7 @@ func (c *ctl) printEndpoint(e admin.Endpoint) {
 
 func (c *ctl) patch(name string, patch map[string]any) error {
 	var ch admin.Change
-	return c.do("PATCH", "/v1/endpoints/"+name, patch, &ch, func(any) {
+	return c.do("PATCH", "/v1/endpoints/"+url.PathEscape(name), patch, &ch, func(any) {
 		c.printChange(ch)
 		if ch.Endpoint != nil {
 			fmt.Fprintln(c.stdout)

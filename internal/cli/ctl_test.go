@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"regexp"
@@ -27,7 +28,7 @@ import (
 // refuses an invalid one, and -o json prints the API's JSON.
 func TestCtl(t *testing.T) {
 	adminAddr := "127.0.0.1:" + strconv.Itoa(testutil.FreePort(t))
-	addr, cmd, _, logs, path := startServeAt(t, "# the control plane\nadmin: {listen: '"+adminAddr+"', token: s3cret}\n")
+	addr, cmd, _, logs, path := startServeAt(t, "# the control plane\nadmin: {listen: '"+adminAddr+"', token: s3cret}\ntimeouts: {shutdown: 1s}\n")
 	ctl := func(args ...string) (int, string, string) {
 		return runCLI(append([]string{"ctl", "--admin", adminAddr, "--token", "s3cret"}, args...)...)
 	}
@@ -200,6 +201,51 @@ func TestCtl(t *testing.T) {
 	}
 	db2.Close()
 
+	// An endpoint created while sluice runs listens at once; deleted, it takes no new
+	// connection, and its sessions are closed after timeouts.shutdown (1 s here).
+	rw2 := "127.0.0.1:" + strconv.Itoa(testutil.FreePort(t))
+	if out := mustCtl("create-endpoint", "rw2", "listen="+rw2, "mode=read-write"); !strings.Contains(out, "endpoints.rw2 (new)") {
+		t.Errorf("create-endpoint: %s", out)
+	}
+	db3, _ := sql.Open("mysql", "app:app@tcp("+rw2+")/test?timeout=5s")
+	defer db3.Close()
+	held, err := db3.Conn(context.Background())
+	if err != nil {
+		t.Fatalf("the new endpoint: %v", err)
+	}
+	if err := held.PingContext(context.Background()); err != nil {
+		t.Fatalf("the new endpoint: %v", err)
+	}
+	if file, _ := os.ReadFile(path); !strings.Contains(string(file), "name: rw2") {
+		t.Errorf("the new endpoint is not in the file:\n%s", file)
+	}
+	if code, _, errOut := ctl("create-endpoint", "rw2", "listen="+rw2); code != 1 || !strings.Contains(errOut, "HTTP 409") {
+		t.Errorf("a second rw2: exit %d, %q", code, errOut)
+	}
+	if code, _, errOut := ctl("create-endpoint", "rw3", "listen="+rw2); code != 1 || !strings.Contains(errOut, "is already used by endpoints[") {
+		t.Errorf("rw3 on rw2's address: exit %d, %q", code, errOut)
+	}
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	if code, _, errOut := ctl("create-endpoint", "rw3", "listen="+busy.Addr().String()); code != 1 || !strings.Contains(errOut, "address already in use") {
+		t.Errorf("rw3 on a port in use: exit %d, %q", code, errOut)
+	}
+	mustCtl("delete-endpoint", "rw2")
+	if nc, err := net.DialTimeout("tcp", rw2, time.Second); err == nil {
+		nc.Close()
+		t.Error("the deleted endpoint still accepts connections")
+	}
+	if err := held.PingContext(context.Background()); err != nil {
+		t.Errorf("a session of the deleted endpoint, within the grace period: %v", err)
+	}
+	waitFor(t, func() bool { return held.PingContext(context.Background()) != nil }, "the deleted endpoint's session to be closed")
+	if file, _ := os.ReadFile(path); strings.Contains(string(file), "name: rw2") {
+		t.Errorf("the deleted endpoint is still in the file")
+	}
+
 	// Drain and undrain (the drain under load is TestDrainUnderLoad's).
 	if out := mustCtl("drain", "replica1", "--timeout", "5s"); !regexp.MustCompile(`^replica1: (draining|drained) `).MatchString(out) {
 		t.Errorf("drain: %q", out)
@@ -238,6 +284,8 @@ func TestCtl(t *testing.T) {
 		`(?m)^sluice_admin_changes_total\{kind="patch_endpoint",outcome="applied"\} 4$`,
 		`(?m)^sluice_admin_changes_total\{kind="patch_endpoint",outcome="refused"\} 6$`,
 		`(?m)^sluice_admin_changes_total\{kind="drain_node",outcome="refused"\} 1$`,
+		`(?m)^sluice_admin_changes_total\{kind="create_endpoint",outcome="applied"\} 1$`,
+		`(?m)^sluice_admin_changes_total\{kind="delete_endpoint",outcome="applied"\} 1$`,
 		`(?m)^sluice_consistency_waits_total `,
 		`(?m)^go_goroutines `,
 	} {

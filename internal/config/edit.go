@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -37,6 +38,60 @@ func EditEndpoint(path string, data []byte, name string, set map[string]any) ([]
 			return nil, fmt.Errorf("endpoints %s: %s: %w", name, k, err)
 		}
 	}
+	return encodeYAML(root)
+}
+
+// AddEndpoint returns data with a new endpoint appended to the endpoints list: name first, then
+// the given keys in name order (nil values left out).
+func AddEndpoint(path string, data []byte, name string, set map[string]any) ([]byte, error) {
+	root, err := readYAML(path, data)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := endpointNode(root, name); err == nil {
+		return nil, fmt.Errorf("an endpoint is named %q already", name)
+	}
+	list, err := endpointsList(root)
+	if err != nil {
+		return nil, err
+	}
+	m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	if err := setKey(m, "name", name); err != nil {
+		return nil, err
+	}
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if k == "name" {
+			continue
+		}
+		if err := setKey(m, k, set[k]); err != nil {
+			return nil, fmt.Errorf("endpoints %s: %s: %w", name, k, err)
+		}
+	}
+	list.Content = append(list.Content, m)
+	return encodeYAML(root)
+}
+
+// RemoveEndpoint returns data without endpoint name.
+func RemoveEndpoint(path string, data []byte, name string) ([]byte, error) {
+	root, err := readYAML(path, data)
+	if err != nil {
+		return nil, err
+	}
+	ep, err := endpointNode(root, name)
+	if err != nil {
+		return nil, err
+	}
+	list, _ := endpointsList(root)
+	list.Content = slices.DeleteFunc(list.Content, func(n *yaml.Node) bool { return n == ep })
+	return encodeYAML(root)
+}
+
+func encodeYAML(root *yaml.Node) ([]byte, error) {
 	var doc yaml.Node
 	doc.Kind, doc.Content = yaml.DocumentNode, []*yaml.Node{root}
 	var out bytes.Buffer
@@ -49,6 +104,22 @@ func EditEndpoint(path string, data []byte, name string, set map[string]any) ([]
 		return nil, err
 	}
 	return out.Bytes(), nil
+}
+
+// endpointsList is the top-level endpoints sequence.
+func endpointsList(root *yaml.Node) (*yaml.Node, error) {
+	if root == nil || root.Kind != yaml.MappingNode {
+		return nil, errors.New("the file is not a mapping of settings")
+	}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if root.Content[i].Value == "endpoints" {
+			if root.Content[i+1].Kind != yaml.SequenceNode {
+				return nil, errors.New("endpoints is not a list")
+			}
+			return root.Content[i+1], nil
+		}
+	}
+	return nil, errors.New("the file has no endpoints list")
 }
 
 // endpointNode finds the mapping of endpoint name in the file's top-level mapping.
@@ -111,11 +182,20 @@ func setKey(m *yaml.Node, key string, v any) error {
 }
 
 // WriteFile replaces the file at path with data atomically: a temporary file in the same
-// directory, synced, then renamed over it, keeping the file's mode.
+// directory, synced, then renamed over it, keeping the file's mode and owner. A symbolic link
+// (configuration management's, a Kubernetes ConfigMap's) stays one: the file it points to is
+// replaced.
 func WriteFile(path string, data []byte) error {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
 	mode := os.FileMode(0o644)
+	uid, gid := -1, -1
 	if st, err := os.Stat(path); err == nil {
 		mode = st.Mode().Perm()
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			uid, gid = int(sys.Uid), int(sys.Gid)
+		}
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
@@ -129,6 +209,9 @@ func WriteFile(path string, data []byte) error {
 	if err := tmp.Chmod(mode); err != nil {
 		tmp.Close()
 		return err
+	}
+	if uid >= 0 && (uid != os.Getuid() || gid != os.Getgid()) {
+		_ = tmp.Chown(uid, gid) // best effort: only root may give a file away
 	}
 	if err := tmp.Sync(); err != nil {
 		tmp.Close()

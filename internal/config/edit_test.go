@@ -85,3 +85,27 @@ func TestWriteFile(t *testing.T) {
 		t.Fatalf("content %q, mode %v, %d files", b, st.Mode().Perm(), len(entries))
 	}
 }
+
+// TestWriteFileThroughSymlink: a configuration file reached through a symbolic link keeps the
+// link; the file it points to gets the new text.
+func TestWriteFileThroughSymlink(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real.yaml")
+	link := filepath.Join(dir, "sluice.yaml")
+	if err := os.WriteFile(real, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFile(link, []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Lstat(link)
+	if err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the link is gone: %v %v", st.Mode(), err)
+	}
+	if b, _ := os.ReadFile(real); string(b) != "new" {
+		t.Fatalf("the linked file holds %q", b)
+	}
+}

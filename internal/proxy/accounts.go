@@ -77,6 +77,11 @@ func (t *accountTable) match(user string, ip netip.Addr) (best *Account, known b
 	return nil, len(as) > 0
 }
 
+// any returns one of user's accounts (the most specific), to check a password against.
+func (t *accountTable) any(user string) *Account {
+	return &t.byUser[user][0]
+}
+
 // hostRank orders host patterns as the server does, most specific first: an exact host, then an
 // IP/netmask, then a pattern with wildcards (the longer its text before the first wildcard,
 // the higher), then % (or an empty host).
@@ -115,11 +120,13 @@ func hostMatches(h string, ip netip.Addr) bool {
 		} else if n, err := strconv.Atoi(mask); err == nil {
 			bits = n
 		}
-		if bits < 0 || bits > a.BitLen() {
-			return false
+		if !a.Is4() || bits < 0 || bits > 32 {
+			return false // the server takes IPv4 netmasks only
 		}
 		p, err := a.Prefix(bits)
-		return err == nil && p.Contains(ip)
+		// The server compares the client's masked address with the pattern's as written: a
+		// pattern with host bits set (10.0.0.1/255.0.0.0) lets nobody in.
+		return err == nil && p.Addr() == a && p.Contains(ip)
 	}
 	return likeMatch(strings.ToLower(h), strings.ToLower(ip.String()))
 }
@@ -139,35 +146,30 @@ func maskBits(m netip.Addr) int {
 	return n
 }
 
-// likeMatch is SQL LIKE without escapes: % any run, _ one character.
+// likeMatch is SQL LIKE without escapes: % any run, _ one character. Linear in
+// len(pattern)*len(s) at worst (the greedy matcher with one backtrack point).
 func likeMatch(pattern, s string) bool {
-	for len(pattern) > 0 {
-		switch pattern[0] {
-		case '%':
-			for len(pattern) > 0 && pattern[0] == '%' {
-				pattern = pattern[1:]
-			}
-			if pattern == "" {
-				return true
-			}
-			for i := 0; i <= len(s); i++ {
-				if likeMatch(pattern, s[i:]) {
-					return true
-				}
-			}
-			return false
-		case '_':
-			if s == "" {
-				return false
-			}
+	p, i := 0, 0
+	star, mark := -1, 0
+	for i < len(s) {
+		switch {
+		case p < len(pattern) && (pattern[p] == '_' || pattern[p] == s[i]):
+			p++
+			i++
+		case p < len(pattern) && pattern[p] == '%':
+			star, mark = p, i
+			p++
+		case star >= 0:
+			mark++
+			p, i = star+1, mark
 		default:
-			if s == "" || s[0] != pattern[0] {
-				return false
-			}
+			return false
 		}
-		pattern, s = pattern[1:], s[1:]
 	}
-	return s == ""
+	for p < len(pattern) && pattern[p] == '%' {
+		p++
+	}
+	return p == len(pattern)
 }
 
 // hostRefused is the server's refusal of a client host no account lets in.

@@ -14,7 +14,8 @@ import (
 // TestAccountsFromPrimary: with accounts.from_primary, an account created on the primary logs in
 // through sluice at once (its first login makes sluice read the accounts again), with its own
 // password only; its reads go to the replicas as that user; a host pattern that does not cover
-// the client gets 1130; a locked account gets 4151 and a dropped one 1045 after the refresh; an
+// the client gets 1130 once the password is right (1045 before: nothing is told about users
+// without it); a locked account gets 4151 and a dropped one 1045 after the refresh; an
 // account whose plugin sluice cannot verify gets a clear 1045; the users list still logs in.
 func TestAccountsFromPrimary(t *testing.T) {
 	cl := testutil.Cluster(t)
@@ -61,6 +62,7 @@ func TestAccountsFromPrimary(t *testing.T) {
 	for _, c := range []struct{ user, password, want string }{
 		{"acc1", "wrong", "Error 1045"},
 		{"acc2", "pw2", "Error 1130 (HY000): Host '127.0.0.1' is not allowed to connect"},
+		{"acc2", "wrong", "Error 1045"}, // the host is refused only to who knows the password
 		{"acc3", "", "authenticates with unix_socket"},
 		{"nobody", "x", "Error 1045"},
 	} {

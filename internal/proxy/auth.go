@@ -30,6 +30,10 @@ func targetPlugin(u *User, clientPlugin string) string {
 // no node was touched. On success it returns what sluice logs in to the nodes with.
 func (s *session) authenticate(name, clientPlugin string, resp []byte, force bool) (*User, backend.Credentials, error) {
 	u, creds, err := s.checkCredentials(name, clientPlugin, resp, force)
+	if err == nil && u.hostDenied {
+		_ = s.writeErr(hostRefused(s.host))
+		return nil, backend.Credentials{}, fmt.Errorf("%w: no account of user %q lets in host %s", errAuth, u.Name, s.host)
+	}
 	if err == nil && u.Locked {
 		// After the password, as the server checks it.
 		_ = s.writeErr(mysql.NewError(mysql.ErrAccountLocked, "HY000", "Access denied, this account is locked"))
@@ -45,22 +49,33 @@ func (s *session) authenticate(name, clientPlugin string, resp []byte, force boo
 // checkCredentials is authenticate without the login rules.
 func (s *session) checkCredentials(name, clientPlugin string, resp []byte, force bool) (*User, backend.Credentials, error) {
 	u := s.p.users[name]
-	if t := s.p.accounts.Load(); t != nil {
-		// Accounts from the primary: the host rules first, as the server checks them.
+	// hostDenied: accounts come from the primary and none of the user's lets this client's
+	// host in. The answer, 1130, comes only after the password was proven (against one of
+	// the user's accounts, or the users list's): before it, the client learns no more than
+	// that the login failed (1045), whether the user exists or not.
+	hostDenied := false
+	t := s.p.accounts.Load()
+	if u == nil && s.p.opts.RefreshAccounts != nil && (t == nil || len(t.byUser[name]) == 0) {
+		// Not loaded yet, or perhaps created a moment ago.
+		s.p.opts.RefreshAccounts()
+		t = s.p.accounts.Load()
+	}
+	if t != nil {
 		acct, known := t.match(name, s.ip)
-		if !known && u == nil && s.p.opts.RefreshAccounts != nil {
-			s.p.opts.RefreshAccounts() // perhaps created a moment ago
-			if t = s.p.accounts.Load(); t != nil {
-				acct, known = t.match(name, s.ip)
-			}
-		}
 		switch {
-		case known && acct == nil, u != nil && !known:
-			_ = s.writeErr(hostRefused(s.host))
-			return nil, backend.Credentials{}, fmt.Errorf("%w: no account of user %q lets in host %s", errAuth, name, s.host)
+		case known && acct == nil:
+			hostDenied = true
+			if u == nil {
+				u = t.any(name).user() // the password is checked against one of them
+			}
+		case u != nil && !known:
+			hostDenied = true
 		case u == nil && acct != nil:
 			u = acct.user()
 		}
+	}
+	if hostDenied && u != nil {
+		u = u.withHostDenied()
 	}
 	plugin := targetPlugin(u, clientPlugin)
 	if force || plugin != clientPlugin {

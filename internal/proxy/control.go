@@ -147,19 +147,26 @@ type EndpointStats struct {
 
 // EndpointStats returns endpoint name's figures: its ended sessions' and its live ones'.
 func (p *Proxy) EndpointStats(name string) EndpointStats {
-	ep := p.endpoints[name]
+	ep := p.endpoint(name)
 	if ep == nil {
 		return EndpointStats{}
 	}
+	// Under the lock, the ended sessions' total and the live sessions (a session's counters
+	// are folded into done under the same lock as it leaves the live ones: each is counted
+	// once); the adding up is done outside it, so that a scrape does not hold up logins.
 	sum := newSessionStats(ep.done.nodes)
 	p.mu.Lock()
 	sum.add(&ep.done)
+	live := make([]*session, 0, len(p.sessions))
 	for s := range p.sessions {
 		if s.ep == ep {
-			sum.add(&s.stats)
+			live = append(live, s)
 		}
 	}
 	p.mu.Unlock()
+	for _, s := range live {
+		sum.add(&s.stats)
+	}
 	n := sum.nodes
 	st := EndpointStats{Sessions: ep.active.Load(), ByNode: make([]uint64, n), ByRoute: make([][]uint64, route.NumReasons),
 		Latency: make([][]uint64, n), LatencySum: make([]time.Duration, n)}
@@ -185,7 +192,7 @@ func (p *Proxy) EndpointStats(name string) EndpointStats {
 // SetMaxConnections changes endpoint name's max_connections (0: no limit) for the connections
 // it accepts from now on; it reports whether there is such an endpoint.
 func (p *Proxy) SetMaxConnections(name string, n int) bool {
-	ep := p.endpoints[name]
+	ep := p.endpoint(name)
 	if ep == nil {
 		return false
 	}
@@ -202,7 +209,7 @@ func (p *Proxy) ConsistencyCounts() (waits, timeouts, positionReads uint64) {
 // SetAllow changes endpoint name's allow list (empty: any client) for the connections it
 // accepts from then on; it reports whether there is such an endpoint.
 func (p *Proxy) SetAllow(name string, allow []netip.Prefix) bool {
-	ep := p.endpoints[name]
+	ep := p.endpoint(name)
 	if ep == nil {
 		return false
 	}

@@ -37,6 +37,31 @@ func (s *session) cursorOn(c *nodeConn) bool {
 	return false
 }
 
+// ReleaseIdle closes, at a drain's start, the connections idle sessions hold to node i besides
+// their home's: they hold only state replayed on the next node used, and an idle pool would
+// otherwise keep the drain waiting until its timeout. (A home connection moves at the
+// session's next statement, or is closed at the timeout.) It returns how many it closed.
+func (p *Proxy) ReleaseIdle(i int) int {
+	n := p.topo.Snapshot().Nodes[i]
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	closed := 0
+	for s := range p.sessions {
+		if s.life.Load() != stateIdle {
+			continue
+		}
+		if ts := s.killTarget.Load(); ts != nil {
+			for _, t := range *ts {
+				if t.node == n && !t.home {
+					t.conn.Close() // the idle watch sees it lost, and releases it
+					closed++
+				}
+			}
+		}
+	}
+	return closed
+}
+
 // CloseNodeConns closes every connection sluice's sessions hold to node i (a drain's timeout):
 // what ran there fails, as when the node goes away; the sessions go on elsewhere where they can.
 // It returns how many it closed.

@@ -14,7 +14,7 @@ import (
 // TestDrainUnderLoad: replica1 is drained while 8 clients read through the read-write endpoint
 // (reads on both replicas) and 8 through the read-only one (sessions bound to a replica). No
 // client sees an error; the node reaches 0 connections from sluice (drained) well before the
-// drain's timeout; reads no longer reach it; undrained, it takes reads again.
+// drain's timeout, an idle session's connection there included; reads no longer reach it; undrained, it takes reads again.
 func TestDrainUnderLoad(t *testing.T) {
 	s := startSluice(t, func(c *config.Config) {
 		for i := range c.Endpoints {
@@ -83,6 +83,18 @@ func TestDrainUnderLoad(t *testing.T) {
 		}
 		return out
 	}
+	// An idle session (a pooled connection) that last read on replica1 holds a connection
+	// there: the drain must not wait for its next statement.
+	idle := conn(t, open(t, dsn(s.rw, "app", "app", "test", "")))
+	for range 50 {
+		var id string
+		if err := idle.QueryRowContext(context.Background(), "SELECT @@server_id").Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		if ids[id] == "replica1" {
+			break
+		}
+	}
 	before := phase(time.Second)
 	if before["replica1"] == 0 || before["replica2"] == 0 {
 		t.Fatalf("before the drain the reads went %v; want both replicas", before)
@@ -120,6 +132,9 @@ func TestDrainUnderLoad(t *testing.T) {
 	}
 	if after["replica1"] == 0 {
 		t.Errorf("reads after undrain: %v; want replica1 back", after)
+	}
+	if err := idle.PingContext(context.Background()); err != nil {
+		t.Errorf("the idle session after the drain: %v", err)
 	}
 	if _, err := s.app.DrainNode("primary", time.Second); err == nil {
 		t.Error("the primary could be drained")

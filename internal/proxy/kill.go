@@ -20,6 +20,7 @@ var errKilled = errors.New("connection killed by its own KILL")
 
 // killTarget is what a session exposes to another one that kills it.
 type killTarget struct {
+	home     bool // the session's home node (its state lives there)
 	node     *topology.Node
 	threadID uint32
 	conn     net.Conn // sluice's connection to that thread, closed when the session is killed
@@ -36,7 +37,7 @@ func (s *session) updateKillTarget() {
 	var ts []killTarget
 	for i, c := range s.conns {
 		if c != nil {
-			ts = append(ts, killTarget{node: s.nodeOf(i), threadID: c.Handshake.ConnectionID, conn: c.NetConn()})
+			ts = append(ts, killTarget{home: i == s.home, node: s.nodeOf(i), threadID: c.Handshake.ConnectionID, conn: c.NetConn()})
 		}
 	}
 	s.killTarget.Store(&ts)

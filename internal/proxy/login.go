@@ -174,6 +174,7 @@ func (s *session) changeUser() error {
 	s.resetState()
 	s.rs = route.NewSession()
 	s.user, s.creds, s.state.DB = u, creds, db
+	s.info.Store(&sessionInfo{user: u.Name, started: s.info.Load().started})
 	if charset != 0 {
 		s.charset = charset
 	}

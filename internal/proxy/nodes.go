@@ -26,6 +26,16 @@ type nodeConn struct {
 	name string
 	// lost is set by the idle watch's goroutine when the node closed the connection.
 	lost atomic.Bool
+	// released: the connection no longer counts in its node's Load.Conns (release).
+	released atomic.Bool
+}
+
+// release takes the connection out of its node's count, once: when it is closed, or as soon
+// as the idle watch sees it lost (a drain waits for that count to reach 0).
+func (c *nodeConn) release(load *topology.Load) {
+	if c.released.CompareAndSwap(false, true) {
+		load.Conns.Add(-1)
+	}
 }
 
 // errStateSync marks session state (a replayed statement, the schema) that a node refused:
@@ -206,7 +216,7 @@ func (s *session) closeConn(i int) {
 	c := s.conns[i]
 	c.Close()
 	s.conns[i] = nil
-	s.p.topo.Snapshot().Load[i].Conns.Add(-1)
+	c.release(s.p.topo.Snapshot().Load[i])
 	if s.bc == c.Conn {
 		s.cur, s.node, s.bc = s.home, s.nodeOf(s.home), nil
 		if h := s.conns[s.home]; h != nil {

@@ -35,6 +35,16 @@ type User struct {
 	// Unsupported says why an account from the primary cannot log in through sluice (its
 	// plugin); empty: it can.
 	Unsupported string
+	// hostDenied: no account of the user lets the client's host in (1130 once the password is
+	// proven).
+	hostDenied bool
+}
+
+// withHostDenied is a copy of u whose login ends with 1130.
+func (u *User) withHostDenied() *User {
+	c := *u
+	c.hostDenied = true
+	return &c
 }
 
 // Endpoint is one listening address: where it listens and how clients get in. How it routes is
@@ -180,7 +190,8 @@ type Proxy struct {
 	sha2Mu    sync.Mutex
 	sha2Cache map[string][32]byte // guarded by sha2Mu: user -> SHA256(SHA256(password)) after a full authentication
 
-	mu        sync.Mutex // guards sessions, byID, listeners, closing, and the folds into endpoint.done
+	epMu      sync.RWMutex // guards endpoints (added and removed while serving)
+	mu        sync.Mutex   // guards sessions, byID, listeners, closing, and the folds into endpoint.done
 	sessions  map[*session]struct{}
 	byID      map[uint32]*session
 	listeners map[net.Listener]struct{}
@@ -197,6 +208,8 @@ type endpoint struct {
 	maxConns atomic.Int64
 	// allow is cfg.Allow, changeable live (SetAllow).
 	allow atomic.Pointer[[]netip.Prefix]
+	// ln is the listener Serve accepts on (under Proxy.mu), closed when the endpoint is removed.
+	ln net.Listener
 	// done holds the statement counts of the endpoint's sessions that ended (sessionStats).
 	done sessionStats
 }
@@ -255,21 +268,10 @@ func New(opts Options) (*Proxy, error) {
 		u := &opts.Users[i]
 		p.users[u.Name] = u
 	}
-	n := len(opts.Topology.Snapshot().Nodes)
 	for _, ep := range opts.Endpoints {
-		if p.endpoints[ep.Name] != nil {
-			return nil, fmt.Errorf("proxy: endpoint %q defined twice", ep.Name)
+		if err := p.AddEndpoint(ep); err != nil {
+			return nil, err
 		}
-		re, err := route.NewEndpoint(ep.Name, n, ep.Routing)
-		if err != nil {
-			return nil, fmt.Errorf("proxy: %w", err)
-		}
-		e := &endpoint{cfg: ep, route: re}
-		e.maxConns.Store(int64(ep.MaxConnections))
-		allow := slices.Clone(ep.Allow)
-		e.allow.Store(&allow)
-		e.done = newSessionStats(n)
-		p.endpoints[ep.Name] = e
 	}
 	// Until the primary answers, present a MariaDB-like identity; it is replaced as soon as a
 	// handshake from the primary is seen.
@@ -277,10 +279,79 @@ func New(opts Options) (*Proxy, error) {
 	return p, nil
 }
 
+// AddEndpoint adds an endpoint; Listen and Serve start it.
+func (p *Proxy) AddEndpoint(ep Endpoint) error {
+	n := len(p.topo.Snapshot().Nodes)
+	re, err := route.NewEndpoint(ep.Name, n, ep.Routing)
+	if err != nil {
+		return fmt.Errorf("proxy: %w", err)
+	}
+	e := &endpoint{cfg: ep, route: re}
+	e.maxConns.Store(int64(ep.MaxConnections))
+	allow := slices.Clone(ep.Allow)
+	e.allow.Store(&allow)
+	e.done = newSessionStats(n)
+	p.epMu.Lock()
+	defer p.epMu.Unlock()
+	if p.endpoints[ep.Name] != nil {
+		return fmt.Errorf("proxy: endpoint %q defined twice", ep.Name)
+	}
+	p.endpoints[ep.Name] = e
+	return nil
+}
+
+// RemoveEndpoint stops endpoint name accepting connections at once; its sessions may finish
+// their work until grace has passed, then what is left is closed. It reports whether there was
+// such an endpoint.
+func (p *Proxy) RemoveEndpoint(name string, grace time.Duration) bool {
+	p.epMu.Lock()
+	ep := p.endpoints[name]
+	delete(p.endpoints, name)
+	p.epMu.Unlock()
+	if ep == nil {
+		return false
+	}
+	p.mu.Lock()
+	if ep.ln != nil {
+		ep.ln.Close()
+	}
+	p.mu.Unlock()
+	go func() {
+		deadline := time.Now().Add(grace)
+		for ep.active.Load() > 0 && time.Now().Before(deadline) {
+			select {
+			case <-p.stop:
+				return // Shutdown takes over
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		var left []*session
+		p.mu.Lock()
+		for s := range p.sessions {
+			if s.ep == ep {
+				left = append(left, s)
+			}
+		}
+		p.mu.Unlock()
+		for _, s := range left {
+			s.log.Info("endpoint removed: closing the session after the grace period")
+			s.kill()
+		}
+	}()
+	return true
+}
+
+// endpoint returns endpoint name, or nil.
+func (p *Proxy) endpoint(name string) *endpoint {
+	p.epMu.RLock()
+	defer p.epMu.RUnlock()
+	return p.endpoints[name]
+}
+
 // Routing returns endpoint name's routing, whose settings can be changed while it serves
 // (route.Endpoint.Update), or nil.
 func (p *Proxy) Routing(name string) *route.Endpoint {
-	if ep := p.endpoints[name]; ep != nil {
+	if ep := p.endpoint(name); ep != nil {
 		return ep.route
 	}
 	return nil
@@ -357,7 +428,7 @@ func (p *Proxy) sha2Remember(user, password string) {
 
 // Listen opens endpoint name's listener.
 func (p *Proxy) Listen(name string) (net.Listener, error) {
-	ep := p.endpoints[name]
+	ep := p.endpoint(name)
 	if ep == nil {
 		return nil, fmt.Errorf("proxy: no endpoint %q", name)
 	}
@@ -370,7 +441,7 @@ func (p *Proxy) Listen(name string) (net.Listener, error) {
 
 // Serve accepts clients on ln for endpoint name until the listener is closed.
 func (p *Proxy) Serve(name string, ln net.Listener) error {
-	ep := p.endpoints[name]
+	ep := p.endpoint(name)
 	if ep == nil {
 		ln.Close()
 		return fmt.Errorf("proxy: no endpoint %q", name)
@@ -382,7 +453,12 @@ func (p *Proxy) Serve(name string, ln net.Listener) error {
 		return nil
 	}
 	p.listeners[ln] = struct{}{}
+	ep.ln = ln
+	removed := p.endpoint(name) != ep // removed before it served
 	p.mu.Unlock()
+	if removed {
+		ln.Close()
+	}
 	backoff := 5 * time.Millisecond
 	for {
 		nc, err := ln.Accept()

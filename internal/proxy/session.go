@@ -496,6 +496,7 @@ func (s *session) startWatch() {
 			if !home || (movable && s.movesPrimary(s.modeSettings(s.ep.route.Settings()), s.p.topo.Snapshot())) {
 				// Another node's connection holds only replayable state: reopen it when needed.
 				c.lost.Store(true)
+				c.release(s.p.topo.Snapshot().Load[c.idx])
 				return
 			}
 			s.watch.dead.Store(true)

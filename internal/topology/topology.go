@@ -304,6 +304,11 @@ func (t *Topology) follow(cur, next *Snapshot) {
 	switch {
 	case next.Primary != cur.Primary:
 		t.log.Warn("the primary changed", "from", name(cur.Primary), "to", name(next.Primary))
+		if next.IsDraining(next.Primary) {
+			// Writes have nowhere else to go: a drain of the new primary ends.
+			next.Draining &^= 1 << next.Primary
+			t.log.Warn("the drained node became the primary: its drain ends", "node", name(next.Primary))
+		}
 	case next.Switching && !cur.Switching:
 		t.log.Warn("the primary no longer takes writes: waiting for a new primary", "node", name(next.Primary))
 	case !next.Switching && cur.Switching:
