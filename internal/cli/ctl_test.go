@@ -113,6 +113,8 @@ func TestCtl(t *testing.T) {
 		{[]string{"endpoint", "rw", "listen=127.0.0.1:1"}, "listen: cannot change while the endpoint listens"},
 		{[]string{"endpoint", "nope", "balance=weighted"}, `no endpoint is named "nope" (HTTP 404)`},
 		{[]string{"endpoint", "ro", "consistency=session"}, "consistency"},
+		{[]string{"endpoint", "rw", "balance=${HOME}"}, `balance: a value from the API may not contain "$"`},
+		{[]string{"endpoint", "rw", "read_weights=${X}:1"}, `may not contain "$"`},
 	} {
 		code, _, errOut := ctl(c.args...)
 		if code != 1 || !strings.Contains(errOut, c.want) {
@@ -201,6 +203,12 @@ func TestCtl(t *testing.T) {
 	}
 	db2.Close()
 
+	// Back to a valid file, read again: sluice then writes the next changes to it.
+	if err := os.WriteFile(path, []byte(strings.Replace(string(file), "balance: weighted", "balance: least-connections", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mustCtl("reload")
+
 	// An endpoint created while sluice runs listens at once; deleted, it takes no new
 	// connection, and its sessions are closed after timeouts.shutdown (1 s here).
 	rw2 := "127.0.0.1:" + strconv.Itoa(testutil.FreePort(t))
@@ -282,7 +290,7 @@ func TestCtl(t *testing.T) {
 		`(?m)^sluice_node_primary\{node="primary"\} 1$`,
 		`(?m)^sluice_client_sessions\{endpoint="rw"\} `,
 		`(?m)^sluice_admin_changes_total\{kind="patch_endpoint",outcome="applied"\} 4$`,
-		`(?m)^sluice_admin_changes_total\{kind="patch_endpoint",outcome="refused"\} 6$`,
+		`(?m)^sluice_admin_changes_total\{kind="patch_endpoint",outcome="refused"\} 8$`,
 		`(?m)^sluice_admin_changes_total\{kind="drain_node",outcome="refused"\} 1$`,
 		`(?m)^sluice_admin_changes_total\{kind="create_endpoint",outcome="applied"\} 1$`,
 		`(?m)^sluice_admin_changes_total\{kind="delete_endpoint",outcome="applied"\} 1$`,
