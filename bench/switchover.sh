@@ -11,6 +11,14 @@
 #   B  a replica crash under read load: sysbench oltp_read_only --skip_trx=on, 8 threads, for
 #      DUR2 seconds; at DUR2/3 'sluice sandbox stop replica2' (SIGKILL), at 2*DUR2/3 'sandbox
 #      start replica2'.
+#   C  a drain under read load: sysbench oltp_read_only --skip_trx=on through the rw endpoint and
+#      through the ro endpoint at once, DUR3 seconds; at DUR3/3 'sluice ctl drain replica2'
+#      (admin API), which must reach "drained" (0 connections from sluice) within its timeout
+#      with no client error; at 2*DUR3/3 'sluice ctl undrain replica2'.
+#   D  the admin API under load: sysbench oltp_point_select (ps) through rw, DUR4 seconds per run,
+#      alternately without and with a loop of admin calls (sluice ctl status, a PATCH of the rw
+#      endpoint's max_replica_lag, a /metrics scrape, as fast as they answer), 2 runs each; the
+#      QPS with the loop against without (reported), and no error.
 #
 # Every sysbench runs with --mysql-ignore-errors=all, so an error does not stop it: it is
 # counted ("ignored errors", "reconnects") and fails the script. Prints a Markdown table: queries,
@@ -20,6 +28,8 @@
 # Environment (see bench/README.md):
 #   DUR=30                 seconds of phase A (SMOKE=1: 12)
 #   DUR2=25                seconds of phase B (SMOKE=1: 12)
+#   DUR3=15                seconds of phase C (SMOKE=1: 9)
+#   DUR4=8                 seconds of each phase D run (SMOKE=1: 4)
 #   MONITOR_INTERVAL=1s    monitor.interval of the sluice under test
 #   SWITCHOVER_TIMEOUT=    monitor.switchover_timeout (default: sluice's own, 10s)
 #   THREADS=8              sysbench threads of each run
@@ -41,9 +51,13 @@ FL_NAME=switchover
 
 dur=${DUR:-30}
 dur2=${DUR2:-25}
+dur3=${DUR3:-15}
+dur4=${DUR4:-8}
 if [[ ${SMOKE:-0} == 1 ]]; then
+	dur4=${DUR4:-4}
 	dur=${DUR:-12}
 	dur2=${DUR2:-12}
+	dur3=${DUR3:-9}
 fi
 threads=${THREADS:-8}
 tables=${TABLES:-4}
@@ -52,10 +66,11 @@ monitor_interval=${MONITOR_INTERVAL:-1s}
 switchover_timeout=${SWITCHOVER_TIMEOUT:-}
 readonly db=sbtest new_primary=replica1 victim=replica2
 
-for n in "$dur" "$dur2" "$threads" "$tables" "$table_size"; do
-	[[ $n =~ ^[1-9][0-9]*$ ]] || fl_die "DUR, DUR2, THREADS, TABLES and TABLE_SIZE must be positive integers"
+for n in "$dur" "$dur2" "$dur3" "$threads" "$tables" "$table_size"; do
+	[[ $n =~ ^[1-9][0-9]*$ ]] || fl_die "DUR, DUR2, DUR3, THREADS, TABLES and TABLE_SIZE must be positive integers"
 done
-((dur >= 6 && dur2 >= 6)) || fl_die "DUR and DUR2 must be at least 6 seconds (events at a third and two thirds)"
+((dur >= 6 && dur2 >= 6 && dur3 >= 6)) || fl_die "DUR, DUR2 and DUR3 must be at least 6 seconds (events at a third and two thirds)"
+command -v curl >/dev/null 2>&1 || fl_die "curl not found (phase D scrapes /metrics): apt-get install curl"
 [[ $monitor_interval =~ ^[0-9]+(ms|s|m)$ ]] || fl_die "MONITOR_INTERVAL must be a duration like 1s or 500ms, got '$monitor_interval'"
 [[ -z $switchover_timeout || $switchover_timeout =~ ^[0-9]+(ms|s|m)$ ]] ||
 	fl_die "SWITCHOVER_TIMEOUT must be a duration like 10s, got '$switchover_timeout'"
@@ -150,7 +165,7 @@ sleep_until() {
 sb_bg() {
 	local log=$1 wl=$2
 	shift 2
-	sb "$FL_RW" "$wl" --threads="$threads" --report-interval=1 --mysql-ignore-errors=all --verbosity=5 "$@" \
+	sb "${SB_ADDR:-$FL_RW}" "$wl" --threads="$threads" --report-interval=1 --mysql-ignore-errors=all --verbosity=5 "$@" \
 		run >"$log" 2>&1 &
 	bg_pids+=($!)
 }
@@ -225,8 +240,14 @@ parse() {
 }
 
 fl_build_sluice "$work/sluice"
-fl_sandbox_up "$work/sandbox" --replicas 2 --max-connections 300
+fl_sandbox_up "$work/sandbox" --replicas 2 --max-connections 300 --admin-port 0
 fl_sandbox_read "$work/sandbox"
+ro_addr=$(fl_json_get "$work/sandbox/sandbox.json" ro)
+admin_addr=$(fl_json_get "$work/sandbox/sandbox.json" admin)
+[[ -n $ro_addr && -n $admin_addr ]] || fl_die "no ro or admin address in $work/sandbox/sandbox.json"
+ctl() { "$FL_SLUICE" ctl --admin "$admin_addr" "$@"; }
+# ctl_node NODE COLUMN: a column of sluice ctl status's node table (3 state, 6 connections).
+ctl_node() { ctl status | awk -v n="$1" -v c="$2" '$1 == n { print $c; exit }'; }
 ((${#FL_REPLICAS[@]} == 2)) || fl_die "expected 2 replicas, got ${#FL_REPLICAS[@]}"
 new_addr=$(node_field "$new_primary" address)
 old_addr=$(node_field primary address)
@@ -343,9 +364,83 @@ wait_bg $((dur2 + 60 - at2))
 parse ro "$work/b-read.log" "${sb_rc[$pid_ro]}"
 show_nodes || fl_log "SHOW NODES through sluice failed"
 
+# Phase C: a drain under reads through both endpoints.
+drained=$victim
+c1=$((dur3 / 3))
+c2=$((2 * dur3 / 3))
+drain_timeout=$((c2 - c1))
+fl_log "phase C: oltp_read_only --skip_trx=on through rw and ro, ${dur3}s x $threads threads each; drain $drained at ${c1}s (timeout ${drain_timeout}s), undrain at ${c2}s"
+t0=$(now)
+sb_bg "$work/c-rw.log" oltp_read_only --time="$dur3" --skip_trx=on
+pid_crw=${bg_pids[-1]}
+SB_ADDR=$ro_addr sb_bg "$work/c-ro.log" oltp_read_only --time="$dur3" --skip_trx=on
+pid_cro=${bg_pids[-1]}
+sleep_until "$t0" "$c1"
+conns_before=$(ctl_node "$drained" 6 || true)
+drain_at=$(since "$t0")
+ts=$(now)
+drain_rc=0
+ctl drain "$drained" --timeout "${drain_timeout}s" >"$work/drain.out" 2>&1 || drain_rc=$?
+drained_s=-
+while ((drain_rc == 0)); do
+	if [[ $(ctl_node "$drained" 3 || true) == drained ]]; then
+		drained_s=$(since "$ts")
+		break
+	fi
+	awk -v a="$(since "$t0")" -v b="$c2" 'BEGIN { exit !(a < b) }' || break
+	sleep 0.05
+done
+conns_drained=$(ctl_node "$drained" 6 || true)
+fl_log "drain $drained at ${drain_at}s: exit $drain_rc, $conns_before connections before; drained: $([[ $drained_s == - ]] && echo "not within ${drain_timeout}s" || echo "in ${drained_s}s, $conns_drained connections")"
+sleep_until "$t0" "$c2"
+undrain_rc=0
+ctl undrain "$drained" >"$work/undrain.out" 2>&1 || undrain_rc=$?
+wait_bg $((dur3 + 60 - c2))
+parse crw "$work/c-rw.log" "${sb_rc[$pid_crw]}"
+parse cro "$work/c-ro.log" "${sb_rc[$pid_cro]}"
+
+# Phase D: admin calls in a loop beside a point-select load, against the same load alone.
+admin_loop() {
+	local i=0
+	while :; do
+		ctl status >/dev/null 2>>"$work/admin-loop.err" || echo "status failed" >>"$work/admin-loop.err"
+		ctl endpoint rw "max_replica_lag=$((30 + i % 2))s" >/dev/null 2>>"$work/admin-loop.err" ||
+			echo "patch failed" >>"$work/admin-loop.err"
+		curl -sf "http://$admin_addr/metrics" >/dev/null 2>>"$work/admin-loop.err" || echo "metrics failed" >>"$work/admin-loop.err"
+		i=$((i + 1))
+		echo "$i" >"$work/admin-loop.count"
+	done
+}
+fl_log "phase D: oltp_point_select (ps) through rw, ${dur4}s per run, without and with a loop of admin calls, 2 runs each"
+: >"$work/admin-loop.err"
+admin_calls=0
+for rep in 1 2; do
+	for mode in plain admin; do
+		loop_pid=
+		if [[ $mode == admin ]]; then
+			admin_loop &
+			loop_pid=$!
+		fi
+		sb_bg "$work/d-$mode-$rep.log" oltp_point_select --time="$dur4"
+		pid_d=${bg_pids[-1]}
+		wait_bg $((dur4 + 60))
+		if [[ -n $loop_pid ]]; then
+			kill "$loop_pid" 2>/dev/null || true
+			wait "$loop_pid" 2>/dev/null || true
+			admin_calls=$((admin_calls + 3 * $(cat "$work/admin-loop.count" 2>/dev/null || echo 0)))
+		fi
+		parse "d${mode}${rep}" "$work/d-$mode-$rep.log" "${sb_rc[$pid_d]}"
+	done
+done
+ctl endpoint rw max_replica_lag=default >/dev/null 2>&1 || true
+d_plain=$(awk -v a="${r[dplain1_qps]:-0}" -v b="${r[dplain2_qps]:-0}" 'BEGIN { printf "%.2f", (a + b) / 2 }')
+d_admin=$(awk -v a="${r[dadmin1_qps]:-0}" -v b="${r[dadmin2_qps]:-0}" 'BEGIN { printf "%.2f", (a + b) / 2 }')
+d_ratio=$(awk -v a="$d_admin" -v b="$d_plain" 'BEGIN { if (b + 0 == 0) print "-"; else printf "%.3f", a / b }')
+fl_log "phase D: point select QPS $d_plain alone, $d_admin beside $admin_calls admin calls (x $d_ratio)"
+
 # Verdict.
 failures=()
-for p in upd sel ro; do
+for p in upd sel ro crw cro dplain1 dadmin1 dplain2 dadmin2; do
 	[[ -z ${r[${p}_problem]} ]] || failures+=("$p: ${r[${p}_problem]}")
 done
 ((so_rc == 0)) || failures+=("sandbox switchover exited $so_rc")
@@ -356,6 +451,11 @@ done
 [[ $replicas_ok == true ]] || failures+=("replicas after the switchover: $replica_sums (want $sum_after)")
 [[ $primary_role == primary ]] || failures+=("sandbox.json: $new_primary is '$primary_role', not primary")
 [[ $sluice_sees == primary ]] || failures+=("sluice's SHOW NODES: $new_primary is '${sluice_sees:-?}', not primary")
+((drain_rc == 0)) || failures+=("sluice ctl drain $drained exited $drain_rc: $(cat "$work/drain.out")")
+((undrain_rc == 0)) || failures+=("sluice ctl undrain $drained exited $undrain_rc: $(cat "$work/undrain.out")")
+[[ $drained_s != - ]] || failures+=("$drained was not drained within ${drain_timeout}s")
+[[ ! -s $work/admin-loop.err ]] || failures+=("admin calls failed: $(sort "$work/admin-loop.err" | uniq -c | head -n 3 | tr '\n' ' ')")
+((admin_calls > 0)) || failures+=("no admin call was made in phase D")
 sluice_alive=true
 if ! fl_sluice_alive; then
 	sluice_alive=false
@@ -372,6 +472,10 @@ sb_version=$(sysbench --version | awk '{ print $2 }')
 		"$sb_version" "$threads" "$tables" "$table_size" "$FL_RW" "$monitor_interval"
 	printf 'A: %ss; switchover to %s at %ss took %ss. B: %ss; %s SIGKILLed at %ss, started at %ss, up in sluice %ss after it answered.\n' \
 		"$dur" "$new_primary" "$so_start" "$so_secs" "$dur2" "$victim" "$kill_at" "$start_at" "$back_s"
+	printf 'C: %ss; %s drained at %ss (%s connections from sluice), drained (0 connections) %ss later, undrained at %ss.\n' \
+		"$dur3" "$drained" "$drain_at" "${conns_before:-?}" "$drained_s" "$c2"
+	printf 'D: %ss per run; point select QPS %s alone, %s beside %s admin calls (status, PATCH, /metrics): x %s.\n' \
+		"$dur4" "$d_plain" "$d_admin" "$admin_calls" "$d_ratio"
 	printf 'tps, qps: over the whole run; lowest 1 s tps: the worst per-second report; max ms: the longest event (one\n'
 	printf 'statement in A, one 14-statement read-only transaction in B); 0-tps s: the longest run of seconds without one event.\n\n'
 	printf '| phase | workload | queries | tps | qps | lowest 1 s tps | ignored errors | reconnects | max ms | 0-tps s | SUM(k) check |\n'
@@ -385,6 +489,12 @@ sb_version=$(sysbench --version | awk '{ print $2 }')
 	row upd "A switchover" "oltp_update_index (text)" "$check"
 	row sel "A switchover" "oltp_point_select (ps)" "-"
 	row ro "B replica kill" "oltp_read_only --skip_trx=on" "-"
+	row crw "C drain" "oltp_read_only --skip_trx=on (rw)" "-"
+	row cro "C drain" "oltp_read_only --skip_trx=on (ro)" "-"
+	for rep in 1 2; do
+		row "dplain$rep" "D alone" "oltp_point_select (ps)" "-"
+		row "dadmin$rep" "D admin calls" "oltp_point_select (ps)" "-"
+	done
 	echo
 } | tee "$work/table.md"
 
@@ -407,6 +517,11 @@ jrun() { # PREFIX WORKLOAD
 	printf '  "phase_b": {\n    "seconds": %d,\n    "node": %s, "killed_at_s": %s, "started_at_s": %s, "up_in_sluice_after_s": %s, "stop_exit": %d, "start_exit": %d,\n' \
 		"$dur2" "$(jstr "$victim")" "$kill_at" "$start_at" "$(jnum "$back_s")" "$kill_rc" "$start_rc"
 	printf '    "runs": [%s]\n  },\n' "$(jrun ro "oltp_read_only --skip_trx=on")"
+	printf '  "phase_c": {\n    "seconds": %d,\n    "node": %s, "drain_at_s": %s, "connections_before": %s, "drained_after_s": %s, "undrain_at_s": %s,\n' \
+		"$dur3" "$(jstr "$drained")" "$drain_at" "$(jnum "$conns_before")" "$(jnum "$drained_s")" "$c2"
+	printf '    "runs": [%s,\n      %s]\n  },\n' "$(jrun crw "oltp_read_only --skip_trx=on (rw)")" "$(jrun cro "oltp_read_only --skip_trx=on (ro)")"
+	printf '  "phase_d": {"seconds_per_run": %d, "qps_alone": %s, "qps_with_admin_calls": %s, "ratio": %s, "admin_calls": %d},\n' \
+		"$dur4" "$d_plain" "$d_admin" "$(jnum "$d_ratio")" "$admin_calls"
 	printf '  "sluice_alive": %s,\n  "failures": [' "$sluice_alive"
 	sep=""
 	for f in ${failures[@]+"${failures[@]}"}; do
@@ -421,7 +536,7 @@ if ((${#failures[@]} > 0)); then
 	for f in "${failures[@]}"; do
 		fl_log "failed: $f"
 	done
-	for f in "$work"/a-update.log "$work"/a-select.log "$work"/b-read.log; do
+	for f in "$work"/a-update.log "$work"/a-select.log "$work"/b-read.log "$work"/c-rw.log "$work"/c-ro.log; do
 		if grep -qE 'FATAL|ALERT|Ignoring error|(ignored errors|reconnects):[[:space:]]*[1-9]' "$f"; then
 			# The errors sysbench ignored, one line per error code and message.
 			printf '\n----- %s: errors sysbench ignored (first of each) -----\n' "$f" >&2
