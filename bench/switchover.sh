@@ -369,6 +369,10 @@ drained=$victim
 c1=$((dur3 / 3))
 c2=$((2 * dur3 / 3))
 drain_timeout=$((c2 - c1))
+# After phase A the old primary is a replica: the ro endpoint reads from it and from $drained
+# (its sessions bound to $drained then have somewhere to go), changed through the admin API.
+ctl endpoint ro "read_weights=primary:100,$new_primary:0,$drained:100" >"$work/ro-weights.out" 2>&1 ||
+	fl_die "sluice ctl endpoint ro read_weights=...: $(cat "$work/ro-weights.out")"
 fl_log "phase C: oltp_read_only --skip_trx=on through rw and ro, ${dur3}s x $threads threads each; drain $drained at ${c1}s (timeout ${drain_timeout}s), undrain at ${c2}s"
 t0=$(now)
 sb_bg "$work/c-rw.log" oltp_read_only --time="$dur3" --skip_trx=on

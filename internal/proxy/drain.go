@@ -14,14 +14,15 @@ import (
 // leaveDraining lets go of the session's connections to the nodes snap drains, where it can.
 func (s *session) leaveDraining(set *route.Settings, snap *topology.Snapshot) {
 	for i, c := range s.conns {
-		if c == nil || !snap.IsDraining(i) || s.inTxOn(i) || s.cursorOn(c) {
+		if c == nil || i == s.home || !snap.IsDraining(i) || s.inTxOn(i) || s.cursorOn(c) {
 			continue
 		}
-		if i != s.home {
-			s.drop(i)
-			continue
-		}
-		if set.Mode == route.ReadOnly && s.movable() {
+		s.drop(i)
+	}
+	// A read-only endpoint's session bound to the node (its connection there perhaps closed
+	// already, while it was idle) moves to another replica.
+	if set.Mode == route.ReadOnly && snap.IsDraining(s.home) && s.movable() {
+		if c := s.conns[s.home]; c == nil || !s.cursorOn(c) {
 			s.rebind(set, snap)
 		}
 	}
@@ -37,22 +38,24 @@ func (s *session) cursorOn(c *nodeConn) bool {
 	return false
 }
 
-// ReleaseIdle closes, at a drain's start, the connections idle sessions hold to node i besides
-// their home's: they hold only state replayed on the next node used, and an idle pool would
-// otherwise keep the drain waiting until its timeout. (A home connection moves at the
-// session's next statement, or is closed at the timeout.) It returns how many it closed.
+// ReleaseIdle closes, at a drain's start, the connections idle sessions hold to node i that
+// carry only state replayed on the next node used: any but a read-write session's home (the
+// primary), in a session without a transaction, pins or a cursor. An idle pool would otherwise
+// keep the drain waiting until its timeout. A read-only session whose home it closes moves to
+// another replica at its next statement. It returns how many it closed.
 func (p *Proxy) ReleaseIdle(i int) int {
 	n := p.topo.Snapshot().Nodes[i]
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	closed := 0
 	for s := range p.sessions {
-		if s.life.Load() != stateIdle {
-			continue
+		if s.life.Load() != stateIdle || s.inTx.Load() || s.usedCursor.Load() {
+			continue // busy, or holding a transaction or perhaps a cursor on its connections
 		}
+		movableHome := s.mode == route.ReadOnly && s.pins.Load() == 0
 		if ts := s.killTarget.Load(); ts != nil {
 			for _, t := range *ts {
-				if t.node == n && !t.home {
+				if t.node == n && (!t.home || movableHome) {
 					t.conn.Close() // the idle watch sees it lost, and releases it
 					closed++
 				}

@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"context"
+	"database/sql"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -95,6 +96,24 @@ func TestDrainUnderLoad(t *testing.T) {
 			break
 		}
 	}
+	// An idle read-only session bound to replica1: its home connection is not closed at the
+	// drain's start (it moves at its next statement, or is closed at the timeout).
+	roDB := open(t, dsn(s.ro, "app", "app", "test", ""))
+	var idleRO *sql.Conn
+	for range 20 {
+		c := conn(t, roDB)
+		var id string
+		if err := c.QueryRowContext(context.Background(), "SELECT @@server_id").Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		if ids[id] == "replica1" {
+			idleRO = c
+			break
+		}
+	}
+	if idleRO == nil {
+		t.Fatal("no read-only session was bound to replica1")
+	}
 	before := phase(time.Second)
 	if before["replica1"] == 0 || before["replica2"] == 0 {
 		t.Fatalf("before the drain the reads went %v; want both replicas", before)
@@ -135,6 +154,10 @@ func TestDrainUnderLoad(t *testing.T) {
 	}
 	if err := idle.PingContext(context.Background()); err != nil {
 		t.Errorf("the idle session after the drain: %v", err)
+	}
+	var id string
+	if err := idleRO.QueryRowContext(context.Background(), "SELECT @@server_id").Scan(&id); err != nil {
+		t.Errorf("the idle read-only session after the drain: %v", err)
 	}
 	if _, err := s.app.DrainNode("primary", time.Second); err == nil {
 		t.Error("the primary could be drained")

@@ -120,6 +120,9 @@ type session struct {
 	cmdStart atomic.Int64 // when the current command began (unix ns); 0: idle
 	inTx     atomic.Bool
 	pins     atomic.Uint32
+	// usedCursor: an EXECUTE of the session opened a cursor (a drain leaves its idle
+	// connections alone: a FETCH may follow).
+	usedCursor atomic.Bool
 
 	// killTarget is the node thread serving this session, for KILL from other sessions.
 	killTarget atomic.Pointer[[]killTarget]
@@ -493,7 +496,8 @@ func (s *session) startWatch() {
 			}
 			// The node sent something unasked (a disconnect notice) or closed the connection.
 			s.log.Debug("node closed the idle session's connection", "node", name, "err", err)
-			if !home || (movable && s.movesPrimary(s.modeSettings(s.ep.route.Settings()), s.p.topo.Snapshot())) {
+			snap := s.p.topo.Snapshot()
+			if !home || (movable && (s.movesPrimary(s.modeSettings(s.ep.route.Settings()), snap) || snap.IsDraining(c.idx))) {
 				// Another node's connection holds only replayable state: reopen it when needed.
 				c.lost.Store(true)
 				c.release(s.p.topo.Snapshot().Load[c.idx])

@@ -483,6 +483,7 @@ func (s *session) executeOn(r *request, bc *backend.Conn, b *stmtBinding) error 
 	kind := respResult
 	if len(head) > 5 && head[5]&0x0f != 0 {
 		st.cursorConn = bc // a cursor type was asked for: FETCH goes here
+		s.usedCursor.Store(true)
 		kind = respCursor
 	}
 	// Parameter types: remember them when bound; supply them when this connection lacks them.
