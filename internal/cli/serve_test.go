@@ -315,13 +315,13 @@ admin: {listen: "`+a+`"}
 // TestHelpOnce: --help prints the usage once, on stdout, and exits 0; a bad flag prints the
 // error and the usage on stderr and exits 2.
 func TestHelpOnce(t *testing.T) {
-	for _, args := range [][]string{{"serve", "--help"}, {"sandbox", "up", "--help"}, {"sandbox", "stop", "-h"}} {
+	for _, args := range [][]string{{"serve", "--help"}, {"sandbox", "up", "--help"}, {"sandbox", "stop", "-h"}, {"ctl", "--help"}} {
 		code, stdout, stderr := runCLI(args...)
 		if code != 0 || strings.Count(stdout, "Usage") != 1 || stderr != "" {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want the usage once on stdout", args, code, stdout, stderr)
 		}
 	}
-	for _, args := range [][]string{{"serve", "--bogus"}, {"sandbox", "up", "--bogus"}} {
+	for _, args := range [][]string{{"serve", "--bogus"}, {"sandbox", "up", "--bogus"}, {"ctl", "--bogus"}} {
 		code, stdout, stderr := runCLI(args...)
 		if code != 2 || stdout != "" || !strings.Contains(stderr, "-bogus") || strings.Count(stderr, "Usage") != 1 {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2, the error and the usage on stderr", args, code, stdout, stderr)
