@@ -174,11 +174,18 @@ bench_cleanup() {
 }
 trap bench_cleanup EXIT
 
-# free_port: a 127.0.0.1 port nothing answers on.
+# free_port: a 127.0.0.1 port nothing answers on, below the kernel's ephemeral range (a port in
+# it can be taken, between this check and sluice's listen, as the source port of any outgoing
+# connection: sysbench's, sluice's own to the nodes) and off the sandbox's default ports.
 free_port() {
-	local p
+	local p hi
+	hi=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+	((hi > 21000)) || hi=32768
 	for _ in $(seq 200); do
-		p=$((20000 + RANDOM % 40000))
+		p=$((20000 + RANDOM % (hi - 20000)))
+		if ((p >= 23306 && p < 23376)); then
+			continue
+		fi
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 			echo "$p"
 			return 0
