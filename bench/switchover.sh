@@ -16,9 +16,9 @@
 #      (admin API), which must reach "drained" (0 connections from sluice) within its timeout
 #      with no client error; at 2*DUR3/3 'sluice ctl undrain replica2'.
 #   D  the admin API under load: sysbench oltp_point_select (ps) through rw, DUR4 seconds per run,
-#      alternately without and with a loop of admin calls (sluice ctl status, a PATCH of the rw
-#      endpoint's max_replica_lag, a /metrics scrape, as fast as they answer), 2 runs each; the
-#      QPS with the loop against without (reported), and no error.
+#      alternately without and with bench/adminload (one HTTP client: GET /v1/proxy, a PATCH of
+#      the rw endpoint's max_replica_lag, a /metrics scrape, ADMIN_RATE rounds a second),
+#      2 runs each; the QPS with the loop against without (reported), and no error.
 #
 # Every sysbench runs with --mysql-ignore-errors=all, so an error does not stop it: it is
 # counted ("ignored errors", "reconnects") and fails the script. Prints a Markdown table: queries,
@@ -30,6 +30,8 @@
 #   DUR2=25                seconds of phase B (SMOKE=1: 12)
 #   DUR3=15                seconds of phase C (SMOKE=1: 9)
 #   DUR4=8                 seconds of each phase D run (SMOKE=1: 4)
+#   ADMIN_RATE=10          phase D's rounds of admin calls per second (3 calls each; 0: as fast
+#                          as they answer)
 #   MONITOR_INTERVAL=1s    monitor.interval of the sluice under test
 #   SWITCHOVER_TIMEOUT=    monitor.switchover_timeout (default: sluice's own, 10s)
 #   THREADS=8              sysbench threads of each run
@@ -53,6 +55,7 @@ dur=${DUR:-30}
 dur2=${DUR2:-25}
 dur3=${DUR3:-15}
 dur4=${DUR4:-8}
+admin_rate=${ADMIN_RATE:-10}
 if [[ ${SMOKE:-0} == 1 ]]; then
 	dur4=${DUR4:-4}
 	dur=${DUR:-12}
@@ -70,7 +73,6 @@ for n in "$dur" "$dur2" "$dur3" "$threads" "$tables" "$table_size"; do
 	[[ $n =~ ^[1-9][0-9]*$ ]] || fl_die "DUR, DUR2, DUR3, THREADS, TABLES and TABLE_SIZE must be positive integers"
 done
 ((dur >= 6 && dur2 >= 6 && dur3 >= 6)) || fl_die "DUR, DUR2 and DUR3 must be at least 6 seconds (events at a third and two thirds)"
-command -v curl >/dev/null 2>&1 || fl_die "curl not found (phase D scrapes /metrics): apt-get install curl"
 [[ $monitor_interval =~ ^[0-9]+(ms|s|m)$ ]] || fl_die "MONITOR_INTERVAL must be a duration like 1s or 500ms, got '$monitor_interval'"
 [[ -z $switchover_timeout || $switchover_timeout =~ ^[0-9]+(ms|s|m)$ ]] ||
 	fl_die "SWITCHOVER_TIMEOUT must be a duration like 10s, got '$switchover_timeout'"
@@ -240,6 +242,8 @@ parse() {
 }
 
 fl_build_sluice "$work/sluice"
+command -v go >/dev/null 2>&1 || fl_die "go not found: needed to build bench/adminload (phase D)"
+(cd "$root" && go build -o "$work/adminload" ./bench/adminload) || fl_die "go build ./bench/adminload failed"
 fl_sandbox_up "$work/sandbox" --replicas 2 --max-connections 300 --admin-port 0
 fl_sandbox_read "$work/sandbox"
 ro_addr=$(fl_json_get "$work/sandbox/sandbox.json" ro)
@@ -404,43 +408,33 @@ parse crw "$work/c-rw.log" "${sb_rc[$pid_crw]}"
 parse cro "$work/c-ro.log" "${sb_rc[$pid_cro]}"
 
 # Phase D: admin calls in a loop beside a point-select load, against the same load alone.
-admin_loop() {
-	local i=0
-	while :; do
-		ctl status >/dev/null 2>>"$work/admin-loop.err" || echo "status failed" >>"$work/admin-loop.err"
-		ctl endpoint rw "max_replica_lag=$((30 + i % 2))s" >/dev/null 2>>"$work/admin-loop.err" ||
-			echo "patch failed" >>"$work/admin-loop.err"
-		curl -sf "http://$admin_addr/metrics" >/dev/null 2>>"$work/admin-loop.err" || echo "metrics failed" >>"$work/admin-loop.err"
-		i=$((i + 1))
-		echo "$i" >"$work/admin-loop.count"
-	done
-}
-fl_log "phase D: oltp_point_select (ps) through rw, ${dur4}s per run, without and with a loop of admin calls, 2 runs each"
-: >"$work/admin-loop.err"
-admin_calls=0
+# bench/adminload: one keep-alive HTTP client, each round a describe, a PATCH and a /metrics
+# scrape, ADMIN_RATE rounds a second (far above an operator's and a scraper's pace).
+[[ $admin_rate =~ ^[0-9]+$ ]] || fl_die "ADMIN_RATE must be a whole number"
+fl_log "phase D: oltp_point_select (ps) through rw, ${dur4}s per run, without and with bench/adminload ($admin_rate rounds/s), 2 runs each"
+admin_calls=0 admin_failed=0 admin_p99=-
 for rep in 1 2; do
 	for mode in plain admin; do
 		loop_pid=
 		if [[ $mode == admin ]]; then
-			admin_loop &
+			"$work/adminload" -admin "$admin_addr" -duration "$((dur4 + 1))s" -rate "$admin_rate" >"$work/adminload-$rep.json" 2>&1 &
 			loop_pid=$!
 		fi
 		sb_bg "$work/d-$mode-$rep.log" oltp_point_select --time="$dur4"
 		pid_d=${bg_pids[-1]}
 		wait_bg $((dur4 + 60))
 		if [[ -n $loop_pid ]]; then
-			kill "$loop_pid" 2>/dev/null || true
-			wait "$loop_pid" 2>/dev/null || true
-			admin_calls=$((admin_calls + 3 * $(cat "$work/admin-loop.count" 2>/dev/null || echo 0)))
+			wait "$loop_pid" || admin_failed=$((admin_failed + 1))
+			admin_calls=$((admin_calls + $(fl_json_get "$work/adminload-$rep.json" calls || echo 0)))
+			admin_p99=$(fl_json_get "$work/adminload-$rep.json" p99_ms || echo -)
 		fi
 		parse "d${mode}${rep}" "$work/d-$mode-$rep.log" "${sb_rc[$pid_d]}"
 	done
 done
-ctl endpoint rw max_replica_lag=default >/dev/null 2>&1 || true
 d_plain=$(awk -v a="${r[dplain1_qps]:-0}" -v b="${r[dplain2_qps]:-0}" 'BEGIN { printf "%.2f", (a + b) / 2 }')
 d_admin=$(awk -v a="${r[dadmin1_qps]:-0}" -v b="${r[dadmin2_qps]:-0}" 'BEGIN { printf "%.2f", (a + b) / 2 }')
 d_ratio=$(awk -v a="$d_admin" -v b="$d_plain" 'BEGIN { if (b + 0 == 0) print "-"; else printf "%.3f", a / b }')
-fl_log "phase D: point select QPS $d_plain alone, $d_admin beside $admin_calls admin calls (x $d_ratio)"
+fl_log "phase D: point select QPS $d_plain alone, $d_admin beside $admin_calls admin calls (x $d_ratio; a call's p99 $admin_p99 ms)"
 
 # Verdict.
 failures=()
@@ -458,7 +452,7 @@ done
 ((drain_rc == 0)) || failures+=("sluice ctl drain $drained exited $drain_rc: $(cat "$work/drain.out")")
 ((undrain_rc == 0)) || failures+=("sluice ctl undrain $drained exited $undrain_rc: $(cat "$work/undrain.out")")
 [[ $drained_s != - ]] || failures+=("$drained was not drained within ${drain_timeout}s")
-[[ ! -s $work/admin-loop.err ]] || failures+=("admin calls failed: $(sort "$work/admin-loop.err" | uniq -c | head -n 3 | tr '\n' ' ')")
+((admin_failed == 0)) || failures+=("admin calls failed: $(cat "$work"/adminload-*.json | tr '\n' ' ')")
 ((admin_calls > 0)) || failures+=("no admin call was made in phase D")
 sluice_alive=true
 if ! fl_sluice_alive; then
@@ -478,8 +472,8 @@ sb_version=$(sysbench --version | awk '{ print $2 }')
 		"$dur" "$new_primary" "$so_start" "$so_secs" "$dur2" "$victim" "$kill_at" "$start_at" "$back_s"
 	printf 'C: %ss; %s drained at %ss (%s connections from sluice), drained (0 connections) %ss later, undrained at %ss.\n' \
 		"$dur3" "$drained" "$drain_at" "${conns_before:-?}" "$drained_s" "$c2"
-	printf 'D: %ss per run; point select QPS %s alone, %s beside %s admin calls (status, PATCH, /metrics): x %s.\n' \
-		"$dur4" "$d_plain" "$d_admin" "$admin_calls" "$d_ratio"
+	printf 'D: %ss per run; point select QPS %s alone, %s beside %s admin calls (GET /v1/proxy, PATCH, /metrics; %s rounds/s; p99 %s ms): x %s.\n' \
+		"$dur4" "$d_plain" "$d_admin" "$admin_calls" "$admin_rate" "$admin_p99" "$d_ratio"
 	printf 'tps, qps: over the whole run; lowest 1 s tps: the worst per-second report; max ms: the longest event (one\n'
 	printf 'statement in A, one 14-statement read-only transaction in B); 0-tps s: the longest run of seconds without one event.\n\n'
 	printf '| phase | workload | queries | tps | qps | lowest 1 s tps | ignored errors | reconnects | max ms | 0-tps s | SUM(k) check |\n'

@@ -81,8 +81,8 @@ step() {
 }
 
 deps() {
-	if ensure_packages "mariadbd mariadb mariadb-test sysbench haproxy curl" \
-		"mariadb-server mariadb-client mariadb-test sysbench haproxy curl"; then
+	if ensure_packages "mariadbd mariadb mariadb-test sysbench haproxy" \
+		"mariadb-server mariadb-client mariadb-test sysbench haproxy"; then
 		return 0
 	fi
 	if [[ $ci == true ]]; then
