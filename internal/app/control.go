@@ -501,6 +501,17 @@ func (a *App) DrainNode(name string, timeout time.Duration) (n admin.Node, err e
 	})
 	released := a.proxy.ReleaseIdle(i)
 	a.log.Info("drain started from the admin API", "node", name, "timeout", timeout, "idle_connections_closed", released)
+	// Sessions that were idle too briefly at the start are released as they stay idle.
+	go func(deadline time.Time) {
+		for time.Now().Before(deadline) {
+			time.Sleep(500 * time.Millisecond)
+			snap := a.topo.Snapshot()
+			if !snap.IsDraining(i) || snap.Load[i].Conns.Load() == 0 {
+				return
+			}
+			a.proxy.ReleaseIdle(i)
+		}
+	}(time.Now().Add(timeout))
 	return a.nodesOf(a.cfg)[i], nil
 }
 

@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"time"
+
 	"github.com/sluicedb/sluice/internal/route"
 	"github.com/sluicedb/sluice/internal/topology"
 )
@@ -42,7 +44,9 @@ func (s *session) cursorOn(c *nodeConn) bool {
 // carry only state replayed on the next node used: any but a read-write session's home (the
 // primary), in a session without a transaction, pins or a cursor. An idle pool would otherwise
 // keep the drain waiting until its timeout. A read-only session whose home it closes moves to
-// another replica at its next statement. It returns how many it closed.
+// another replica at its next statement. Only sessions idle long enough for the idle watch to
+// notice the closed connection (and release it) are touched: the drain calls it again while
+// it waits. It returns how many it closed.
 func (p *Proxy) ReleaseIdle(i int) int {
 	n := p.topo.Snapshot().Nodes[i]
 	p.mu.Lock()
@@ -51,6 +55,11 @@ func (p *Proxy) ReleaseIdle(i int) int {
 	for s := range p.sessions {
 		if s.life.Load() != stateIdle || s.inTx.Load() || s.usedCursor.Load() {
 			continue // busy, or holding a transaction or perhaps a cursor on its connections
+		}
+		if since := s.idleSince.Load(); since == 0 || time.Since(time.Unix(0, since)) < idleProbe+200*time.Millisecond {
+			// Not yet watched while idle: the connection's loss would be found only when the
+			// session next uses it. Sessions that stay idle are released at the next call.
+			continue
 		}
 		movableHome := s.mode == route.ReadOnly && s.pins.Load() == 0
 		if ts := s.killTarget.Load(); ts != nil {

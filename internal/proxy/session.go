@@ -118,8 +118,11 @@ type session struct {
 	stats    sessionStats
 	info     atomic.Pointer[sessionInfo]
 	cmdStart atomic.Int64 // when the current command began (unix ns); 0: idle
-	inTx     atomic.Bool
-	pins     atomic.Uint32
+	// idleSince is when the last command ended (unix ns): past idleProbe, the idle watch
+	// reads the session's node connections (ReleaseIdle relies on it).
+	idleSince atomic.Int64
+	inTx      atomic.Bool
+	pins      atomic.Uint32
 	// usedCursor: an EXECUTE of the session opened a cursor (a drain leaves its idle
 	// connections alone: a FETCH may follow).
 	usedCursor atomic.Bool
@@ -193,6 +196,7 @@ func (s *session) run(overLimit bool) {
 		return
 	}
 	s.info.Store(&sessionInfo{user: s.user.Name, started: time.Now()})
+	s.idleSince.Store(time.Now().UnixNano())
 	s.log.Debug("session started", "user", s.user.Name, "node", s.node.Name)
 	s.loop()
 }
@@ -265,6 +269,7 @@ func (s *session) loop() {
 		s.cmdStart.Store(time.Now().UnixNano())
 		quit, err := s.command()
 		s.cmdStart.Store(0)
+		s.idleSince.Store(time.Now().UnixNano())
 		s.inTx.Store(s.rs.InTx)
 		s.pins.Store(uint32(s.rs.Pins))
 		if err != nil {
