@@ -195,13 +195,9 @@ func (a *App) PatchEndpoint(name string, patch map[string]json.RawMessage) (ch a
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	data, err := config.EditEndpoint(a.cfg.Path, a.raw, name, set)
+	data, next, err := a.edited(config.EditEndpoint(a.cfg.Path, a.raw, name, set))
 	if err != nil {
-		return admin.Change{}, admin.Errorf(http.StatusConflict, "conflict", "", "the configuration file cannot take the change: %v", err)
-	}
-	next, err := a.parse(data)
-	if err != nil {
-		return admin.Change{}, invalid(err, name, next)
+		return admin.Change{}, err
 	}
 	if err := a.applyEndpoint(next, name); err != nil {
 		return admin.Change{}, admin.Errorf(http.StatusBadRequest, "invalid", "", "%v", err)
@@ -248,6 +244,19 @@ func patchValue(k string, raw json.RawMessage) (any, error) {
 	return v, nil
 }
 
+// edited takes the file's text as a change edited it (or the edit's error) and parses it: the
+// API's errors for a text the edit could not make (409) or that does not validate (400).
+func (a *App) edited(data []byte, err error) ([]byte, *config.Config, error) {
+	if err != nil {
+		return nil, nil, admin.Errorf(http.StatusConflict, "conflict", "", "the configuration file cannot take the change: %v", err)
+	}
+	next, err := a.parse(data)
+	if err != nil {
+		return nil, nil, invalid(err)
+	}
+	return data, next, nil
+}
+
 // parse parses a new text of the configuration file as the one in force was: its path, and
 // the zone it runs in (serve's --zone and SLUICE_ZONE override the file's).
 func (a *App) parse(data []byte) (*config.Config, error) {
@@ -268,8 +277,8 @@ func (a *App) routingOf(next *config.Config, e config.Endpoint) (proxy.Endpoint,
 }
 
 // invalid turns the configuration's validation errors into the API's: the first problem's key
-// (relative to endpoint name when it is one of its settings) and every problem's message.
-func invalid(err error, name string, _ *config.Config) error {
+// (relative to its endpoint when it is an endpoint setting) and every problem's message.
+func invalid(err error) error {
 	var ce *config.Error
 	field := ""
 	if errors.As(err, &ce) {
@@ -342,7 +351,7 @@ func (a *App) Reload() (ch admin.Change, err error) {
 	next, err := a.parse(data)
 	if err != nil {
 		a.log.Error("reload refused: the configuration file is invalid; nothing changed", "err", err)
-		return admin.Change{}, invalid(err, "", nil)
+		return admin.Change{}, invalid(err)
 	}
 	ch = admin.Change{Persisted: true, Changed: []string{}}
 	old := map[string]config.Endpoint{}
@@ -570,13 +579,9 @@ func (a *App) CreateEndpoint(body map[string]json.RawMessage) (ch admin.Change, 
 		}
 		set[k] = v
 	}
-	data, err := config.AddEndpoint(a.cfg.Path, a.raw, name, set)
+	data, next, err := a.edited(config.AddEndpoint(a.cfg.Path, a.raw, name, set))
 	if err != nil {
-		return admin.Change{}, admin.Errorf(http.StatusConflict, "conflict", "", "the configuration file cannot take the endpoint: %v", err)
-	}
-	next, err := a.parse(data)
-	if err != nil {
-		return admin.Change{}, invalid(err, name, nil)
+		return admin.Change{}, err
 	}
 	if err := a.startEndpoint(next, name); err != nil {
 		return admin.Change{}, admin.Errorf(http.StatusConflict, "conflict", "listen", "%v", err)
@@ -626,13 +631,9 @@ func (a *App) DeleteEndpoint(name string) (ch admin.Change, err error) {
 	if a.proxy.Routing(name) == nil {
 		return admin.Change{}, admin.Errorf(http.StatusNotFound, "not_found", "", "no endpoint is named %q", name)
 	}
-	data, err := config.RemoveEndpoint(a.cfg.Path, a.raw, name)
+	data, next, err := a.edited(config.RemoveEndpoint(a.cfg.Path, a.raw, name))
 	if err != nil {
-		return admin.Change{}, admin.Errorf(http.StatusConflict, "conflict", "", "the configuration file cannot lose the endpoint: %v", err)
-	}
-	next, err := a.parse(data)
-	if err != nil {
-		return admin.Change{}, invalid(err, name, nil)
+		return admin.Change{}, err
 	}
 	a.stopEndpoint(name)
 	ch = admin.Change{Changed: []string{"endpoints." + name + " (removed)"}}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,15 +29,8 @@ func EditEndpoint(path string, data []byte, name string, set map[string]any) ([]
 	if err != nil {
 		return nil, err
 	}
-	keys := make([]string, 0, len(set))
-	for k := range set {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		if err := setKey(ep, k, set[k]); err != nil {
-			return nil, fmt.Errorf("endpoints %s: %s: %w", name, k, err)
-		}
+	if err := setKeys(ep, name, set); err != nil {
+		return nil, err
 	}
 	return encodeYAML(root)
 }
@@ -59,18 +53,8 @@ func AddEndpoint(path string, data []byte, name string, set map[string]any) ([]b
 	if err := setKey(m, "name", name); err != nil {
 		return nil, err
 	}
-	keys := make([]string, 0, len(set))
-	for k := range set {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		if k == "name" {
-			continue
-		}
-		if err := setKey(m, k, set[k]); err != nil {
-			return nil, fmt.Errorf("endpoints %s: %s: %w", name, k, err)
-		}
+	if err := setKeys(m, name, set); err != nil {
+		return nil, err
 	}
 	list.Content = append(list.Content, m)
 	return encodeYAML(root)
@@ -147,6 +131,20 @@ func endpointNode(root *yaml.Node, name string) (*yaml.Node, error) {
 		}
 	}
 	return nil, fmt.Errorf("no endpoint is named %q in the file", name)
+}
+
+// setKeys sets endpoint name's keys in mapping m from set, in name order ("name" itself is
+// left as it is).
+func setKeys(m *yaml.Node, name string, set map[string]any) error {
+	for _, k := range slices.Sorted(maps.Keys(set)) {
+		if k == "name" {
+			continue
+		}
+		if err := setKey(m, k, set[k]); err != nil {
+			return fmt.Errorf("endpoints %s: %s: %w", name, k, err)
+		}
+	}
+	return nil
 }
 
 // setKey sets key in mapping m to v (nil: removes it).

@@ -5,7 +5,8 @@ import (
 	"testing"
 )
 
-// TestHostMatches: the server's host patterns against a client address.
+// TestHostMatches: the server's host patterns against a client address. The addresses are
+// only compared as values; nothing is dialed.
 func TestHostMatches(t *testing.T) {
 	for _, c := range []struct {
 		host, ip string
