@@ -44,6 +44,11 @@ type Control interface {
 	// timeouts.shutdown and closes the rest. Both write the file back.
 	CreateEndpoint(body map[string]json.RawMessage) (Change, error)
 	DeleteEndpoint(name string) (Change, error)
+	// CreateNode adds a replica (name and address required; zone, and read_weights by
+	// endpoint), watched by the monitor and taking reads once it is seen answering;
+	// DeleteNode removes a drained one. Both write the file back.
+	CreateNode(body map[string]json.RawMessage) (Change, error)
+	DeleteNode(name string) (Change, error)
 	// Sessions lists the client sessions.
 	Sessions() []Session
 	// KillSession closes client session id and its node connections; false: no such session.
@@ -137,6 +142,7 @@ type Session struct {
 // Change is the answer to a change: what it changed and whether the file keeps it.
 type Change struct {
 	Endpoint  *Endpoint `json:"endpoint,omitempty"`
+	Node      *Node     `json:"node,omitempty"`
 	Changed   []string  `json:"changed"`
 	Persisted bool      `json:"persisted"`
 	// PersistError says why the configuration file was not written.
@@ -185,6 +191,35 @@ type Server struct {
 	srv *http.Server
 }
 
+// create serves a POST that makes something (an endpoint, a node) from the JSON body.
+func (s *Server) create(mk func(map[string]json.RawMessage) (Change, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]json.RawMessage
+		if err := readJSON(r, &body); err != nil {
+			writeError(w, err)
+			return
+		}
+		ch, err := mk(body)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusCreated, ch)
+	}
+}
+
+// remove serves a DELETE of the thing the path names.
+func (s *Server) remove(del func(name string) (Change, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ch, err := del(r.PathValue("name"))
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, ch)
+	}
+}
+
 // maxBody bounds a request's body: settings, never bulk data.
 const maxBody = 64 << 10
 
@@ -223,6 +258,8 @@ func New(o Options) *Server {
 		}
 		writeError(w, Errorf(http.StatusNotFound, "not_found", "", "no node is named %q", r.PathValue("name")))
 	}))
+	mux.HandleFunc("POST /v1/nodes", s.auth(s.create(o.Control.CreateNode)))
+	mux.HandleFunc("DELETE /v1/nodes/{name}", s.auth(s.remove(o.Control.DeleteNode)))
 	mux.HandleFunc("POST /v1/nodes/{name}/drain", s.auth(s.drain))
 	mux.HandleFunc("POST /v1/nodes/{name}/undrain", s.auth(func(w http.ResponseWriter, r *http.Request) {
 		n, err := o.Control.UndrainNode(r.PathValue("name"))
@@ -243,27 +280,8 @@ func New(o Options) *Server {
 		writeError(w, Errorf(http.StatusNotFound, "not_found", "", "no endpoint is named %q", r.PathValue("name")))
 	}))
 	mux.HandleFunc("PATCH /v1/endpoints/{name}", s.auth(s.patchEndpoint))
-	mux.HandleFunc("POST /v1/endpoints", s.auth(func(w http.ResponseWriter, r *http.Request) {
-		var body map[string]json.RawMessage
-		if err := readJSON(r, &body); err != nil {
-			writeError(w, err)
-			return
-		}
-		ch, err := o.Control.CreateEndpoint(body)
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		writeJSON(w, http.StatusCreated, ch)
-	}))
-	mux.HandleFunc("DELETE /v1/endpoints/{name}", s.auth(func(w http.ResponseWriter, r *http.Request) {
-		ch, err := o.Control.DeleteEndpoint(r.PathValue("name"))
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, ch)
-	}))
+	mux.HandleFunc("POST /v1/endpoints", s.auth(s.create(o.Control.CreateEndpoint)))
+	mux.HandleFunc("DELETE /v1/endpoints/{name}", s.auth(s.remove(o.Control.DeleteEndpoint)))
 	mux.HandleFunc("GET /v1/sessions", s.auth(func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"sessions": o.Control.Sessions()})
 	}))

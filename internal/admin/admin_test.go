@@ -57,6 +57,18 @@ func (f *fake) DeleteEndpoint(name string) (Change, error) {
 	}
 	return Change{Changed: []string{"endpoints.rw (removed)"}, Persisted: true}, nil
 }
+func (f *fake) CreateNode(body map[string]json.RawMessage) (Change, error) {
+	if _, ok := body["address"]; !ok {
+		return Change{}, Errorf(http.StatusBadRequest, "invalid", "address", "required")
+	}
+	return Change{Changed: []string{"backends.replica3 (new)"}, Node: &Node{Name: "replica3", State: "down"}, Persisted: true}, nil
+}
+func (f *fake) DeleteNode(name string) (Change, error) {
+	if name != "replica3" {
+		return Change{}, Errorf(http.StatusConflict, "conflict", "", "%s is in service: drain it first", name)
+	}
+	return Change{Changed: []string{"backends.replica3 (removed)"}, Persisted: true}, nil
+}
 func (f *fake) Sessions() []Session { return []Session{{ID: 7, User: "app"}} }
 func (f *fake) KillSession(id uint64) bool {
 	f.killed = append(f.killed, id)
@@ -166,6 +178,21 @@ func TestHandlers(t *testing.T) {
 	}
 	if code, out := call(t, h, "POST", "/v1/endpoints", "", `{"listen":"127.0.0.1:0"}`); code != 400 {
 		t.Errorf("create without a name: %d %v", code, out)
+	}
+	if code, out := call(t, h, "POST", "/v1/nodes", "", `{"name":"replica3","address":"127.0.0.1:3309"}`); code != 201 || out["node"] == nil {
+		t.Errorf("create a node: %d %v", code, out)
+	}
+	if code, out := call(t, h, "POST", "/v1/nodes", "", `{"name":"replica3"}`); code != 400 {
+		t.Errorf("create a node without an address: %d %v", code, out)
+	}
+	if code, out := call(t, h, "POST", "/v1/nodes", "", `["replica3"]`); code != 400 {
+		t.Errorf("create a node from a list: %d %v", code, out)
+	}
+	if code, out := call(t, h, "DELETE", "/v1/nodes/replica3", "", ""); code != 200 || out["persisted"] != true {
+		t.Errorf("delete a node: %d %v", code, out)
+	}
+	if code, out := call(t, h, "DELETE", "/v1/nodes/replica1", "", ""); code != 409 {
+		t.Errorf("delete a node in service: %d %v", code, out)
 	}
 	if code, _ := call(t, h, "DELETE", "/v1/endpoints/rw", "", ""); code != 200 {
 		t.Errorf("delete: %d", code)

@@ -131,11 +131,14 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 	if cfg.Monitor.User != "" {
 		// Each node's applied GTID position, for the consistency levels: the monitor's checks
 		// keep it (and binlog streams, where they run).
-		positions = topology.NewPositions(len(cfg.Backends))
+		positions = topology.NewPositions(topology.MaxNodes)
+		for i, n := range topo.Snapshot().Nodes {
+			positions.Own(i, n)
+		}
 		opts.Positions = positions
 	}
 	for _, e := range cfg.Endpoints {
-		ep, err := endpoint(cfg, e)
+		ep, err := endpoint(cfg, e, backendNames(cfg))
 		if err != nil {
 			topo.Close()
 			return nil, fmt.Errorf("endpoint %s: %w", e.Name, err)
@@ -243,9 +246,18 @@ func (a *App) dialMonitor(ctx context.Context, n *topology.Node) (*backend.Conn,
 	return dialMonitor(ctx, a.boot, a.btls, a.btlsMode, n)
 }
 
+// backendNames are cfg's backends' names, in order: the topology's slots at start.
+func backendNames(cfg *config.Config) []string {
+	names := make([]string, len(cfg.Backends))
+	for i, b := range cfg.Backends {
+		names[i] = b.Name
+	}
+	return names
+}
+
 // endpoint turns an endpoint's configuration into the proxy's: typed values, weights by node
-// index.
-func endpoint(cfg *config.Config, e config.Endpoint) (proxy.Endpoint, error) {
+// slot (slots names the node of each, "" for a free one).
+func endpoint(cfg *config.Config, e config.Endpoint, slots []string) (proxy.Endpoint, error) {
 	mode, err := route.ParseMode(e.Mode)
 	if err != nil {
 		return proxy.Endpoint{}, err
@@ -272,8 +284,8 @@ func endpoint(cfg *config.Config, e config.Endpoint) (proxy.Endpoint, error) {
 			Consistency: consistency, ConsistencyTimeout: e.ConsistencyTimeout.Duration,
 		},
 	}
-	for _, b := range cfg.Backends {
-		ep.Routing.Weights = append(ep.Routing.Weights, e.ReadWeights[b.Name])
+	for _, name := range slots {
+		ep.Routing.Weights = append(ep.Routing.Weights, e.ReadWeights[name]) // "": 0
 	}
 	return ep, nil
 }
@@ -291,9 +303,7 @@ func (a *App) Run(ctx context.Context) error {
 		monCtx, stopMon := context.WithCancel(context.Background())
 		var wg sync.WaitGroup
 		wg.Go(func() { a.mon.Run(monCtx) })
-		for i, n := range a.topo.Snapshot().Nodes {
-			wg.Go(func() { a.stream(monCtx, i, n) })
-		}
+		wg.Go(func() { topology.Follow(monCtx, a.topo.Snapshot, a.stream) })
 		if a.boot.Accounts.FromPrimary {
 			wg.Go(func() { a.watchAccounts(monCtx) })
 		}
@@ -401,12 +411,12 @@ func (a *App) AdminAddr() string {
 func (a *App) Routing(name string) *route.Endpoint { return a.proxy.Routing(name) }
 
 // stream follows node i's binlog as the monitor account (binlog.Run), moving its known position
-// (a.positions) in real time, until ctx ends. It starts once the monitor has seen the node (its
-// flavour). A node that cannot be streamed (no REPLICATION SLAVE, no binlog) keeps the monitor's
+// (a.positions) in real time, until ctx ends (sluice stops, or the node is removed). It starts
+// once the monitor has seen the node (its flavour). A node that cannot be streamed (no REPLICATION SLAVE, no binlog) keeps the monitor's
 // polled position; SHOW NODES says which source each node uses.
 func (a *App) stream(ctx context.Context, i int, n *topology.Node) {
 	snap := a.topo.Snapshot()
-	for snap.State[i] == nil || snap.State[i].Version == "" {
+	for i >= len(snap.State) || snap.State[i] == nil || snap.State[i].Version == "" || snap.Nodes[i] != n {
 		select {
 		case <-ctx.Done():
 			return
@@ -428,10 +438,10 @@ func (a *App) stream(ctx context.Context, i int, n *topology.Node) {
 	}
 	binlog.Run(ctx, o, func(pos string) {
 		if p, err := gtid.Parse(fl, pos); err == nil {
-			a.positions.Advance(i, p)
+			a.positions.AdvanceNode(n, p)
 		}
 	}, func(streaming bool, err error) {
-		a.positions.SetStreaming(i, streaming)
+		a.positions.SetStreamingNode(n, streaming)
 	})
-	a.positions.SetStreaming(i, false)
+	a.positions.SetStreamingNode(n, false)
 }

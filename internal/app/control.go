@@ -31,13 +31,23 @@ var patchable = []string{"allow", "balance", "connections_from", "consistency", 
 func (a *App) Proxy() admin.Proxy {
 	cfg := a.config()
 	return admin.Proxy{Version: a.version, Started: a.started, UptimeSeconds: time.Since(a.started).Seconds(),
-		Zone: cfg.Zone, ConfigFile: cfg.Path, Sessions: a.proxy.Sessions(), Nodes: a.Nodes(), Endpoints: a.Endpoints()}
+		Zone: cfg.Zone, ConfigFile: cfg.Path, Sessions: a.proxy.Sessions(), Nodes: a.Nodes(), Endpoints: a.endpointsOf(cfg)}
 }
 
 // Nodes implements admin.Control.
-func (a *App) Nodes() []admin.Node { return a.nodesOf(a.config()) }
+func (a *App) Nodes() []admin.Node {
+	slots := a.nodesOf(a.config())
+	out := make([]admin.Node, 0, len(slots))
+	for _, n := range slots {
+		if n.State != "removed" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
 
-// nodesOf describes the nodes under cfg, the configuration in force.
+// nodesOf describes the nodes under cfg, the configuration in force, one per topology slot
+// (a free slot's with state removed).
 func (a *App) nodesOf(cfg *config.Config) []admin.Node {
 	snap := a.topo.Snapshot()
 	var maxLag time.Duration // the tightest endpoint's: past it, a replica takes fewer reads
@@ -98,8 +108,8 @@ func (a *App) endpointsOf(cfg *config.Config) []admin.Endpoint {
 				TransactionSplit: e.TransactionSplit, MaxConnections: e.MaxConnections,
 				MultiStatements: e.MultiStatements, TLS: e.TLS, Allow: e.Allow}}
 		for i, n := range st.ByNode {
-			if i < len(snap.Nodes) {
-				ae.StatementsByNode[snap.Nodes[i].Name] = n
+			if i < len(snap.Nodes) && (n > 0 || !snap.IsRemoved(i)) {
+				ae.StatementsByNode[snap.Nodes[i].Name] += n
 			}
 		}
 		out = append(out, ae)
@@ -268,12 +278,21 @@ func (a *App) parse(data []byte) (*config.Config, error) {
 	return next, nil
 }
 
-// routingOf is endpoint e of next as the proxy runs it: read weights by the nodes sluice
-// started with (the topology's order; backends change only at a restart).
+// routingOf is endpoint e of next as the proxy runs it: read weights by the topology's slots.
 func (a *App) routingOf(next *config.Config, e config.Endpoint) (proxy.Endpoint, error) {
-	c := *next
-	c.Backends = a.boot.Backends
-	return endpoint(&c, e)
+	return endpoint(next, e, a.slotNames())
+}
+
+// slotNames names the node in each of the topology's slots ("" for a free one).
+func (a *App) slotNames() []string {
+	snap := a.topo.Snapshot()
+	names := make([]string, len(snap.Nodes))
+	for i, n := range snap.Nodes {
+		if !snap.IsRemoved(i) {
+			names[i] = n.Name
+		}
+	}
+	return names
 }
 
 // invalid turns the configuration's validation errors into the API's: the first problem's key
@@ -383,6 +402,19 @@ func (a *App) Reload() (ch admin.Change, err error) {
 			}
 		}
 	}
+	nodesChanged, err := a.reloadNodes(next, &ch)
+	if err != nil {
+		a.log.Error("reload refused; nothing changed", "err", err)
+		return admin.Change{}, err
+	}
+	if nodesChanged {
+		// Every endpoint's weights follow the nodes.
+		for _, e := range next.Endpoints {
+			if !slices.Contains(update, e.Name) && !slices.Contains(start, e.Name) {
+				update = append(update, e.Name)
+			}
+		}
+	}
 	for _, name := range update {
 		if err := a.applyEndpoint(next, name); err != nil {
 			a.log.Error("reload: an endpoint did not take its settings", "endpoint", name, "err", err)
@@ -408,7 +440,7 @@ func (a *App) Reload() (ch admin.Change, err error) {
 	for _, k := range []struct {
 		key      string
 		old, new any
-	}{{"users", b.Users, next.Users}, {"backends", b.Backends, next.Backends}, {"monitor", b.Monitor, next.Monitor},
+	}{{"users", b.Users, next.Users}, {"monitor", b.Monitor, next.Monitor},
 		{"admin", b.Admin, next.Admin}, {"log", b.Log, next.Log}, {"timeouts", b.Timeouts, next.Timeouts},
 		{"tls", b.TLS, next.TLS}, {"backend_tls", b.BackendTLS, next.BackendTLS},
 		{"backend_compress", b.BackendCompress, next.BackendCompress}, {"limits", b.Limits, next.Limits},
@@ -428,7 +460,7 @@ func (a *App) Stats() admin.Stats {
 	cfg := a.config()
 	var st admin.Stats
 	st.ConsistencyWaits, st.ConsistencyTimeouts, st.PrimaryPositionReads = a.proxy.ConsistencyCounts()
-	nodes := a.Nodes()
+	nodes := a.nodesOf(cfg)
 	lat := make([]admin.Histogram, len(nodes))
 	for i := range lat {
 		lat[i] = admin.Histogram{Bounds: proxy.LatencyBuckets, Counts: make([]uint64, len(proxy.LatencyBuckets)+1)}
@@ -452,6 +484,9 @@ func (a *App) Stats() admin.Stats {
 		st.Endpoints = append(st.Endpoints, as)
 	}
 	for i, n := range nodes {
+		if n.State == "removed" {
+			continue
+		}
 		ns := admin.NodeStat{Name: n.Name, Role: n.Role, State: n.State, Connections: n.Connections, Active: n.Active,
 			ThreadsConnected: n.Threads, Latency: lat[i]}
 		if n.LagMs != nil {
@@ -543,9 +578,11 @@ func (a *App) UndrainNode(name string) (n admin.Node, err error) {
 	return a.nodesOf(a.cfg)[i], nil
 }
 
+// nodeIndex is the slot of node name, or -1.
 func (a *App) nodeIndex(name string) int {
-	for i, n := range a.topo.Snapshot().Nodes {
-		if n.Name == name {
+	snap := a.topo.Snapshot()
+	for i, n := range snap.Nodes {
+		if n.Name == name && !snap.IsRemoved(i) {
 			return i
 		}
 	}

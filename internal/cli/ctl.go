@@ -38,6 +38,9 @@ Commands:
   create-endpoint NAME listen=ADDR [KEY=VALUE...]
                                 a new endpoint, listening at once (settings as in the file)
   delete-endpoint NAME          stop it accepting; its sessions finish within timeouts.shutdown
+  create-node NAME address=HOST:PORT [zone=Z] [read_weights=ENDPOINT:WEIGHT,...]
+                                add a replica: watched at once, reads once it is seen answering
+  delete-node NAME              remove a drained node
   drain NODE [--timeout D]      take a replica out of service: no new reads at once, sessions leave
                                 at their next statement boundary, what is left is closed after D (30s)
   undrain NODE                  put it back in service
@@ -169,24 +172,27 @@ func runCtl(args []string, stdout, stderr io.Writer) int {
 	case cmd == "undrain" && len(args) == 1:
 		var n admin.Node
 		err = c.do("POST", "/v1/nodes/"+url.PathEscape(args[0])+"/undrain", nil, &n, func(any) { fmt.Fprintf(stdout, "%s: %s\n", n.Name, n.State) })
-	case cmd == "create-endpoint" && len(args) >= 2:
-		patch, perr := parseSettings(args[1:])
+	case (cmd == "create-endpoint" || cmd == "create-node") && len(args) >= 2:
+		body, perr := parseSettings(args[1:])
 		if perr != nil {
 			fmt.Fprintf(stderr, "sluice ctl: %v\n", perr)
 			return 2
 		}
-		patch["name"] = args[0]
+		body["name"] = args[0]
 		var ch admin.Change
-		err = c.do("POST", "/v1/endpoints", patch, &ch, func(any) {
+		err = c.do("POST", "/v1/"+strings.TrimPrefix(cmd, "create-")+"s", body, &ch, func(any) {
 			c.printChange(ch)
 			if ch.Endpoint != nil {
 				fmt.Fprintln(c.stdout)
 				c.printEndpoint(*ch.Endpoint)
 			}
+			if ch.Node != nil {
+				fmt.Fprintf(c.stdout, "%s: %s at %s\n", ch.Node.Name, ch.Node.State, ch.Node.Address)
+			}
 		})
-	case cmd == "delete-endpoint" && len(args) == 1:
+	case (cmd == "delete-endpoint" || cmd == "delete-node") && len(args) == 1:
 		var ch admin.Change
-		err = c.do("DELETE", "/v1/endpoints/"+url.PathEscape(args[0]), nil, &ch, func(any) { c.printChange(ch) })
+		err = c.do("DELETE", "/v1/"+strings.TrimPrefix(cmd, "delete-")+"s/"+url.PathEscape(args[0]), nil, &ch, func(any) { c.printChange(ch) })
 	case cmd == "sessions" && len(args) == 0:
 		err = c.sessions()
 	case cmd == "kill" && len(args) == 1:

@@ -102,10 +102,19 @@ func startServe(t *testing.T, extra string, flags ...string) (addr string, cmd *
 // startServeAt is startServe that also returns the configuration file's path.
 func startServeAt(t *testing.T, extra string, flags ...string) (addr string, cmd *exec.Cmd, exited chan error, logs *syncBuffer, path string) {
 	t.Helper()
+	return startServeEdited(t, nil, extra, flags...)
+}
+
+// startServeEdited is startServeAt with the sandbox's configuration first changed by edit.
+func startServeEdited(t *testing.T, edit func([]byte) []byte, extra string, flags ...string) (addr string, cmd *exec.Cmd, exited chan error, logs *syncBuffer, path string) {
+	t.Helper()
 	c := testutil.Cluster(t)
 	cfgData, err := os.ReadFile(filepath.Join(c.Dir, sandbox.ConfigFile))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if edit != nil {
+		cfgData = edit(cfgData)
 	}
 	rwPort, roPort := testutil.FreePort(t), testutil.FreePort(t)
 	cfgText := regexp.MustCompile(`listen: 127\.0\.0\.1:\d+`).ReplaceAllStringFunc(string(cfgData), func() func(string) string {

@@ -274,6 +274,16 @@ func (c *Config) Backend(name string) *Backend {
 	return nil
 }
 
+// Endpoint returns the endpoint called name, or nil.
+func (c *Config) Endpoint(name string) *Endpoint {
+	for i := range c.Endpoints {
+		if c.Endpoints[i].Name == name {
+			return &c.Endpoints[i]
+		}
+	}
+	return nil
+}
+
 // User returns the user called name, or nil. Names are compared exactly,
 // because MySQL account names are case-sensitive.
 func (c *Config) User(name string) *User {

@@ -29,7 +29,7 @@ func EditEndpoint(path string, data []byte, name string, set map[string]any) ([]
 	if err != nil {
 		return nil, err
 	}
-	if err := setKeys(ep, name, set); err != nil {
+	if err := setKeys(ep, "endpoints "+name, set); err != nil {
 		return nil, err
 	}
 	return encodeYAML(root)
@@ -53,7 +53,7 @@ func AddEndpoint(path string, data []byte, name string, set map[string]any) ([]b
 	if err := setKey(m, "name", name); err != nil {
 		return nil, err
 	}
-	if err := setKeys(m, name, set); err != nil {
+	if err := setKeys(m, "endpoints "+name, set); err != nil {
 		return nil, err
 	}
 	list.Content = append(list.Content, m)
@@ -75,6 +75,82 @@ func RemoveEndpoint(path string, data []byte, name string) ([]byte, error) {
 	return encodeYAML(root)
 }
 
+// AddBackend returns data with a new backend appended to the backends list: name first, then
+// the given keys in name order (nil values left out).
+func AddBackend(path string, data []byte, name string, set map[string]any) ([]byte, error) {
+	root, err := readYAML(path, data)
+	if err != nil {
+		return nil, err
+	}
+	list, err := topList(root, "backends")
+	if err != nil {
+		return nil, err
+	}
+	if namedIn(list, name) != nil {
+		return nil, fmt.Errorf("a backend is named %q already", name)
+	}
+	m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	if err := setKey(m, "name", name); err != nil {
+		return nil, err
+	}
+	if err := setKeys(m, "backends "+name, set); err != nil {
+		return nil, err
+	}
+	list.Content = append(list.Content, m)
+	return encodeYAML(root)
+}
+
+// RemoveBackend returns data without backend name, and without the read weights that the
+// endpoints give it.
+func RemoveBackend(path string, data []byte, name string) ([]byte, error) {
+	root, err := readYAML(path, data)
+	if err != nil {
+		return nil, err
+	}
+	list, err := topList(root, "backends")
+	if err != nil {
+		return nil, err
+	}
+	b := namedIn(list, name)
+	if b == nil {
+		return nil, fmt.Errorf("no backend is named %q in the file", name)
+	}
+	list.Content = slices.DeleteFunc(list.Content, func(n *yaml.Node) bool { return n == b })
+	if eps, err := topList(root, "endpoints"); err == nil {
+		for _, e := range eps.Content {
+			if w := valueOf(e, "read_weights"); w != nil && w.Kind == yaml.MappingNode {
+				if err := setKey(w, name, nil); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return encodeYAML(root)
+}
+
+// valueOf is key's value in mapping m, or nil.
+func valueOf(m *yaml.Node, key string) *yaml.Node {
+	if m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for j := 0; j+1 < len(m.Content); j += 2 {
+		if m.Content[j].Value == key {
+			return m.Content[j+1]
+		}
+	}
+	return nil
+}
+
+// namedIn is the mapping of list whose name is name, or nil.
+func namedIn(list *yaml.Node, name string) *yaml.Node {
+	for _, e := range list.Content {
+		if v := valueOf(e, "name"); v != nil && v.Value == name {
+			return e
+		}
+	}
+	return nil
+}
+
 func encodeYAML(root *yaml.Node) ([]byte, error) {
 	var doc yaml.Node
 	doc.Kind, doc.Content = yaml.DocumentNode, []*yaml.Node{root}
@@ -91,57 +167,44 @@ func encodeYAML(root *yaml.Node) ([]byte, error) {
 }
 
 // endpointsList is the top-level endpoints sequence.
-func endpointsList(root *yaml.Node) (*yaml.Node, error) {
+func endpointsList(root *yaml.Node) (*yaml.Node, error) { return topList(root, "endpoints") }
+
+// topList is the top-level sequence key (endpoints, backends).
+func topList(root *yaml.Node, key string) (*yaml.Node, error) {
 	if root == nil || root.Kind != yaml.MappingNode {
 		return nil, errors.New("the file is not a mapping of settings")
 	}
-	for i := 0; i+1 < len(root.Content); i += 2 {
-		if root.Content[i].Value == "endpoints" {
-			if root.Content[i+1].Kind != yaml.SequenceNode {
-				return nil, errors.New("endpoints is not a list")
-			}
-			return root.Content[i+1], nil
-		}
+	list := valueOf(root, key)
+	switch {
+	case list == nil:
+		return nil, fmt.Errorf("the file has no %s list", key)
+	case list.Kind != yaml.SequenceNode:
+		return nil, fmt.Errorf("%s is not a list", key)
 	}
-	return nil, errors.New("the file has no endpoints list")
+	return list, nil
 }
 
 // endpointNode finds the mapping of endpoint name in the file's top-level mapping.
 func endpointNode(root *yaml.Node, name string) (*yaml.Node, error) {
-	if root == nil || root.Kind != yaml.MappingNode {
-		return nil, errors.New("the file is not a mapping of settings")
+	list, err := endpointsList(root)
+	if err != nil {
+		return nil, err
 	}
-	for i := 0; i+1 < len(root.Content); i += 2 {
-		if root.Content[i].Value != "endpoints" {
-			continue
-		}
-		list := root.Content[i+1]
-		if list.Kind != yaml.SequenceNode {
-			return nil, errors.New("endpoints is not a list")
-		}
-		for _, e := range list.Content {
-			if e.Kind != yaml.MappingNode {
-				continue
-			}
-			for j := 0; j+1 < len(e.Content); j += 2 {
-				if e.Content[j].Value == "name" && e.Content[j+1].Value == name {
-					return e, nil
-				}
-			}
-		}
+	if e := namedIn(list, name); e != nil {
+		return e, nil
 	}
 	return nil, fmt.Errorf("no endpoint is named %q in the file", name)
 }
 
-// setKeys sets endpoint name's keys in mapping m from set, in name order ("name" itself is
-// left as it is).
-func setKeys(m *yaml.Node, name string, set map[string]any) error {
+// setKeys sets the keys of mapping m (what names it in errors: "endpoints rw") from set, in
+// name order ("name" itself is left as it is).
+func setKeys(m *yaml.Node, what string, set map[string]any) error {
 	for _, k := range slices.Sorted(maps.Keys(set)) {
 		if k == "name" {
 			continue
 		}
 		if err := setKey(m, k, set[k]); err != nil {
-			return fmt.Errorf("endpoints %s: %s: %w", name, k, err)
+			return fmt.Errorf("%s: %s: %w", what, k, err)
 		}
 	}
 	return nil

@@ -68,6 +68,49 @@ func TestEditEndpoint(t *testing.T) {
 	}
 }
 
+// TestAddAndRemoveBackend: a backend added goes last in the list, in the list's style, and
+// parses; removing it takes its read weights out of the endpoints, keeping the comments.
+func TestAddAndRemoveBackend(t *testing.T) {
+	out, err := AddBackend("sluice.yaml", []byte(commented), "replica2", map[string]any{"address": "127.0.0.1:3308", "role": "replica", "zone": nil})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err = EditEndpoint("sluice.yaml", out, "rw", map[string]any{"read_weights": map[string]int{"primary": 0, "replica1": 100, "replica2": 50}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := func(string) (string, bool) { return "secret", true }
+	c, err := parse("sluice.yaml", out, env)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if b := c.Backend("replica2"); b == nil || b.Address != "127.0.0.1:3308" || b.Role != RoleReplica || c.Backends[2].Name != "replica2" {
+		t.Fatalf("the added backend: %+v\n%s", c.Backends, out)
+	}
+	if c.Endpoints[0].ReadWeights["replica2"] != 50 || c.Endpoints[1].ReadWeights["replica2"] != DefaultReplicaWeight {
+		t.Errorf("weights: rw %v, ro %v", c.Endpoints[0].ReadWeights, c.Endpoints[1].ReadWeights)
+	}
+	if _, err := AddBackend("sluice.yaml", out, "replica1", map[string]any{"address": "127.0.0.1:1"}); err == nil || !strings.Contains(err.Error(), `a backend is named "replica1" already`) {
+		t.Errorf("a second replica1: %v", err)
+	}
+
+	out, err = RemoveBackend("sluice.yaml", out, "replica2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(out)
+	if strings.Contains(got, "replica2") || !strings.Contains(got, "# sluice for the shop") || !strings.Contains(got, "# reads on the replica") ||
+		!strings.Contains(got, "read_weights: {primary: 0, replica1: 100}") {
+		t.Errorf("after RemoveBackend:\n%s", got)
+	}
+	if _, err := parse("sluice.yaml", out, env); err != nil {
+		t.Errorf("after RemoveBackend: %v", err)
+	}
+	if _, err := RemoveBackend("sluice.yaml", out, "replica2"); err == nil || !strings.Contains(err.Error(), `no backend is named "replica2"`) {
+		t.Errorf("removing it twice: %v", err)
+	}
+}
+
 // TestWriteFile: the file is replaced whole, keeps its mode, and leaves no temporary file.
 func TestWriteFile(t *testing.T) {
 	dir := t.TempDir()

@@ -56,10 +56,18 @@ type Monitor struct {
 	log  *slog.Logger
 	pub  Publisher
 
-	mu     sync.Mutex // guards latest
-	latest []*topology.NodeState
+	mu sync.Mutex // guards latest
+	// latest is each slot's last check, with the node it checked (a slot may change hands
+	// as nodes are removed and added).
+	latest []checked
 
 	hist history // the primary's positions; the round goroutine's own
+}
+
+// checked is the state a watcher last saw of its node.
+type checked struct {
+	n  *topology.Node
+	st *topology.NodeState
 }
 
 // New returns a monitor of pub's nodes.
@@ -79,16 +87,13 @@ func New(pub Publisher, opts Options) *Monitor {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	n := len(pub.Snapshot().Nodes)
-	return &Monitor{opts: opts, log: opts.Logger, pub: pub, latest: make([]*topology.NodeState, n)}
+	return &Monitor{opts: opts, log: opts.Logger, pub: pub}
 }
 
-// Run checks every node until ctx ends.
+// Run checks every node until ctx ends, following the nodes as they are added and removed.
 func (m *Monitor) Run(ctx context.Context) {
 	var wg sync.WaitGroup
-	for i, n := range m.pub.Snapshot().Nodes {
-		wg.Go(func() { m.watch(ctx, i, n) })
-	}
+	wg.Go(func() { topology.Follow(ctx, m.pub.Snapshot, m.watch) })
 	wg.Go(func() { m.rounds(ctx) })
 	wg.Wait()
 }
@@ -109,7 +114,12 @@ func (m *Monitor) watch(ctx context.Context, i int, n *topology.Node) {
 		st := m.check(ctx, n, &c, prev)
 		prev = st
 		m.mu.Lock()
-		m.latest[i] = st
+		if ctx.Err() == nil { // else the node is gone: its slot is not its own any more
+			if i >= len(m.latest) {
+				m.latest = append(m.latest, make([]checked, i+1-len(m.latest))...)
+			}
+			m.latest[i] = checked{n: n, st: st}
+		}
 		m.mu.Unlock()
 		if !m.wait(ctx, tick, start) {
 			return
@@ -160,7 +170,7 @@ func (m *Monitor) check(ctx context.Context, n *topology.Node, c *Conn, prev *to
 			m.log.Error("node check panicked", "node", n.Name, "panic", r)
 			st = m.failed(prev, fmt.Errorf("check panicked: %v", r), false)
 		}
-		st.Checked = time.Now()
+		st.Checked, st.Node = time.Now(), n
 	}()
 	ctx, cancel := context.WithTimeout(ctx, m.opts.Timeout)
 	defer cancel()
@@ -292,12 +302,18 @@ func (m *Monitor) rounds(ctx context.Context) {
 
 // round publishes the latest states, each with its lag.
 func (m *Monitor) round(now time.Time) {
+	snap := m.pub.Snapshot()
+	states := make([]*topology.NodeState, len(snap.Nodes))
 	m.mu.Lock()
-	states := append([]*topology.NodeState(nil), m.latest...)
+	for i, c := range m.latest {
+		if i < len(states) && c.n == snap.Nodes[i] && !snap.IsRemoved(i) {
+			states[i] = c.st
+		}
+	}
 	m.mu.Unlock()
 	// Lag is measured against the primary this round's states show (after a switchover, the
 	// new one: its positions continue the old one's).
-	p, _, _ := topology.ChoosePrimary(m.pub.Snapshot(), states)
+	p, _, _ := topology.ChoosePrimary(snap, states)
 	var primaryPos gtid.Position
 	fl := gtid.MariaDB
 	if ps := states[p]; ps != nil && ps.Version != "" {
@@ -318,7 +334,7 @@ func (m *Monitor) round(now time.Time) {
 		c.Lag, c.LagKnown = 0, false
 		applied, err := gtid.Parse(fl, c.Applied)
 		if err == nil && c.Health == topology.Healthy && m.opts.Positions != nil {
-			m.opts.Positions.Advance(i, applied)
+			m.opts.Positions.AdvanceNode(c.Node, applied)
 		}
 		if i == p {
 			c.LagKnown = true

@@ -24,8 +24,8 @@ type sessionStats struct {
 // LatencyBuckets are the upper bounds, in seconds, of the statement latency histograms.
 var LatencyBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
 
-func newSessionStats(nodes int) sessionStats {
-	return sessionStats{nodes: nodes, byRoute: make([]atomic.Uint64, route.NumReasons*nodes),
+func newSessionStats(nodes int) *sessionStats {
+	return &sessionStats{nodes: nodes, byRoute: make([]atomic.Uint64, route.NumReasons*nodes),
 		lat: make([]atomic.Uint64, nodes*(len(LatencyBuckets)+1)), latSum: make([]atomic.Uint64, nodes)}
 }
 
@@ -45,16 +45,41 @@ func (st *sessionStats) count(node int, reason route.Reason, took time.Duration)
 	st.latSum[node].Add(uint64(took))
 }
 
+// add adds o's counts to st, which has room for o's nodes (st.nodes >= o.nodes).
 func (st *sessionStats) add(o *sessionStats) {
-	for i := range min(len(st.byRoute), len(o.byRoute)) {
-		st.byRoute[i].Add(o.byRoute[i].Load())
+	for r := range route.NumReasons {
+		for i := range o.nodes {
+			st.byRoute[r*st.nodes+i].Add(o.byRoute[r*o.nodes+i].Load())
+		}
 	}
-	for i := range min(len(st.lat), len(o.lat)) {
+	for i := range o.lat { // node-major: node i's buckets sit at the same place in both
 		st.lat[i].Add(o.lat[i].Load())
 	}
-	for i := range min(len(st.latSum), len(o.latSum)) {
+	for i := range o.latSum {
 		st.latSum[i].Add(o.latSum[i].Load())
 	}
+}
+
+// grown returns st's counts with room for nodes nodes (st itself when it has that room).
+func (st *sessionStats) grown(nodes int) *sessionStats {
+	if nodes <= st.nodes {
+		return st
+	}
+	g := newSessionStats(nodes)
+	g.add(st)
+	return g
+}
+
+// countStatement records a statement of the session in its stats, making room for a node
+// added to the topology since the session began. The session's goroutine is the stats' only
+// writer: a fold reading the old ones meanwhile misses no count it could have seen.
+func (s *session) countStatement(node int, reason route.Reason, took time.Duration) {
+	st := s.stats.Load()
+	if node >= st.nodes {
+		st = st.grown(max(node+1, len(s.p.topo.Snapshot().Nodes)))
+		s.stats.Store(st)
+	}
+	st.count(node, reason, took)
 }
 
 // sessionInfo is what a session publishes once logged in.
@@ -154,20 +179,25 @@ func (p *Proxy) EndpointStats(name string) EndpointStats {
 	// Under the lock, the ended sessions' total and the live sessions (a session's counters
 	// are folded into done under the same lock as it leaves the live ones: each is counted
 	// once); the adding up is done outside it, so that a scrape does not hold up logins.
-	sum := newSessionStats(ep.done.nodes)
 	p.mu.Lock()
-	sum.add(&ep.done)
-	live := make([]*session, 0, len(p.sessions))
+	done := ep.done
+	live := make([]*sessionStats, 0, len(p.sessions))
 	for s := range p.sessions {
 		if s.ep == ep {
-			live = append(live, s)
+			live = append(live, s.stats.Load())
 		}
 	}
-	p.mu.Unlock()
-	for _, s := range live {
-		sum.add(&s.stats)
+	// done is replaced, not changed, when it grows; it is added to under mu: copied here.
+	n := done.nodes
+	for _, st := range live {
+		n = max(n, st.nodes)
 	}
-	n := sum.nodes
+	sum := newSessionStats(n)
+	sum.add(done)
+	p.mu.Unlock()
+	for _, st := range live {
+		sum.add(st)
+	}
 	st := EndpointStats{Sessions: ep.active.Load(), ByNode: make([]uint64, n), ByRoute: make([][]uint64, route.NumReasons),
 		Latency: make([][]uint64, n), LatencySum: make([]time.Duration, n)}
 	for r := range route.NumReasons {

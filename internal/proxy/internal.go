@@ -45,6 +45,9 @@ func (s *session) showNodes() error {
 		"connections", "threads_connected", "rtt_ms", "last_error", "position_source"}
 	var rows [][]cell
 	for i, n := range snap.Nodes {
+		if snap.IsRemoved(i) {
+			continue
+		}
 		role := topology.Replica
 		if snap.IsPrimary(i) {
 			role = topology.Primary

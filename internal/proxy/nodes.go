@@ -63,6 +63,7 @@ func (s *session) open(i int) (*nodeConn, error) {
 	}
 	c := &nodeConn{Conn: bc, idx: i, name: n.Name}
 	snap.Load[i].Conns.Add(1)
+	s.room(i)
 	if s.conns[i] != nil {
 		s.closeConn(i)
 	}
@@ -163,9 +164,7 @@ func (s *session) connectNode(report bool) error {
 
 // use makes node i's connection current, opening it and bringing it in line with the session.
 func (s *session) use(i int) (*nodeConn, error) {
-	if i >= len(s.conns) {
-		s.conns = append(s.conns, make([]*nodeConn, i+1-len(s.conns))...)
-	}
+	s.room(i)
 	c := s.conns[i]
 	if c == nil {
 		var err error
@@ -179,6 +178,14 @@ func (s *session) use(i int) (*nodeConn, error) {
 	}
 	s.cur, s.node, s.bc = i, s.nodeOf(i), c.Conn
 	return c, nil
+}
+
+// room makes room in the session's connection table for node i (added to the topology
+// since the session began).
+func (s *session) room(i int) {
+	if i >= len(s.conns) {
+		s.conns = append(s.conns, make([]*nodeConn, i+1-len(s.conns))...)
+	}
 }
 
 // sync brings c in line with the session's state (only what differs is sent). A connection that

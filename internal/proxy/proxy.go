@@ -210,8 +210,9 @@ type endpoint struct {
 	allow atomic.Pointer[[]netip.Prefix]
 	// ln is the listener Serve accepts on (under Proxy.mu), closed when the endpoint is removed.
 	ln net.Listener
-	// done holds the statement counts of the endpoint's sessions that ended (sessionStats).
-	done sessionStats
+	// done holds the statement counts of the endpoint's sessions that ended (sessionStats);
+	// guarded by Proxy.mu, and replaced (not changed in place) when it needs room for more nodes.
+	done *sessionStats
 }
 
 // serverInfo is what sluice presents to clients in its handshake, taken from the primary's.
@@ -281,8 +282,7 @@ func New(opts Options) (*Proxy, error) {
 
 // AddEndpoint adds an endpoint; Listen and Serve start it.
 func (p *Proxy) AddEndpoint(ep Endpoint) error {
-	n := len(p.topo.Snapshot().Nodes)
-	re, err := route.NewEndpoint(ep.Name, n, ep.Routing)
+	re, err := route.NewEndpoint(ep.Name, ep.Routing)
 	if err != nil {
 		return fmt.Errorf("proxy: %w", err)
 	}
@@ -290,7 +290,7 @@ func (p *Proxy) AddEndpoint(ep Endpoint) error {
 	e.maxConns.Store(int64(ep.MaxConnections))
 	allow := slices.Clone(ep.Allow)
 	e.allow.Store(&allow)
-	e.done = newSessionStats(n)
+	e.done = newSessionStats(len(p.topo.Snapshot().Nodes))
 	p.epMu.Lock()
 	defer p.epMu.Unlock()
 	if p.endpoints[ep.Name] != nil {
@@ -519,7 +519,12 @@ func (p *Proxy) untrack(s *session) {
 	p.mu.Lock()
 	delete(p.sessions, s)
 	delete(p.byID, s.id)
-	s.ep.done.add(&s.stats) // under mu: EndpointStats counts the session once
+	// Under mu: EndpointStats counts the session once.
+	st := s.stats.Load()
+	if st.nodes > s.ep.done.nodes {
+		s.ep.done = s.ep.done.grown(st.nodes)
+	}
+	s.ep.done.add(st)
 	p.mu.Unlock()
 }
 

@@ -115,7 +115,7 @@ type session struct {
 
 	// stats counts the session's statements; info, cmdStart, inTx and pins describe it to
 	// the control plane (Proxy.SessionList), which reads them from another goroutine.
-	stats    sessionStats
+	stats    atomic.Pointer[sessionStats]
 	info     atomic.Pointer[sessionInfo]
 	cmdStart atomic.Int64 // when the current command began (unix ns); 0: idle
 	// idleSince is when the last command ended (unix ns): past idleProbe, the idle watch
@@ -160,9 +160,9 @@ func (p *Proxy) newSession(ep *endpoint, nc net.Conn) *session {
 		rs:       route.NewSession(),
 		mode:     ep.route.Settings().Mode,
 		conns:    make([]*nodeConn, len(p.topo.Snapshot().Nodes)),
-		stats:    newSessionStats(len(p.topo.Snapshot().Nodes)),
 		log:      p.log.With("conn", id, "endpoint", ep.cfg.Name, "client", nc.RemoteAddr().String()),
 	}
+	s.stats.Store(newSessionStats(len(s.conns)))
 	s.client.SetWriteTimeout(p.opts.WriteTimeout)
 	// Clients pipeline (Connector/J sends its first queries back to back).
 	s.client.SetPeerPipelines()

@@ -50,7 +50,7 @@ func (s *session) after(c *classify.Result, stmt []byte, d route.Decision, set *
 	if t := s.cmdStart.Load(); t != 0 {
 		took = time.Duration(time.Now().UnixNano() - t)
 	}
-	s.stats.count(d.Node, d.Reason, took)
+	s.countStatement(d.Node, d.Reason, took)
 	if s.gtidTracked && (c.Kind == classify.Set || c.Kind == classify.Prepare || c.Flags&classify.SetStatement != 0) &&
 		mentionsFold(stmt, "session_track") {
 		// The client set the tracked variables itself (or prepared that): commits may no

@@ -77,7 +77,6 @@ func (c Consistency) String() string {
 // statement, and a statement sees one version of them, never a mix.
 type Endpoint struct {
 	name     string
-	nodes    int // the topology's node count: every Settings has one weight per node
 	settings atomic.Pointer[Settings]
 	gate     *lagGate // which replicas are set aside for lag; kept across updates
 }
@@ -85,9 +84,9 @@ type Endpoint struct {
 // MaxWeight is the largest read weight.
 const MaxWeight = 10000
 
-// NewEndpoint returns the endpoint called name, over a topology of nodes nodes, with settings s.
-func NewEndpoint(name string, nodes int, s Settings) (*Endpoint, error) {
-	e := &Endpoint{name: name, nodes: nodes, gate: &lagGate{out: make([]atomic.Bool, nodes)}}
+// NewEndpoint returns the endpoint called name with settings s.
+func NewEndpoint(name string, s Settings) (*Endpoint, error) {
+	e := &Endpoint{name: name, gate: &lagGate{out: make([]atomic.Bool, topology.MaxNodes)}}
 	if err := e.Update(s); err != nil {
 		return nil, err
 	}
@@ -103,8 +102,8 @@ func (e *Endpoint) Settings() *Settings { return e.settings.Load() }
 // Update checks s and puts it in force (a copy: the caller keeps s). Settings that do not fit
 // the topology change nothing and return an error.
 func (e *Endpoint) Update(s Settings) error {
-	if len(s.Weights) != e.nodes {
-		return fmt.Errorf("endpoint %s: %d read weights for %d nodes", e.name, len(s.Weights), e.nodes)
+	if len(s.Weights) > topology.MaxNodes {
+		return fmt.Errorf("endpoint %s: %d read weights for at most %d nodes", e.name, len(s.Weights), topology.MaxNodes)
 	}
 	for i, w := range s.Weights {
 		if w < 0 || w > MaxWeight {
@@ -130,7 +129,7 @@ func (e *Endpoint) Update(s Settings) error {
 type Settings struct {
 	Name    string // the endpoint's, for error messages (set by Update)
 	Mode    Mode
-	Weights []int // read weight per node index
+	Weights []int // read weight per node index (a node past the end has none: 0)
 	Policy  Policy
 	// SplitTx: in a transaction, reads before the first write go to a replica and the
 	// transaction opens on the primary at its first write (read-write mode only).
@@ -385,7 +384,7 @@ func Decide(c *classify.Result, stmt []byte, s *Session, ep *Settings, snap *top
 	case classify.HintForceNode:
 		name := stmt[c.NodeName[0]:c.NodeName[1]]
 		for i, n := range snap.Nodes {
-			if n.Name == string(name) {
+			if n.Name == string(name) && !snap.IsRemoved(i) {
 				if !snap.Up[i] {
 					return Decision{Node: -1, Err: mysql.NewError(mysql.CRConnHostError, "HY000", "sluice: node '%s' named by /*FORCE_NODE*/ is down", n.Name)}
 				}

@@ -267,14 +267,13 @@ func BenchmarkDecide(b *testing.B) {
 // TestEndpointUpdateChecks: settings that do not fit the topology change nothing; accepted
 // ones are copied (the caller's slice is not kept) and in force at once.
 func TestEndpointUpdateChecks(t *testing.T) {
-	e, err := NewEndpoint("rw", 3, *rw())
+	e, err := NewEndpoint("rw", *rw())
 	if err != nil {
 		t.Fatal(err)
 	}
 	before := e.Settings()
 	for name, s := range map[string]Settings{
-		"too many weights": {Weights: []int{0, 1, 1, 1}, Policy: LeastActive{}},
-		"too few weights":  {Weights: []int{0, 1}, Policy: LeastActive{}},
+		"too many weights": {Weights: make([]int, topology.MaxNodes+1), Policy: LeastActive{}},
 		"negative weight":  {Weights: []int{0, -1, 1}, Policy: LeastActive{}},
 		"weight too large": {Weights: []int{0, MaxWeight + 1, 1}, Policy: LeastActive{}},
 		"no policy":        {Weights: []int{0, 1, 1}},
@@ -337,7 +336,7 @@ func TestDecideEndsReplicaTransaction(t *testing.T) {
 // the primary and a read-only endpoint binds nobody; Seconds_Behind_Master counts when the
 // positions could not be compared; 0 means no limit.
 func TestLagThreshold(t *testing.T) {
-	e, err := NewEndpoint("rw", 3, Settings{Weights: []int{0, 100, 100}, Policy: LeastActive{}, MaxLag: 2 * time.Second})
+	e, err := NewEndpoint("rw", Settings{Weights: []int{0, 100, 100}, Policy: LeastActive{}, MaxLag: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +369,7 @@ func TestLagThreshold(t *testing.T) {
 	if d := decide(); d.Node != 0 || d.Reason != ReasonFallback {
 		t.Fatalf("every replica lagging: %+v", d)
 	}
-	ro, _ := NewEndpoint("ro", 3, Settings{Mode: ReadOnly, Weights: []int{0, 100, 100}, Policy: LeastActive{}, MaxLag: 2 * time.Second})
+	ro, _ := NewEndpoint("ro", Settings{Mode: ReadOnly, Weights: []int{0, 100, 100}, Policy: LeastActive{}, MaxLag: 2 * time.Second})
 	s := NewSession()
 	if n := BindReplica(&s, ro.Settings(), snap); n != -1 {
 		t.Fatalf("read-only bound to a lagging replica: %d", n)
@@ -438,7 +437,7 @@ func TestNearestZone(t *testing.T) {
 // read-only binding; the other replica does.
 func TestDetachedNodesTakeNoReads(t *testing.T) {
 	for _, maxLag := range []time.Duration{0, 30 * time.Second} {
-		e, err := NewEndpoint("rw", 3, Settings{Weights: []int{0, 100, 100}, Policy: LeastActive{}, MaxLag: maxLag})
+		e, err := NewEndpoint("rw", Settings{Weights: []int{0, 100, 100}, Policy: LeastActive{}, MaxLag: maxLag})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -452,7 +451,7 @@ func TestDetachedNodesTakeNoReads(t *testing.T) {
 				t.Fatalf("max lag %s: read went to %d, want replica2 (replica1 detached)", maxLag, d.Node)
 			}
 		}
-		ro, _ := NewEndpoint("ro", 3, Settings{Mode: ReadOnly, Weights: []int{0, 100, 100}, Policy: LeastActive{}, MaxLag: maxLag})
+		ro, _ := NewEndpoint("ro", Settings{Mode: ReadOnly, Weights: []int{0, 100, 100}, Policy: LeastActive{}, MaxLag: maxLag})
 		s := NewSession()
 		if n := BindReplica(&s, ro.Settings(), snap); n != 2 {
 			t.Fatalf("max lag %s: read-only bound to %d, want replica2", maxLag, n)
@@ -503,7 +502,7 @@ func TestReachedReplicasPreferred(t *testing.T) {
 		{"none has it: any", []int{0, 100, 100}, 0, []int{1, 2}},
 		{"the primary reads too, and has it", []int{100, 100, 100}, 1 << 0, []int{0}},
 	} {
-		e, err := NewEndpoint("rw", 3, Settings{Weights: tc.weights, Policy: LeastActive{}})
+		e, err := NewEndpoint("rw", Settings{Weights: tc.weights, Policy: LeastActive{}})
 		if err != nil {
 			t.Fatal(err)
 		}

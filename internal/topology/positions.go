@@ -20,6 +20,9 @@ type Positions struct {
 	// streaming[i]: node i's position comes from its binlog stream, in real time (else only
 	// from the monitor's checks, up to an interval old).
 	streaming []atomic.Bool
+	// owner[i] is the node slot i's position is of (Own; guarded by mu): a source still
+	// reporting a node since removed (AdvanceNode) moves nothing.
+	owner []*Node
 }
 
 // applied is one node's position, immutable once published; changed is closed when a later one
@@ -31,7 +34,7 @@ type applied struct {
 
 // NewPositions returns the positions of n nodes, none known yet.
 func NewPositions(n int) *Positions {
-	p := &Positions{nodes: make([]atomic.Pointer[applied], n), streaming: make([]atomic.Bool, n)}
+	p := &Positions{nodes: make([]atomic.Pointer[applied], n), streaming: make([]atomic.Bool, n), owner: make([]*Node, n)}
 	for i := range p.nodes {
 		p.nodes[i].Store(&applied{changed: make(chan struct{})})
 	}
@@ -48,6 +51,11 @@ func (p *Positions) Advance(i int, pos gtid.Position) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.advance(i, pos)
+}
+
+// advance is Advance, with p.mu held.
+func (p *Positions) advance(i int, pos gtid.Position) {
 	cur := p.nodes[i].Load()
 	if !cur.pos.IsZero() && cur.pos.Contains(pos) {
 		return
@@ -55,6 +63,34 @@ func (p *Positions) Advance(i int, pos gtid.Position) {
 	p.nodes[i].Store(&applied{pos: cur.pos.Merge(pos), changed: make(chan struct{})})
 	close(cur.changed)
 	p.moved()
+}
+
+// AdvanceNode is Advance for node n's slot, when the slot is still n's (Own).
+func (p *Positions) AdvanceNode(n *Node, pos gtid.Position) {
+	i := n.Index
+	if i < 0 || i >= len(p.nodes) || pos.IsZero() {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.owner[i] == n {
+		p.advance(i, pos)
+	}
+}
+
+// Own gives slot i's position to node n (nil: to no node), forgetting what was known there.
+func (p *Positions) Own(i int, n *Node) {
+	if i < 0 || i >= len(p.nodes) {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.owner[i] == n {
+		return
+	}
+	p.owner[i] = n
+	p.streaming[i].Store(false)
+	p.reset(i)
 }
 
 // moved wakes whoever waits for any node to move. Called with p.mu held.
@@ -74,6 +110,11 @@ func (p *Positions) Reset(i int) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.reset(i)
+}
+
+// reset is Reset, with p.mu held.
+func (p *Positions) reset(i int) {
 	cur := p.nodes[i].Load()
 	p.nodes[i].Store(&applied{changed: make(chan struct{})})
 	close(cur.changed)
@@ -101,6 +142,15 @@ func (p *Positions) Reached(i int, target gtid.Position) bool {
 // SetStreaming records whether node i's binlog stream runs (its position is then real time).
 func (p *Positions) SetStreaming(i int, on bool) {
 	if i >= 0 && i < len(p.streaming) {
+		p.streaming[i].Store(on)
+	}
+}
+
+// SetStreamingNode is SetStreaming for node n's slot, when the slot is still n's (Own).
+func (p *Positions) SetStreamingNode(n *Node, on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if i := n.Index; i >= 0 && i < len(p.owner) && p.owner[i] == n {
 		p.streaming[i].Store(on)
 	}
 }

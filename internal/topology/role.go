@@ -104,6 +104,9 @@ func (s *Snapshot) Detached(i int) bool {
 // (replicates from no one: takes no reads); lagging (a replica past maxLag; 0: no limit);
 // draining (being drained, sluice still holds connections to it) and drained (none left).
 func (s *Snapshot) StateName(i int, maxLag time.Duration) string {
+	if s.IsRemoved(i) {
+		return "removed"
+	}
 	if s.IsDraining(i) {
 		if s.Load[i].Conns.Load() > 0 {
 			return "draining"

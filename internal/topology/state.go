@@ -26,6 +26,9 @@ func (h Health) String() string {
 
 // NodeState is what the monitor last saw of a node. Immutable once published.
 type NodeState struct {
+	// Node is the node checked (nil: the slot's node, whichever it is): a state of a node
+	// since removed does not describe the node that took its slot.
+	Node    *Node
 	Checked time.Time // when the last check ended
 	Health  Health
 	// Failures counts the checks failed in a row (0 after a success).

@@ -35,9 +35,21 @@ type Snapshot struct {
 	// new reads or bindings, and sessions give up their connections to it at their next
 	// statement boundary outside a transaction.
 	Draining uint64
+	// Removed has bit i set when slot i holds no node: its node was removed while sluice ran
+	// (Topology.RemoveNode). Nodes[i] still names the node that was there; it is down, takes
+	// no work, and a node added later may take the slot (Topology.AddNode).
+	Removed uint64
 
 	changed chan struct{} // closed when a newer snapshot replaces this one
 }
+
+// MaxNodes bounds the node slots of a topology (the Draining and Removed bit sets, the
+// consistency levels' sets of replicas): nodes configured at start, plus those added while
+// sluice runs, less the removed slots that new nodes took over.
+const MaxNodes = 64
+
+// IsRemoved reports whether slot i holds no node (its node was removed).
+func (s *Snapshot) IsRemoved(i int) bool { return i >= 0 && i < 64 && s.Removed&(1<<i) != 0 }
 
 // IsPrimary reports whether node i is the primary.
 func (s *Snapshot) IsPrimary(i int) bool { return i == s.Primary }
@@ -94,6 +106,9 @@ func New(opts Options) (*Topology, error) {
 	}
 	if opts.ProbeTimeout <= 0 {
 		opts.ProbeTimeout = 5 * time.Second
+	}
+	if len(opts.Nodes) > MaxNodes {
+		return nil, fmt.Errorf("topology: %d nodes (at most %d)", len(opts.Nodes), MaxNodes)
 	}
 	s := &Snapshot{Primary: -1, changed: make(chan struct{})}
 	seen := map[string]bool{}
@@ -179,7 +194,7 @@ func (t *Topology) SetDraining(i int, on bool) error {
 	switch {
 	case t.closed:
 		return errors.New("topology: closed")
-	case i < 0 || i >= len(cur.Nodes) || i >= 64:
+	case i < 0 || i >= len(cur.Nodes) || cur.IsRemoved(i):
 		return fmt.Errorf("topology: no node %d", i)
 	case on && cur.IsPrimary(i):
 		return fmt.Errorf("%s is the primary: switch over to another node first", cur.Nodes[i].Name)
@@ -203,7 +218,7 @@ func (t *Topology) SetDraining(i int, on bool) error {
 func (t *Topology) NodeFailed(i int, cause error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.closed || i < 0 || i >= len(t.probing) {
+	if t.closed || i < 0 || i >= len(t.probing) || t.snap.Load().IsRemoved(i) {
 		return
 	}
 	t.failedAt[i] = time.Now()
@@ -213,15 +228,20 @@ func (t *Topology) NodeFailed(i int, cause error) {
 	if t.probing[i] || t.opts.Probe == nil {
 		return
 	}
-	t.probing[i] = true
-	t.wg.Add(1)
-	go t.probe(i)
+	t.startProbe(i)
 }
 
-// probe checks node i every ProbeInterval until it answers, then marks it up.
-func (t *Topology) probe(i int) {
+// startProbe starts the probe of node i. Called with t.mu held, t.opts.Probe set.
+func (t *Topology) startProbe(i int) {
+	t.probing[i] = true
+	t.wg.Add(1)
+	go t.probe(i, t.snap.Load().Nodes[i])
+}
+
+// probe checks node n, in slot i, every ProbeInterval until it answers, then marks it up. It
+// ends when the slot no longer holds n (removed, or taken by another node).
+func (t *Topology) probe(i int, n *Node) {
 	defer t.wg.Done()
-	n := t.snap.Load().Nodes[i]
 	tick := time.NewTicker(t.opts.ProbeInterval)
 	defer tick.Stop()
 	for {
@@ -230,10 +250,19 @@ func (t *Topology) probe(i int) {
 			return
 		case <-tick.C:
 		}
-		if err := t.check(n); err != nil {
+		err := t.check(n)
+		t.mu.Lock()
+		if cur := t.snap.Load(); cur.Nodes[i] != n || cur.IsRemoved(i) {
+			if cur.Nodes[i] == n {
+				t.probing[i] = false // else the slot's new node has a probe of its own
+			}
+			t.mu.Unlock()
+			return
+		}
+		if err != nil {
+			t.mu.Unlock()
 			continue
 		}
-		t.mu.Lock()
 		t.probing[i] = false
 		if !t.closed && t.setUp(i, true) {
 			t.log.Info("node is up again", "node", n.Name)
@@ -269,8 +298,8 @@ func (t *Topology) Observe(states []*NodeState) {
 	next.Up = append([]bool(nil), cur.Up...)
 	next.State = append([]*NodeState(nil), cur.State...)
 	for i, st := range states {
-		if i >= len(next.State) || st == nil {
-			continue
+		if i >= len(next.State) || st == nil || next.IsRemoved(i) || (st.Node != nil && st.Node != next.Nodes[i]) {
+			continue // no node there, or a state of the node the slot held before
 		}
 		next.State[i] = st
 		up := st.Health != Down

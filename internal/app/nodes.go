@@ -1,0 +1,230 @@
+package app
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/sluicedb/sluice/internal/admin"
+	"github.com/sluicedb/sluice/internal/config"
+	"github.com/sluicedb/sluice/internal/topology"
+)
+
+// Nodes added and removed while sluice runs: POST and DELETE /v1/nodes, and a reload whose
+// backends list gained or lost one. The file's text is edited and validated whole, as for an
+// endpoint's change; then the topology takes the node (the monitor, the binlog streams and the
+// endpoints' weights follow it) and the file is written back.
+
+// nodeKeys are what POST /v1/nodes takes besides the name.
+var nodeKeys = []string{"address", "read_weights", "role", "zone"}
+
+// CreateNode implements admin.Control: a new replica, validated as in the file. It takes no
+// reads until the monitor has seen it answering (and measured its lag); read_weights gives
+// its weight per endpoint (an endpoint left out gives it what its read_weights say of a node
+// it does not list: the default 100 without read_weights, else 0).
+func (a *App) CreateNode(body map[string]json.RawMessage) (ch admin.Change, err error) {
+	a.changeMu.Lock()
+	defer a.changeMu.Unlock()
+	defer func() { a.counted("create_node", err) }()
+	var name string
+	if raw, ok := body["name"]; !ok || json.Unmarshal(raw, &name) != nil || name == "" {
+		return admin.Change{}, admin.Errorf(http.StatusBadRequest, "invalid", "name", "required: the new node's name")
+	}
+	if a.nodeIndex(name) >= 0 {
+		return admin.Change{}, admin.Errorf(http.StatusConflict, "conflict", "name", "a node is named %q already", name)
+	}
+	if _, ok := body["address"]; !ok {
+		return admin.Change{}, admin.Errorf(http.StatusBadRequest, "invalid", "address", "required: the new node's host:port")
+	}
+	set := map[string]any{"role": config.RoleReplica}
+	var weights map[string]int
+	for k, raw := range body {
+		switch {
+		case k == "name":
+		case k == "read_weights":
+			if err := json.Unmarshal(raw, &weights); err != nil {
+				return admin.Change{}, admin.Errorf(http.StatusBadRequest, "invalid", k, "want an object of endpoint names and weights: %v", err)
+			}
+		case slices.Contains(nodeKeys, k):
+			v, err := patchValue(k, raw)
+			if err != nil {
+				return admin.Change{}, err
+			}
+			if k == "role" && v != config.RoleReplica {
+				return admin.Change{}, admin.Errorf(http.StatusBadRequest, "invalid", k, "only replicas can be added (the primary changes by switchover)")
+			}
+			set[k] = v
+		default:
+			return admin.Change{}, admin.Errorf(http.StatusBadRequest, "invalid", k, "unknown setting; a node takes name, %s", strings.Join(nodeKeys, ", "))
+		}
+	}
+	data, err := config.AddBackend(a.cfg.Path, a.raw, name, set)
+	for _, ep := range slices.Sorted(maps.Keys(weights)) {
+		if err != nil {
+			break
+		}
+		e := a.cfg.Endpoint(ep)
+		if e == nil {
+			return admin.Change{}, admin.Errorf(http.StatusBadRequest, "invalid", "read_weights."+ep, "no endpoint is named %q", ep)
+		}
+		// The endpoint's weights in force (defaults filled in), with the new node's: the file
+		// then says what the endpoint does.
+		w := maps.Clone(e.ReadWeights)
+		w[name] = weights[ep]
+		data, err = config.EditEndpoint(a.cfg.Path, data, ep, map[string]any{"read_weights": w})
+	}
+	data, next, err := a.edited(data, err)
+	if err != nil {
+		return admin.Change{}, err
+	}
+	b := next.Backend(name)
+	slot, err := a.topo.AddNode(topology.Node{Name: name, Address: b.Address, Zone: b.Zone, Role: topology.Replica})
+	if err != nil {
+		return admin.Change{}, admin.Errorf(http.StatusConflict, "conflict", "", "%v", err)
+	}
+	if a.positions != nil {
+		a.positions.Own(slot, a.topo.Snapshot().Nodes[slot])
+	}
+	ch = admin.Change{Changed: []string{"backends." + name + " (new)"}}
+	for _, e := range next.Endpoints {
+		if err := a.applyEndpoint(next, e.Name); err != nil {
+			// Validated whole above, so not expected; the node is in, the endpoint keeps its
+			// weights without it.
+			a.log.Error("a new node's weights were not applied", "endpoint", e.Name, "err", err)
+			continue
+		}
+		ch.Changed = append(ch.Changed, fmt.Sprintf("endpoints.%s.read_weights.%s: %d", e.Name, name, e.ReadWeights[name]))
+	}
+	ch.Persisted, ch.PersistError = a.persist(data)
+	a.cfg, a.raw = next, data
+	a.log.Info("node added from the admin API", "node", name, "address", b.Address, "slot", slot, "persisted", ch.Persisted)
+	n := a.nodesOf(next)[slot]
+	ch.Node = &n
+	return ch, nil
+}
+
+// DeleteNode implements admin.Control: a drained node leaves the topology (the monitor and its
+// binlog stream stop) and the file.
+func (a *App) DeleteNode(name string) (ch admin.Change, err error) {
+	a.changeMu.Lock()
+	defer a.changeMu.Unlock()
+	defer func() { a.counted("delete_node", err) }()
+	i := a.nodeIndex(name)
+	if i < 0 {
+		return admin.Change{}, admin.Errorf(http.StatusNotFound, "not_found", "", "no node is named %q", name)
+	}
+	if err := a.removable(i); err != nil {
+		return admin.Change{}, err
+	}
+	data, next, err := a.edited(config.RemoveBackend(a.cfg.Path, a.raw, name))
+	if err != nil {
+		return admin.Change{}, err
+	}
+	if err := a.removeNode(i, next); err != nil {
+		return admin.Change{}, err
+	}
+	ch = admin.Change{Changed: []string{"backends." + name + " (removed)"}}
+	ch.Persisted, ch.PersistError = a.persist(data)
+	a.cfg, a.raw = next, data
+	a.log.Info("node removed from the admin API", "node", name, "persisted", ch.Persisted)
+	return ch, nil
+}
+
+// removable says why node i cannot leave now (nil: it can): only a drained node can.
+func (a *App) removable(i int) error {
+	snap := a.topo.Snapshot()
+	n := snap.Nodes[i].Name
+	switch {
+	case snap.IsPrimary(i):
+		return admin.Errorf(http.StatusConflict, "conflict", "", "%s is the primary: switch over to another node first", n)
+	case !snap.IsDraining(i):
+		return admin.Errorf(http.StatusConflict, "conflict", "", "%s is in service: drain it first (POST /v1/nodes/%s/drain)", n, n)
+	case snap.Load[i].Conns.Load() > 0:
+		return admin.Errorf(http.StatusConflict, "conflict", "", "%s is still draining: sluice holds %d connections to it", n, snap.Load[i].Conns.Load())
+	}
+	return nil
+}
+
+// removeNode takes node i out of the topology, and the endpoints' weights (next, the
+// configuration without it) with it. Under changeMu.
+func (a *App) removeNode(i int, next *config.Config) error {
+	if err := a.topo.RemoveNode(i); err != nil {
+		return admin.Errorf(http.StatusConflict, "conflict", "", "%v", err)
+	}
+	if t := a.drainTimers[i]; t != nil {
+		t.Stop()
+		delete(a.drainTimers, i)
+	}
+	if a.positions != nil {
+		a.positions.Own(i, nil)
+	}
+	for _, e := range next.Endpoints {
+		if a.proxy.Routing(e.Name) == nil {
+			continue // an endpoint the same reload starts
+		}
+		if err := a.applyEndpoint(next, e.Name); err != nil {
+			a.log.Error("the endpoint's weights without a removed node were not applied", "endpoint", e.Name, "err", err)
+		}
+	}
+	return nil
+}
+
+// reloadNodes applies a reload's change of the backends list (next's) to the topology: new
+// replicas are added, drained nodes no longer listed are removed. What it cannot apply (a node
+// still in service, a changed address, a new primary) it refuses before changing anything (an
+// error), or lists for a restart. It reports whether the nodes changed.
+func (a *App) reloadNodes(next *config.Config, ch *admin.Change) (bool, error) {
+	snap := a.topo.Snapshot()
+	var add []config.Backend
+	var remove []int
+	listed := map[string]bool{}
+	for _, b := range next.Backends {
+		listed[b.Name] = true
+		i := a.nodeIndex(b.Name)
+		if i < 0 {
+			if b.Role != config.RoleReplica {
+				ch.Restart = append(ch.Restart, "backends."+b.Name+" (a new primary)")
+				continue
+			}
+			add = append(add, b)
+			continue
+		}
+		n := snap.Nodes[i]
+		if n.Address != b.Address || n.Zone != b.Zone {
+			ch.Restart = append(ch.Restart, "backends."+b.Name+".address/zone")
+		}
+	}
+	for i, n := range snap.Nodes {
+		if snap.IsRemoved(i) || listed[n.Name] {
+			continue
+		}
+		if err := a.removable(i); err != nil {
+			return false, admin.Errorf(http.StatusConflict, "conflict", "backends",
+				"the file no longer lists backend %s: %v; nothing was changed", n.Name, err)
+		}
+		remove = append(remove, i)
+	}
+	for _, i := range remove {
+		name := snap.Nodes[i].Name
+		if err := a.removeNode(i, next); err != nil {
+			ch.Restart = append(ch.Restart, "backends."+name+" (not removed: "+err.Error()+")")
+			continue
+		}
+		ch.Changed = append(ch.Changed, "backends."+name+" (removed)")
+	}
+	for _, b := range add {
+		slot, err := a.topo.AddNode(topology.Node{Name: b.Name, Address: b.Address, Zone: b.Zone, Role: topology.Replica})
+		if err != nil {
+			ch.Restart = append(ch.Restart, "backends."+b.Name+" (not added: "+err.Error()+")")
+			continue
+		}
+		if a.positions != nil {
+			a.positions.Own(slot, a.topo.Snapshot().Nodes[slot])
+		}
+		ch.Changed = append(ch.Changed, "backends."+b.Name+" (new)")
+	}
+	return len(add) > 0 || len(remove) > 0, nil
+}
