@@ -7,6 +7,8 @@
 #   A direct    sysbench straight to the primary
 #   B haproxy   HAProxy 'mode tcp', nbthread 1, in front of the primary
 #   C sluice-p  sluice endpoint rw with every read on the primary (pin_reads), threads: 1
+#   E sluice-pa sluice-p again, with bench/adminload calling its admin API beside the load
+#               (ADMIN_RATE rounds a second of GET /v1/proxy, a PATCH written back, a /metrics scrape)
 #   D sluice-r  sluice endpoint rw with the sandbox's read weights (reads on the replicas), threads: 1
 #
 # Then the cost of the consistency levels: a third sluice (sluice-c, threads: 1) with three more
@@ -24,6 +26,9 @@
 #   TABLES=4 TABLE_SIZE=10000      sbtest size
 #   SLUICE_THREADS=1               'threads:' (GOMAXPROCS) of the sluices; 0 = every CPU
 #   IDLE_CONNS=1000                idle client connections opened through sluice-p at the end; 0 skips
+#                                  (with them open, SCRAPES /metrics scrapes measure a scrape's cost)
+#   ADMIN_RATE=10                  rounds a second of bench/adminload beside system sluice-pa
+#   SCRAPES=100                    /metrics scrapes of sluice-p without and with the idle connections
 #   PARTS="systems idle consistency"  which parts run (any of them, in that order)
 #   CONS_WORKLOADS="oltp_read_only oltp_point_select"  sysbench workloads of the consistency part
 #   CONS_THREADS=8                 sysbench threads of the consistency part
@@ -56,6 +61,8 @@ tables=${TABLES:-4}
 table_size=${TABLE_SIZE:-10000}
 sluice_threads=${SLUICE_THREADS:-1}
 idle_conns=${IDLE_CONNS:-1000}
+admin_rate=${ADMIN_RATE:-10}
+scrapes=${SCRAPES:-100}
 readonly all_parts="systems idle consistency" all_cons_workloads="oltp_read_only oltp_point_select"
 read -r -a parts <<<"${PARTS:-$all_parts}"
 read -r -a cons_workloads <<<"${CONS_WORKLOADS:-$all_cons_workloads}"
@@ -71,7 +78,7 @@ if [[ ${SMOKE:-0} == 1 ]]; then
 	cons_modes=("${modes[0]}")
 	ryw_n=${RYW_N:-200}
 fi
-readonly db=sbtest systems=(direct haproxy sluice-p sluice-r) levels=(eventual session global)
+readonly db=sbtest systems=(direct haproxy sluice-p sluice-pa sluice-r) levels=(eventual session global)
 
 ((${#modes[@]} > 0)) || fl_die "MODES is empty"
 for m in "${modes[@]}"; do
@@ -85,7 +92,8 @@ done
 for n in ${run_time:+"$run_time"} "$reps" "$tables" "$table_size" "${thread_counts[@]}" "$cons_threads" "$ryw_n"; do
 	[[ $n =~ ^[1-9][0-9]*$ ]] || fl_die "TIME, REPS, THREADS, TABLES, TABLE_SIZE, CONS_THREADS and RYW_N must be positive integers"
 done
-for n in "$sluice_threads" "$idle_conns"; do
+[[ $admin_rate =~ ^[0-9]+(\.[0-9]+)?$ ]] || fl_die "ADMIN_RATE must be a number of rounds a second"
+for n in "$sluice_threads" "$idle_conns" "$scrapes"; do
 	[[ $n =~ ^[0-9]+$ ]] || fl_die "SLUICE_THREADS and IDLE_CONNS must be integers >= 0"
 done
 ((${#parts[@]} > 0)) || fl_die "PARTS is empty"
@@ -139,6 +147,7 @@ if ((want_idle && idle_conns + 100 > max_conns)); then max_conns=$((idle_conns +
 
 haproxy_pid=
 pid_p=
+admin_p=
 pid_c=
 idle_pid=
 idle_fd=
@@ -262,8 +271,18 @@ one_run() {
 		fi
 		before=$(cpu_ticks "$pid")
 	fi
+	local admin_pid=""
+	if [[ $sys == sluice-pa ]]; then
+		# The admin calls run as long as sysbench does.
+		"$work/adminload" -admin "$admin_p" -duration "${secs}s" -rate "$admin_rate" \
+			>"$work/admin-$wl-$m-$th-$rep.json" 2>&1 &
+		admin_pid=$!
+	fi
 	sb "$addr" "$wl" --db-ps-mode="$ps" --threads="$th" --time="$secs" \
 		--report-interval=0 --percentile=99 ${extra[@]+"${extra[@]}"} run >"$log" 2>&1 || rc=$?
+	if [[ -n $admin_pid ]] && ! wait "$admin_pid"; then
+		failures+=("$wl $m $th threads $sys rep $rep: admin calls failed: $(tr '\n' ' ' <"$work/admin-$wl-$m-$th-$rep.json")")
+	fi
 	if [[ -n $pid ]]; then
 		cpu=$(($(cpu_ticks "$pid") - before))
 		rss=$(mem_kib "$pid" VmHWM)
@@ -298,6 +317,10 @@ fl_build_sluice "$work/sluice"
 if ((want_idle)); then
 	command -v go >/dev/null 2>&1 || fl_die "go not found: needed to build bench/idleconns (IDLE_CONNS=0 skips that step)"
 	(cd "$root" && go build -o "$work/idleconns" ./bench/idleconns) || fl_die "go build ./bench/idleconns failed"
+fi
+if ((want_systems || want_idle)); then
+	command -v go >/dev/null 2>&1 || fl_die "go not found: needed to build bench/adminload"
+	(cd "$root" && go build -o "$work/adminload" ./bench/adminload) || fl_die "go build ./bench/adminload failed"
 fi
 if ((want_cons)); then
 	command -v go >/dev/null 2>&1 || fl_die "go not found: needed to build bench/ryw (PARTS without consistency skips that part)"
@@ -343,6 +366,9 @@ if ((want_systems || want_idle)); then
 	cp "$FL_SANDBOX_DIR/sluice.yaml" "$work/sluice-p.yaml"
 	pin_reads "$work/sluice-p.yaml" "$primary_name" || fl_die "cannot rewrite read_weights in sluice-p.yaml"
 	set_threads "$work/sluice-p.yaml" "$sluice_threads"
+	# Its admin API, for system sluice-pa and the cost of a scrape (the sandbox writes none).
+	admin_p=127.0.0.1:$(free_port)
+	printf 'admin: {listen: "%s"}\n' "$admin_p" >>"$work/sluice-p.yaml"
 	if [[ -n ${PROFILE_DIR:-} ]]; then
 		FL_SLUICE_ARGS=(--cpuprofile "$PROFILE_DIR/sluice-p.cpu")
 	fi
@@ -367,8 +393,8 @@ if ((want_systems)); then
 	fl_log "direct $FL_PRIMARY, haproxy $haproxy_addr (pid $haproxy_pid), sluice-p $addr_p (pid $pid_p), sluice-r $addr_r (pid $pid_r), sluice threads: $sluice_threads"
 fi
 
-declare -A addr_of=([direct]=$FL_PRIMARY [haproxy]=$haproxy_addr [sluice-p]=$addr_p [sluice-r]=$addr_r)
-declare -A pid_of=([direct]="" [haproxy]=$haproxy_pid [sluice-p]=$pid_p [sluice-r]=$pid_r)
+declare -A addr_of=([direct]=$FL_PRIMARY [haproxy]=$haproxy_addr [sluice-p]=$addr_p [sluice-pa]=$addr_p [sluice-r]=$addr_r)
+declare -A pid_of=([direct]="" [haproxy]=$haproxy_pid [sluice-p]=$pid_p [sluice-pa]=$pid_p [sluice-r]=$pid_r)
 
 # Peak RSS per run needs clear_refs (own processes, or root); without it VmHWM is the peak
 # since the proxy started.
@@ -409,8 +435,22 @@ fi
 # Idle connections: what IDLE_CONNS logged-in, idle client sessions cost sluice-p in RSS.
 idle_json=null
 idle_table=
+# scrape_cost NAME: SCRAPES /metrics scrapes of sluice-p one after another (bench/adminload);
+# prints "p50_ms p99_ms cpu_ms_per_scrape bytes", the CPU being sluice-p's over all of them.
+scrape_cost() {
+	local before ticks
+	before=$(cpu_ticks "$pid_p")
+	"$work/adminload" -admin "$admin_p" -calls metrics -rounds "$scrapes" >"$work/scrapes-$1.json" 2>&1 ||
+		fl_die "the /metrics scrapes ($1) failed: $(cat "$work/scrapes-$1.json")"
+	ticks=$(($(cpu_ticks "$pid_p") - before))
+	printf '%s %s %s %s\n' "$(fl_json_get "$work/scrapes-$1.json" p50_ms)" "$(fl_json_get "$work/scrapes-$1.json" p99_ms)" \
+		"$(awk -v t="$ticks" -v hz="$clk_tck" -v n="$scrapes" 'BEGIN { printf "%.2f", t / hz * 1000 / n }')" \
+		"$(fl_json_get "$work/scrapes-$1.json" metrics_bytes)"
+}
+
 if ((want_idle)); then
 	p_alive || fl_die "sluice-p (pid $pid_p) is not running any more"
+	read -r sc0_p50 sc0_p99 sc0_cpu sc0_bytes <<<"$(scrape_cost none)"
 	fl_log "idle connections: opening $idle_conns through sluice-p ($addr_p)"
 	conns_before=$(primary_conns)
 	rss_before=$(mem_kib "$pid_p" VmRSS)
@@ -441,6 +481,7 @@ if ((want_idle)); then
 		rss_after=$r
 	done
 	conns_after=$(primary_conns)
+	read -r sc_p50 sc_p99 sc_cpu sc_bytes <<<"$(scrape_cost idle)"
 	p_alive || fl_die "sluice-p died with $idle_conns idle connections"
 	exec {idle_fd}>&-
 	idle_fd=
@@ -456,9 +497,14 @@ if ((want_idle)); then
 		printf '|---:|---:|---:|---:|---:|---:|---:|\n'
 		printf '| %d | %s | %s | %s | %s | %s | %s → %s |\n' "$idle_conns" "$(mib "$rss_before")" "$(mib "$rss_after")" \
 			"$(mib "$diff_kib")" "$per_conn" "$per_1000" "$conns_before" "$conns_after"
+		printf '\nA /metrics scrape of sluice-p over HTTP (bench/adminload, %d scrapes one after another; CPU: sluice-p'"'"'s over them, per scrape).\n\n' "$scrapes"
+		printf '| client sessions | p50 ms | p99 ms | sluice CPU ms per scrape | bytes |\n|---:|---:|---:|---:|---:|\n'
+		printf '| 0 | %s | %s | %s | %s |\n| %d | %s | %s | %s | %s |\n' "$sc0_p50" "$sc0_p99" "$sc0_cpu" "$sc0_bytes" \
+			"$idle_conns" "$sc_p50" "$sc_p99" "$sc_cpu" "$sc_bytes"
 	)
-	idle_json=$(printf '{"connections": %d, "rss_before_kib": %d, "rss_after_kib": %d, "rss_diff_kib": %d, "kib_per_connection": %s, "mib_per_1000": %s, "primary_connections_before": %d, "primary_connections_after": %d, "open_seconds": %d}' \
-		"$idle_conns" "$rss_before" "$rss_after" "$diff_kib" "$per_conn" "$per_1000" "$conns_before" "$conns_after" "$open_s")
+	idle_json=$(printf '{"connections": %d, "rss_before_kib": %d, "rss_after_kib": %d, "rss_diff_kib": %d, "kib_per_connection": %s, "mib_per_1000": %s, "primary_connections_before": %d, "primary_connections_after": %d, "open_seconds": %d, "scrapes": %d, "scrape_without": {"p50_ms": %s, "p99_ms": %s, "cpu_ms": %s, "bytes": %s}, "scrape_with": {"p50_ms": %s, "p99_ms": %s, "cpu_ms": %s, "bytes": %s}}' \
+		"$idle_conns" "$rss_before" "$rss_after" "$diff_kib" "$per_conn" "$per_1000" "$conns_before" "$conns_after" "$open_s" \
+		"$scrapes" "$sc0_p50" "$sc0_p99" "$sc0_cpu" "$sc0_bytes" "$sc_p50" "$sc_p99" "$sc_cpu" "$sc_bytes")
 fi
 
 # Consistency levels: what session and global cost next to eventual, with healthy replicas, on
@@ -683,6 +729,19 @@ table=$work/table.md
 				"$(ratio "$p99" "${q99[$d]:--}")" "$(ratio "$p99" "${q99[$h]:--}")" \
 				"$(ratio "$cpu" "${cc[$h]:--}")"
 		done <"$medians"
+		printf '\nAdmin calls beside the load: sluice-pa is sluice-p with bench/adminload making %s rounds a second (GET /v1/proxy, a PATCH validated, applied and written back, a /metrics scrape) while sysbench runs. calls, p99: over the reps.\n\n' "$admin_rate"
+		printf '| workload | mode | threads | QPS sluice-p | QPS sluice-pa | QPS × sluice-p | admin calls | admin call p99 ms (worst rep) |\n|---|---|---:|---:|---:|---:|---:|---:|\n'
+		while IFS=$'\t' read -r wl m th sys qps _; do
+			[[ $sys == sluice-pa ]] || continue
+			calls=0 worst=0
+			for f in "$work"/admin-"$wl-$m-$th"-*.json; do
+				[[ -f $f ]] || continue
+				calls=$((calls + $(fl_json_get "$f" calls || echo 0)))
+				worst=$(awk -v a="$worst" -v b="$(fl_json_get "$f" p99_ms || echo 0)" 'BEGIN { print (b + 0 > a + 0) ? b : a }')
+			done
+			printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$wl" "$m" "$th" "${qq[$wl/$m/$th/sluice-p]:--}" "$qps" \
+				"$(ratio "$qps" "${qq[$wl/$m/$th/sluice-p]:--}")" "$calls" "$worst"
+		done <"$medians"
 	fi
 	if [[ -n $idle_table ]]; then
 		printf '%s\n' "$idle_table"
@@ -778,8 +837,8 @@ json_medians() {
 	)" "$(jtimes "${workloads[@]}")"
 	printf ',\n  "reps": %d,\n  "tables": %d,\n  "table_size": %d,\n  "sluice_threads": %d,\n  "rss_peak_since": "%s",\n' \
 		"$reps" "$tables" "$table_size" "$sluice_threads" "$rss_peak"
-	printf '  "systems": {"direct": "%s", "haproxy": "%s", "sluice-p": "%s", "sluice-r": "%s"},\n' \
-		"$FL_PRIMARY" "$haproxy_addr" "$addr_p" "$addr_r"
+	printf '  "systems": {"direct": "%s", "haproxy": "%s", "sluice-p": "%s", "sluice-pa": "%s", "sluice-r": "%s"},\n  "admin_rate": %s,\n' \
+		"$FL_PRIMARY" "$haproxy_addr" "$addr_p" "$addr_p" "$addr_r" "$admin_rate"
 	printf '  "nodes": {"%s": "%s", "%s": "%s", "%s": "%s"},\n' \
 		"${node_labels[0]}" "${nodes[0]}" "${node_labels[1]}" "${nodes[1]}" "${node_labels[2]}" "${nodes[2]}"
 	printf '  "runs": [\n'
