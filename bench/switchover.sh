@@ -19,6 +19,11 @@
 #      alternately without and with bench/adminload (one HTTP client: GET /v1/proxy, a PATCH of
 #      the rw endpoint's max_replica_lag, a /metrics scrape, ADMIN_RATE rounds a second),
 #      2 runs each; the QPS with the loop against without (reported), and no error.
+#   E  a replica removed and added back under read load: sysbench oltp_read_only --skip_trx=on
+#      through rw and ro at once, DUR5 seconds; at DUR5/4 'sluice ctl drain replica2', once it is
+#      drained 'sluice ctl delete-node replica2', then 'sluice ctl create-node replica2
+#      address=... read_weights=rw:100,ro:100', which must be up in sluice (its first monitor
+#      check) and take reads again before the end, with no client error.
 #
 # Every sysbench runs with --mysql-ignore-errors=all, so an error does not stop it: it is
 # counted ("ignored errors", "reconnects") and fails the script. Prints a Markdown table: queries,
@@ -30,6 +35,7 @@
 #   DUR2=25                seconds of phase B (SMOKE=1: 12)
 #   DUR3=15                seconds of phase C (SMOKE=1: 9)
 #   DUR4=8                 seconds of each phase D run (SMOKE=1: 4)
+#   DUR5=15                seconds of phase E (SMOKE=1: 9)
 #   ADMIN_RATE=10          phase D's rounds of admin calls per second (3 calls each; 0: as fast
 #                          as they answer)
 #   MONITOR_INTERVAL=1s    monitor.interval of the sluice under test
@@ -55,9 +61,11 @@ dur=${DUR:-30}
 dur2=${DUR2:-25}
 dur3=${DUR3:-15}
 dur4=${DUR4:-8}
+dur5=${DUR5:-15}
 admin_rate=${ADMIN_RATE:-10}
 if [[ ${SMOKE:-0} == 1 ]]; then
 	dur4=${DUR4:-4}
+	dur5=${DUR5:-9}
 	dur=${DUR:-12}
 	dur2=${DUR2:-12}
 	dur3=${DUR3:-9}
@@ -69,10 +77,10 @@ monitor_interval=${MONITOR_INTERVAL:-1s}
 switchover_timeout=${SWITCHOVER_TIMEOUT:-}
 readonly db=sbtest new_primary=replica1 victim=replica2
 
-for n in "$dur" "$dur2" "$dur3" "$threads" "$tables" "$table_size"; do
-	[[ $n =~ ^[1-9][0-9]*$ ]] || fl_die "DUR, DUR2, DUR3, THREADS, TABLES and TABLE_SIZE must be positive integers"
+for n in "$dur" "$dur2" "$dur3" "$dur5" "$threads" "$tables" "$table_size"; do
+	[[ $n =~ ^[1-9][0-9]*$ ]] || fl_die "DUR, DUR2, DUR3, DUR5, THREADS, TABLES and TABLE_SIZE must be positive integers"
 done
-((dur >= 6 && dur2 >= 6 && dur3 >= 6)) || fl_die "DUR, DUR2 and DUR3 must be at least 6 seconds (events at a third and two thirds)"
+((dur >= 6 && dur2 >= 6 && dur3 >= 6 && dur5 >= 8)) || fl_die "DUR, DUR2 and DUR3 must be at least 6 seconds (events at a third and two thirds), DUR5 at least 8"
 [[ $monitor_interval =~ ^[0-9]+(ms|s|m)$ ]] || fl_die "MONITOR_INTERVAL must be a duration like 1s or 500ms, got '$monitor_interval'"
 [[ -z $switchover_timeout || $switchover_timeout =~ ^[0-9]+(ms|s|m)$ ]] ||
 	fl_die "SWITCHOVER_TIMEOUT must be a duration like 10s, got '$switchover_timeout'"
@@ -436,9 +444,71 @@ d_admin=$(awk -v a="${r[dadmin1_qps]:-0}" -v b="${r[dadmin2_qps]:-0}" 'BEGIN { p
 d_ratio=$(awk -v a="$d_admin" -v b="$d_plain" 'BEGIN { if (b + 0 == 0) print "-"; else printf "%.3f", a / b }')
 fl_log "phase D: point select QPS $d_plain alone, $d_admin beside $admin_calls admin calls (x $d_ratio; a call's p99 $admin_p99 ms)"
 
+# Phase E: a replica drained, removed and added back (admin API) under reads through both
+# endpoints.
+removed=$drained
+removed_addr=$(node_field "$removed" address)
+e1=$((dur5 / 4))
+fl_log "phase E: oltp_read_only --skip_trx=on through rw and ro, ${dur5}s x $threads threads each; at ${e1}s drain, delete and create $removed again"
+t0=$(now)
+sb_bg "$work/e-rw.log" oltp_read_only --time="$dur5" --skip_trx=on
+pid_erw=${bg_pids[-1]}
+SB_ADDR=$ro_addr sb_bg "$work/e-ro.log" oltp_read_only --time="$dur5" --skip_trx=on
+pid_ero=${bg_pids[-1]}
+sleep_until "$t0" "$e1"
+e_at=$(since "$t0")
+ts=$(now)
+e_step=drain e_rc=0 e_removed_s=- e_up_s=- e_reads=0
+ctl drain "$removed" --timeout "$((dur5 / 2))s" >"$work/e.out" 2>&1 || e_rc=$?
+while ((e_rc == 0)) && [[ $(ctl_node "$removed" 3 || true) != drained ]]; do
+	if awk -v a="$(since "$ts")" -v b="$((dur5 / 2))" 'BEGIN { exit !(a >= b) }'; then
+		e_rc=1
+		echo "not drained within $((dur5 / 2))s" >>"$work/e.out"
+	fi
+	sleep 0.05
+done
+if ((e_rc == 0)); then
+	e_step=delete-node
+	ctl delete-node "$removed" >>"$work/e.out" 2>&1 || e_rc=$?
+fi
+if ((e_rc == 0)); then
+	e_removed_s=$(since "$ts")
+	e_step=create-node
+	ts=$(now)
+	ctl create-node "$removed" "address=$removed_addr" read_weights=rw:100,ro:100 >>"$work/e.out" 2>&1 || e_rc=$?
+fi
+if ((e_rc == 0)); then
+	e_step="up again"
+	while [[ $(ctl_node "$removed" 3 || true) != up ]]; do
+		if awk -v a="$(since "$t0")" -v b="$((dur5 - 2))" 'BEGIN { exit !(a >= b) }'; then
+			e_rc=1
+			echo "not up within the run" >>"$work/e.out"
+			break
+		fi
+		sleep 0.05
+	done
+	((e_rc != 0)) || e_up_s=$(since "$ts")
+fi
+if ((e_rc == 0)); then
+	# Reads on it again: the node's own count of SELECTs grows by more than sluice's monitor
+	# and binlog stream alone make it (a few a second) under 16 reading clients.
+	e_step="reads again"
+	e_reads=$(fl_sql "$removed_addr" -e "SHOW GLOBAL STATUS LIKE 'Com_select'" | awk '{ print $2 }')
+	sleep 1
+	e_reads=$(($(fl_sql "$removed_addr" -e "SHOW GLOBAL STATUS LIKE 'Com_select'" | awk '{ print $2 }') - ${e_reads:-0}))
+	((e_reads > 100)) || {
+		e_rc=1
+		echo "only $e_reads SELECTs on $removed in the second after it was up" >>"$work/e.out"
+	}
+fi
+wait_bg $((dur5 + 60))
+parse erw "$work/e-rw.log" "${sb_rc[$pid_erw]}"
+parse ero "$work/e-ro.log" "${sb_rc[$pid_ero]}"
+fl_log "phase E: $removed drained and removed in ${e_removed_s}s, added back and up in ${e_up_s}s, $e_reads SELECTs on it in the second after; $([[ $e_rc == 0 ]] && echo ok || echo "FAILED at $e_step: $(tr '\n' ' ' <"$work/e.out")")"
+
 # Verdict.
 failures=()
-for p in upd sel ro crw cro dplain1 dadmin1 dplain2 dadmin2; do
+for p in upd sel ro crw cro dplain1 dadmin1 dplain2 dadmin2 erw ero; do
 	[[ -z ${r[${p}_problem]} ]] || failures+=("$p: ${r[${p}_problem]}")
 done
 ((so_rc == 0)) || failures+=("sandbox switchover exited $so_rc")
@@ -454,6 +524,7 @@ done
 [[ $drained_s != - ]] || failures+=("$drained was not drained within ${drain_timeout}s")
 ((admin_failed == 0)) || failures+=("admin calls failed: $(cat "$work"/adminload-*.json | tr '\n' ' ')")
 ((admin_calls > 0)) || failures+=("no admin call was made in phase D")
+((e_rc == 0)) || failures+=("phase E failed at $e_step: $(tr '\n' ' ' <"$work/e.out")")
 sluice_alive=true
 if ! fl_sluice_alive; then
 	sluice_alive=false
@@ -474,6 +545,8 @@ sb_version=$(sysbench --version | awk '{ print $2 }')
 		"$dur3" "$drained" "$drain_at" "${conns_before:-?}" "$drained_s" "$c2"
 	printf 'D: %ss per run; point select QPS %s alone, %s beside %s admin calls (GET /v1/proxy, PATCH, /metrics; %s rounds/s; p99 %s ms): x %s.\n' \
 		"$dur4" "$d_plain" "$d_admin" "$admin_calls" "$admin_rate" "$admin_p99" "$d_ratio"
+	printf 'E: %ss; %s drained and removed at %ss in %ss, created again and up %ss later, %s SELECTs on it in the second after.\n' \
+		"$dur5" "$removed" "$e_at" "$e_removed_s" "$e_up_s" "$e_reads"
 	printf 'tps, qps: over the whole run; lowest 1 s tps: the worst per-second report; max ms: the longest event (one\n'
 	printf 'statement in A, one 14-statement read-only transaction in B); 0-tps s: the longest run of seconds without one event.\n\n'
 	printf '| phase | workload | queries | tps | qps | lowest 1 s tps | ignored errors | reconnects | max ms | 0-tps s | SUM(k) check |\n'
@@ -493,6 +566,8 @@ sb_version=$(sysbench --version | awk '{ print $2 }')
 		row "dplain$rep" "D alone" "oltp_point_select (ps)" "-"
 		row "dadmin$rep" "D admin calls" "oltp_point_select (ps)" "-"
 	done
+	row erw "E remove, add back" "oltp_read_only --skip_trx=on (rw)" "-"
+	row ero "E remove, add back" "oltp_read_only --skip_trx=on (ro)" "-"
 	echo
 } | tee "$work/table.md"
 
@@ -520,6 +595,9 @@ jrun() { # PREFIX WORKLOAD
 	printf '    "runs": [%s,\n      %s]\n  },\n' "$(jrun crw "oltp_read_only --skip_trx=on (rw)")" "$(jrun cro "oltp_read_only --skip_trx=on (ro)")"
 	printf '  "phase_d": {"seconds_per_run": %d, "qps_alone": %s, "qps_with_admin_calls": %s, "ratio": %s, "admin_calls": %d},\n' \
 		"$dur4" "$d_plain" "$d_admin" "$(jnum "$d_ratio")" "$admin_calls"
+	printf '  "phase_e": {\n    "seconds": %d,\n    "node": %s, "at_s": %s, "removed_after_s": %s, "up_again_after_s": %s, "reads_after": %d, "ok": %s,\n' \
+		"$dur5" "$(jstr "$removed")" "$e_at" "$(jnum "$e_removed_s")" "$(jnum "$e_up_s")" "$e_reads" "$([[ $e_rc == 0 ]] && echo true || echo false)"
+	printf '    "runs": [%s,\n      %s]\n  },\n' "$(jrun erw "oltp_read_only --skip_trx=on (rw)")" "$(jrun ero "oltp_read_only --skip_trx=on (ro)")"
 	printf '  "sluice_alive": %s,\n  "failures": [' "$sluice_alive"
 	sep=""
 	for f in ${failures[@]+"${failures[@]}"}; do
@@ -534,7 +612,7 @@ if ((${#failures[@]} > 0)); then
 	for f in "${failures[@]}"; do
 		fl_log "failed: $f"
 	done
-	for f in "$work"/a-update.log "$work"/a-select.log "$work"/b-read.log "$work"/c-rw.log "$work"/c-ro.log; do
+	for f in "$work"/a-update.log "$work"/a-select.log "$work"/b-read.log "$work"/c-rw.log "$work"/c-ro.log "$work"/e-rw.log "$work"/e-ro.log; do
 		if grep -qE 'FATAL|ALERT|Ignoring error|(ignored errors|reconnects):[[:space:]]*[1-9]' "$f"; then
 			# The errors sysbench ignored, one line per error code and message.
 			printf '\n----- %s: errors sysbench ignored (first of each) -----\n' "$f" >&2

@@ -77,7 +77,7 @@ type Node struct {
 	Address string `json:"address"`
 	Role    string `json:"role"`
 	Zone    string `json:"zone"`
-	// State: up, lagging, full, down, switching, detached, writable, draining, drained.
+	// State: up, lagging, full, down, switching, detached, writable, draining, drained, joining.
 	State string `json:"state"`
 	// LagMs is the replica's lag from GTID positions; SecondsBehind what the server says
 	// (Seconds_Behind_Master); null when unknown.

@@ -58,7 +58,7 @@ type Histogram struct {
 }
 
 // NodeStates are the states a node can be in, each a sluice_node_state series.
-var NodeStates = []string{"up", "down", "full", "lagging", "switching", "writable", "detached", "draining", "drained"}
+var NodeStates = []string{"up", "down", "full", "lagging", "switching", "writable", "detached", "draining", "drained", "joining"}
 
 // MetricsHandler serves /metrics from stats, with Go's runtime and the process's figures.
 func MetricsHandler(stats func() Stats) http.Handler {

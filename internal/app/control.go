@@ -254,6 +254,41 @@ func patchValue(k string, raw json.RawMessage) (any, error) {
 	return v, nil
 }
 
+// newName is the name of the thing (endpoint, node) a POST creates: required, a string, and
+// like every value from the API without "$" (patchValue).
+func newName(body map[string]json.RawMessage, thing string) (string, error) {
+	raw, ok := body["name"]
+	if !ok {
+		return "", admin.Errorf(http.StatusBadRequest, "invalid", "name", "required: the new %s's name", thing)
+	}
+	v, err := patchValue("name", raw)
+	if err != nil {
+		return "", err
+	}
+	name, ok := v.(string)
+	if !ok || name == "" {
+		return "", admin.Errorf(http.StatusBadRequest, "invalid", "name", "required: the new %s's name (a string)", thing)
+	}
+	return name, nil
+}
+
+// unchangedOnDisk refuses a change when the configuration file changed on disk since sluice
+// last read or wrote it: a change of the nodes that the file would not keep would be undone,
+// surprisingly, by the reload the operator needs to make next.
+func (a *App) unchangedOnDisk() error {
+	if a.cfg.Path == "" {
+		return nil
+	}
+	onDisk, err := os.ReadFile(a.cfg.Path)
+	if err != nil {
+		return admin.Errorf(http.StatusInternalServerError, "unreadable", "", "reading %s: %v", a.cfg.Path, err)
+	}
+	if !bytes.Equal(onDisk, a.raw) {
+		return admin.Errorf(http.StatusConflict, "conflict", "", "%s changed on disk since sluice read it: reload it (POST /v1/reload) first; nothing was changed", a.cfg.Path)
+	}
+	return nil
+}
+
 // edited takes the file's text as a change edited it (or the edit's error) and parses it: the
 // API's errors for a text the edit could not make (409) or that does not validate (400).
 func (a *App) edited(data []byte, err error) ([]byte, *config.Config, error) {
@@ -595,9 +630,9 @@ func (a *App) CreateEndpoint(body map[string]json.RawMessage) (ch admin.Change, 
 	a.changeMu.Lock()
 	defer a.changeMu.Unlock()
 	defer func() { a.counted("create_endpoint", err) }()
-	var name string
-	if raw, ok := body["name"]; !ok || json.Unmarshal(raw, &name) != nil || name == "" {
-		return admin.Change{}, admin.Errorf(http.StatusBadRequest, "invalid", "name", "required: the new endpoint's name")
+	name, err := newName(body, "endpoint")
+	if err != nil {
+		return admin.Change{}, err
 	}
 	if a.proxy.Routing(name) != nil {
 		return admin.Change{}, admin.Errorf(http.StatusConflict, "conflict", "name", "an endpoint is named %q already", name)

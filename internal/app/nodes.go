@@ -29,9 +29,9 @@ func (a *App) CreateNode(body map[string]json.RawMessage) (ch admin.Change, err 
 	a.changeMu.Lock()
 	defer a.changeMu.Unlock()
 	defer func() { a.counted("create_node", err) }()
-	var name string
-	if raw, ok := body["name"]; !ok || json.Unmarshal(raw, &name) != nil || name == "" {
-		return admin.Change{}, admin.Errorf(http.StatusBadRequest, "invalid", "name", "required: the new node's name")
+	name, err := newName(body, "node")
+	if err != nil {
+		return admin.Change{}, err
 	}
 	if a.nodeIndex(name) >= 0 {
 		return admin.Change{}, admin.Errorf(http.StatusConflict, "conflict", "name", "a node is named %q already", name)
@@ -81,6 +81,15 @@ func (a *App) CreateNode(body map[string]json.RawMessage) (ch admin.Change, err 
 		return admin.Change{}, err
 	}
 	b := next.Backend(name)
+	if b == nil { // the file's text names it so; after ${...} expansion it would not be
+		return admin.Change{}, admin.Errorf(http.StatusBadRequest, "invalid", "name", "not a name a backend can have: %q", name)
+	}
+	if other := a.nodeAt(b.Address); other != "" {
+		return admin.Change{}, admin.Errorf(http.StatusConflict, "conflict", "address", "node %s is at %s already", other, b.Address)
+	}
+	if err := a.unchangedOnDisk(); err != nil {
+		return admin.Change{}, err
+	}
 	slot, err := a.topo.AddNode(topology.Node{Name: name, Address: b.Address, Zone: b.Zone, Role: topology.Replica})
 	if err != nil {
 		return admin.Change{}, admin.Errorf(http.StatusConflict, "conflict", "", "%v", err)
@@ -94,6 +103,7 @@ func (a *App) CreateNode(body map[string]json.RawMessage) (ch admin.Change, err 
 			// Validated whole above, so not expected; the node is in, the endpoint keeps its
 			// weights without it.
 			a.log.Error("a new node's weights were not applied", "endpoint", e.Name, "err", err)
+			ch.Restart = append(ch.Restart, "endpoints."+e.Name+".read_weights (not applied: "+err.Error()+")")
 			continue
 		}
 		ch.Changed = append(ch.Changed, fmt.Sprintf("endpoints.%s.read_weights.%s: %d", e.Name, name, e.ReadWeights[name]))
@@ -123,6 +133,9 @@ func (a *App) DeleteNode(name string) (ch admin.Change, err error) {
 	if err != nil {
 		return admin.Change{}, err
 	}
+	if err := a.unchangedOnDisk(); err != nil {
+		return admin.Change{}, err
+	}
 	if err := a.removeNode(i, next); err != nil {
 		return admin.Change{}, err
 	}
@@ -131,6 +144,17 @@ func (a *App) DeleteNode(name string) (ch admin.Change, err error) {
 	a.cfg, a.raw = next, data
 	a.log.Info("node removed from the admin API", "node", name, "persisted", ch.Persisted)
 	return ch, nil
+}
+
+// nodeAt names the node in the topology at address, or is "".
+func (a *App) nodeAt(address string) string {
+	snap := a.topo.Snapshot()
+	for i, n := range snap.Nodes {
+		if n.Address == address && !snap.IsRemoved(i) {
+			return n.Name
+		}
+	}
+	return ""
 }
 
 // removable says why node i cannot leave now (nil: it can): only a drained node can.
@@ -183,20 +207,8 @@ func (a *App) reloadNodes(next *config.Config, ch *admin.Change) (bool, error) {
 	listed := map[string]bool{}
 	for _, b := range next.Backends {
 		listed[b.Name] = true
-		i := a.nodeIndex(b.Name)
-		if i < 0 {
-			if b.Role != config.RoleReplica {
-				ch.Restart = append(ch.Restart, "backends."+b.Name+" (a new primary)")
-				continue
-			}
-			add = append(add, b)
-			continue
-		}
-		n := snap.Nodes[i]
-		if n.Address != b.Address || n.Zone != b.Zone {
-			ch.Restart = append(ch.Restart, "backends."+b.Name+".address/zone")
-		}
 	}
+	leaving := map[string]bool{} // addresses of the nodes the file no longer lists
 	for i, n := range snap.Nodes {
 		if snap.IsRemoved(i) || listed[n.Name] {
 			continue
@@ -206,6 +218,29 @@ func (a *App) reloadNodes(next *config.Config, ch *admin.Change) (bool, error) {
 				"the file no longer lists backend %s: %v; nothing was changed", n.Name, err)
 		}
 		remove = append(remove, i)
+		leaving[n.Address] = true
+	}
+	for _, b := range next.Backends {
+		i := a.nodeIndex(b.Name)
+		if i < 0 {
+			switch other := a.nodeAt(b.Address); {
+			case b.Role != config.RoleReplica:
+				ch.Restart = append(ch.Restart, "backends."+b.Name+" (a new primary)")
+			case other != "" && !leaving[b.Address]:
+				return false, admin.Errorf(http.StatusConflict, "conflict", "backends",
+					"new backend %s is at %s, where node %s is already; nothing was changed", b.Name, b.Address, other)
+			default:
+				add = append(add, b)
+			}
+			continue
+		}
+		n := snap.Nodes[i]
+		if n.Address != b.Address || n.Zone != b.Zone {
+			ch.Restart = append(ch.Restart, "backends."+b.Name+".address/zone")
+		}
+		if n.Role.String() != b.Role {
+			ch.Restart = append(ch.Restart, "backends."+b.Name+".role")
+		}
 	}
 	for _, i := range remove {
 		name := snap.Nodes[i].Name

@@ -103,6 +103,36 @@ func TestCtlNodes(t *testing.T) {
 	if got := readSplit(); got["replica1"] != 40 {
 		t.Fatalf("before replica2 was added the reads went %v", got)
 	}
+	// A read-only session bound to replica1, the ro endpoint's only replica before replica2.
+	var ro struct{ Address string }
+	if err := json.Unmarshal([]byte(mustCtl("-o", "json", "endpoint", "ro")), &ro); err != nil || ro.Address == "" {
+		t.Fatalf("the ro endpoint's address: %v %+v", err, ro)
+	}
+	roDB, err := sql.Open("mysql", "app:app@tcp("+ro.Address+")/test?timeout=5s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer roDB.Close()
+	roConn, err := roDB.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer roConn.Close()
+	roNode := func() string {
+		t.Helper()
+		var id string
+		if err := roConn.QueryRowContext(ctx, "SELECT @@server_id").Scan(&id); err != nil {
+			t.Fatalf("the read-only session: %v\nsluice's log:\n%s", err, logs.String())
+		}
+		return ids[id]
+	}
+	if n := roNode(); n != "replica1" {
+		t.Fatalf("the read-only session is on %s", n)
+	}
+	r1, err := c.Node("replica1")
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	// Bad additions: the words say what is wrong; nothing changes.
 	for _, bad := range []struct {
@@ -117,6 +147,8 @@ func TestCtlNodes(t *testing.T) {
 		{[]string{"create-node", "replica3", "address=" + r2.Address, "read_weights=rw:20000"}, "read_weights.replica3: invalid value 20000"},
 		{[]string{"create-node", "replica3", "address=" + r2.Address, "colour=blue"}, "colour: unknown setting"},
 		{[]string{"create-node", "replica3", "address=${HOME}"}, `may not contain "$"`},
+		{[]string{"create-node", "${HOME}", "address=" + r2.Address}, `name: a value from the API may not contain "$"`},
+		{[]string{"create-node", "replica3", "address=" + r1.Address}, "node replica1 is at " + r1.Address + " already"},
 	} {
 		if code, _, errOut := ctl(bad.args...); code != 1 || !strings.Contains(errOut, bad.want) {
 			t.Errorf("ctl %v: exit %d, %q; want %q", bad.args, code, errOut, bad.want)
@@ -125,6 +157,19 @@ func TestCtlNodes(t *testing.T) {
 	if s := nodeState("replica3"); s != "" {
 		t.Fatalf("a refused addition left replica3: %s", s)
 	}
+
+	// A file changed on disk since sluice read it: the nodes do not change (a reload would undo it).
+	file, _ := os.ReadFile(path)
+	if err := os.WriteFile(path, append(file, "# edited by hand\n"...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := ctl("create-node", "replica2", "address="+r2.Address); code != 1 || !strings.Contains(errOut, "changed on disk") {
+		t.Errorf("create-node with the file changed on disk: exit %d, %q", code, errOut)
+	}
+	if s := nodeState("replica2"); s != "" {
+		t.Fatalf("a refused addition left replica2: %s", s)
+	}
+	mustCtl("reload")
 
 	out := mustCtl("create-node", "replica2", "address="+r2.Address, "read_weights=rw:100,ro:100")
 	for _, want := range []string{"backends.replica2 (new)", "endpoints.rw.read_weights.replica2: 100", "written to the configuration file"} {
@@ -152,8 +197,16 @@ func TestCtlNodes(t *testing.T) {
 			t.Fatalf("read %d after writing %d", v, i)
 		}
 	}
-	file, _ := os.ReadFile(path)
-	if !strings.Contains(string(file), "name: replica2") || !strings.Contains(string(file), "replica2: 100") {
+	// The read-only session moves from a drained replica1 to replica2, which it did not know of
+	// when it began.
+	mustCtl("drain", "replica1", "--timeout", "5s")
+	if n := roNode(); n != "replica2" {
+		t.Errorf("with replica1 drained the read-only session is on %s", n)
+	}
+	mustCtl("undrain", "replica1")
+	file, _ = os.ReadFile(path)
+	if !strings.Contains(string(file), "name: replica2") || !strings.Contains(string(file), "replica2: 100") ||
+		!strings.Contains(string(file), "# edited by hand") {
 		t.Errorf("the file after create-node:\n%s", file)
 	}
 	resp, err := http.Get("http://" + adminAddr + "/metrics")

@@ -327,7 +327,7 @@ func (s *session) retry(r *request, d route.Decision, err error, tries *int, set
 		return d, false
 	}
 	var se *mysql.SQLError
-	if r.kept && !r.renewed && !errors.As(err, &se) && !errors.Is(err, errCapsMismatch) {
+	if r.kept && !r.renewed && !errors.As(err, &se) && nodeFault(err) {
 		// A connection the session kept from before broke: the node may have restarted since,
 		// or closed it idle. That says nothing of the node: try it again, once, on a new one.
 		r.renewed = true
@@ -335,9 +335,10 @@ func (s *session) retry(r *request, d route.Decision, err error, tries *int, set
 		return d, true
 	}
 	// Try the read elsewhere. A replica that failed is taken out of routing; one that answered
-	// with an error (it refused the connection: too many connections, access denied there) or
-	// cannot serve this client (errCapsMismatch) is not down.
-	if !errors.Is(err, errCapsMismatch) && !errors.As(err, &se) {
+	// with an error (it refused the connection: too many connections, access denied there),
+	// cannot serve this client (errCapsMismatch) or was removed meanwhile (errNodeGone) is not
+	// down.
+	if nodeFault(err) && !errors.As(err, &se) {
 		s.p.topo.NodeFailed(d.Node, unwrapRelay(err))
 	}
 	s.drop(d.Node)
@@ -404,7 +405,7 @@ func (s *session) fail(i int, err error, r *request) error {
 		// error; the rest of the command is unread, and the session ends, as directly.
 		return err
 	}
-	if i != s.home && !errors.Is(err, errCapsMismatch) {
+	if i != s.home && nodeFault(err) {
 		s.p.topo.NodeFailed(i, err)
 	}
 	if i == s.home || partial || s.responseStarted() || (s.rs.InTx && s.rs.TxNode == i) {

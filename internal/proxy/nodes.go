@@ -47,6 +47,17 @@ var errStateSync = errors.New("session state could not be replayed")
 // failed, the statement goes elsewhere.
 var errCapsMismatch = errors.New("the node does not offer the MariaDB capabilities the client negotiated with the primary")
 
+// errNodeGone: the node left the topology (removed, its slot perhaps another node's since) while
+// a connection to it was being opened. Like errCapsMismatch, it says nothing of any node's health.
+var errNodeGone = errors.New("the node was removed while sluice connected to it")
+
+// nodeFault reports whether err, from opening or using a node's connection, says the node
+// failed (and should be reported to the topology): not when the node is healthy but cannot serve
+// this client, or is gone.
+func nodeFault(err error) bool {
+	return !errors.Is(err, errCapsMismatch) && !errors.Is(err, errNodeGone)
+}
+
 // maxState bounds the replay list; past it the session is pinned to the primary.
 const maxState = 64
 
@@ -61,8 +72,15 @@ func (s *session) open(i int) (*nodeConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &nodeConn{Conn: bc, idx: i, name: n.Name}
+	// Counted first, then checked: a node added into a removed node's slot (Topology.AddNode)
+	// either sees this connection counted, and takes another slot, or is seen here.
 	snap.Load[i].Conns.Add(1)
+	if cur := s.p.topo.Snapshot(); cur.Nodes[i] != n || cur.IsRemoved(i) {
+		snap.Load[i].Conns.Add(-1)
+		bc.Close()
+		return nil, &backend.ConnectError{Addr: n.Address, Err: fmt.Errorf("%w: %s", errNodeGone, n.Name)}
+	}
+	c := &nodeConn{Conn: bc, idx: i, name: n.Name}
 	s.room(i)
 	if s.conns[i] != nil {
 		s.closeConn(i)
@@ -145,7 +163,7 @@ func (s *session) connectNode(report bool) error {
 			}
 			return err
 		}
-		if !errors.Is(err, errCapsMismatch) {
+		if nodeFault(err) {
 			s.p.topo.NodeFailed(home, err)
 		}
 		if set.Mode != route.ReadOnly {

@@ -173,6 +173,7 @@ func (s *session) inTxOn(i int) bool {
 // connection the session had to i as a replica is closed too when i is now the primary: it
 // was opened read-only.
 func (s *session) moveHome(i int) {
+	s.room(i) // i may be a node added since the session began
 	old := s.home
 	s.log.Info("moving the session", "from", s.nodeOf(old).Name, "to", s.nodeOf(i).Name)
 	s.home = i

@@ -14,8 +14,9 @@ import (
 // slot is marked Removed, not taken out, so no index moves; a node added later takes a free
 // slot of the same name, else a new one, up to MaxNodes, else any free slot.
 
-// AddNode adds replica n and returns its slot. It starts down and takes no work until it is
-// seen answering: by the monitor's first check of it, or (without a monitor) by a probe.
+// AddNode adds replica n and returns its slot. It starts joining (not up) and takes no work
+// until it is seen answering: by the monitor's first check of it, or (without a monitor) by a
+// probe.
 func (t *Topology) AddNode(n Node) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -69,6 +70,7 @@ func (t *Topology) AddNode(n Node) (int, error) {
 	next.Nodes[slot], next.Up[slot], next.State[slot] = &n, false, nil
 	next.Removed &^= 1 << slot
 	next.Draining &^= 1 << slot
+	next.Joining |= 1 << slot
 	t.probing[slot], t.failedAt[slot] = false, time.Time{}
 	t.publish(cur, &next)
 	t.log.Info("node added", "node", n.Name, "address", n.Address, "slot", slot)
@@ -101,6 +103,10 @@ func (t *Topology) RemoveNode(i int) error {
 	next.State = append([]*NodeState(nil), cur.State...)
 	next.Up[i], next.State[i] = false, nil
 	next.Removed |= 1 << i
+	next.Joining &^= 1 << i
+	// No session holds a connection there (drained): sessions need not look at it any more
+	// (a snapshot with a drain makes every statement check its connections).
+	next.Draining &^= 1 << i
 	next.Writable = nil
 	for _, w := range cur.Writable {
 		if w != i {

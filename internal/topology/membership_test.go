@@ -36,8 +36,9 @@ func TestAddAndRemoveNodes(t *testing.T) {
 	default:
 		t.Error("the snapshot before the addition was not told of it")
 	}
-	if len(s.Nodes) != 4 || s.Nodes[3].Name != "replica3" || s.Nodes[3].Index != 3 || s.Up[3] || s.Load[3] == nil || len(s.State) != 4 {
-		t.Fatalf("after AddNode: %+v up=%v", s.Nodes[3], s.Up)
+	if len(s.Nodes) != 4 || s.Nodes[3].Name != "replica3" || s.Nodes[3].Index != 3 || s.Up[3] || s.Load[3] == nil || len(s.State) != 4 ||
+		s.StateName(3, 0) != "joining" {
+		t.Fatalf("after AddNode: %+v up=%v %s", s.Nodes[3], s.Up, s.StateName(3, 0))
 	}
 	if len(before.Nodes) != 3 {
 		t.Fatal("the snapshot before the addition changed")
@@ -95,8 +96,13 @@ func TestAddAndRemoveNodes(t *testing.T) {
 	}
 	// A state of the node the slot held before is not the new one's.
 	topo.Observe([]*NodeState{nil, nil, nil, {Health: Healthy, Node: old}})
-	if s = topo.Snapshot(); s.Up[3] || s.State[3] != nil {
+	if s = topo.Snapshot(); s.Up[3] || s.State[3] != nil || s.StateName(3, 0) != "joining" {
 		t.Fatal("the new replica3 took the old one's state")
+	}
+	// Seen down by the monitor: down, no longer joining.
+	topo.Observe([]*NodeState{nil, nil, nil, {Health: Down, Node: s.Nodes[3]}})
+	if s = topo.Snapshot(); s.Up[3] || s.StateName(3, 0) != "down" {
+		t.Fatalf("the new replica3 seen down: %s", s.StateName(3, 0))
 	}
 }
 

@@ -102,10 +102,14 @@ func (s *Snapshot) Detached(i int) bool {
 // answered 1040, too many connections); switching (the primary, no longer writable, no new
 // one yet); writable (a second writable node: it takes no reads, and no writes); detached
 // (replicates from no one: takes no reads); lagging (a replica past maxLag; 0: no limit);
-// draining (being drained, sluice still holds connections to it) and drained (none left).
+// draining (being drained, sluice still holds connections to it) and drained (none left);
+// joining (added while sluice runs, not seen yet) and removed (its slot is free).
 func (s *Snapshot) StateName(i int, maxLag time.Duration) string {
 	if s.IsRemoved(i) {
 		return "removed"
+	}
+	if s.IsJoining(i) {
+		return "joining"
 	}
 	if s.IsDraining(i) {
 		if s.Load[i].Conns.Load() > 0 {

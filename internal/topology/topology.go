@@ -39,6 +39,9 @@ type Snapshot struct {
 	// (Topology.RemoveNode). Nodes[i] still names the node that was there; it is down, takes
 	// no work, and a node added later may take the slot (Topology.AddNode).
 	Removed uint64
+	// Joining has bit i set from node i's addition (Topology.AddNode) until it is first seen:
+	// checked by the monitor, or answering a probe. It takes no work meanwhile (it is not Up).
+	Joining uint64
 
 	changed chan struct{} // closed when a newer snapshot replaces this one
 }
@@ -50,6 +53,9 @@ const MaxNodes = 64
 
 // IsRemoved reports whether slot i holds no node (its node was removed).
 func (s *Snapshot) IsRemoved(i int) bool { return i >= 0 && i < 64 && s.Removed&(1<<i) != 0 }
+
+// IsJoining reports whether node i was added and not seen yet.
+func (s *Snapshot) IsJoining(i int) bool { return i >= 0 && i < 64 && s.Joining&(1<<i) != 0 }
 
 // IsPrimary reports whether node i is the primary.
 func (s *Snapshot) IsPrimary(i int) bool { return i == s.Primary }
@@ -152,6 +158,9 @@ func (t *Topology) setUp(i int, up bool) bool {
 	next := *cur
 	next.Up = append([]bool(nil), cur.Up...)
 	next.Up[i] = up
+	if up {
+		next.Joining &^= 1 << i
+	}
 	t.publish(cur, &next)
 	return true
 }
@@ -302,6 +311,7 @@ func (t *Topology) Observe(states []*NodeState) {
 			continue // no node there, or a state of the node the slot held before
 		}
 		next.State[i] = st
+		next.Joining &^= 1 << i
 		up := st.Health != Down
 		if !next.Up[i] && (st.Failures > 0 || st.Checked.Before(t.failedAt[i])) {
 			// Down (a session reported it): only a successful check made since brings it back.
