@@ -29,17 +29,7 @@ import (
 func TestCtl(t *testing.T) {
 	adminAddr := "127.0.0.1:" + strconv.Itoa(testutil.FreePort(t))
 	addr, cmd, _, logs, path := startServeAt(t, "# the control plane\nadmin: {listen: '"+adminAddr+"', token: s3cret}\ntimeouts: {shutdown: 1s}\n")
-	ctl := func(args ...string) (int, string, string) {
-		return runCLI(append([]string{"ctl", "--admin", adminAddr, "--token", "s3cret"}, args...)...)
-	}
-	mustCtl := func(args ...string) string {
-		t.Helper()
-		code, out, errOut := ctl(args...)
-		if code != 0 {
-			t.Fatalf("ctl %v: exit %d: %s%s\nsluice's log:\n%s", args, code, out, errOut, logs.String())
-		}
-		return out
-	}
+	ctl, mustCtl := ctlAt(t, adminAddr, "s3cret", logs)
 
 	out := mustCtl("status")
 	for _, want := range []string{"NODE", "primary", "replica1", "replica2", "ENDPOINT", "rw", "ro", "read-only"} {
@@ -51,20 +41,7 @@ func TestCtl(t *testing.T) {
 		t.Errorf("a wrong token: exit %d, %q", code, errOut)
 	}
 
-	// Each replica's server id, asked directly.
-	c := testutil.Cluster(t)
-	ids := map[string]string{}
-	for _, n := range []string{"replica1", "replica2"} {
-		db, err := c.AdminDB(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var id string
-		if err := db.QueryRow("SELECT @@server_id").Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		ids[id] = n
-	}
+	ids := serverIDs(t, "replica1", "replica2")
 	db, err := sql.Open("mysql", "app:app@tcp("+addr+")/test?timeout=5s")
 	if err != nil {
 		t.Fatal(err)
@@ -75,18 +52,7 @@ func TestCtl(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	readSplit := func() map[string]int {
-		t.Helper()
-		got := map[string]int{}
-		for range 40 {
-			var id string
-			if err := conn.QueryRowContext(context.Background(), "SELECT @@server_id").Scan(&id); err != nil {
-				t.Fatal(err)
-			}
-			got[ids[id]]++
-		}
-		return got
-	}
+	readSplit := func() map[string]int { return readSplitOn(t, conn, ids) }
 	for _, to := range []string{"replica1", "replica2"} {
 		other := map[string]string{"replica1": "replica2", "replica2": "replica1"}[to]
 		out := mustCtl("endpoint", "rw", "read_weights=primary:0,"+to+":100,"+other+":0", "balance=weighted")
@@ -308,6 +274,56 @@ func TestCtl(t *testing.T) {
 	if err := json.Unmarshal([]byte(mustCtl("-o", "json", "status")), &p); err != nil || len(p.Nodes) != 3 {
 		t.Errorf("status -o json: %v, %+v", err, p)
 	}
+}
+
+// ctlAt returns sluice ctl against the admin API at adminAddr with token, and a variant that
+// fails the test, with sluice's log, when ctl exits non-zero (returning its output otherwise).
+func ctlAt(t *testing.T, adminAddr, token string, logs *syncBuffer) (func(args ...string) (int, string, string), func(args ...string) string) {
+	ctl := func(args ...string) (int, string, string) {
+		return runCLI(append([]string{"ctl", "--admin", adminAddr, "--token", token}, args...)...)
+	}
+	return ctl, func(args ...string) string {
+		t.Helper()
+		code, out, errOut := ctl(args...)
+		if code != 0 {
+			t.Fatalf("ctl %v: exit %d: %s%s\nsluice's log:\n%s", args, code, out, errOut, logs.String())
+		}
+		return out
+	}
+}
+
+// serverIDs maps the @@server_id of each of the test cluster's nodes named to its name, asked
+// directly.
+func serverIDs(t *testing.T, names ...string) map[string]string {
+	t.Helper()
+	c := testutil.Cluster(t)
+	ids := map[string]string{}
+	for _, n := range names {
+		db, err := c.AdminDB(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var id string
+		if err := db.QueryRow("SELECT @@server_id").Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids[id] = n
+	}
+	return ids
+}
+
+// readSplitOn counts where 40 reads on conn went, by node name (ids: serverIDs).
+func readSplitOn(t *testing.T, conn *sql.Conn, ids map[string]string) map[string]int {
+	t.Helper()
+	got := map[string]int{}
+	for range 40 {
+		var id string
+		if err := conn.QueryRowContext(context.Background(), "SELECT @@server_id").Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		got[ids[id]]++
+	}
+	return got
 }
 
 func waitFor(t *testing.T, ok func() bool, what string) {

@@ -35,17 +35,7 @@ func TestCtlNodes(t *testing.T) {
 	}
 	adminAddr := "127.0.0.1:" + strconv.Itoa(testutil.FreePort(t))
 	addr, _, _, logs, path := startServeEdited(t, withoutReplica2, "admin: {listen: '"+adminAddr+"', token: s3cret}\ntimeouts: {shutdown: 1s}\n")
-	ctl := func(args ...string) (int, string, string) {
-		return runCLI(append([]string{"ctl", "--admin", adminAddr, "--token", "s3cret"}, args...)...)
-	}
-	mustCtl := func(args ...string) string {
-		t.Helper()
-		code, out, errOut := ctl(args...)
-		if code != 0 {
-			t.Fatalf("ctl %v: exit %d: %s%s\nsluice's log:\n%s", args, code, out, errOut, logs.String())
-		}
-		return out
-	}
+	ctl, mustCtl := ctlAt(t, adminAddr, "s3cret", logs)
 	nodeState := func(name string) string {
 		var p struct {
 			Nodes []struct{ Name, State string }
@@ -64,18 +54,7 @@ func TestCtlNodes(t *testing.T) {
 		t.Fatalf("replica2 is known before it was added: %s", s)
 	}
 
-	ids := map[string]string{}
-	for _, n := range []string{"replica1", "replica2"} {
-		db, err := c.AdminDB(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var id string
-		if err := db.QueryRow("SELECT @@server_id").Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		ids[id] = n
-	}
+	ids := serverIDs(t, "replica1", "replica2")
 	db, err := sql.Open("mysql", "app:app@tcp("+addr+")/test?timeout=5s")
 	if err != nil {
 		t.Fatal(err)
@@ -87,18 +66,7 @@ func TestCtlNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	readSplit := func() map[string]int {
-		t.Helper()
-		got := map[string]int{}
-		for range 40 {
-			var id string
-			if err := conn.QueryRowContext(ctx, "SELECT @@server_id").Scan(&id); err != nil {
-				t.Fatal(err)
-			}
-			got[ids[id]]++
-		}
-		return got
-	}
+	readSplit := func() map[string]int { return readSplitOn(t, conn, ids) }
 	mustCtl("endpoint", "rw", "balance=weighted")
 	if got := readSplit(); got["replica1"] != 40 {
 		t.Fatalf("before replica2 was added the reads went %v", got)

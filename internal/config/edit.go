@@ -38,26 +38,7 @@ func EditEndpoint(path string, data []byte, name string, set map[string]any) ([]
 // AddEndpoint returns data with a new endpoint appended to the endpoints list: name first, then
 // the given keys in name order (nil values left out).
 func AddEndpoint(path string, data []byte, name string, set map[string]any) ([]byte, error) {
-	root, err := readYAML(path, data)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := endpointNode(root, name); err == nil {
-		return nil, fmt.Errorf("an endpoint is named %q already", name)
-	}
-	list, err := endpointsList(root)
-	if err != nil {
-		return nil, err
-	}
-	m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
-	if err := setKey(m, "name", name); err != nil {
-		return nil, err
-	}
-	if err := setKeys(m, "endpoints "+name, set); err != nil {
-		return nil, err
-	}
-	list.Content = append(list.Content, m)
-	return encodeYAML(root)
+	return appendNamed(path, data, "endpoints", "an endpoint", name, set)
 }
 
 // RemoveEndpoint returns data without endpoint name.
@@ -78,22 +59,29 @@ func RemoveEndpoint(path string, data []byte, name string) ([]byte, error) {
 // AddBackend returns data with a new backend appended to the backends list: name first, then
 // the given keys in name order (nil values left out).
 func AddBackend(path string, data []byte, name string, set map[string]any) ([]byte, error) {
+	return appendNamed(path, data, "backends", "a backend", name, set)
+}
+
+// appendNamed returns data with a mapping appended to the top-level list key: name first, then
+// set's keys in name order. what is one of the list's items, for the error when one is named
+// name already ("a backend").
+func appendNamed(path string, data []byte, key, what, name string, set map[string]any) ([]byte, error) {
 	root, err := readYAML(path, data)
 	if err != nil {
 		return nil, err
 	}
-	list, err := topList(root, "backends")
+	list, err := topList(root, key)
 	if err != nil {
 		return nil, err
 	}
 	if namedIn(list, name) != nil {
-		return nil, fmt.Errorf("a backend is named %q already", name)
+		return nil, fmt.Errorf("%s is named %q already", what, name)
 	}
 	m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 	if err := setKey(m, "name", name); err != nil {
 		return nil, err
 	}
-	if err := setKeys(m, "backends "+name, set); err != nil {
+	if err := setKeys(m, key+" "+name, set); err != nil {
 		return nil, err
 	}
 	list.Content = append(list.Content, m)
