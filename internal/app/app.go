@@ -53,8 +53,11 @@ type App struct {
 	// changeMu serializes the changes of the admin API and reloads, and guards cfg and raw:
 	// raw is the configuration file's text that cfg was parsed from (edited by changes,
 	// written back when the file still holds it).
-	changeMu  sync.Mutex
-	raw       []byte
+	changeMu sync.Mutex
+	raw      []byte
+	// disk is the file's text as sluice last read or wrote it (under changeMu): raw moves
+	// past it when a change could not be written.
+	disk      []byte
 	admin     *admin.Server
 	adminAddr string
 	changes   map[[2]string]uint64 // admin changes by kind and outcome (under changeMu)
@@ -164,6 +167,7 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 			topo.Close()
 			return nil, err
 		}
+		a.disk = a.raw
 	}
 	if cfg.Admin.Listen != "" {
 		o := admin.Options{Control: a, Token: cfg.Admin.Token, Logger: log, Metrics: admin.MetricsHandler(a.Stats)}

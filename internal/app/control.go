@@ -283,7 +283,7 @@ func (a *App) unchangedOnDisk() error {
 	if err != nil {
 		return admin.Errorf(http.StatusInternalServerError, "unreadable", "", "reading %s: %v", a.cfg.Path, err)
 	}
-	if !bytes.Equal(onDisk, a.raw) {
+	if !bytes.Equal(onDisk, a.disk) {
 		return admin.Errorf(http.StatusConflict, "conflict", "", "%s changed on disk since sluice read it: reload it (POST /v1/reload) first; nothing was changed", a.cfg.Path)
 	}
 	return nil
@@ -382,12 +382,13 @@ func (a *App) persist(data []byte) (bool, string) {
 	if err != nil {
 		return false, err.Error()
 	}
-	if !bytes.Equal(onDisk, a.raw) {
+	if !bytes.Equal(onDisk, a.disk) {
 		return false, "the file changed on disk since sluice read it: reload it (POST /v1/reload) first; the change is in force but not written"
 	}
 	if err := config.WriteFile(path, data); err != nil {
 		return false, err.Error()
 	}
+	a.disk = data
 	return true, ""
 }
 
@@ -485,7 +486,7 @@ func (a *App) Reload() (ch admin.Change, err error) {
 		}
 	}
 	slices.Sort(ch.Restart)
-	a.cfg, a.raw = next, data
+	a.cfg, a.raw, a.disk = next, data, data
 	a.log.Info("configuration reloaded", "changed", strings.Join(ch.Changed, ","), "restart_needed", strings.Join(ch.Restart, ","))
 	return ch, nil
 }

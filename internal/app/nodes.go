@@ -220,17 +220,26 @@ func (a *App) reloadNodes(next *config.Config, ch *admin.Change) (bool, error) {
 		remove = append(remove, i)
 		leaving[n.Address] = true
 	}
+	adding := map[string]string{} // address -> the new backend there
 	for _, b := range next.Backends {
 		i := a.nodeIndex(b.Name)
 		if i < 0 {
-			switch other := a.nodeAt(b.Address); {
+			other := a.nodeAt(b.Address)
+			if leaving[b.Address] {
+				other = ""
+			}
+			if other == "" {
+				other = adding[b.Address]
+			}
+			switch {
 			case b.Role != config.RoleReplica:
 				ch.Restart = append(ch.Restart, "backends."+b.Name+" (a new primary)")
-			case other != "" && !leaving[b.Address]:
+			case other != "":
 				return false, admin.Errorf(http.StatusConflict, "conflict", "backends",
-					"new backend %s is at %s, where node %s is already; nothing was changed", b.Name, b.Address, other)
+					"new backend %s is at %s, where %s is already; nothing was changed", b.Name, b.Address, other)
 			default:
 				add = append(add, b)
+				adding[b.Address] = b.Name
 			}
 			continue
 		}
@@ -238,7 +247,13 @@ func (a *App) reloadNodes(next *config.Config, ch *admin.Change) (bool, error) {
 		if n.Address != b.Address || n.Zone != b.Zone {
 			ch.Restart = append(ch.Restart, "backends."+b.Name+".address/zone")
 		}
-		if n.Role.String() != b.Role {
+		// The role the node has now (the primary follows switchovers), not the one it started
+		// with: a file brought in line with a switchover needs no restart.
+		role := topology.Replica
+		if snap.IsPrimary(i) {
+			role = topology.Primary
+		}
+		if role.String() != b.Role {
 			ch.Restart = append(ch.Restart, "backends."+b.Name+".role")
 		}
 	}

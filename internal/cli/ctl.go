@@ -428,7 +428,7 @@ func parseSettings(args []string) (map[string]any, error) {
 				name, n, ok := strings.Cut(p, ":")
 				weight, err := strconv.Atoi(n)
 				if !ok || err != nil {
-					return nil, fmt.Errorf("read_weights %q: want NODE:WEIGHT,... (primary:0,replica1:100)", v)
+					return nil, fmt.Errorf("read_weights %q: want NAME:WEIGHT,... (an endpoint's: primary:0,replica1:100; a new node's: rw:100,ro:100)", v)
 				}
 				w[name] = weight
 			}

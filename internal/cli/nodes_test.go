@@ -208,6 +208,11 @@ func TestCtlNodes(t *testing.T) {
 	if s := nodeState("replica2"); s != "" {
 		t.Errorf("replica2 is still listed after its removal: %s", s)
 	}
+	// The read-only session, on replica2 since replica1's drain and idle through replica2's,
+	// moves to replica1 at its next statement.
+	if n := roNode(); n != "replica1" {
+		t.Errorf("after replica2 was removed the read-only session is on %s", n)
+	}
 	if got := readSplit(); got["replica1"] != 40 {
 		t.Errorf("after replica2 was removed the reads went %v", got)
 	}

@@ -143,6 +143,9 @@ route:
 		if snap.Draining != 0 {
 			s.leaveDraining(set, snap)
 		}
+		if snap.Nodes[s.home] != s.homeNode || snap.IsRemoved(s.home) {
+			s.leaveRemovedHome(set, snap)
+		}
 		if s.movesPrimary(set, snap) {
 			var handled bool
 			var err error

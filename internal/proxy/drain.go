@@ -30,6 +30,23 @@ func (s *session) leaveDraining(set *route.Settings, snap *topology.Snapshot) {
 	}
 }
 
+// leaveRemovedHome moves a read-only endpoint's session whose replica left the topology
+// (drained, then removed; its slot perhaps another node's since) to another replica, as from a
+// drained one, when it holds nothing there. The node's connection, closed while the session
+// was idle (ReleaseIdle), holds nothing the session needs.
+func (s *session) leaveRemovedHome(set *route.Settings, snap *topology.Snapshot) {
+	if set.Mode != route.ReadOnly || !s.movable() {
+		return
+	}
+	if c := s.conns[s.home]; c != nil && s.cursorOn(c) {
+		return
+	}
+	if i := route.BindReplica(&s.rs, set, snap); i >= 0 {
+		s.rs.Bound = i
+		s.moveHome(i) // i may be the same slot, now another node's: the old one's connection goes
+	}
+}
+
 // cursorOn reports whether a prepared statement has a cursor open on c.
 func (s *session) cursorOn(c *nodeConn) bool {
 	for _, st := range s.stmts {

@@ -146,6 +146,7 @@ func (s *session) connectNode(report bool) error {
 		c, err := s.open(home)
 		if err == nil {
 			s.home, s.cur, s.node, s.bc = home, home, snap.Nodes[home], c.Conn
+			s.homeNode = s.node
 			s.updateKillTarget() // open published it before its home was known
 			s.status = c.Status
 			if snap.IsPrimary(home) {

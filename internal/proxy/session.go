@@ -64,7 +64,10 @@ type session struct {
 	rs    route.Session
 	conns []*nodeConn // per node index; nil until first used
 	home  int         // the primary (read-write) or the bound replica (read-only)
-	cur   int         // index of node
+	// homeNode is the node that was in slot home when the session made it its home: a slot
+	// whose node was removed (and perhaps replaced) since no longer holds it.
+	homeNode *topology.Node
+	cur      int // index of node
 	// state is what every node connection of the session must carry before its next use: the
 	// schema, the COM_SET_OPTION value, the session statements (SET ..., SET NAMES) to replay.
 	state backend.State

@@ -123,6 +123,9 @@ func (s *session) followBetween() error {
 	if snap.Draining != 0 {
 		s.leaveDraining(set, snap)
 	}
+	if snap.Nodes[s.home] != s.homeNode || snap.IsRemoved(s.home) {
+		s.leaveRemovedHome(set, snap)
+	}
 	if !s.movesPrimary(set, snap) || !s.movable() || (s.rs.InTx && s.rs.TxNode == snap.Primary) {
 		return nil
 	}
@@ -175,8 +178,8 @@ func (s *session) inTxOn(i int) bool {
 func (s *session) moveHome(i int) {
 	s.room(i) // i may be a node added since the session began
 	old := s.home
-	s.log.Info("moving the session", "from", s.nodeOf(old).Name, "to", s.nodeOf(i).Name)
-	s.home = i
+	s.log.Info("moving the session", "from", s.homeNode.Name, "to", s.nodeOf(i).Name)
+	s.home, s.homeNode = i, s.nodeOf(i)
 	s.drop(old)
 	if s.p.topo.Snapshot().IsPrimary(i) {
 		s.drop(i)

@@ -54,6 +54,7 @@ func newTwoNodeSession(tb testing.TB, weights []int, primary, replica net.Conn) 
 		s.conns[i] = &nodeConn{Conn: bc, idx: i, name: p.topo.Snapshot().Nodes[i].Name}
 	}
 	s.home, s.cur, s.node, s.bc = 0, 0, p.topo.Snapshot().Nodes[0], s.conns[0].Conn
+	s.homeNode = s.node
 	return &twoNodeSession{s: s, client: client, primary: primary, replica: replica}
 }
 

@@ -2,8 +2,10 @@ package topology
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -134,10 +136,16 @@ func TestAddNodeSlots(t *testing.T) {
 }
 
 // TestAddNodeWithoutMonitorIsProbed: without a monitor, a node added is probed until it
-// answers, then is up.
+// answers, then is up; down (not joining) once a probe failed.
 func TestAddNodeWithoutMonitorIsProbed(t *testing.T) {
+	var answers atomic.Bool
 	topo, err := New(Options{Nodes: threeNodes(), ProbeInterval: 5 * time.Millisecond,
-		Probe: func(ctx context.Context, n *Node) error { return nil }})
+		Probe: func(ctx context.Context, n *Node) error {
+			if !answers.Load() {
+				return errors.New("refused")
+			}
+			return nil
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,6 +155,13 @@ func TestAddNodeWithoutMonitorIsProbed(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
+	for topo.Snapshot().StateName(slot, 0) != "down" {
+		if time.Now().After(deadline) {
+			t.Fatalf("a node that does not answer: %s", topo.Snapshot().StateName(slot, 0))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	answers.Store(true)
 	for !topo.Snapshot().Up[slot] {
 		if time.Now().After(deadline) {
 			t.Fatal("the added node was never probed up")

@@ -108,14 +108,14 @@ func (s *Snapshot) StateName(i int, maxLag time.Duration) string {
 	if s.IsRemoved(i) {
 		return "removed"
 	}
-	if s.IsJoining(i) {
-		return "joining"
-	}
 	if s.IsDraining(i) {
 		if s.Load[i].Conns.Load() > 0 {
 			return "draining"
 		}
 		return "drained"
+	}
+	if s.IsJoining(i) {
+		return "joining"
 	}
 	if !s.Up[i] {
 		return "down"

@@ -269,6 +269,12 @@ func (t *Topology) probe(i int, n *Node) {
 			return
 		}
 		if err != nil {
+			if cur := t.snap.Load(); cur.IsJoining(i) {
+				// Checked, and not answering: down, no longer joining.
+				next := *cur
+				next.Joining &^= 1 << i
+				t.publish(cur, &next)
+			}
 			t.mu.Unlock()
 			continue
 		}
