@@ -242,6 +242,20 @@ func TestCtlNodes(t *testing.T) {
 	if got := readSplit(); got["replica1"] != 20 || got["replica2"] != 20 {
 		t.Errorf("with replica2 back the reads went %v", got)
 	}
+	// A file with a new backend at a node's address is refused whole.
+	dup, err := config.AddBackend(path, data, "replica3", map[string]any{"address": r2.Address, "role": "replica"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, dup, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := ctl("reload"); code != 1 || !strings.Contains(errOut, "new backend replica3 is at "+r2.Address+", where replica2 is already") {
+		t.Errorf("reload with a second backend at replica2's address: exit %d, %q", code, errOut)
+	}
+	if s := nodeState("replica3"); s != "" {
+		t.Errorf("a refused reload added replica3: %s", s)
+	}
 	// A file that drops a node still in service is refused whole.
 	if err := os.WriteFile(path, file, 0o600); err != nil {
 		t.Fatal(err)
