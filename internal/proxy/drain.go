@@ -41,10 +41,7 @@ func (s *session) leaveRemovedHome(set *route.Settings, snap *topology.Snapshot)
 	if c := s.conns[s.home]; c != nil && s.cursorOn(c) {
 		return
 	}
-	if i := route.BindReplica(&s.rs, set, snap); i >= 0 {
-		s.rs.Bound = i
-		s.moveHome(i) // i may be the same slot, now another node's: the old one's connection goes
-	}
+	s.rebind(set, snap)
 }
 
 // cursorOn reports whether a prepared statement has a cursor open on c.

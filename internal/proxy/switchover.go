@@ -192,10 +192,12 @@ func (s *session) moveHome(i int) {
 	}
 }
 
-// rebind moves a read-only endpoint's session off the node that became the primary, to a
-// replica the endpoint's policy picks (none: it stays, its connection still read-only).
+// rebind moves a read-only endpoint's session to a replica the endpoint's policy picks: off a
+// node that became the primary, is being drained, or was removed (none: it stays, its
+// connection still read-only).
 func (s *session) rebind(set *route.Settings, snap *topology.Snapshot) {
-	if i := route.BindReplica(&s.rs, set, snap); i >= 0 && i != s.home {
+	// The same slot is a move too when another node holds it now (its node was removed).
+	if i := route.BindReplica(&s.rs, set, snap); i >= 0 && (i != s.home || snap.Nodes[i] != s.homeNode) {
 		s.rs.Bound = i
 		s.moveHome(i)
 	}
