@@ -353,22 +353,26 @@ func invalid(err error) error {
 
 // applyEndpoint puts endpoint name's settings from next in force.
 func (a *App) applyEndpoint(next *config.Config, name string) error {
-	for _, e := range next.Endpoints {
-		if e.Name != name {
-			continue
-		}
-		ep, err := a.routingOf(next, e)
-		if err != nil {
-			return err
-		}
-		if err := a.proxy.Routing(name).Update(ep.Routing); err != nil {
-			return err
-		}
-		a.proxy.SetMaxConnections(name, e.MaxConnections)
-		a.proxy.SetAllow(name, allowList(e))
-		return nil
+	e, ep, err := a.endpointIn(next, name)
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("no endpoint is named %q", name)
+	if err := a.proxy.Routing(name).Update(ep.Routing); err != nil {
+		return err
+	}
+	a.proxy.SetMaxConnections(name, e.MaxConnections)
+	a.proxy.SetAllow(name, allowList(*e))
+	return nil
+}
+
+// endpointIn is endpoint name of next, and as the proxy runs it.
+func (a *App) endpointIn(next *config.Config, name string) (*config.Endpoint, proxy.Endpoint, error) {
+	e := next.Endpoint(name)
+	if e == nil {
+		return nil, proxy.Endpoint{}, fmt.Errorf("no endpoint is named %q", name)
+	}
+	ep, err := a.routingOf(next, *e)
+	return e, ep, err
 }
 
 // persist writes data to the configuration file, unless the file changed on disk since sluice
@@ -673,26 +677,20 @@ func (a *App) CreateEndpoint(body map[string]json.RawMessage) (ch admin.Change, 
 
 // startEndpoint adds endpoint name of next to the proxy and starts it.
 func (a *App) startEndpoint(next *config.Config, name string) error {
-	for _, e := range next.Endpoints {
-		if e.Name != name {
-			continue
-		}
-		ep, err := a.routingOf(next, e)
-		if err != nil {
-			return err
-		}
-		if err := a.proxy.AddEndpoint(ep); err != nil {
-			return err
-		}
-		ln, err := a.listen(name)
-		if err != nil {
-			a.proxy.RemoveEndpoint(name, 0)
-			return err
-		}
-		a.serve(name, ln)
-		return nil
+	_, ep, err := a.endpointIn(next, name)
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("no endpoint is named %q", name)
+	if err := a.proxy.AddEndpoint(ep); err != nil {
+		return err
+	}
+	ln, err := a.listen(name)
+	if err != nil {
+		a.proxy.RemoveEndpoint(name, 0)
+		return err
+	}
+	a.serve(name, ln)
+	return nil
 }
 
 // DeleteEndpoint implements admin.Control: the endpoint stops accepting at once; its sessions

@@ -47,12 +47,9 @@ func RemoveEndpoint(path string, data []byte, name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	ep, err := endpointNode(root, name)
-	if err != nil {
+	if err := removeNamed(root, "endpoints", "endpoint", name); err != nil {
 		return nil, err
 	}
-	list, _ := endpointsList(root)
-	list.Content = slices.DeleteFunc(list.Content, func(n *yaml.Node) bool { return n == ep })
 	return encodeYAML(root)
 }
 
@@ -95,15 +92,9 @@ func RemoveBackend(path string, data []byte, name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	list, err := topList(root, "backends")
-	if err != nil {
+	if err := removeNamed(root, "backends", "backend", name); err != nil {
 		return nil, err
 	}
-	b := namedIn(list, name)
-	if b == nil {
-		return nil, fmt.Errorf("no backend is named %q in the file", name)
-	}
-	list.Content = slices.DeleteFunc(list.Content, func(n *yaml.Node) bool { return n == b })
 	if eps, err := topList(root, "endpoints"); err == nil {
 		for _, e := range eps.Content {
 			if w := valueOf(e, "read_weights"); w != nil && w.Kind == yaml.MappingNode {
@@ -114,6 +105,20 @@ func RemoveBackend(path string, data []byte, name string) ([]byte, error) {
 		}
 	}
 	return encodeYAML(root)
+}
+
+// removeNamed takes the mapping named name (a what: "backend") out of the top-level list key.
+func removeNamed(root *yaml.Node, key, what, name string) error {
+	list, err := topList(root, key)
+	if err != nil {
+		return err
+	}
+	m := namedIn(list, name)
+	if m == nil {
+		return fmt.Errorf("no %s is named %q in the file", what, name)
+	}
+	list.Content = slices.DeleteFunc(list.Content, func(n *yaml.Node) bool { return n == m })
+	return nil
 }
 
 // valueOf is key's value in mapping m, or nil.
@@ -154,9 +159,6 @@ func encodeYAML(root *yaml.Node) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
-// endpointsList is the top-level endpoints sequence.
-func endpointsList(root *yaml.Node) (*yaml.Node, error) { return topList(root, "endpoints") }
-
 // topList is the top-level sequence key (endpoints, backends).
 func topList(root *yaml.Node, key string) (*yaml.Node, error) {
 	if root == nil || root.Kind != yaml.MappingNode {
@@ -174,7 +176,7 @@ func topList(root *yaml.Node, key string) (*yaml.Node, error) {
 
 // endpointNode finds the mapping of endpoint name in the file's top-level mapping.
 func endpointNode(root *yaml.Node, name string) (*yaml.Node, error) {
-	list, err := endpointsList(root)
+	list, err := topList(root, "endpoints")
 	if err != nil {
 		return nil, err
 	}

@@ -86,11 +86,10 @@ func (t *Topology) RemoveNode(i int) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	cur := t.snap.Load()
+	if err := t.noNode(cur, i); err != nil {
+		return err
+	}
 	switch {
-	case t.closed:
-		return errors.New("topology: closed")
-	case i < 0 || i >= len(cur.Nodes) || cur.IsRemoved(i):
-		return fmt.Errorf("topology: no node %d", i)
 	case cur.IsPrimary(i):
 		return fmt.Errorf("%s is the primary: switch over to another node first", cur.Nodes[i].Name)
 	case !cur.IsDraining(i):

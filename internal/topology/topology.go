@@ -200,11 +200,10 @@ func (t *Topology) SetDraining(i int, on bool) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	cur := t.snap.Load()
+	if err := t.noNode(cur, i); err != nil {
+		return err
+	}
 	switch {
-	case t.closed:
-		return errors.New("topology: closed")
-	case i < 0 || i >= len(cur.Nodes) || cur.IsRemoved(i):
-		return fmt.Errorf("topology: no node %d", i)
 	case on && cur.IsPrimary(i):
 		return fmt.Errorf("%s is the primary: switch over to another node first", cur.Nodes[i].Name)
 	case cur.IsDraining(i) == on:
@@ -219,6 +218,18 @@ func (t *Topology) SetDraining(i int, on bool) error {
 		t.log.Info("node back in service", "node", cur.Nodes[i].Name)
 	}
 	t.publish(cur, &next)
+	return nil
+}
+
+// noNode says why node i of cur cannot be changed: the topology is closed, or has no such
+// node (nil: it has). Called with t.mu held.
+func (t *Topology) noNode(cur *Snapshot, i int) error {
+	switch {
+	case t.closed:
+		return errors.New("topology: closed")
+	case i < 0 || i >= len(cur.Nodes) || cur.IsRemoved(i):
+		return fmt.Errorf("topology: no node %d", i)
+	}
 	return nil
 }
 
