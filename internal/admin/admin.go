@@ -314,10 +314,11 @@ func New(o Options) *Server {
 	mux.HandleFunc("/", s.auth(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, Errorf(http.StatusNotFound, "not_found", "", "no such resource: %s %s", r.Method, r.URL.Path))
 	}))
-	// Browsers: a page the operator visits must not drive the API (cross-site POST, PATCH,
-	// DELETE are refused); without a token, neither through a name it rebinds to 127.0.0.1
-	// (only loopback Host headers are served).
-	var h http.Handler = http.NewCrossOriginProtection().Handler(mux)
+	// Browsers: a page the operator visits must not drive the API (cross-site requests are
+	// refused, GETs too: a GET of /debug/pprof/profile or /trace costs the process CPU for as
+	// long as it asks, and without a token nothing else stops it); without a token, neither
+	// through a name it rebinds to 127.0.0.1 (only loopback Host headers are served).
+	var h http.Handler = sameOriginOnly(mux)
 	if o.Token == "" {
 		h = loopbackHostOnly(h)
 	}
@@ -354,6 +355,32 @@ func (s *Server) Serve(ln net.Listener) error {
 
 // Shutdown stops the server, letting requests under way finish until ctx ends.
 func (s *Server) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx) }
+
+// sameOriginOnly refuses cross-origin requests from browsers (by Sec-Fetch-Site, else Origin
+// against Host; requests without either, from non-browser clients, pass) whatever their method,
+// except to the probes and /metrics, which carry no secrets and no side effects and which
+// dashboards on other origins may read. Go's CrossOriginProtection alone lets every GET through.
+func sameOriginOnly(h http.Handler) http.Handler {
+	cop := http.NewCrossOriginProtection()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/healthz", "/readyz", "/metrics":
+			h.ServeHTTP(w, r)
+			return
+		}
+		check := r
+		if r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodOptions {
+			// Judge a safe method as CrossOriginProtection judges an unsafe one.
+			check = r.Clone(r.Context())
+			check.Method = http.MethodPost
+		}
+		if err := cop.Check(check); err != nil {
+			writeError(w, Errorf(http.StatusForbidden, "forbidden", "", "cross-origin request refused: %v", err))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
 
 // loopbackHostOnly refuses requests whose Host header is not a loopback address or localhost.
 func loopbackHostOnly(h http.Handler) http.Handler {

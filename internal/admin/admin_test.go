@@ -255,3 +255,43 @@ func TestHandlers(t *testing.T) {
 		t.Errorf("readyz: %d %v", code, out)
 	}
 }
+
+// TestCrossOriginGets: without a token, a page on another site cannot make the operator's
+// browser GET the profiler (CPU for as long as it asks), the API or anything else; the probes
+// and /metrics stay readable from anywhere, and same-origin and non-browser GETs still work.
+func TestCrossOriginGets(t *testing.T) {
+	h := New(Options{Control: &fake{}, Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte("{}"))
+	})}).Handler()
+	get := func(path string, header ...string) int {
+		req := httptest.NewRequest("GET", "http://127.0.0.1:6080"+path, nil)
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	for _, path := range []string{"/debug/pprof/profile?seconds=1", "/debug/pprof/trace?seconds=1", "/debug/pprof/", "/v1/sessions", "/v1/proxy"} {
+		if code := get(path, "Sec-Fetch-Site", "cross-site"); code != 403 {
+			t.Errorf("cross-site GET %s: %d, want 403", path, code)
+		}
+		if code := get(path, "Origin", "http://evil.example"); code != 403 {
+			t.Errorf("GET %s with a foreign Origin: %d, want 403", path, code)
+		}
+	}
+	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+		if code := get(path, "Sec-Fetch-Site", "cross-site"); code != 200 {
+			t.Errorf("cross-site GET %s: %d, want 200", path, code)
+		}
+	}
+	for _, path := range []string{"/v1/sessions", "/debug/pprof/"} {
+		if code := get(path, "Sec-Fetch-Site", "same-origin"); code != 200 {
+			t.Errorf("same-origin GET %s: %d, want 200", path, code)
+		}
+		if code := get(path); code != 200 {
+			t.Errorf("GET %s from a non-browser client: %d, want 200", path, code)
+		}
+	}
+}

@@ -269,6 +269,9 @@ func newName(body map[string]json.RawMessage, thing string) (string, error) {
 	if !ok || name == "" {
 		return "", admin.Errorf(http.StatusBadRequest, "invalid", "name", "required: the new %s's name (a string)", thing)
 	}
+	if err := config.CheckName(name); err != nil {
+		return "", admin.Errorf(http.StatusBadRequest, "invalid", "name", "%v", err)
+	}
 	return name, nil
 }
 

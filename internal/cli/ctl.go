@@ -12,11 +12,14 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/sluicedb/sluice/internal/admin"
 	"github.com/sluicedb/sluice/internal/config"
@@ -262,9 +265,9 @@ func (c *ctl) do(method, path string, body any, out any, show func(any)) error {
 	if resp.StatusCode/100 != 2 {
 		var e struct{ Error admin.Error }
 		if json.Unmarshal(data, &e) == nil && e.Error.Message != "" {
-			return fmt.Errorf("%s (HTTP %d)", e.Error.Error(), resp.StatusCode)
+			return fmt.Errorf("%s (HTTP %d)", printable(e.Error.Error()), resp.StatusCode)
 		}
-		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(data))
+		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, printable(string(bytes.TrimSpace(data))))
 	}
 	if c.json {
 		_, err := c.stdout.Write(data)
@@ -274,6 +277,7 @@ func (c *ctl) do(method, path string, body any, out any, show func(any)) error {
 		if err := json.Unmarshal(data, out); err != nil {
 			return fmt.Errorf("the admin API's answer: %w", err)
 		}
+		escapeStrings(reflect.ValueOf(out))
 	}
 	show(out)
 	return nil
@@ -452,4 +456,93 @@ func parseSettings(args []string) (map[string]any, error) {
 		}
 	}
 	return patch, nil
+}
+
+// printable escapes what a terminal would act on in s: control characters (C0, DEL, C1) and
+// Unicode format characters (bidirectional overrides), written as Go escapes (\x1b, \u202e),
+// and invalid UTF-8. Names sluice refuses to take (config.CheckName) could still come from an
+// older sluice, and statements and user names are the clients' own text.
+func printable(s string) string {
+	clean := utf8.ValidString(s)
+	for _, r := range s {
+		if unsafeRune(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i, w := 0, 0; i < len(s); i += w {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		w = n
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case unsafeRune(r):
+			q := strconv.QuoteRune(r) // '\x1b', '\u202e'
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func unsafeRune(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }
+
+// escapeStrings makes every string in the decoded answer v points to printable, map keys
+// included, before anything of it is printed.
+func escapeStrings(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			return
+		}
+		e := v.Elem()
+		if v.Kind() == reflect.Interface {
+			// An interface's value cannot be changed in place: escape a copy and put it back.
+			c := reflect.New(e.Type()).Elem()
+			c.Set(e)
+			escapeStrings(c)
+			if v.CanSet() {
+				v.Set(c)
+			}
+			return
+		}
+		escapeStrings(e)
+	case reflect.String:
+		if v.CanSet() {
+			v.SetString(printable(v.String()))
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				escapeStrings(v.Field(i))
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			escapeStrings(v.Index(i))
+		}
+	case reflect.Map:
+		if v.IsNil() {
+			return
+		}
+		m := reflect.MakeMapWithSize(v.Type(), v.Len())
+		iter := v.MapRange()
+		for iter.Next() {
+			k := reflect.New(v.Type().Key()).Elem()
+			k.Set(iter.Key())
+			escapeStrings(k)
+			e := reflect.New(v.Type().Elem()).Elem()
+			e.Set(iter.Value())
+			escapeStrings(e)
+			m.SetMapIndex(k, e)
+		}
+		if v.CanSet() {
+			v.Set(m)
+		}
+	}
 }

@@ -169,6 +169,15 @@ func TestParseErrors(t *testing.T) {
 		{"duplicate endpoint", edit("  - name: rw\n    listen: 127.0.0.1:6034\n"), []string{
 			`sluice.yaml:14: endpoints[1].name: duplicate name "rw" (already used by endpoints[0])`,
 		}},
+		{"control character in an endpoint name", edit("  - name: \"rw\\e[2J\"\n    listen: 127.0.0.1:6034\n"), []string{
+			`sluice.yaml:14: endpoints[1].name: name "rw\x1b[2J" holds the control character U+001B (names are printed by sluice ctl and in logs)`,
+		}},
+		{"newline in a backend name", edit("", "name: replica1", "name: \"replica1\\nfake\""), []string{
+			`sluice.yaml:8: backends[1].name: name "replica1\nfake" holds the control character U+000A (names are printed by sluice ctl and in logs)`,
+		}},
+		{"bidi override in an endpoint name", edit("  - name: \"rw\u202e2\"\n    listen: 127.0.0.1:6034\n"), []string{
+			`sluice.yaml:14: endpoints[1].name: name "rw\u202e2" holds the control character U+202E (names are printed by sluice ctl and in logs)`,
+		}},
 		{"duplicate listen", edit("  - name: rw2\n    listen: 127.0.0.1:06033\n"), []string{
 			`sluice.yaml:15: endpoints[1].listen: address 127.0.0.1:6033 is already used by endpoints[0]`,
 		}},

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strconv"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Validate checks the whole configuration and returns every problem found,
@@ -126,6 +128,7 @@ func (k *checker) backends() (replicas, named int) {
 		k.errorf("backends", "at least one backend is required")
 	}
 	k.uniqueNames("backends", len(c.Backends), func(i int) string { return c.Backends[i].Name })
+	k.printableNames("backends", len(c.Backends), func(i int) string { return c.Backends[i].Name })
 	var primaries []int
 	for i, b := range c.Backends {
 		p := indexKey("backends", i)
@@ -189,9 +192,17 @@ func (k *checker) accounts() {
 }
 
 // ParseAllow reads one entry of an endpoint's allow list: a CIDR network, or one address.
+//
+// An IPv4-mapped IPv6 network (::ffff:127.0.0.0/104) is read as the IPv4 network it maps
+// (127.0.0.0/8): clients are compared by their IPv4 address. A wider IPv6 network that holds
+// the mapped range (::/0, ::/80) also covers IPv4 clients; the proxy's check takes care of that.
 func ParseAllow(s string) (netip.Prefix, error) {
 	if p, err := netip.ParsePrefix(s); err == nil {
-		return p.Masked(), nil
+		p = p.Masked()
+		if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
+			return netip.PrefixFrom(a.Unmap(), p.Bits()-96), nil
+		}
+		return p, nil
 	}
 	a, err := netip.ParseAddr(s)
 	if err != nil {
@@ -239,6 +250,7 @@ func (k *checker) endpoints(replicas, namedReplicas int) {
 		k.errorf("endpoints", "at least one endpoint is required")
 	}
 	k.uniqueNames("endpoints", len(c.Endpoints), func(i int) string { return c.Endpoints[i].Name })
+	k.printableNames("endpoints", len(c.Endpoints), func(i int) string { return c.Endpoints[i].Name })
 	listens := map[string]int{}
 	for i, e := range c.Endpoints {
 		p := indexKey("endpoints", i)
@@ -334,6 +346,32 @@ func (k *checker) uniqueNames(list string, n int, name func(int) string) {
 		}
 		seen[nm] = i
 	}
+}
+
+// printableNames refuses names with control characters (or invalid UTF-8): node and endpoint
+// names are printed by sluice ctl, logged and exported as metric labels, where a newline or an
+// escape sequence would forge lines or drive the operator's terminal.
+func (k *checker) printableNames(list string, n int, name func(int) string) {
+	for i := range n {
+		if err := CheckName(name(i)); err != nil {
+			k.errorf(indexKey(list, i)+".name", "%v", err)
+		}
+	}
+}
+
+// CheckName reports whether s may name a node or an endpoint: valid UTF-8 without control
+// characters (C0, DEL, C1) or Unicode format characters (bidirectional overrides and the like,
+// which reorder what a terminal shows).
+func CheckName(s string) error {
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("name %q is not valid UTF-8", s)
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			return fmt.Errorf("name %q holds the control character %U (names are printed by sluice ctl and in logs)", s, r)
+		}
+	}
+	return nil
 }
 
 // oneOf checks an enumerated setting.

@@ -254,9 +254,15 @@ func (ep *endpoint) allowed(ip netip.Addr) bool {
 	if a == nil || len(*a) == 0 {
 		return true
 	}
+	// An IPv4 client is compared in both of its forms: as itself against IPv4 networks, and
+	// as its IPv4-mapped IPv6 address against IPv6 networks (::/0 covers it).
 	ip = ip.Unmap()
+	mapped := ip
+	if ip.Is4() {
+		mapped = netip.AddrFrom16(ip.As16())
+	}
 	for _, p := range *a {
-		if p.Contains(ip) {
+		if p.Contains(ip) || p.Contains(mapped) {
 			return true
 		}
 	}
