@@ -54,7 +54,7 @@ func (a *App) refreshAccounts(ctx context.Context, onDemand bool) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.boot.Timeouts.Connect.Duration)
 	defer cancel()
-	accts, err := a.loadAccounts(ctx)
+	accts, rules, err := a.loadAccounts(ctx)
 	a.acctLoaded = time.Now()
 	if err != nil {
 		a.log.Warn("accounts from the primary: loading failed; the accounts loaded before stay", "err", err)
@@ -64,28 +64,41 @@ func (a *App) refreshAccounts(ctx context.Context, onDemand bool) {
 		a.log.Info("accounts from the primary loaded", "accounts", len(accts))
 		a.acctCount = len(accts)
 	}
-	a.proxy.SetAccounts(accts)
+	a.proxy.SetAccounts(accts, rules)
 }
 
-// loadAccounts reads the primary's accounts over a monitor connection.
-func (a *App) loadAccounts(ctx context.Context) ([]proxy.Account, error) {
+// loadAccounts reads the primary's accounts over a monitor connection, and how it matches
+// client hosts to them: whether it reads IP/prefix-length hosts (MySQL from 8.0.23; MariaDB
+// knows only IP/netmask) and whether it resolves client addresses (skip_name_resolve).
+func (a *App) loadAccounts(ctx context.Context) ([]proxy.Account, proxy.HostRules, error) {
+	var rules proxy.HostRules
 	snap := a.topo.Snapshot()
 	n := snap.Nodes[snap.Primary]
 	c, err := a.dialMonitor(ctx, n)
 	if err != nil {
-		return nil, err
+		return nil, rules, err
 	}
 	defer c.Close()
 	q := mariadbAccounts
-	if topology.FlavorOf(c.Handshake.ServerVersion) == topology.MySQL {
+	mysqlFlavor := topology.FlavorOf(c.Handshake.ServerVersion) == topology.MySQL
+	if mysqlFlavor {
 		q = mysqlAccounts
+		rules.CIDR = cidrHosts(c.Handshake.ServerVersion)
 	}
 	if dl, ok := ctx.Deadline(); ok {
 		_ = c.NetConn().SetDeadline(dl)
 	}
+	sr, err := c.Query("SELECT @@skip_name_resolve")
+	if err != nil {
+		return nil, rules, fmt.Errorf("%s: reading skip_name_resolve: %w", n.Name, err)
+	}
+	if len(sr.Values) != 1 || len(sr.Values[0]) != 1 {
+		return nil, rules, fmt.Errorf("%s: reading skip_name_resolve: no value", n.Name)
+	}
+	rules.ResolveNames = sr.Values[0][0].S == "0"
 	rows, err := c.Query(q)
 	if err != nil {
-		return nil, fmt.Errorf("%s: reading the accounts (the monitor account needs SELECT on mysql.global_priv, or mysql.user on MySQL): %w", n.Name, err)
+		return nil, rules, fmt.Errorf("%s: reading the accounts (the monitor account needs SELECT on mysql.global_priv, or mysql.user on MySQL): %w", n.Name, err)
 	}
 	accts := []proxy.Account{}
 	for _, r := range rows.Values {
@@ -99,7 +112,17 @@ func (a *App) loadAccounts(ctx context.Context) ([]proxy.Account, error) {
 		}
 		accts = append(accts, acct)
 	}
-	return accts, nil
+	return accts, rules, nil
+}
+
+// cidrHosts reports whether a MySQL server of this version reads IP/prefix-length account
+// hosts (8.0.23 and later).
+func cidrHosts(version string) bool {
+	var major, minor, patch int
+	if _, err := fmt.Sscanf(version, "%d.%d.%d", &major, &minor, &patch); err != nil {
+		return false
+	}
+	return major > 8 || major == 8 && (minor > 0 || patch >= 23)
 }
 
 // account makes one account from its row: a native hash (or none), from the account's own

@@ -44,34 +44,68 @@ func (a *Account) user() *User {
 	return u
 }
 
-// accountTable is the accounts by user name, each user's best host match first.
-type accountTable struct {
-	byUser map[string][]Account
+// HostRules are the primary's rules for matching a client's host to an account's.
+type HostRules struct {
+	// CIDR: the primary reads IP/prefix-length hosts (10.0.0.0/8) as networks, as MySQL does
+	// from 8.0.23. MariaDB (and older MySQL) know only IP/netmask (10.0.0.0/255.0.0.0): to
+	// them 10.0.0.0/8 is a literal pattern no client address matches.
+	CIDR bool
+	// ResolveNames: the primary resolves client addresses (skip_name_resolve OFF), so a
+	// loopback client is also "localhost". Under skip_name_resolve a TCP client is only its
+	// address: 'u'@'localhost' then matches unix-socket clients only, never one of sluice's.
+	// sluice resolves nothing else: an account naming another host lets no client in
+	// (refusing some the server would take, never the other way round).
+	ResolveNames bool
 }
 
-// SetAccounts replaces the accounts clients log in with (nil: accounts.from_primary is off).
-func (p *Proxy) SetAccounts(accts []Account) {
+// accountTable is the accounts by user name, each user's best host match first, and the
+// anonymous accounts (an empty user name), which the server weighs against a named user's.
+type accountTable struct {
+	byUser map[string][]Account
+	anon   []Account
+	rules  HostRules
+}
+
+// SetAccounts replaces the accounts clients log in with (nil: accounts.from_primary is off),
+// matched under the primary's host rules.
+func (p *Proxy) SetAccounts(accts []Account, rules HostRules) {
 	if accts == nil {
 		p.accounts.Store(nil)
 		return
 	}
-	t := &accountTable{byUser: map[string][]Account{}}
+	t := &accountTable{byUser: map[string][]Account{}, rules: rules}
 	for _, a := range accts {
+		if a.User == "" {
+			t.anon = append(t.anon, a)
+			continue
+		}
 		t.byUser[a.User] = append(t.byUser[a.User], a)
 	}
+	byHost := func(a, b Account) int { return hostRank(b.Host) - hostRank(a.Host) }
 	for _, as := range t.byUser {
-		slices.SortStableFunc(as, func(a, b Account) int { return hostRank(b.Host) - hostRank(a.Host) })
+		slices.SortStableFunc(as, byHost)
 	}
+	slices.SortStableFunc(t.anon, byHost)
 	p.accounts.Store(t)
 }
 
-// match returns user's account that matches client ip best, and whether the user has any
-// account at all.
+// match returns the account that lets user in from client ip, as the server picks it: the
+// most specific host first and, between equally specific hosts, the named account before an
+// anonymous one; so an anonymous account with a more specific host than all of the user's own
+// takes the login (the user then authenticates with the anonymous account's password). known
+// reports whether the user has any account of its own.
 func (t *accountTable) match(user string, ip netip.Addr) (best *Account, known bool) {
 	as := t.byUser[user]
-	for i := range as {
-		if hostMatches(as[i].Host, ip) {
-			return &as[i], true
+	i, j := 0, 0
+	for i < len(as) || j < len(t.anon) {
+		var a *Account
+		if j >= len(t.anon) || i < len(as) && hostRank(as[i].Host) >= hostRank(t.anon[j].Host) {
+			a, i = &as[i], i+1
+		} else {
+			a, j = &t.anon[j], j+1
+		}
+		if hostMatches(a.Host, ip, t.rules) {
+			return a, len(as) > 0
 		}
 	}
 	return nil, len(as) > 0
@@ -97,38 +131,43 @@ func hostRank(h string) int {
 	return 4 << 16
 }
 
-// hostMatches reports whether account host pattern h lets a client from ip in: % and _
-// wildcards (on the address as text), IP/netmask (MariaDB) or IP/prefix (MySQL), an exact
-// address, localhost for a loopback client. Host names other than localhost match nothing:
-// sluice does not resolve client addresses (as a server with skip-name-resolve).
-func hostMatches(h string, ip netip.Addr) bool {
+// hostMatches reports whether account host pattern h lets a client from ip in under the
+// primary's rules: % and _ wildcards (on the address as text, and on "localhost" for a
+// loopback client when the primary resolves names), IP/netmask, IP/prefix-length where the
+// primary reads it (rules.CIDR), an exact address, localhost for a loopback client when the
+// primary resolves names. Other host names match nothing: sluice does not resolve client
+// addresses.
+func hostMatches(h string, ip netip.Addr, rules HostRules) bool {
 	ip = ip.Unmap()
+	local := rules.ResolveNames && ip.IsLoopback()
 	switch {
 	case h == "" || h == "%":
 		return true
 	case strings.EqualFold(h, "localhost"):
-		return ip.IsLoopback()
-	case strings.Contains(h, "/"):
-		addr, mask, _ := strings.Cut(h, "/")
-		a, err := netip.ParseAddr(addr)
-		if err != nil {
-			return false
-		}
-		bits := -1
-		if m, err := netip.ParseAddr(mask); err == nil && m.Is4() {
-			bits = maskBits(m)
-		} else if n, err := strconv.Atoi(mask); err == nil {
-			bits = n
-		}
-		if !a.Is4() || bits < 0 || bits > 32 {
-			return false // the server takes IPv4 netmasks only
-		}
-		p, err := a.Prefix(bits)
-		// The server compares the client's masked address with the pattern's as written: a
-		// pattern with host bits set (10.0.0.1/255.0.0.0) lets nobody in.
-		return err == nil && p.Addr() == a && p.Contains(ip)
+		return local
 	}
-	return likeMatch(strings.ToLower(h), strings.ToLower(ip.String()))
+	if addr, mask, ok := strings.Cut(h, "/"); ok {
+		if a, err := netip.ParseAddr(addr); err == nil && a.Is4() {
+			bits := -1
+			if m, err := netip.ParseAddr(mask); err == nil && m.Is4() {
+				bits = maskBits(m)
+			} else if n, err := strconv.Atoi(mask); err == nil && rules.CIDR && n >= 0 && n <= 32 && strconv.Itoa(n) == mask {
+				bits = n
+			}
+			if bits >= 0 {
+				p, err := a.Prefix(bits)
+				// The server compares the client's masked address with the pattern's as
+				// written: a pattern with host bits set (10.0.0.1/255.0.0.0) lets nobody in.
+				return err == nil && p.Addr() == a && p.Contains(ip)
+			}
+		}
+		// Not a network the primary reads (a prefix length on MariaDB, an IPv6 address, a
+		// mask with holes): the server takes it as a literal pattern, which no address
+		// matches.
+		return false
+	}
+	h = strings.ToLower(h)
+	return likeMatch(h, strings.ToLower(ip.String())) || local && likeMatch(h, "localhost")
 }
 
 // maskBits is the prefix length of a contiguous IPv4 netmask, or -1.

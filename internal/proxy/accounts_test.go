@@ -16,7 +16,8 @@ import (
 // password only; its reads go to the replicas as that user; a host pattern that does not cover
 // the client gets 1130 once the password is right (1045 before: nothing is told about users
 // without it); a locked account gets 4151 and a dropped one 1045 after the refresh; an
-// account whose plugin sluice cannot verify gets a clear 1045; the users list still logs in.
+// account whose plugin sluice cannot verify gets 1045 as for a wrong password (its plugin is
+// told only in sluice's log); the users list still logs in.
 func TestAccountsFromPrimary(t *testing.T) {
 	cl := testutil.Cluster(t)
 	admin, err := cl.AdminDB("primary")
@@ -63,7 +64,7 @@ func TestAccountsFromPrimary(t *testing.T) {
 		{"acc1", "wrong", "Error 1045"},
 		{"acc2", "pw2", "Error 1130 (HY000): Host '127.0.0.1' is not allowed to connect"},
 		{"acc2", "wrong", "Error 1045"}, // the host is refused only to who knows the password
-		{"acc3", "", "authenticates with unix_socket"},
+		{"acc3", "", "Error 1045"},      // refused as a wrong password is: its plugin is not told
 		{"nobody", "x", "Error 1045"},
 	} {
 		if err := login(c.user, c.password); err == nil || !strings.Contains(err.Error(), c.want) {
@@ -96,5 +97,69 @@ func waitLogin(t *testing.T, login func() error, want string) {
 			t.Fatalf("login: %v, want %q within 5 s", err, want)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestAccountHostRulesMatchServer: sluice lets a client in exactly when the primary itself
+// would, the server being the oracle: each login is tried directly against the primary and
+// through sluice (both from 127.0.0.1 over TCP) and must succeed or fail on both. The cases are
+// the ones where sluice used to differ: an IP/prefix-length host (a network to MySQL 8.0.23+, a
+// literal pattern to MariaDB), localhost under skip-name-resolve (the sandbox's: it matches
+// unix-socket clients only), and an anonymous account with a more specific host than a named
+// user's, which takes that user's login (with its own password) and any unknown user's.
+func TestAccountHostRulesMatchServer(t *testing.T) {
+	cl := testutil.Cluster(t)
+	admin, err := cl.AdminDB("primary")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// Every sandbox account is at 127.0.0.1 exactly, which ranks above 127.0.0.%: the
+	// anonymous account shadows only this test's hr_shadow@'%'.
+	drop := "DROP USER IF EXISTS 'hr_cidr'@'127.0.0.0/8', 'hr_mask'@'127.0.0.0/255.0.0.0', 'hr_local'@'localhost', " +
+		"'hr_shadow'@'%', ''@'127.0.0.%'"
+	for _, q := range []string{
+		drop,
+		"CREATE USER 'hr_cidr'@'127.0.0.0/8' IDENTIFIED BY 'p1'",
+		"CREATE USER 'hr_mask'@'127.0.0.0/255.0.0.0' IDENTIFIED BY 'p2'",
+		"CREATE USER 'hr_local'@'localhost' IDENTIFIED BY 'p3'",
+		"CREATE USER 'hr_shadow'@'%' IDENTIFIED BY 'p4'",
+		"CREATE USER ''@'127.0.0.%' IDENTIFIED BY 'anonpw'",
+	} {
+		if _, err := admin.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	t.Cleanup(func() { _, _ = admin.ExecContext(ctx, drop) })
+	if err := cl.WaitCaughtUp(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	s := startSluice(t, func(c *config.Config) { c.Accounts.FromPrimary = true })
+	primary := cl.Primary().Address
+	login := func(addr, user, password string) (string, error) {
+		db, err := sql.Open("mysql", dsn(addr, user, password, "", ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		var who string
+		err = db.QueryRowContext(ctx, "SELECT CURRENT_USER()").Scan(&who)
+		return who, err
+	}
+	for _, c := range []struct{ user, password string }{
+		{"hr_cidr", "p1"},
+		{"hr_mask", "p2"},
+		{"hr_local", "p3"},
+		{"hr_shadow", "p4"},
+		{"hr_shadow", "anonpw"},
+		{"hr_nobody", "anonpw"},
+		{"hr_nobody", "wrong"},
+	} {
+		direct, derr := login(primary, c.user, c.password)
+		via, serr := login(s.rw, c.user, c.password)
+		t.Logf("%s/%s: primary %q %v; sluice %q %v", c.user, c.password, direct, derr, via, serr)
+		if (derr == nil) != (serr == nil) || direct != via {
+			t.Errorf("%s with password %s: the primary says %q (%v), sluice %q (%v)", c.user, c.password, direct, derr, via, serr)
+		}
 	}
 }

@@ -1,6 +1,9 @@
 package proxy
 
 import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -47,6 +50,12 @@ func (s *session) authenticate(name, clientPlugin string, resp []byte, force boo
 }
 
 // checkCredentials is authenticate without the login rules.
+//
+// Nothing the client sees before its password is proven depends on whether the user exists or
+// how its account is set up: an unknown user is switched to the plugin a known one would be
+// (decoyPlugin), its refusal takes the same exchange and no wait of its own (accounts are
+// reloaded in the background, not while it waits), and an account sluice cannot verify (its
+// plugin) is refused exactly as a wrong password is; the reason goes to sluice's log.
 func (s *session) checkCredentials(name, clientPlugin string, resp []byte, force bool) (*User, backend.Credentials, error) {
 	u := s.p.users[name]
 	// hostDenied: accounts come from the primary and none of the user's lets this client's
@@ -55,21 +64,32 @@ func (s *session) checkCredentials(name, clientPlugin string, resp []byte, force
 	// that the login failed (1045), whether the user exists or not.
 	hostDenied := false
 	t := s.p.accounts.Load()
-	if u == nil && s.p.opts.RefreshAccounts != nil && (t == nil || len(t.byUser[name]) == 0) {
-		// Not loaded yet, or perhaps created a moment ago.
-		s.p.opts.RefreshAccounts()
-		t = s.p.accounts.Load()
+	if s.p.opts.RefreshAccounts != nil {
+		if t == nil {
+			// Not loaded yet: every login, whoever logs in, waits for the first load.
+			s.p.opts.RefreshAccounts()
+			t = s.p.accounts.Load()
+		} else if u == nil && len(t.byUser[name]) == 0 {
+			// Perhaps created on the primary a moment ago: reload in the background (rate
+			// limited by the caller); this login fails now, as any unknown user's does, and
+			// the account logs in once the reload has it.
+			s.p.refreshSoon()
+		}
 	}
 	if t != nil {
 		acct, known := t.match(name, s.ip)
 		switch {
-		case known && acct == nil:
+		case acct != nil && acct.User == "":
+			// An anonymous account with a more specific host takes the login, as on the
+			// server; sluice logs in to the nodes with the name the client gave, which the
+			// node matches to the same account.
+			u = acct.user()
+			u.Name = name
+		case acct == nil && (known || u != nil):
 			hostDenied = true
 			if u == nil {
 				u = t.any(name).user() // the password is checked against one of them
 			}
-		case u != nil && !known:
-			hostDenied = true
 		case u == nil && acct != nil:
 			u = acct.user()
 		}
@@ -77,7 +97,12 @@ func (s *session) checkCredentials(name, clientPlugin string, resp []byte, force
 	if hostDenied && u != nil {
 		u = u.withHostDenied()
 	}
-	plugin := targetPlugin(u, clientPlugin)
+	var plugin string
+	if u != nil {
+		plugin = targetPlugin(u, clientPlugin)
+	} else {
+		plugin = s.p.decoyPlugin(name, clientPlugin)
+	}
 	if force || plugin != clientPlugin {
 		if !force {
 			s.nonce = newNonce()
@@ -109,8 +134,11 @@ func (s *session) checkCredentials(name, clientPlugin string, resp []byte, force
 		return deny()
 	}
 	if u.Unsupported != "" {
-		_ = s.writeErr(mysql.NewError(mysql.ErrAccessDenied, "28000", "Access denied for user '%s'@'%s': %s", name, s.host, u.Unsupported))
-		return nil, backend.Credentials{}, fmt.Errorf("%w: user %q: %s", errAuth, name, u.Unsupported)
+		// Its password cannot be proven: refused as a wrong password is (the client learns
+		// nothing of the account); the operator reads why in the log.
+		s.log.Info("login refused: the account cannot log in through sluice", "user", name, "reason", u.Unsupported)
+		_, _, err := deny()
+		return nil, backend.Credentials{}, fmt.Errorf("%w: %s", err, u.Unsupported)
 	}
 	creds := backend.Credentials{User: u.Name}
 	if u.HasPassword {
@@ -214,4 +242,73 @@ func (s *session) fullAuth() (string, error) {
 		return "", errAuth
 	}
 	return password, nil
+}
+
+// decoyPlugins is what an unknown user is switched to, so that the switch looks like one a
+// known user gets: the plugins known users are switched to for each client plugin (the users
+// list's, and mysql_native_password for accounts from the primary) and a key that picks one of
+// them per user name, the same every time for a name (as MySQL does for a user it does not
+// know), so that repeated tries do not tell either.
+type decoyPlugins struct {
+	sha2Client, otherClient pluginSet
+	key                     [16]byte
+}
+
+// pluginSet says which of sluice's two plugins a known user may be switched to.
+type pluginSet struct{ native, sha2 bool }
+
+func (ps *pluginSet) add(plugin string) {
+	if plugin == mysql.AuthCachingSHA2 {
+		ps.sha2 = true
+	} else {
+		ps.native = true
+	}
+}
+
+func newDecoyPlugins(users []User) decoyPlugins {
+	var d decoyPlugins
+	_, _ = rand.Read(d.key[:])
+	for i := range users {
+		d.sha2Client.add(targetPlugin(&users[i], mysql.AuthCachingSHA2))
+		d.otherClient.add(targetPlugin(&users[i], mysql.AuthNativePassword))
+	}
+	return d
+}
+
+// decoyPlugin is the plugin user name, which sluice does not know, is switched to for a client
+// that chose clientPlugin.
+func (p *Proxy) decoyPlugin(name, clientPlugin string) string {
+	set := p.decoy.otherClient
+	if clientPlugin == mysql.AuthCachingSHA2 {
+		set = p.decoy.sha2Client
+	}
+	if p.accounts.Load() != nil {
+		set.native = true // accounts from the primary verify mysql_native_password
+	}
+	switch {
+	case set.native && set.sha2:
+		h := hmac.New(sha256.New, p.decoy.key[:])
+		h.Write([]byte(name))
+		if h.Sum(nil)[0]&1 == 0 {
+			return mysql.AuthNativePassword
+		}
+		return mysql.AuthCachingSHA2
+	case set.sha2:
+		return mysql.AuthCachingSHA2
+	case set.native:
+		return mysql.AuthNativePassword
+	}
+	return targetPlugin(nil, clientPlugin)
+}
+
+// refreshSoon reloads the accounts in the background, one reload at a time (the caller of
+// RefreshAccounts limits how often it reads the primary).
+func (p *Proxy) refreshSoon() {
+	if !p.refreshing.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer p.refreshing.Store(false)
+		p.opts.RefreshAccounts()
+	}()
 }

@@ -123,8 +123,10 @@ type Topology interface {
 type Options struct {
 	Users []User
 	// RefreshAccounts, when accounts come from the primary, reloads them now (rate-limited by
-	// the caller): a login by a user sluice does not know waits for it, so that an account just
-	// created on the primary logs in at once.
+	// the caller). Every login waits for it until the accounts were loaded once; after that a
+	// login by a user sluice does not know starts it in the background and fails at once (as
+	// every unknown user's login does), so that an account just created on the primary logs in
+	// at the next try.
 	RefreshAccounts func()
 	// Topology gives the nodes and their state (required).
 	Topology Topology
@@ -178,6 +180,10 @@ type Proxy struct {
 	consistencyWaits, consistencyTimeouts atomic.Int64
 	// accounts are the primary's accounts (SetAccounts); nil: accounts.from_primary is off.
 	accounts atomic.Pointer[accountTable]
+	// refreshing is set while a background reload of the accounts runs (refreshSoon).
+	refreshing atomic.Bool
+	// decoy picks the plugin an unknown user is switched to (decoyPlugin); set by New.
+	decoy decoyPlugins
 	// primaryPos is the primary's position, read for the global level's reads and shared
 	// among those that arrive together.
 	primaryPos primaryPos
@@ -269,6 +275,7 @@ func New(opts Options) (*Proxy, error) {
 		u := &opts.Users[i]
 		p.users[u.Name] = u
 	}
+	p.decoy = newDecoyPlugins(opts.Users)
 	for _, ep := range opts.Endpoints {
 		if err := p.AddEndpoint(ep); err != nil {
 			return nil, err
