@@ -88,7 +88,11 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		SwitchoverTimeout: cfg.Monitor.SwitchoverTimeout.Duration,
 		WriteTimeout:      cfg.Timeouts.Write.Duration,
 		IdleTimeout:       cfg.Timeouts.Idle.Duration,
+		LoginTimeout:      cfg.Timeouts.Login.Duration,
 		Logger:            log,
+
+		MaxPendingLogins:     cfg.Limits.MaxPendingLogins,
+		MaxPendingLoginBytes: cfg.Limits.MaxPendingLoginBytes,
 
 		MaxPreparedStatements: cfg.Limits.MaxPreparedStatements,
 		MaxLongData:           cfg.Limits.MaxLongData,

@@ -77,6 +77,20 @@ const (
 
 	DefaultMaxPreparedStatements = 16382    // MySQL's default max_prepared_stmt_count
 	DefaultMaxLongData           = 64 << 20 // bytes
+
+	// DefaultMaxConnections is an endpoint's max_connections: room for a 10 000-client
+	// benchmark twice over, and a bound on what a flood of clients can make sluice hold.
+	DefaultMaxConnections = 20000
+	// DefaultLoginTimeout bounds a client's login, from its connection to its password
+	// proven (MySQL's connect_timeout is 10 s too).
+	DefaultLoginTimeout = 10 * time.Second
+	// DefaultMaxPendingLogins is how many connections may be in their login at once (all
+	// endpoints together); DefaultMaxPendingLoginBytes the packet bytes they may hold together.
+	DefaultMaxPendingLogins     = 1000
+	DefaultMaxPendingLoginBytes = 16 << 20
+	// MinPendingLoginBytes lets at least one login's largest packet in (64 KiB of connection
+	// attributes and the handshake around them).
+	MinPendingLoginBytes = 65 << 10
 )
 
 // Config is a whole configuration file.
@@ -145,7 +159,7 @@ type Endpoint struct {
 	Mode           string         `yaml:"mode"`            // read-write (default) | read-only
 	ReadWeights    map[string]int `yaml:"read_weights"`    // backend name -> 0..10000; after defaults every backend has an entry
 	Balance        string         `yaml:"balance"`         // least-active (default) | weighted
-	MaxConnections int            `yaml:"max_connections"` // 0 = unlimited
+	MaxConnections int            `yaml:"max_connections"` // default 20000; 0 = unlimited
 	TLS            string         `yaml:"tls"`             // off | optional | required; default optional when tls.cert is set, else off
 	// TransactionSplit: in a transaction, reads before the first write go to a replica and the
 	// transaction opens on the primary at its first write (read-write endpoints only).
@@ -216,6 +230,12 @@ type BackendTLS struct {
 type Limits struct {
 	MaxPreparedStatements int `yaml:"max_prepared_statements"` // binary prepared statements per session (default 16382)
 	MaxLongData           int `yaml:"max_long_data"`           // bytes a session may keep for its prepared statements: their texts and long data waiting for EXECUTE (default 64 MiB)
+	// MaxPendingLogins bounds the connections, of all endpoints together, that have not
+	// proven a password yet (default 1000); past it a new connection gets error 1040 at once.
+	MaxPendingLogins int `yaml:"max_pending_logins"`
+	// MaxPendingLoginBytes bounds the packet bytes those connections hold together (default
+	// 16 MiB, at least 65 KiB); a login whose packet would pass it gets error 1040.
+	MaxPendingLoginBytes int `yaml:"max_pending_login_bytes"`
 }
 
 // Log configures sluice's own log output.
@@ -231,6 +251,7 @@ type Timeouts struct {
 	Write    Duration `yaml:"write"`    // max time for one write to a socket, default 30s
 	Shutdown Duration `yaml:"shutdown"` // graceful drain on SIGTERM, default 30s
 	Idle     Duration `yaml:"idle"`     // idle client connection timeout; 0 = none (default)
+	Login    Duration `yaml:"login"`    // a client's whole login, from connect to its password proven; default 10s
 }
 
 // DefaultAccountsRefresh is how often accounts.from_primary reloads the primary's accounts.
@@ -336,6 +357,13 @@ func (c *Config) applyDefaults(unset func(key string, zero bool) bool) {
 	if unset("limits.max_long_data", c.Limits.MaxLongData == 0) {
 		c.Limits.MaxLongData = DefaultMaxLongData
 	}
+	if unset("limits.max_pending_logins", c.Limits.MaxPendingLogins == 0) {
+		c.Limits.MaxPendingLogins = DefaultMaxPendingLogins
+	}
+	if unset("limits.max_pending_login_bytes", c.Limits.MaxPendingLoginBytes == 0) {
+		c.Limits.MaxPendingLoginBytes = DefaultMaxPendingLoginBytes
+	}
+	dur(&c.Timeouts.Login, "timeouts.login", DefaultLoginTimeout)
 	str(&c.Log.Level, "log.level", LogLevelInfo)
 	for i := range c.Endpoints {
 		e := &c.Endpoints[i]
@@ -352,6 +380,9 @@ func (c *Config) applyDefaults(unset func(key string, zero bool) bool) {
 		}
 		str(&e.TLS, p+".tls", defTLS)
 		str(&e.MultiStatements, p+".multi_statements", MultiStatementsState)
+		if unset(p+".max_connections", e.MaxConnections == 0) {
+			e.MaxConnections = DefaultMaxConnections
+		}
 		if e.ReadWeights == nil {
 			e.ReadWeights = make(map[string]int, len(c.Backends))
 			for _, b := range c.Backends {

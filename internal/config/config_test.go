@@ -48,6 +48,7 @@ func TestLoadExample(t *testing.T) {
 			Balance:     "least-active",
 			TLS:         "off",
 
+			MaxConnections:  DefaultMaxConnections,
 			MultiStatements: "state", Consistency: "eventual", ConsistencyTimeout: dur(10 * time.Millisecond),
 			MaxReplicaLag:   dur(30 * time.Second),
 			ConnectionsFrom: "proxy",
@@ -57,9 +58,11 @@ func TestLoadExample(t *testing.T) {
 			Connect:  dur(5 * time.Second),
 			Write:    dur(30 * time.Second),
 			Shutdown: dur(30 * time.Second),
+			Login:    dur(10 * time.Second),
 		},
 		BackendTLS: BackendTLS{Mode: "mirror"},
-		Limits:     Limits{MaxPreparedStatements: 16382, MaxLongData: 64 << 20},
+		Limits: Limits{MaxPreparedStatements: 16382, MaxLongData: 64 << 20,
+			MaxPendingLogins: 1000, MaxPendingLoginBytes: 16 << 20},
 	}
 	got.pos = nil
 	if !reflect.DeepEqual(got, want) {
@@ -97,7 +100,7 @@ func TestParseDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := c.Endpoints[0]
-	if e.Mode != ModeReadWrite || e.Balance != BalanceLeastActive || e.MaxConnections != 0 {
+	if e.Mode != ModeReadWrite || e.Balance != BalanceLeastActive || e.MaxConnections != 20000 {
 		t.Errorf("endpoint defaults = %+v", e)
 	}
 	if want := map[string]int{"primary": 0, "replica1": 100}; !reflect.DeepEqual(e.ReadWeights, want) {
@@ -109,7 +112,7 @@ func TestParseDefaults(t *testing.T) {
 	if c.Monitor != (Monitor{Interval: dur(time.Second), DownAfter: 3, SwitchoverTimeout: dur(10 * time.Second)}) {
 		t.Errorf("monitor = %+v", c.Monitor)
 	}
-	want := Timeouts{Connect: dur(5 * time.Second), Write: dur(30 * time.Second), Shutdown: dur(30 * time.Second)}
+	want := Timeouts{Connect: dur(5 * time.Second), Write: dur(30 * time.Second), Shutdown: dur(30 * time.Second), Login: dur(10 * time.Second)}
 	if c.Timeouts != want {
 		t.Errorf("timeouts = %+v, want %+v", c.Timeouts, want)
 	}
@@ -156,6 +159,7 @@ monitor:
 		Idle:    dur(time.Hour),
 		// An explicit 0 is kept (no drain) rather than replaced by the default.
 		Shutdown: dur(0),
+		Login:    dur(10 * time.Second),
 	}
 	if c.Timeouts != wantT {
 		t.Errorf("timeouts = %+v, want %+v", c.Timeouts, wantT)

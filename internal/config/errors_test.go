@@ -178,6 +178,11 @@ func TestParseErrors(t *testing.T) {
 		{"bidi override in an endpoint name", edit("  - name: \"rw\u202e2\"\n    listen: 127.0.0.1:6034\n"), []string{
 			`sluice.yaml:14: endpoints[1].name: name "rw\u202e2" holds the control character U+202E (names are printed by sluice ctl and in logs)`,
 		}},
+		{"login limits", edit("limits:\n  max_pending_logins: 0\n  max_pending_login_bytes: 1024\ntimeouts:\n  login: 0s\n"), []string{
+			`sluice.yaml:15: limits.max_pending_logins: must be at least 1`,
+			`sluice.yaml:16: limits.max_pending_login_bytes: must be at least 66560 (one login's largest packet)`,
+			`sluice.yaml:18: timeouts.login: invalid value 0s (must be greater than 0)`,
+		}},
 		{"duplicate listen", edit("  - name: rw2\n    listen: 127.0.0.1:06033\n"), []string{
 			`sluice.yaml:15: endpoints[1].listen: address 127.0.0.1:6033 is already used by endpoints[0]`,
 		}},

@@ -57,12 +57,19 @@ func (c *Config) validate() []*Error {
 	k.duration("timeouts.write", c.Timeouts.Write, true)
 	k.duration("timeouts.shutdown", c.Timeouts.Shutdown, false)
 	k.duration("timeouts.idle", c.Timeouts.Idle, false)
+	k.duration("timeouts.login", c.Timeouts.Login, true)
 	k.tls()
 	if c.Limits.MaxPreparedStatements < 1 {
 		k.errorf("limits.max_prepared_statements", "must be at least 1")
 	}
 	if c.Limits.MaxLongData < 1 {
 		k.errorf("limits.max_long_data", "must be at least 1")
+	}
+	if c.Limits.MaxPendingLogins < 1 {
+		k.errorf("limits.max_pending_logins", "must be at least 1")
+	}
+	if c.Limits.MaxPendingLoginBytes < MinPendingLoginBytes {
+		k.errorf("limits.max_pending_login_bytes", "must be at least %d (one login's largest packet)", MinPendingLoginBytes)
 	}
 	if c.Threads < 0 || c.Threads > 1024 {
 		k.errorf("threads", "must be between 0 (every CPU) and 1024")

@@ -28,6 +28,7 @@ const (
 	ErrNoSuchThread             = 1094 // Unknown thread id
 	ErrUnknown                  = 1105
 	ErrAbortingConnection       = 1152 // the server closes a connection it aborted
+	ErrNetReadInterrupted       = 1159 // Got timeout reading communication packets
 	ErrNetPacketTooLarge        = 1153
 	ErrLockDeadlock             = 1213 // the transaction was rolled back; retry it (40001)
 	ErrUnknownStmtHandler       = 1243

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync/atomic"
 	"time"
 )
 
@@ -41,6 +42,10 @@ type Conn struct {
 	// cz is the compressed-protocol layer under br and bw, once EnableCompression (compress.go)
 	// has been called.
 	cz *compressLayer
+
+	// budget, when set (SetBudget), is charged for the payload buffer's capacity, held bytes.
+	budget *Budget
+	held   int
 }
 
 // SetWriteTimeout bounds every write to the socket (0: no bound).
@@ -134,20 +139,26 @@ func (c *Conn) ReadPacket() ([]byte, error) {
 	}
 }
 
-// payloadChunk is how much readPayload adds to the payload buffer before the bytes to fill it
-// have arrived.
-const payloadChunk = 64 << 10
+// payloadChunk is the most readPayload adds to an empty payload buffer before the bytes to fill
+// it have arrived (more when more is already in the read buffer).
+const payloadChunk = 4 << 10
 
 // readPayload appends n bytes of payload to c.payload. The buffer grows with what arrives, at
-// most doubling, never by what a header claims: a peer that announces 16 MiB and sends 10 bytes
-// costs a few KiB, not 16 MiB.
+// most doubling (or to what the read buffer already holds), never by what a header claims: a
+// peer that announces 16 MiB, or 64 KiB, and sends 10 bytes costs 4 KiB.
 func (c *Conn) readPayload(n int) error {
 	end := len(c.payload) + n
 	for len(c.payload) < end {
 		if len(c.payload) == cap(c.payload) {
-			size := max(2*cap(c.payload), payloadChunk)
+			size := max(2*cap(c.payload), payloadChunk, len(c.payload)+c.br.Buffered())
 			if size > end {
 				size = end
+			}
+			if c.budget != nil {
+				if !c.budget.take(size - c.held) {
+					return ErrBudget
+				}
+				c.held = size
 			}
 			grown := make([]byte, len(c.payload), size)
 			copy(grown, c.payload)
@@ -168,17 +179,75 @@ func (c *Conn) readPayload(n int) error {
 func (c *Conn) ReleaseLarge(limit int) {
 	if cap(c.payload) > limit {
 		c.payload = nil
+		if c.budget != nil {
+			c.budget.give(c.held)
+			c.held = 0
+		}
 	}
+}
+
+// ErrBudget is returned by ReadPacket when a packet would grow the buffer past what the Conn's
+// Budget has left.
+var ErrBudget = errors.New("mysql: the connections' shared read budget is spent")
+
+// Budget bounds the bytes the packet buffers of a set of Conns hold together: connections whose
+// peers are not trusted yet (not logged in), so that many of them cannot add up to more memory
+// than the budget, whatever each is allowed on its own (MaxPacket). Safe for concurrent use.
+type Budget struct {
+	limit int64
+	used  atomic.Int64
+}
+
+// NewBudget returns a budget of limit bytes.
+func NewBudget(limit int64) *Budget { return &Budget{limit: limit} }
+
+// Used is the bytes charged now.
+func (b *Budget) Used() int64 { return b.used.Load() }
+
+func (b *Budget) take(n int) bool {
+	if n <= 0 {
+		return true
+	}
+	if b.used.Add(int64(n)) > b.limit {
+		b.used.Add(-int64(n))
+		return false
+	}
+	return true
+}
+
+func (b *Budget) give(n int) {
+	if n > 0 {
+		b.used.Add(-int64(n))
+	}
+}
+
+// Budget returns the budget c's packet buffer is charged to, or nil.
+func (c *Conn) Budget() *Budget { return c.budget }
+
+// SetBudget charges c's packet buffer to b from now on (nil: to nothing), and gives what it held
+// back to the budget it had. It returns that budget.
+func (c *Conn) SetBudget(b *Budget) *Budget {
+	old := c.budget
+	if old != nil {
+		old.give(c.held)
+	}
+	c.budget, c.held = b, 0
+	if b != nil && cap(c.payload) > 0 {
+		// The buffer it has now: charged, even past the limit (it is already allocated).
+		c.held = cap(c.payload)
+		b.used.Add(int64(c.held))
+	}
+	return old
 }
 
 // ReadPacketInto reads one logical packet as ReadPacket does, into dst's storage (grown as the
 // bytes arrive) instead of the Conn's own buffer, and returns it. For a caller that keeps the
 // packet past the next read.
 func (c *Conn) ReadPacketInto(dst []byte) ([]byte, error) {
-	own := c.payload
-	c.payload = dst[:0]
+	own, budget := c.payload, c.budget
+	c.payload, c.budget = dst[:0], nil // dst is the caller's: not charged to the budget
 	p, err := c.ReadPacket()
-	c.payload = own
+	c.payload, c.budget = own, budget
 	return p, err
 }
 

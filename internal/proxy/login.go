@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/sluicedb/sluice/internal/mysql"
@@ -30,7 +31,20 @@ func newNonce() []byte {
 }
 
 // handshake greets the client, authenticates it, and connects the session to its node.
-func (s *session) handshake() error {
+func (s *session) handshake() (err error) {
+	defer func() {
+		if err == nil || s.client.Budget() == nil {
+			return // logged in, or failed after the password was proven
+		}
+		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			// The login took longer than the login timeout (a client that sends nothing, or
+			// a byte at a time): told, as a server tells of its connect_timeout, and closed.
+			_ = s.writeErr(mysql.NewError(mysql.ErrNetReadInterrupted, "08S01", "Got timeout reading communication packets (login not completed within %s)", s.p.opts.LoginTimeout))
+		case errors.Is(err, mysql.ErrBudget):
+			_ = s.writeErr(mysql.NewError(mysql.ErrConCount, "08004", "Too many connections (connections in their login hold too much memory)"))
+		}
+	}()
 	if !s.ep.allowed(s.ip) {
 		// In place of the greeting, as a server refuses a host no account lets in.
 		s.client.SetSeq(0)
@@ -55,7 +69,8 @@ func (s *session) handshake() error {
 
 		MariaDBCapabilities: info.mcaps,
 	}
-	_ = s.nc.SetReadDeadline(time.Now().Add(s.p.connectTimeout() * 2))
+	// One deadline for the whole login, however the client spreads its bytes.
+	_ = s.nc.SetReadDeadline(time.Now().Add(s.p.opts.LoginTimeout))
 	s.client.SetSeq(0)
 	if err := s.client.WritePacketFlush(mysql.AppendHandshake(nil, hs)); err != nil {
 		return err
@@ -90,6 +105,7 @@ func (s *session) handshake() error {
 	if err != nil {
 		return err
 	}
+	s.p.loggedIn(s)
 	_ = s.nc.SetReadDeadline(time.Time{})
 	s.client.MaxPacket = 0 // logged in: the node's max_allowed_packet applies
 	s.user, s.creds = u, creds
@@ -115,8 +131,10 @@ func (s *session) upgradeTLS() (*mysql.HandshakeResponse, error) {
 		return nil, fmt.Errorf("TLS handshake: %w", err)
 	}
 	seq := s.client.Seq()
+	budget := s.client.SetBudget(nil)
 	s.nc = tc
 	s.client = mysql.NewConn(tc, 0, 0)
+	s.client.SetBudget(budget)
 	s.client.SetWriteTimeout(s.p.opts.WriteTimeout)
 	s.client.SetPeerPipelines()
 	s.client.MaxPacket = preAuthMaxPacket

@@ -142,6 +142,15 @@ type Options struct {
 	SwitchoverTimeout time.Duration
 	WriteTimeout      time.Duration // one flush to either side
 	IdleTimeout       time.Duration // close idle clients; 0 = never
+	// LoginTimeout bounds a client's login, from its connection to its password proven, TLS
+	// handshake included (0: 10 s). Past it the client gets error 1159 and is closed.
+	LoginTimeout time.Duration
+	// MaxPendingLogins bounds the connections of all endpoints that are in their login (0:
+	// 1000); past it a new connection gets error 1040 at once. MaxPendingLoginBytes bounds the
+	// packet bytes they hold together (0: 16 MiB); a login whose packet would pass it gets
+	// 1040. Each one alone is bounded by preAuthMaxPacket.
+	MaxPendingLogins     int
+	MaxPendingLoginBytes int
 	// MaxPreparedStatements bounds one session's binary prepared statements (0: 16382).
 	MaxPreparedStatements int
 	// MaxLongData bounds the COM_STMT_SEND_LONG_DATA bytes one session may have waiting for an
@@ -184,6 +193,10 @@ type Proxy struct {
 	refreshing atomic.Bool
 	// decoy picks the plugin an unknown user is switched to (decoyPlugin); set by New.
 	decoy decoyPlugins
+	// pending counts the connections in their login (Options.MaxPendingLogins); loginBytes
+	// is what their packet buffers hold (Options.MaxPendingLoginBytes).
+	pending    atomic.Int64
+	loginBytes *mysql.Budget
 	// primaryPos is the primary's position, read for the global level's reads and shared
 	// among those that arrive together.
 	primaryPos primaryPos
@@ -276,6 +289,16 @@ func New(opts Options) (*Proxy, error) {
 		p.users[u.Name] = u
 	}
 	p.decoy = newDecoyPlugins(opts.Users)
+	if p.opts.MaxPendingLogins <= 0 {
+		p.opts.MaxPendingLogins = 1000
+	}
+	if p.opts.MaxPendingLoginBytes <= 0 {
+		p.opts.MaxPendingLoginBytes = 16 << 20
+	}
+	if p.opts.LoginTimeout <= 0 {
+		p.opts.LoginTimeout = 10 * time.Second
+	}
+	p.loginBytes = mysql.NewBudget(int64(p.opts.MaxPendingLoginBytes))
 	for _, ep := range opts.Endpoints {
 		if err := p.AddEndpoint(ep); err != nil {
 			return nil, err
@@ -500,14 +523,41 @@ func (p *Proxy) Serve(name string, ln net.Listener) error {
 			continue
 		}
 		n := ep.active.Add(1)
+		// Until its password is proven the connection counts as pending, and its packet
+		// buffer is charged to the logins' shared budget (loggedIn ends both).
+		pending := p.pending.Add(1)
+		s.client.SetBudget(p.loginBytes)
 		go func() {
 			defer p.wg.Done()
 			defer p.untrack(s)
 			defer ep.active.Add(-1)
+			defer p.loggedIn(s)
 			limit := ep.maxConns.Load()
-			s.run(limit > 0 && n > limit)
+			over := limit > 0 && n > limit
+			if pending > int64(p.opts.MaxPendingLogins) {
+				// A flood of connections that do not log in: refused at once, with the
+				// error a server gives past max_connections, and without the login timeout
+				// each would otherwise hold a slot for.
+				s.log.Debug("too many connections in their login", "pending", pending)
+				over = true
+			}
+			s.run(over)
 		}()
 	}
+}
+
+// loggedIn ends s's login for the pending-login limits (once its password is proven, or when
+// it ends without): it no longer counts against MaxPendingLogins, and its packet buffer leaves
+// the logins' budget. Called by the session's own goroutine; a second call does nothing.
+func (p *Proxy) loggedIn(s *session) {
+	if s.client.SetBudget(nil) != nil {
+		p.pending.Add(-1)
+	}
+}
+
+// PendingLogins returns the connections in their login now, and the packet bytes they hold.
+func (p *Proxy) PendingLogins() (conns, bytes int64) {
+	return p.pending.Load(), p.loginBytes.Used()
 }
 
 func (p *Proxy) track(s *session) bool {
