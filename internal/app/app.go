@@ -41,6 +41,9 @@ type App struct {
 	// (nil without a monitor account); btls, btlsMode say how the streams use TLS.
 	positions *topology.Positions
 	btls      *tls.Config
+	// pubKey is backend_tls.server_public_key's PEM (nil: none): where caching_sha2_password's
+	// full authentication may send a password without verified TLS.
+	pubKey []byte
 	btlsMode  proxy.BackendTLSMode
 
 	mu    sync.Mutex
@@ -116,6 +119,13 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		btls.RootCAs.AppendCertsFromPEM(pem)
 	}
 	opts.BackendTLSConfig = btls
+	var pubKey []byte
+	if f := cfg.BackendTLS.ServerPublicKey; f != "" {
+		if pubKey, err = config.ReadPublicKey(f); err != nil {
+			return nil, fmt.Errorf("backend_tls.server_public_key: %w", err)
+		}
+	}
+	opts.BackendPublicKey = pubKey
 	for _, u := range cfg.Users {
 		pu := proxy.User{Name: u.Name, Plugin: u.AuthPlugin, RequireTLS: u.RequireTLS}
 		if u.PasswordHash != "" {
@@ -161,8 +171,8 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		topo.Close()
 		return nil, err
 	}
-	a := &App{boot: cfg, cfg: cfg, log: log, topo: topo, mon: newMonitor(cfg, topo, positions, log, btls, btlsMode), proxy: p,
-		positions: positions, btls: btls, btlsMode: btlsMode,
+	a := &App{boot: cfg, cfg: cfg, log: log, topo: topo, mon: newMonitor(cfg, topo, positions, log, btls, btlsMode, pubKey), proxy: p,
+		positions: positions, btls: btls, btlsMode: btlsMode, pubKey: pubKey,
 		addrs: map[string]string{}, ready: make(chan struct{}), version: "dev", started: time.Now(), errc: make(chan error, 1)}
 	self = a
 	if cfg.Path != "" {
@@ -214,13 +224,13 @@ func newTopology(cfg *config.Config, log *slog.Logger) (*topology.Topology, erro
 // newMonitor returns the monitor of topo's nodes, logging in as the monitor account with TLS as
 // backend_tls says for a client without TLS (preferred and required: TLS); nil without a
 // monitor account.
-func newMonitor(cfg *config.Config, topo *topology.Topology, positions *topology.Positions, log *slog.Logger, btls *tls.Config, mode proxy.BackendTLSMode) *monitor.Monitor {
+func newMonitor(cfg *config.Config, topo *topology.Topology, positions *topology.Positions, log *slog.Logger, btls *tls.Config, mode proxy.BackendTLSMode, pubKey []byte) *monitor.Monitor {
 	m := cfg.Monitor
 	if m.User == "" {
 		return nil
 	}
 	dial := func(ctx context.Context, n *topology.Node) (monitor.Conn, error) {
-		c, err := dialMonitor(ctx, cfg, btls, mode, n)
+		c, err := dialMonitor(ctx, cfg, btls, mode, pubKey, n)
 		if err != nil {
 			return nil, err
 		}
@@ -237,9 +247,9 @@ func newMonitor(cfg *config.Config, topo *topology.Topology, positions *topology
 
 // dialMonitor connects to node n as the monitor account, with TLS as backend_tls says for a
 // client without TLS (preferred and required: TLS).
-func dialMonitor(ctx context.Context, cfg *config.Config, btls *tls.Config, mode proxy.BackendTLSMode, n *topology.Node) (*backend.Conn, error) {
+func dialMonitor(ctx context.Context, cfg *config.Config, btls *tls.Config, mode proxy.BackendTLSMode, pubKey []byte, n *topology.Node) (*backend.Conn, error) {
 	creds := backend.Credentials{User: cfg.Monitor.User, Password: cfg.Monitor.Password, HasPassword: true}
-	o := backend.Options{Address: n.Address, Credentials: creds, ConnectTimeout: cfg.Timeouts.Connect.Duration}
+	o := backend.Options{Address: n.Address, Credentials: creds, ConnectTimeout: cfg.Timeouts.Connect.Duration, ServerPublicKey: pubKey}
 	if mode == proxy.BackendTLSPreferred || mode == proxy.BackendTLSRequired {
 		o.TLS, o.TLSRequired = btls.Clone(), mode == proxy.BackendTLSRequired
 		if o.TLS.ServerName == "" {
@@ -251,7 +261,7 @@ func dialMonitor(ctx context.Context, cfg *config.Config, btls *tls.Config, mode
 
 // dialMonitor connects to node n as the monitor account.
 func (a *App) dialMonitor(ctx context.Context, n *topology.Node) (*backend.Conn, error) {
-	return dialMonitor(ctx, a.boot, a.btls, a.btlsMode, n)
+	return dialMonitor(ctx, a.boot, a.btls, a.btlsMode, a.pubKey, n)
 }
 
 // backendNames are cfg's backends' names, in order: the topology's slots at start.

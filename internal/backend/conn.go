@@ -44,6 +44,11 @@ type Options struct {
 	// node that does not offer it is an error.
 	TLS         *tls.Config
 	TLSRequired bool
+	// ServerPublicKey is the nodes' RSA public key (PEM), as configured: caching_sha2_password's
+	// full authentication encrypts the password to it when the connection is not under
+	// verified TLS. sluice never asks a node for its key: a node could answer with any key
+	// and read the password (MySQL's clients do the same without get-server-public-key).
+	ServerPublicKey []byte
 	// Compress asks the node for the compressed protocol (when it offers it).
 	Compress bool
 	// InitSQL runs once the connection is authenticated, in order, before the read-only guard.
@@ -73,8 +78,10 @@ type Conn struct {
 	MariaDBCaps uint32
 	// Status is the last server status the node reported.
 	Status uint16
-	// TLS reports whether the connection to the node is encrypted.
-	TLS bool
+	// TLS reports whether the connection to the node is encrypted; TLSVerified whether the
+	// node's certificate was verified too (only then does the password itself go to the node).
+	TLS         bool
+	TLSVerified bool
 
 	fp       Fingerprint // the session state the connection carries
 	readOnly bool        // opened with Options.ReadOnly: the guard belongs here

@@ -6,6 +6,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/sha1"
 	"crypto/tls"
 	"crypto/x509"
@@ -408,7 +409,65 @@ func TestDialAuth(t *testing.T) {
 		}
 		bc.Close()
 	})
-	t.Run("caching_sha2_password full authentication with the node's RSA key", func(t *testing.T) {
+	// nodeAfterFullAuth is a caching_sha2_password node that asks for full authentication and
+	// reports every byte sluice sends after that (until sluice closes or 2 s pass), offering
+	// its own public key (as a fake node would) if asked for one.
+	nodeAfterFullAuth := func(t *testing.T, key *rsa.PrivateKey) (addr string, sent <-chan []byte) {
+		hs := mariaDBHandshake()
+		hs.AuthPlugin = mysql.AuthCachingSHA2
+		ch := make(chan []byte, 1)
+		addr = scriptedNode(t, hs, func(c *mysql.Conn, r *mysql.HandshakeResponse) {
+			_ = c.WritePacketFlush(mysql.AppendAuthMoreData(nil, mysql.CachingSHA2FullAuth))
+			_ = c.NetConn().SetReadDeadline(time.Now().Add(2 * time.Second))
+			var got []byte
+			for {
+				p, err := c.ReadPacket()
+				if err != nil {
+					break
+				}
+				got = append(got, p...)
+				if bytes.Equal(p, []byte{mysql.CachingSHA2RequestKey}) {
+					_ = c.WritePacketFlush(mysql.AppendAuthMoreData(nil, mysql.PublicKeyPEM(key)...))
+				}
+			}
+			ch <- got
+		})
+		return addr, ch
+	}
+	t.Run("caching_sha2_password full authentication without verified TLS or a configured key: refused, nothing sent", func(t *testing.T) {
+		key, err := mysql.GenerateRSAKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr, sent := nodeAfterFullAuth(t, key)
+		_, err = dial(addr, Options{})
+		if err == nil || !strings.Contains(err.Error(), "backend_tls.server_public_key") {
+			t.Fatalf("got %v, want the refusal naming what to configure", err)
+		}
+		if got := <-sent; len(got) != 0 {
+			t.Fatalf("sluice sent % x after the full-authentication request (a key request or the password)", got)
+		}
+	})
+	t.Run("caching_sha2_password full authentication over unverified TLS: refused, nothing sent", func(t *testing.T) {
+		server, _ := testCert(t)
+		hs := mariaDBHandshake()
+		hs.AuthPlugin = mysql.AuthCachingSHA2
+		sent := make(chan []byte, 1)
+		addr := tlsNode(t, hs, server, func(c *mysql.Conn, r *mysql.HandshakeResponse) {
+			_ = c.WritePacketFlush(mysql.AppendAuthMoreData(nil, mysql.CachingSHA2FullAuth))
+			_ = c.NetConn().SetReadDeadline(time.Now().Add(2 * time.Second))
+			p, _ := c.ReadPacket()
+			sent <- p
+		})
+		_, err := dial(addr, Options{TLS: &tls.Config{InsecureSkipVerify: true}, TLSRequired: true})
+		if err == nil || !strings.Contains(err.Error(), "verified TLS") {
+			t.Fatalf("got %v, want the refusal", err)
+		}
+		if got := <-sent; len(got) != 0 {
+			t.Fatalf("sluice sent %q over unverified TLS", got)
+		}
+	})
+	t.Run("caching_sha2_password full authentication with the configured public key", func(t *testing.T) {
 		key, err := mysql.GenerateRSAKey()
 		if err != nil {
 			t.Fatal(err)
@@ -419,12 +478,7 @@ func TestDialAuth(t *testing.T) {
 		addr := scriptedNode(t, hs, func(c *mysql.Conn, r *mysql.HandshakeResponse) {
 			_ = c.WritePacketFlush(mysql.AppendAuthMoreData(nil, mysql.CachingSHA2FullAuth))
 			p, err := c.ReadPacket()
-			if err != nil || !bytes.Equal(p, []byte{mysql.CachingSHA2RequestKey}) {
-				deny(c)
-				return
-			}
-			_ = c.WritePacketFlush(mysql.AppendAuthMoreData(nil, mysql.PublicKeyPEM(key)...))
-			if p, err = c.ReadPacket(); err != nil {
+			if err != nil {
 				return
 			}
 			pw, err := mysql.DecryptPassword(key, p, hs.Nonce)
@@ -435,7 +489,7 @@ func TestDialAuth(t *testing.T) {
 			}
 			writeOK(c)
 		})
-		bc, err := dial(addr, Options{})
+		bc, err := dial(addr, Options{ServerPublicKey: mysql.PublicKeyPEM(key)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -443,6 +497,62 @@ func TestDialAuth(t *testing.T) {
 		if pw := <-decrypted; pw != "app" {
 			t.Fatalf("node decrypted %q", pw)
 		}
+	})
+	t.Run("caching_sha2_password full authentication: a node with another key than the configured one learns nothing", func(t *testing.T) {
+		nodeKey, err := mysql.GenerateRSAKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		configured, err := mysql.GenerateRSAKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr, sent := nodeAfterFullAuth(t, nodeKey)
+		_, _ = dial(addr, Options{ServerPublicKey: mysql.PublicKeyPEM(configured)})
+		got := <-sent
+		if bytes.Equal(got, []byte{mysql.CachingSHA2RequestKey}) || len(got) == 0 {
+			t.Fatalf("sluice sent % x, want the password encrypted to the configured key", got)
+		}
+		if pw, err := mysql.DecryptPassword(nodeKey, got, mariaDBHandshake().Nonce); err == nil && pw == "app" {
+			t.Fatal("the node decrypted the password with its own key")
+		}
+		if pw, err := mysql.DecryptPassword(configured, got, mariaDBHandshake().Nonce); err != nil || pw != "app" {
+			t.Fatalf("the configured key's owner reads %q, %v", pw, err)
+		}
+	})
+	t.Run("mysql_clear_password and dialog switches without verified TLS: refused, nothing sent", func(t *testing.T) {
+		for _, plugin := range []string{mysql.AuthClearPassword, "dialog", mysql.AuthSHA256Password} {
+			sent := make(chan []byte, 1)
+			addr := scriptedNode(t, mariaDBHandshake(), func(c *mysql.Conn, r *mysql.HandshakeResponse) {
+				_ = c.WritePacketFlush(mysql.AppendAuthSwitchRequest(nil, plugin, []byte("\x04Password: ")))
+				_ = c.NetConn().SetReadDeadline(time.Now().Add(2 * time.Second))
+				p, _ := c.ReadPacket()
+				sent <- p
+			})
+			_, err := dial(addr, Options{})
+			if err == nil || !strings.Contains(err.Error(), "verified TLS") {
+				t.Errorf("%s: got %v, want the refusal", plugin, err)
+			}
+			if got := <-sent; len(got) != 0 {
+				t.Errorf("%s: sluice sent %q", plugin, got)
+			}
+		}
+	})
+	t.Run("mysql_clear_password over verified TLS: the password", func(t *testing.T) {
+		server, client := testCert(t)
+		addr := tlsNode(t, mariaDBHandshake(), server, func(c *mysql.Conn, r *mysql.HandshakeResponse) {
+			_ = c.WritePacketFlush(mysql.AppendAuthSwitchRequest(nil, mysql.AuthClearPassword, nil))
+			if p, err := c.ReadPacket(); err != nil || string(p) != "app\x00" {
+				deny(c)
+				return
+			}
+			writeOK(c)
+		})
+		bc, err := dial(addr, Options{TLS: client, TLSRequired: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bc.Close()
 	})
 	t.Run("caching_sha2_password full authentication over TLS: the password as it is", func(t *testing.T) {
 		server, client := testCert(t)
@@ -503,16 +613,20 @@ func TestDialAuth(t *testing.T) {
 		}
 	})
 	t.Run("ERR during auth: the node's error", func(t *testing.T) {
+		key, err := mysql.GenerateRSAKey()
+		if err != nil {
+			t.Fatal(err)
+		}
 		hs := mariaDBHandshake()
 		hs.AuthPlugin = mysql.AuthCachingSHA2
 		addr := scriptedNode(t, hs, func(c *mysql.Conn, r *mysql.HandshakeResponse) {
 			_ = c.WritePacketFlush(mysql.AppendAuthMoreData(nil, mysql.CachingSHA2FullAuth))
-			if _, err := c.ReadPacket(); err != nil { // the key request
+			if _, err := c.ReadPacket(); err != nil { // the encrypted password
 				return
 			}
 			_ = c.WritePacketFlush(mysql.AppendERR(nil, mysql.AccessDenied("app", "h", true)))
 		})
-		_, err := dial(addr, Options{})
+		_, err = dial(addr, Options{ServerPublicKey: mysql.PublicKeyPEM(key)})
 		var se *mysql.SQLError
 		var ce *ConnectError
 		if !errors.As(err, &se) || se.Code != mysql.ErrAccessDenied || errors.As(err, &ce) {

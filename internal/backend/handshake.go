@@ -122,7 +122,16 @@ func (c *Conn) startTLS(cfg *tls.Config, n negotiation) error {
 	c.Conn = mysql.NewConn(tc, 0, 4<<10)
 	c.SetSeq(seq)
 	c.TLS = true
+	c.TLSVerified = VerifiesPeer(cfg)
 	return nil
+}
+
+// VerifiesPeer reports whether TLS under cfg proves who the peer is: the certificate chain
+// checked (InsecureSkipVerify off), or a check of the configuration's own in its place. Under
+// TLS that does not, a node could be anyone between sluice and the node, and is not sent a
+// password.
+func VerifiesPeer(cfg *tls.Config) bool {
+	return cfg != nil && (!cfg.InsecureSkipVerify || cfg.VerifyPeerCertificate != nil || cfg.VerifyConnection != nil)
 }
 
 // authPlugin is the plugin sluice answers a node's greeting with: the node's own when sluice
@@ -173,7 +182,7 @@ func (c *Conn) authenticate(o Options, hs *mysql.Handshake, n negotiation) error
 		case mysql.IsERR(p):
 			return mysql.ParseERR(p)
 		case p[0] == 0xfe:
-			if plugin, nonce, err = c.switchAuth(p, o.Credentials); err != nil {
+			if plugin, nonce, err = c.switchAuth(p, o); err != nil {
 				return err
 			}
 		case p[0] == mysql.AuthMoreDataHeader && plugin == mysql.AuthCachingSHA2 && len(p) >= 2:
@@ -202,10 +211,24 @@ func (c *Conn) loggedIn(p []byte) error {
 
 // switchAuth answers an auth-switch request: the scramble of the plugin the node asks for over
 // the new nonce. It returns the plugin and nonce now in force.
-func (c *Conn) switchAuth(p []byte, cr Credentials) (plugin string, nonce []byte, err error) {
+func (c *Conn) switchAuth(p []byte, o Options) (plugin string, nonce []byte, err error) {
+	cr := o.Credentials
 	plugin, nonce, err = mysql.ParseAuthSwitchRequest(p)
 	if err != nil {
 		return "", nil, err
+	}
+	switch plugin {
+	case mysql.AuthClearPassword, "dialog", mysql.AuthSHA256Password:
+		// Plugins that send the password itself (dialog: PAM's questions; sha256_password:
+		// as caching_sha2_password's full authentication): only over verified TLS, and only
+		// mysql_clear_password then, the one whose exchange sluice speaks.
+		if plugin != mysql.AuthClearPassword || !c.TLSVerified {
+			return "", nil, fmt.Errorf("node %s asks for %s, which sends the password itself: refused on a connection without verified TLS (backend_tls.verify; %s is supported over it only for mysql_clear_password)", o.Address, plugin, plugin)
+		}
+		if !cr.HasPassword {
+			return "", nil, fmt.Errorf("node %s asks for mysql_clear_password, which needs the plaintext password of user %q: configure password instead of password_hash", o.Address, cr.User)
+		}
+		return plugin, nonce, c.WritePacketFlush(append([]byte(cr.Password), 0))
 	}
 	if len(nonce) > 20 {
 		nonce = nonce[:20]
@@ -220,8 +243,12 @@ func (c *Conn) switchAuth(p []byte, cr Credentials) (plugin string, nonce []byte
 // cachingSHA2 answers caching_sha2_password's AuthMoreData state byte. Fast OK: the node found
 // the account in its cache and the OK follows. Full authentication: the node needs the password
 // itself, which sluice has only when it was configured in plaintext (a user configured by
-// mysql_native_password hash cannot log in this way); over TLS it goes as it is, otherwise
-// encrypted with the node's RSA public key, which sluice requests first (it pins no key).
+// mysql_native_password hash cannot log in this way). It goes as it is over verified TLS, or
+// encrypted with the node's public key as configured (Options.ServerPublicKey); otherwise not at
+// all. sluice never asks the node for its key: whatever answers could send its own and decrypt
+// the password (a node added through the API, a man in the middle), as MySQL's clients refuse
+// without get-server-public-key. Unverified TLS is no better: anyone in between can present a
+// certificate.
 func (c *Conn) cachingSHA2(state byte, o Options, nonce []byte) error {
 	switch state {
 	case mysql.CachingSHA2FastOK:
@@ -233,25 +260,15 @@ func (c *Conn) cachingSHA2(state byte, o Options, nonce []byte) error {
 	if !o.Credentials.HasPassword {
 		return fmt.Errorf("node %s asks for caching_sha2_password full authentication, which needs the plaintext password of user %q: configure password instead of password_hash", o.Address, o.Credentials.User)
 	}
-	if c.TLS {
+	if c.TLSVerified {
 		return c.WritePacketFlush(append([]byte(o.Credentials.Password), 0))
 	}
-	if err := c.WritePacketFlush([]byte{mysql.CachingSHA2RequestKey}); err != nil {
-		return err
+	if len(o.ServerPublicKey) == 0 {
+		return fmt.Errorf("node %s asks for caching_sha2_password full authentication of user %q, which sends the password: sluice sends it only over verified TLS (backend_tls.verify) or encrypted to the node's configured public key (backend_tls.server_public_key), and never to a key the node offers", o.Address, o.Credentials.User)
 	}
-	key, err := c.readPacket()
+	enc, err := mysql.EncryptPassword(o.ServerPublicKey, o.Credentials.Password, nonce)
 	if err != nil {
-		return err
-	}
-	if mysql.IsERR(key) {
-		return mysql.ParseERR(key)
-	}
-	if len(key) < 2 || key[0] != mysql.AuthMoreDataHeader {
-		return errors.New("unexpected packet in place of the node's RSA public key")
-	}
-	enc, err := mysql.EncryptPassword(key[1:], o.Credentials.Password, nonce)
-	if err != nil {
-		return err
+		return fmt.Errorf("backend_tls.server_public_key: %w", err)
 	}
 	return c.WritePacketFlush(enc)
 }

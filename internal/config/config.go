@@ -224,6 +224,11 @@ type BackendTLS struct {
 	Verify     bool   `yaml:"verify"`      // verify the node's certificate (against ca, or the system roots)
 	CA         string `yaml:"ca"`          // PEM CA file
 	ServerName string `yaml:"server_name"` // name to verify; default the host of the backend address
+	// ServerPublicKey is a PEM file with the nodes' RSA public key (MySQL's
+	// caching_sha2_password_public_key_path): caching_sha2_password's full authentication
+	// encrypts the password to it on connections without verified TLS. Without it (or verify),
+	// such a login is refused: sluice never takes the key a node offers.
+	ServerPublicKey string `yaml:"server_public_key"`
 }
 
 // Limits protect the proxy's memory from one session.

@@ -1,8 +1,10 @@
 package config
 
 import (
+	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"net"
 	"net/netip"
@@ -488,4 +490,39 @@ func (k *checker) tls() {
 			k.errorf("backend_tls.ca", "no PEM certificate in %s", c.BackendTLS.CA)
 		}
 	}
+	if f := c.BackendTLS.ServerPublicKey; f != "" {
+		if _, err := ReadPublicKey(f); err != nil {
+			k.errorf("backend_tls.server_public_key", "%v", err)
+		}
+	}
+}
+
+// ReadPublicKey reads backend_tls.server_public_key: a PEM file holding one RSA public key
+// (PKIX "PUBLIC KEY", as MySQL writes it, or PKCS #1 "RSA PUBLIC KEY"). It returns the file's
+// bytes.
+func ReadPublicKey(path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read: %v", err)
+	}
+	block, _ := pem.Decode(data)
+	if block == nil {
+		return nil, fmt.Errorf("no PEM block in %s", path)
+	}
+	var key any
+	switch block.Type {
+	case "PUBLIC KEY":
+		key, err = x509.ParsePKIXPublicKey(block.Bytes)
+	case "RSA PUBLIC KEY":
+		key, err = x509.ParsePKCS1PublicKey(block.Bytes)
+	default:
+		return nil, fmt.Errorf("%s holds a %q PEM block, want a PUBLIC KEY", path, block.Type)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	if _, ok := key.(*rsa.PublicKey); !ok {
+		return nil, fmt.Errorf("%s: not an RSA public key", path)
+	}
+	return data, nil
 }

@@ -110,6 +110,7 @@ func (s *session) dial(n *topology.Node, readOnly bool) (*backend.Conn, error) {
 		WriteTimeout:        s.p.opts.WriteTimeout,
 	}
 	o.TLS, o.TLSRequired = s.p.backendTLS(n, s.tls)
+	o.ServerPublicKey = s.p.opts.BackendPublicKey
 	o.Compress = s.p.opts.BackendCompress
 	o.ReadOnly = readOnly
 	bc, err := backend.Dial(ctx, o)

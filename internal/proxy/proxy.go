@@ -162,6 +162,9 @@ type Options struct {
 	// configuration for it.
 	BackendTLS       BackendTLSMode
 	BackendTLSConfig *tls.Config
+	// BackendPublicKey is the nodes' RSA public key (PEM; nil: none), for
+	// caching_sha2_password's full authentication on connections without verified TLS.
+	BackendPublicKey []byte
 	// BackendCompress uses the compressed protocol on node connections (for nodes across a
 	// slow network; it costs CPU on both sides).
 	BackendCompress bool
