@@ -364,3 +364,22 @@ func TestValidConfigs(t *testing.T) {
 		})
 	}
 }
+
+// TestParseAllowMapped: an allow entry in IPv4-mapped IPv6 form is the IPv4 network it maps;
+// other IPv6 networks stay as written.
+func TestParseAllowMapped(t *testing.T) {
+	for in, want := range map[string]string{
+		"::ffff:127.0.0.0/104": "127.0.0.0/8",
+		"::ffff:10.1.2.3":      "10.1.2.3/32",
+		"::ffff:10.1.2.3/128":  "10.1.2.3/32",
+		"::ffff:0:0/96":        "0.0.0.0/0",
+		"::/0":                 "::/0",
+		"2001:db8::/32":        "2001:db8::/32",
+		"10.0.0.1/8":           "10.0.0.0/8",
+	} {
+		p, err := ParseAllow(in)
+		if err != nil || p.String() != want {
+			t.Errorf("ParseAllow(%q) = %v, %v; want %s", in, p, err, want)
+		}
+	}
+}
