@@ -447,7 +447,7 @@ func (a *App) stream(ctx context.Context, i int, n *topology.Node) {
 		fl = gtid.MySQL
 	}
 	o := binlog.Options{Address: n.Address, User: a.boot.Monitor.User, Password: a.boot.Monitor.Password, Flavor: fl,
-		Logger: a.log.With("node", n.Name)}
+		PublicKey: a.pubKey, Logger: a.log.With("node", n.Name)}
 	if a.btlsMode == proxy.BackendTLSPreferred || a.btlsMode == proxy.BackendTLSRequired {
 		o.TLS = a.btls.Clone()
 		if o.TLS.ServerName == "" {

@@ -38,6 +38,10 @@ type Options struct {
 	// nothing for 3 heartbeats is broken, and reconnects.
 	Heartbeat time.Duration
 	TLS       *tls.Config // nil: plain TCP
+	// PublicKey is the nodes' RSA public key (PEM; nil: none): caching_sha2_password's full
+	// authentication may send the password encrypted to it where TLS is not verified. The
+	// login goes through a guard (authguard.go): the password goes nowhere else.
+	PublicKey []byte
 	Logger    *slog.Logger
 }
 
@@ -158,7 +162,7 @@ func (s *stream) run(ctx context.Context) {
 // stream fails or ctx ends. streamed is how long it streamed (0: it never started).
 func (s *stream) session(ctx context.Context) (streamed time.Duration, err error) {
 	ctx, cancel := context.WithCancel(ctx)
-	nc := &conns{ctx: ctx}
+	nc := &conns{ctx: ctx, guard: guard{tls: s.o.TLS, pubKey: s.o.PublicKey}}
 	// go-mysql's calls take no context of ours: closing their sockets is what interrupts them.
 	stop := context.AfterFunc(ctx, nc.closeAll)
 	var syncer *replication.BinlogSyncer
@@ -235,7 +239,7 @@ func (s *stream) config(id uint32, nc *conns) replication.BinlogSyncerConfig {
 		Host:            s.o.Address,
 		User:            s.o.User,
 		Password:        s.o.Password,
-		TLSConfig:       s.o.TLS,
+		TLSConfig:       s.localTLS(),
 		HeartbeatPeriod: s.o.Heartbeat,
 		ReadTimeout:     3 * s.o.Heartbeat,
 		// Reconnecting is ours: from the node's current position, with backoff, reported.
@@ -250,11 +254,23 @@ func (s *stream) config(id uint32, nc *conns) replication.BinlogSyncerConfig {
 	}
 }
 
+// localTLS is the TLS configuration go-mysql speaks with the login guard's relay (which speaks
+// s.o.TLS with the node), or nil without TLS.
+func (s *stream) localTLS() *tls.Config {
+	if s.o.TLS == nil {
+		return nil
+	}
+	if _, client, err := localTLSConfigs(); err == nil {
+		return client
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS12} // not used: dial fails first
+}
+
 // position reads the node's current binlog position over a plain connection.
 func (s *stream) position(ctx context.Context, nc *conns) (string, error) {
 	rt := 3 * s.o.Heartbeat
 	c, err := client.ConnectWithDialer(ctx, "", s.o.Address, s.o.User, s.o.Password, "", nc.dial, func(c *client.Conn) error {
-		c.SetTLSConfig(s.o.TLS)
+		c.SetTLSConfig(s.localTLS())
 		c.ReadTimeout, c.WriteTimeout = rt, rt
 		return nil
 	})
@@ -346,8 +362,9 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // end closes every socket go-mysql still uses (its calls block in reads that take no context).
 // Safe for concurrent use: go-mysql dials from its own goroutines.
 type conns struct {
-	ctx  context.Context // the session's
-	d    net.Dialer
+	ctx   context.Context // the session's
+	d     net.Dialer
+	guard guard // what go-mysql's logins go through
 	mu   sync.Mutex
 	open []net.Conn
 	done bool
@@ -359,6 +376,11 @@ type conns struct {
 func (c *conns) dial(ctx context.Context, network, address string) (net.Conn, error) {
 	if err := c.ctx.Err(); err != nil {
 		return nil, err
+	}
+	if c.guard.tls != nil {
+		if _, _, err := localTLSConfigs(); err != nil {
+			return nil, fmt.Errorf("binlog: the login relay's certificate: %w", err)
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
@@ -374,8 +396,9 @@ func (c *conns) dial(ctx context.Context, network, address string) (net.Conn, er
 		nc.Close()
 		return nil, net.ErrClosed
 	}
-	c.open = append(c.open, nc)
-	return nc, nil
+	app := guardAuth(nc, c.guard)
+	c.open = append(c.open, nc, app)
+	return app, nil
 }
 
 // closeAll closes every socket dialed, and refuses new dials.
