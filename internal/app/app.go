@@ -43,8 +43,8 @@ type App struct {
 	btls      *tls.Config
 	// pubKey is backend_tls.server_public_key's PEM (nil: none): where caching_sha2_password's
 	// full authentication may send a password without verified TLS.
-	pubKey []byte
-	btlsMode  proxy.BackendTLSMode
+	pubKey   []byte
+	btlsMode proxy.BackendTLSMode
 
 	mu    sync.Mutex
 	addrs map[string]string // endpoint name -> bound address, once listening

@@ -365,9 +365,9 @@ type conns struct {
 	ctx   context.Context // the session's
 	d     net.Dialer
 	guard guard // what go-mysql's logins go through
-	mu   sync.Mutex
-	open []net.Conn
-	done bool
+	mu    sync.Mutex
+	open  []net.Conn
+	done  bool
 }
 
 // dial is a go-mysql client.Dialer. ctx is go-mysql's (its syncer's own, or Background for the
