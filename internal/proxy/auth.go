@@ -124,6 +124,11 @@ func (s *session) checkCredentials(name, clientPlugin string, resp []byte, force
 		return nil, backend.Credentials{}, fmt.Errorf("%w for user %q", errAuth, name)
 	}
 	if u == nil {
+		if plugin == mysql.AuthNativePassword {
+			// The check a known user's answer gets, against a hash no answer matches: the
+			// refusal costs the same.
+			mysql.VerifyNative(s.p.decoy.hash, s.nonce, resp)
+		}
 		if plugin == mysql.AuthCachingSHA2 && len(resp) > 0 {
 			// As for a known user whose password sluice has not cached: full authentication
 			// first, so the answer does not tell whether the user exists.
@@ -136,6 +141,7 @@ func (s *session) checkCredentials(name, clientPlugin string, resp []byte, force
 	if u.Unsupported != "" {
 		// Its password cannot be proven: refused as a wrong password is (the client learns
 		// nothing of the account); the operator reads why in the log.
+		mysql.VerifyNative(s.p.decoy.hash, s.nonce, resp) // the cost of a check, as for any account
 		s.log.Info("login refused: the account cannot log in through sluice", "user", name, "reason", u.Unsupported)
 		_, _, err := deny()
 		return nil, backend.Credentials{}, fmt.Errorf("%w: %s", err, u.Unsupported)
@@ -252,6 +258,7 @@ func (s *session) fullAuth() (string, error) {
 type decoyPlugins struct {
 	sha2Client, otherClient pluginSet
 	key                     [16]byte
+	hash                    [20]byte // what an unknown user's mysql_native_password answer is checked against
 }
 
 // pluginSet says which of sluice's two plugins a known user may be switched to.
@@ -268,6 +275,7 @@ func (ps *pluginSet) add(plugin string) {
 func newDecoyPlugins(users []User) decoyPlugins {
 	var d decoyPlugins
 	_, _ = rand.Read(d.key[:])
+	_, _ = rand.Read(d.hash[:])
 	for i := range users {
 		d.sha2Client.add(targetPlugin(&users[i], mysql.AuthCachingSHA2))
 		d.otherClient.add(targetPlugin(&users[i], mysql.AuthNativePassword))
