@@ -30,3 +30,14 @@ func TestAccountRows(t *testing.T) {
 		t.Error("a bad hash was taken")
 	}
 }
+
+// TestCIDRHosts: MySQL reads IP/prefix-length account hosts from 8.0.23 on.
+func TestCIDRHosts(t *testing.T) {
+	for v, want := range map[string]bool{
+		"8.0.22": false, "8.0.23": true, "8.0.40-log": true, "8.4.3": true, "9.1.0": true, "5.7.44": false, "junk": false,
+	} {
+		if got := cidrHosts(v); got != want {
+			t.Errorf("cidrHosts(%q) = %v, want %v", v, got, want)
+		}
+	}
+}
