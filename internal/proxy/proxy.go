@@ -520,33 +520,46 @@ func (p *Proxy) Serve(name string, ln net.Listener) error {
 			_ = tc.SetNoDelay(true)
 			_ = tc.SetKeepAlive(true)
 		}
+		// Until its password is proven the connection counts as pending, and its packet
+		// buffer is charged to the logins' shared budget (loggedIn ends both).
+		if pending := p.pending.Add(1); pending > int64(p.opts.MaxPendingLogins) {
+			// A flood of connections that do not log in: refused at once, before a session
+			// and its buffers exist, with the error a server gives past max_connections.
+			p.pending.Add(-1)
+			go refuseEarly(nc)
+			continue
+		}
 		s := p.newSession(ep, nc)
+		s.client.SetBudget(p.loginBytes)
 		if !p.track(s) {
+			p.loggedIn(s)
 			nc.Close()
 			continue
 		}
 		n := ep.active.Add(1)
-		// Until its password is proven the connection counts as pending, and its packet
-		// buffer is charged to the logins' shared budget (loggedIn ends both).
-		pending := p.pending.Add(1)
-		s.client.SetBudget(p.loginBytes)
 		go func() {
 			defer p.wg.Done()
 			defer p.untrack(s)
 			defer ep.active.Add(-1)
 			defer p.loggedIn(s)
 			limit := ep.maxConns.Load()
-			over := limit > 0 && n > limit
-			if pending > int64(p.opts.MaxPendingLogins) {
-				// A flood of connections that do not log in: refused at once, with the
-				// error a server gives past max_connections, and without the login timeout
-				// each would otherwise hold a slot for.
-				s.log.Debug("too many connections in their login", "pending", pending)
-				over = true
-			}
-			s.run(over)
+			s.run(limit > 0 && n > limit)
 		}()
 	}
+}
+
+// tooManyLogins is the packet a connection past Options.MaxPendingLogins gets in place of the
+// greeting (sequence id 0).
+var tooManyLogins = func() []byte {
+	e := mysql.AppendERR(nil, mysql.NewError(mysql.ErrConCount, "08004", "Too many connections (too many connections in their login)"))
+	return append([]byte{byte(len(e)), byte(len(e) >> 8), byte(len(e) >> 16), 0}, e...)
+}()
+
+// refuseEarly sends nc tooManyLogins and closes it, waiting at most a second for the write.
+func refuseEarly(nc net.Conn) {
+	_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
+	_, _ = nc.Write(tooManyLogins)
+	nc.Close()
 }
 
 // loggedIn ends s's login for the pending-login limits (once its password is proven, or when
