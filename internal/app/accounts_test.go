@@ -1,6 +1,9 @@
 package app
 
-import "testing"
+import (
+	"encoding/json"
+	"testing"
+)
 
 // TestAccountRows: the primary's rows as sluice reads them (mariadb-facts.md's recorded values).
 func TestAccountRows(t *testing.T) {
@@ -38,6 +41,19 @@ func TestCIDRHosts(t *testing.T) {
 	} {
 		if got := cidrHosts(v); got != want {
 			t.Errorf("cidrHosts(%q) = %v, want %v", v, got, want)
+		}
+	}
+}
+
+// TestNewNameRefusesControlCharacters: a node or endpoint created through the API may not be
+// named with control characters (sluice ctl, logs and metric labels print names).
+func TestNewNameRefusesControlCharacters(t *testing.T) {
+	for raw, ok := range map[string]bool{
+		`"replica3"`: true, `"r\u001b[2J"`: false, `"r\nup"`: false, `"r\u202e"`: false, `"réplica"`: true,
+	} {
+		_, err := newName(map[string]json.RawMessage{"name": json.RawMessage(raw)}, "node")
+		if (err == nil) != ok {
+			t.Errorf("name %s: %v, want ok %v", raw, err, ok)
 		}
 	}
 }
