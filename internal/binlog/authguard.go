@@ -138,6 +138,12 @@ func (g guard) login(node, app net.Conn) (net.Conn, net.Conn, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if mysql.IsERR(greeting.payload) {
+		// Refused before the greeting (too many connections, a host not allowed): go-mysql
+		// reports the node's own error.
+		_ = writePacket(app, greeting)
+		return nil, nil, errors.New("binlog: the node refused the connection")
+	}
 	hs, err := mysql.ParseHandshake(greeting.payload)
 	if err != nil {
 		return nil, nil, err
