@@ -22,6 +22,11 @@
 //   - ERROR 1236 (the start position is not in the binlog): restart from the current position.
 //     ERROR 4052 (another replica registered with our server_id, which made the node drop us):
 //     register with another id. Ids are derived per process in a range real servers do not use.
+//   - go-mysql logs in through a relay of ours (authguard.go) that reads the login, TLS or not,
+//     and ends it where go-mysql would send the password to a node that may not read it
+//     (caching_sha2_password's full authentication without verified TLS or the configured key,
+//     mysql_clear_password, dialog, sha256_password): a node added through the API cannot
+//     harvest the monitor's password.
 //   - Every wait is bounded: connects (5 s), reads (3 heartbeats), backoff (5 s). Ending the
 //     context closes the syncer's sockets at once, so Run returns promptly, leaving no
 //     goroutine behind.
