@@ -522,8 +522,8 @@ func pickReplica(s *Session, ep *Settings, snap *topology.Snapshot, withPrimary 
 		if w <= 0 || !snap.Up[i] || (i == snap.Primary && !withPrimary) || snap.IsDraining(i) {
 			continue
 		}
-		if i != snap.Primary && i < len(snap.State) && (snap.Detached(i) || !ep.gate.usable(i, snap.State[i], ep.MaxLag)) {
-			continue // replicates from no one, or lags past the endpoint's max_replica_lag
+		if i != snap.Primary && i < len(snap.State) && (snap.TakesNoReads(i, s.HasTarget) || !ep.gate.usable(i, snap.State[i], ep.MaxLag)) {
+			continue // replicates from no one, errant, broken, unsynced, or lags past the endpoint's max_replica_lag
 		}
 		candidates = append(candidates, i)
 		weights = append(weights, w)

@@ -49,7 +49,27 @@ type NodeState struct {
 
 	// Lag is how long ago the primary first moved past what this node has applied (0 when it
 	// has everything); LagKnown is false when positions cannot be compared (then
-	// Seconds_Behind_Master, in Replica, is all there is).
+	// Seconds_Behind_Master, in Replica, is all there is), when its replication broke, and
+	// while it is Unsynced: a position that says nothing is not "no lag".
 	Lag      time.Duration
 	LagKnown bool
+
+	// The monitor's verdicts on a replica (never on the primary); each takes the node out of
+	// rotation (Snapshot.TakesNoReads).
+	//
+	// Errant says which transactions the node holds that the primary does not ("" when none):
+	// its executed GTIDs are not contained in the primary's, read after its own. Written on
+	// the node itself, they fork its data from the primary's.
+	Errant string
+	// Broken is the error its replication stopped with ("" when none): Last_SQL_Error or
+	// Last_IO_Error of a thread that is not running. It applies nothing any more.
+	Broken string
+	// Unsynced: the primary's GTID position went backwards (RESET MASTER) and this node has not
+	// been seen caught up with the new one since. MariaDB orders a domain's GTIDs by sequence
+	// number alone, so its position proves nothing of what it holds: reads that must see a
+	// position (session and global consistency) do not go to it.
+	Unsynced bool
 }
+
+// Faulty reports whether the monitor found the node errant or its replication broken.
+func (st *NodeState) Faulty() bool { return st != nil && (st.Errant != "" || st.Broken != "") }
