@@ -30,7 +30,10 @@ type NodeState struct {
 	// since removed does not describe the node that took its slot.
 	Node    *Node
 	Checked time.Time // when the last check ended
-	Health  Health
+	// Began is when the last check began: everything it read, it read after then (zero after
+	// a failed check, whose positions are the last good check's).
+	Began  time.Time
+	Health Health
 	// Failures counts the checks failed in a row (0 after a success).
 	Failures int
 	LastErr  string // the last check's error, "" after a success
@@ -73,3 +76,21 @@ type NodeState struct {
 
 // Faulty reports whether the monitor found the node errant or its replication broken.
 func (st *NodeState) Faulty() bool { return st != nil && (st.Errant != "" || st.Broken != "") }
+
+// Problem words what is wrong with the node in state st ("" when nothing is): the last check's
+// error, else the monitor's verdicts.
+func Problem(st *NodeState) string {
+	switch {
+	case st == nil:
+		return ""
+	case st.LastErr != "":
+		return st.LastErr
+	case st.Errant != "":
+		return "errant transactions: " + st.Errant
+	case st.Broken != "":
+		return "replication stopped: " + st.Broken
+	case st.Unsynced:
+		return "the primary's GTID position went backwards since this node was last seen caught up"
+	}
+	return ""
+}
