@@ -97,7 +97,7 @@ func TestErrantAndBrokenReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitNodes(t, db, func(n map[string]nodeRow) bool {
-		return n["replica1"].state == "up" && n["replica2"].state == "up" && n["primary"].role == "primary"
+		return n["replica1"].state == "up" && n["replica2"].state == "up" && n["primary"].role == "primary" && n["replica2"].readOnly.Valid
 	})
 	for _, name := range []string{"replica1", "replica2"} {
 		if ro := showNodes(t, db)[name].readOnly; ro.String != "OFF" {
@@ -193,7 +193,8 @@ func TestMaintenanceFreezeKeepsThePrimary(t *testing.T) {
 	}
 
 	adminExec(t, "primary", "SET GLOBAL read_only = OFF")
-	waitNodes(t, db, func(n map[string]nodeRow) bool { return n["primary"].role == "primary" && n["primary"].state == "up" })
+	// Writable again: it takes the writes (its state says writable: replica2 is writable too).
+	waitNodes(t, db, func(n map[string]nodeRow) bool { return n["primary"].role == "primary" && n["primary"].state != "switching" })
 	for i := 2; i <= 6; i++ {
 		mustExec(t, db, fmt.Sprintf("INSERT INTO test.freeze_t VALUES (%d)", i))
 	}
