@@ -178,7 +178,9 @@ func TestMaintenanceFreezeKeepsThePrimary(t *testing.T) {
 		mustExec(t, db, "DROP TABLE IF EXISTS test.freeze_t")
 	})
 	adminExec(t, "replica2", "STOP SLAVE", "RESET SLAVE ALL")
-	waitNodes(t, db, func(n map[string]nodeRow) bool { return n["replica2"].state == "writable" || n["replica2"].state == "detached" })
+	waitNodes(t, db, func(n map[string]nodeRow) bool {
+		return n["replica2"].state == "writable" || n["replica2"].state == "detached"
+	})
 	before := adminScalar(t, "replica2", "SELECT @@gtid_binlog_pos")
 
 	adminExec(t, "primary", "SET GLOBAL read_only = ON")
@@ -194,7 +196,9 @@ func TestMaintenanceFreezeKeepsThePrimary(t *testing.T) {
 
 	adminExec(t, "primary", "SET GLOBAL read_only = OFF")
 	// Writable again: it takes the writes (its state says writable: replica2 is writable too).
-	waitNodes(t, db, func(n map[string]nodeRow) bool { return n["primary"].role == "primary" && n["primary"].state != "switching" })
+	waitNodes(t, db, func(n map[string]nodeRow) bool {
+		return n["primary"].role == "primary" && n["primary"].state != "switching"
+	})
 	for i := 2; i <= 6; i++ {
 		mustExec(t, db, fmt.Sprintf("INSERT INTO test.freeze_t VALUES (%d)", i))
 	}
