@@ -109,6 +109,22 @@ func TestErrantAndBrokenReplicas(t *testing.T) {
 		ids[name] = adminScalar(t, name, "SELECT @@server_id")
 	}
 
+	// Read-only sessions bound before: those bound to replica2 must leave it.
+	ro := open(t, dsn(s.ro, "app", "app", "test", ""))
+	var bound []*sql.Conn
+	onReplica2 := 0
+	for range 6 {
+		c := conn(t, ro)
+		var id string
+		if err := c.QueryRowContext(ctx, "SELECT @@server_id").Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		if id == ids["replica2"] {
+			onReplica2++
+		}
+		bound = append(bound, c)
+	}
+
 	// An errant transaction on replica2, in a domain of its own (as a hostile write would be).
 	t.Cleanup(func() {
 		// Forget it: replica2's binlog (where it lives) is reset; its slave position is intact.
@@ -119,7 +135,16 @@ func TestErrantAndBrokenReplicas(t *testing.T) {
 	if n := showNodes(t, db)["replica2"]; !strings.Contains(n.lastError.String, "errant") {
 		t.Errorf("SHOW NODES last_error of the errant replica: %q", n.lastError.String)
 	}
-	ro := open(t, dsn(s.ro, "app", "app", "test", ""))
+	for _, c := range bound {
+		var id string
+		if err := c.QueryRowContext(ctx, "SELECT @@server_id").Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		if id == ids["replica2"] {
+			t.Errorf("a read-only session bound to replica2 before it was errant still reads there")
+		}
+	}
+	t.Logf("%d of %d read-only sessions were bound to replica2", onReplica2, len(bound))
 	for _, d := range []*sql.DB{db, ro} {
 		if seen := readServers(t, d, 30); seen[ids["replica2"]] > 0 {
 			t.Errorf("reads reached the errant replica: %v", seen)
