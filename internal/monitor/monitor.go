@@ -352,7 +352,14 @@ func (m *Monitor) round(now time.Time) {
 		c.Lag, c.LagKnown = 0, false
 		applied, err := gtid.Parse(fl, c.Applied)
 		if i != p {
-			m.v.judge(&c, applied, err == nil, m.log)
+			// What it executed: @@gtid_current_pos takes a domain's GTID from the binlog only
+			// when the node's own server_id wrote it, so a write made under another server_id
+			// (SUPER can set it) shows in @@gtid_binlog_pos alone.
+			executed := applied
+			if binlog, berr := gtid.Parse(fl, c.BinlogPos); berr == nil && err == nil {
+				executed = applied.Merge(binlog)
+			}
+			m.v.judge(&c, executed, err == nil, m.log)
 		}
 		if err == nil && c.Health == topology.Healthy && m.opts.Positions != nil && !c.Faulty() && !c.Unsynced {
 			m.opts.Positions.AdvanceNode(c.Node, applied)

@@ -13,8 +13,9 @@ import (
 // and replication status say so.
 //
 //   - errant: the replica holds transactions the primary does not. Its executed GTIDs
-//     (@@gtid_current_pos, which includes writes made on it directly; MySQL @@gtid_executed)
-//     are not contained in the primary's. Not "a GTID of the replica's own server id": SUPER
+//     (@@gtid_current_pos and @@gtid_binlog_pos, which include writes made on it directly,
+//     the latter also those made under another server_id; MySQL @@gtid_executed) are not
+//     contained in the primary's. Not "a GTID of the replica's own server id": SUPER
 //     can set server_id, and an old primary legitimately holds its own. A replica is compared
 //     only with a reading of the primary's position that began after the replica's own check
 //     ended: everything the replica had then came from the primary before, so a replica seen

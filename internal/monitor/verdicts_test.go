@@ -123,6 +123,20 @@ func TestErrantReplica(t *testing.T) {
 	}
 }
 
+// TestErrantUnderAnotherServerID: a write on a replica made under the primary's server_id (SUPER
+// can set it) shows in its @@gtid_binlog_pos only (@@gtid_current_pos keeps the replicated
+// GTID of that domain): errant all the same.
+func TestErrantUnderAnotherServerID(t *testing.T) {
+	r := newVerdictRig(t)
+	r.check(0, 0, "0-1-100", "0-1-100", nil)
+	r.check(1, 100, "0-1-101", "0-1-100", replicating)
+	r.round(200)
+	r.check(0, 1000, "0-1-100", "0-1-100", nil)
+	if snap := r.round(1200); snap.StateName(1, 0) != "errant" {
+		t.Fatalf("replica1: %s %+v", snap.StateName(1, 0), snap.State[1])
+	}
+}
+
 // TestBrokenReplica: a replica whose SQL thread stopped with an error is broken at once: out of
 // rotation, its lag unknown (not 0); a thread an operator stopped is not broken.
 func TestBrokenReplica(t *testing.T) {
