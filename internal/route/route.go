@@ -571,6 +571,14 @@ func decideReadOnly(c *classify.Result, s *Session, ep *Settings, snap *topology
 		return Decision{Node: -1, Err: mysql.NewError(mysql.ErrOptionPreventsStm, "HY000",
 			"The sluice endpoint '%s' became read-only after this connection was made: reconnect", ep.Name)}
 	}
+	if s.Bound < len(snap.State) && snap.State[s.Bound].Faulty() && c.Kind != classify.Rollback && c.Kind != classify.Commit {
+		// Errant or broken, and no other replica to move to (the session moves at its next
+		// statement outside a transaction once there is one): what it holds is not the
+		// primary's data. A transaction open there can still end.
+		return Decision{Node: -1, Err: mysql.NewError(mysql.CRConnHostError, "HY000",
+			"sluice: replica '%s' is out of rotation (%s) and the endpoint '%s' has no other replica", snap.Nodes[s.Bound].Name,
+			topology.Problem(snap.State[s.Bound]), ep.Name)}
+	}
 	return Decision{Node: s.Bound, Reason: ReasonBound}
 }
 

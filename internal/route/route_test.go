@@ -557,6 +557,12 @@ func TestFaultyReplicasTakeNoReads(t *testing.T) {
 			if n := BindReplica(&b, ro.Settings(), snap); !slices.Contains(tc.eventual, n) {
 				t.Fatalf("%s: read-only bound to %d, want one of %v", tc.name, n, tc.eventual)
 			}
+			// A session bound to replica1 before the verdict, with nowhere else to go: refused.
+			b.Bound = 1
+			d := Decide(&read, nil, &b, ro.Settings(), snap)
+			if faulty := tc.replica1.Faulty(); (d.Err != nil) != faulty || (!faulty && d.Node != 1) {
+				t.Fatalf("%s: read-only session bound to replica1: %+v", tc.name, d)
+			}
 		}
 	}
 }
