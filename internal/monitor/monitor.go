@@ -364,6 +364,17 @@ func (m *Monitor) round(now time.Time) {
 		if err == nil && c.Health == topology.Healthy && m.opts.Positions != nil && !c.Faulty() && !c.Unsynced {
 			m.opts.Positions.AdvanceNode(c.Node, applied)
 		}
+		if (i == p || i == snap.Primary) && m.opts.Positions != nil {
+			// What sluice knows the primary wrote: its last check, and what its binlog stream
+			// (or an earlier check) reported since. A new primary must hold all of it
+			// (topology.ChoosePrimary, against the primary in force), even when the old one
+			// died before a check saw its last acknowledged writes.
+			if known, _ := m.opts.Positions.At(i); !known.IsZero() {
+				if binlog, berr := gtid.Parse(fl, c.BinlogPos); berr == nil && !binlog.Contains(known) {
+					c.BinlogPos = binlog.Merge(known).String()
+				}
+			}
+		}
 		switch {
 		case i == p:
 			c.LagKnown = true

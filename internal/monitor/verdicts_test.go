@@ -195,3 +195,28 @@ func TestPrimaryPositionRegression(t *testing.T) {
 		t.Fatalf("replica2 on the old history: %s %+v", snap.StateName(2, 0), st)
 	}
 }
+
+// TestPrimaryPositionIncludesWhatSluiceKnows: the primary's published binlog position holds what
+// its binlog stream reported past the monitor's last check, so that a new primary must hold that
+// too: a candidate that has only what the last check saw is not taken.
+func TestPrimaryPositionIncludesWhatSluiceKnows(t *testing.T) {
+	r := newVerdictRig(t)
+	r.check(0, 0, "0-1-10", "0-1-10", nil)
+	r.check(1, 100, "0-1-10", "0-1-10", replicating)
+	r.check(2, 100, "0-1-10", "0-1-10", replicating)
+	r.round(200)
+	r.m.opts.Positions.Advance(0, pos(t, "0-1-12")) // two acknowledged writes, streamed
+	// The primary turns read-only and dies before a check sees the two writes; replica1 is
+	// promoted with what it had.
+	r.check(0, 1000, "0-1-10", "0-1-10", nil)
+	r.m.latest[0].st.ReadOnly = true
+	r.check(1, 1100, "0-1-10", "0-1-10", nil)
+	r.m.latest[1].st.ReadOnly = false
+	snap := r.round(1200)
+	if got := snap.State[0].BinlogPos; got != "0-1-12" {
+		t.Fatalf("the primary's published position %q, want 0-1-12", got)
+	}
+	if snap.Primary != 0 || !snap.Switching {
+		t.Fatalf("primary %d switching %v: a node without the acknowledged writes was taken", snap.Primary, snap.Switching)
+	}
+}
