@@ -69,7 +69,7 @@ func (s *session) switchover(r *request, set *route.Settings, snap *topology.Sna
 			var ok bool
 			if snap, ok = s.awaitPrimary(snap, *deadline); !ok {
 				return snap, true, s.refuse(r, mysql.NewError(mysql.ErrOptionPreventsStm, "HY000",
-					"The MariaDB server is running with the --read-only option so it cannot execute this statement (sluice: no writable primary: %s is read-only and no node that may replace it took writes within monitor.switchover_timeout, %s)",
+					"The MariaDB server is running with the --read-only option so it cannot execute this statement (sluice: no writable primary: %s no longer takes writes and no node that may replace it took them within monitor.switchover_timeout, %s)",
 					snap.Nodes[snap.Primary].Name, s.p.opts.SwitchoverTimeout))
 			}
 		}
