@@ -47,6 +47,9 @@ type NodeStat struct {
 	ThreadsConnected   *int64
 	Latency            Histogram
 	ReplicationRunning *bool
+	// ReadOnly is the node's @@read_only (nil: not known yet): a replica with read_only off
+	// would take a write that reached it (sluice_node_read_only 0 on a replica is a warning).
+	ReadOnly *bool
 }
 
 // Histogram is a latency histogram: Counts per bucket (not cumulative), the last one above every
@@ -58,7 +61,8 @@ type Histogram struct {
 }
 
 // NodeStates are the states a node can be in, each a sluice_node_state series.
-var NodeStates = []string{"up", "down", "full", "lagging", "switching", "writable", "detached", "draining", "drained", "joining"}
+var NodeStates = []string{"up", "down", "full", "lagging", "switching", "errant", "broken", "unsynced", "writable", "detached",
+	"draining", "drained", "joining"}
 
 // MetricsHandler serves /metrics from stats, with Go's runtime and the process's figures.
 func MetricsHandler(stats func() Stats) http.Handler {
@@ -77,8 +81,10 @@ var (
 		[]string{"node"}, nil)
 	descNodeState = prometheus.NewDesc("sluice_node_state", "1 for the node's current state, 0 for the others.",
 		[]string{"node", "state"}, nil)
-	descNodePrimary = prometheus.NewDesc("sluice_node_primary", "1 when the node is the primary.", []string{"node"}, nil)
-	descNodeLag     = prometheus.NewDesc("sluice_node_lag_seconds", "The replica's lag, measured from GTID positions.", []string{"node"}, nil)
+	descNodePrimary  = prometheus.NewDesc("sluice_node_primary", "1 when the node is the primary.", []string{"node"}, nil)
+	descNodeLag      = prometheus.NewDesc("sluice_node_lag_seconds", "The replica's lag, measured from GTID positions.", []string{"node"}, nil)
+	descNodeReadOnly = prometheus.NewDesc("sluice_node_read_only",
+		"1 when the node runs with read_only on, 0 when off (on a replica: it would take a write that reached it).", []string{"node"}, nil)
 	descNodeRTT     = prometheus.NewDesc("sluice_node_rtt_seconds", "Round trip of the monitor's last check of the node.", []string{"node"}, nil)
 	descNodeThreads = prometheus.NewDesc("sluice_node_threads_connected", "The node's Threads_connected (every client of it).",
 		[]string{"node"}, nil)
@@ -98,7 +104,7 @@ type collector struct{ stats func() Stats }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descStatements, descSessions, descNodeConns, descNodeActive, descNodeState, descNodePrimary,
-		descNodeLag, descNodeRTT, descNodeThreads, descLatency, descWaits, descTimeouts, descPositionReads, descAdmin} {
+		descNodeLag, descNodeReadOnly, descNodeRTT, descNodeThreads, descLatency, descWaits, descTimeouts, descPositionReads, descAdmin} {
 		ch <- d
 	}
 }
@@ -134,6 +140,13 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descNodePrimary, primary, n.Name)
 		if n.LagSeconds != nil {
 			gauge(descNodeLag, *n.LagSeconds, n.Name)
+		}
+		if n.ReadOnly != nil {
+			ro := 0.0
+			if *n.ReadOnly {
+				ro = 1
+			}
+			gauge(descNodeReadOnly, ro, n.Name)
 		}
 		if n.RTTSeconds != nil {
 			gauge(descNodeRTT, *n.RTTSeconds, n.Name)

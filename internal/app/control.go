@@ -84,7 +84,7 @@ func (a *App) nodesOf(cfg *config.Config) []admin.Node {
 				an.RTTMs = float64(st.RTT.Microseconds()) / 1000
 				an.ReadOnly, an.ServerID = st.ReadOnly, st.ServerID
 			}
-			an.Error = st.LastErr
+			an.Error = topology.Problem(st)
 		}
 		out = append(out, an)
 	}
@@ -539,6 +539,8 @@ func (a *App) Stats() admin.Stats {
 		if n.Version != "" {
 			s := n.RTTMs / 1000
 			ns.RTTSeconds = &s
+			ro := n.ReadOnly
+			ns.ReadOnly = &ro
 		}
 		st.Nodes = append(st.Nodes, ns)
 	}

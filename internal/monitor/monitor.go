@@ -61,7 +61,8 @@ type Monitor struct {
 	// as nodes are removed and added).
 	latest []checked
 
-	hist history // the primary's positions; the round goroutine's own
+	hist history  // the primary's positions; the round goroutine's own
+	v    verdicts // what the rounds concluded of the nodes; the round goroutine's own
 }
 
 // checked is the state a watcher last saw of its node.
@@ -165,12 +166,16 @@ func (m *Monitor) paceOf(snap *topology.Snapshot) time.Duration {
 // node's new state. prev is the state the last check returned.
 func (m *Monitor) check(ctx context.Context, n *topology.Node, c *Conn, prev *topology.NodeState) (st *topology.NodeState) {
 	st = &topology.NodeState{}
+	began := time.Now()
 	defer func() {
 		if r := recover(); r != nil {
 			m.log.Error("node check panicked", "node", n.Name, "panic", r)
 			st = m.failed(prev, fmt.Errorf("check panicked: %v", r), false)
 		}
 		st.Checked, st.Node = time.Now(), n
+		if st.Failures == 0 && st.Health == topology.Healthy {
+			st.Began = began
+		}
 	}()
 	ctx, cancel := context.WithTimeout(ctx, m.opts.Timeout)
 	defer cancel()
@@ -325,6 +330,19 @@ func (m *Monitor) round(now time.Time) {
 			m.hist.add(now, pos, m.opts.History)
 		}
 	}
+	if m.v.primaryRead(snap, p, states[p], fl, m.log) {
+		// The primary's position went backwards: what was measured against the old one, and
+		// every node's known position, say nothing any more.
+		m.hist = history{}
+		if !primaryPos.IsZero() {
+			m.hist.add(now, primaryPos, m.opts.History)
+		}
+		if m.opts.Positions != nil {
+			for i := range snap.Nodes {
+				m.opts.Positions.Reset(i)
+			}
+		}
+	}
 	out := make([]*topology.NodeState, len(states))
 	for i, st := range states {
 		if st == nil {
@@ -333,15 +351,40 @@ func (m *Monitor) round(now time.Time) {
 		c := *st // the published state is a copy: the watcher's own stays unchanged
 		c.Lag, c.LagKnown = 0, false
 		applied, err := gtid.Parse(fl, c.Applied)
-		if err == nil && c.Health == topology.Healthy && m.opts.Positions != nil {
+		if i != p {
+			// What it executed: @@gtid_current_pos takes a domain's GTID from the binlog only
+			// when the node's own server_id wrote it, so a write made under another server_id
+			// (SUPER can set it) shows in @@gtid_binlog_pos alone.
+			executed := applied
+			if binlog, berr := gtid.Parse(fl, c.BinlogPos); berr == nil && err == nil {
+				executed = applied.Merge(binlog)
+			}
+			m.v.judge(&c, executed, err == nil, m.log)
+		}
+		if err == nil && c.Health == topology.Healthy && m.opts.Positions != nil && !c.Faulty() && !c.Unsynced {
 			m.opts.Positions.AdvanceNode(c.Node, applied)
 		}
-		if i == p {
+		if (i == p || i == snap.Primary) && m.opts.Positions != nil {
+			// What sluice knows the primary wrote: its last check, and what its binlog stream
+			// (or an earlier check) reported since. A new primary must hold all of it
+			// (topology.ChoosePrimary, against the primary in force), even when the old one
+			// died before a check saw its last acknowledged writes.
+			if known, _ := m.opts.Positions.At(i); !known.IsZero() {
+				if binlog, berr := gtid.Parse(fl, c.BinlogPos); berr == nil && !binlog.Contains(known) {
+					c.BinlogPos = binlog.Merge(known).String()
+				}
+			}
+		}
+		switch {
+		case i == p:
 			c.LagKnown = true
-		} else if !primaryPos.IsZero() && err == nil {
+		case c.Broken != "" || c.Unsynced:
+			// Its position says nothing of how far behind it is: unknown, not 0.
+		case !primaryPos.IsZero() && err == nil:
 			c.Lag, c.LagKnown = m.hist.lag(now, applied), true
 		}
 		out[i] = &c
 	}
+	m.v.prune(snap)
 	m.pub.Observe(out)
 }

@@ -42,7 +42,7 @@ func (s *session) proxyCommand(cmd classify.ProxyCommand) error {
 func (s *session) showNodes() error {
 	snap, set := s.p.topo.Snapshot(), s.settings()
 	cols := []string{"name", "address", "role", "zone", "state", "lag_ms", "seconds_behind", "gtid_position",
-		"connections", "threads_connected", "rtt_ms", "last_error", "position_source"}
+		"connections", "threads_connected", "rtt_ms", "last_error", "position_source", "read_only"}
 	var rows [][]cell
 	for i, n := range snap.Nodes {
 		if snap.IsRemoved(i) {
@@ -53,7 +53,7 @@ func (s *session) showNodes() error {
 			role = topology.Primary
 		}
 		row := []cell{text(n.Name), text(n.Address), text(role.String()), text(n.Zone), text(snap.StateName(i, set.MaxLag)),
-			null, null, null, text(strconv.FormatInt(snap.Load[i].Conns.Load(), 10)), null, null, null, null}
+			null, null, null, text(strconv.FormatInt(snap.Load[i].Conns.Load(), 10)), null, null, null, null, null}
 		if pos := s.p.opts.Positions; pos != nil {
 			// Where the consistency levels learn the node's position: its binlog stream (real
 			// time), or the monitor's checks.
@@ -73,9 +73,14 @@ func (s *session) showNodes() error {
 				row[7] = text(st.Applied)
 				row[9] = text(strconv.FormatInt(st.ThreadsConnected, 10))
 				row[10] = text(strconv.FormatFloat(float64(st.RTT.Microseconds())/1000, 'f', 3, 64))
+				// read_only: OFF on a replica is a warning (it would take a write that reached it).
+				row[13] = text("ON")
+				if !st.ReadOnly {
+					row[13] = text("OFF")
+				}
 			}
-			if st.LastErr != "" {
-				row[11] = text(st.LastErr)
+			if e := topology.Problem(st); e != "" {
+				row[11] = text(e)
 			}
 		}
 		rows = append(rows, row)

@@ -18,6 +18,7 @@ type nodeRow struct {
 	connections                               int64
 	threads, rtt                              sql.NullString
 	source                                    sql.NullString
+	readOnly                                  sql.NullString
 }
 
 func showNodes(t testing.TB, db *sql.DB) map[string]nodeRow {
@@ -31,7 +32,7 @@ func showNodes(t testing.TB, db *sql.DB) map[string]nodeRow {
 	for rows.Next() {
 		var r nodeRow
 		if err := rows.Scan(&r.name, &r.address, &r.role, &r.zone, &r.state, &r.lagMs, &r.secondsBehind, &r.position,
-			&r.connections, &r.threads, &r.rtt, &r.lastError, &r.source); err != nil {
+			&r.connections, &r.threads, &r.rtt, &r.lastError, &r.source, &r.readOnly); err != nil {
 			t.Fatal(err)
 		}
 		out[r.name] = r

@@ -18,7 +18,9 @@ import (
 //   - While no node takes writes (Snapshot.Switching: the old primary went read-only, the new
 //     one is not promoted yet), a statement for the primary waits for a snapshot with a new
 //     primary, up to monitor.switchover_timeout, then fails with the read-only error the
-//     server would have given.
+//     server would have given ("no writable primary"). Only a node that replicated when the
+//     switchover began may become the new primary (topology.ChoosePrimary): a replica detached
+//     before, writable, is never given the writes; a primary writable again takes them back.
 //   - A write the primary refuses as read-only, before the monitor saw the switchover, is not
 //     shown to the client when it was an autocommit statement that can be sent again: the
 //     topology is told, and the statement waits and goes to the new primary. (A read-only
@@ -44,9 +46,15 @@ func (e *primaryReadOnly) Unwrap() error { return e.se }
 // hot path.
 func (s *session) movesPrimary(set *route.Settings, snap *topology.Snapshot) bool {
 	if set.Mode == route.ReadOnly {
-		return s.home == snap.Primary
+		return s.home == snap.Primary || s.faultyHome(snap)
 	}
 	return snap.Switching || s.home != snap.Primary
+}
+
+// faultyHome reports whether the session's home is a replica the monitor found errant or
+// broken: a read-only endpoint's session leaves it as it would leave a node that went down.
+func (s *session) faultyHome(snap *topology.Snapshot) bool {
+	return s.home < len(snap.State) && snap.State[s.home].Faulty()
 }
 
 // switchover waits, when r needs the primary and none takes writes, for the new one (until
@@ -61,13 +69,13 @@ func (s *session) switchover(r *request, set *route.Settings, snap *topology.Sna
 			var ok bool
 			if snap, ok = s.awaitPrimary(snap, *deadline); !ok {
 				return snap, true, s.refuse(r, mysql.NewError(mysql.ErrOptionPreventsStm, "HY000",
-					"The MariaDB server is running with the --read-only option so it cannot execute this statement (sluice: no node took writes within monitor.switchover_timeout, %s)",
-					s.p.opts.SwitchoverTimeout))
+					"The MariaDB server is running with the --read-only option so it cannot execute this statement (sluice: no writable primary: %s no longer takes writes and no node that may replace it took them within monitor.switchover_timeout, %s)",
+					snap.Nodes[snap.Primary].Name, s.p.opts.SwitchoverTimeout))
 			}
 		}
 	}
 	if set.Mode == route.ReadOnly {
-		if s.home == snap.Primary && s.movable() {
+		if (s.home == snap.Primary || s.faultyHome(snap)) && s.movable() {
 			s.rebind(set, snap)
 		}
 		return snap, false, nil

@@ -522,8 +522,8 @@ func pickReplica(s *Session, ep *Settings, snap *topology.Snapshot, withPrimary 
 		if w <= 0 || !snap.Up[i] || (i == snap.Primary && !withPrimary) || snap.IsDraining(i) {
 			continue
 		}
-		if i != snap.Primary && i < len(snap.State) && (snap.Detached(i) || !ep.gate.usable(i, snap.State[i], ep.MaxLag)) {
-			continue // replicates from no one, or lags past the endpoint's max_replica_lag
+		if i != snap.Primary && i < len(snap.State) && (snap.TakesNoReads(i, s.HasTarget) || !ep.gate.usable(i, snap.State[i], ep.MaxLag)) {
+			continue // replicates from no one, errant, broken, unsynced, or lags past the endpoint's max_replica_lag
 		}
 		candidates = append(candidates, i)
 		weights = append(weights, w)
@@ -570,6 +570,14 @@ func decideReadOnly(c *classify.Result, s *Session, ep *Settings, snap *topology
 		// no replica of its own, and the primary is not for read-only endpoints.
 		return Decision{Node: -1, Err: mysql.NewError(mysql.ErrOptionPreventsStm, "HY000",
 			"The sluice endpoint '%s' became read-only after this connection was made: reconnect", ep.Name)}
+	}
+	if s.Bound < len(snap.State) && snap.State[s.Bound].Faulty() && c.Kind != classify.Rollback && c.Kind != classify.Commit {
+		// Errant or broken, and no other replica to move to (the session moves at its next
+		// statement outside a transaction once there is one): what it holds is not the
+		// primary's data. A transaction open there can still end.
+		return Decision{Node: -1, Err: mysql.NewError(mysql.CRConnHostError, "HY000",
+			"sluice: replica '%s' is out of rotation (%s) and the endpoint '%s' has no other replica", snap.Nodes[s.Bound].Name,
+			topology.Problem(snap.State[s.Bound]), ep.Name)}
 	}
 	return Decision{Node: s.Bound, Reason: ReasonBound}
 }

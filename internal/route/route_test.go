@@ -516,3 +516,53 @@ func TestReachedReplicasPreferred(t *testing.T) {
 		}
 	}
 }
+
+// TestFaultyReplicasTakeNoReads: a replica the monitor found errant or broken takes no reads and
+// no read-only binding; an unsynced one (the primary's position went backwards since it was seen
+// caught up) takes no read that must see a position, and eventual reads as before.
+func TestFaultyReplicasTakeNoReads(t *testing.T) {
+	replicating := func(st topology.NodeState) *topology.NodeState {
+		st.Health, st.LagKnown, st.Replica = topology.Healthy, true, &topology.ReplicaStatus{IORunning: "Yes", SQLRunning: "Yes"}
+		return &st
+	}
+	read := classify.Result{Kind: classify.Select}
+	e, err := NewEndpoint("rw", Settings{Weights: []int{0, 100, 100}, Policy: LeastActive{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro, _ := NewEndpoint("ro", Settings{Mode: ReadOnly, Weights: []int{0, 100, 100}, Policy: LeastActive{}})
+	for _, tc := range []struct {
+		name     string
+		replica1 topology.NodeState
+		eventual []int // where eventual reads may go
+		target   []int // where reads that must see a position may go
+	}{
+		{"errant", topology.NodeState{Errant: "holds 9-3-2"}, []int{2}, []int{2}},
+		{"broken", topology.NodeState{Broken: "SQL thread: 1062"}, []int{2}, []int{2}},
+		{"unsynced", topology.NodeState{Unsynced: true}, []int{1, 2}, []int{2}},
+		{"fine", topology.NodeState{}, []int{1, 2}, []int{1, 2}},
+	} {
+		snap := cluster()
+		snap.State = []*topology.NodeState{{Health: topology.Healthy}, replicating(tc.replica1), replicating(topology.NodeState{})}
+		for range 6 {
+			s := NewSession()
+			if d := Decide(&read, nil, &s, e.Settings(), snap); !slices.Contains(tc.eventual, d.Node) {
+				t.Fatalf("%s: eventual read went to %d, want one of %v", tc.name, d.Node, tc.eventual)
+			}
+			s.HasTarget = true
+			if d := Decide(&read, nil, &s, e.Settings(), snap); !slices.Contains(tc.target, d.Node) {
+				t.Fatalf("%s: read at a position went to %d, want one of %v", tc.name, d.Node, tc.target)
+			}
+			b := NewSession()
+			if n := BindReplica(&b, ro.Settings(), snap); !slices.Contains(tc.eventual, n) {
+				t.Fatalf("%s: read-only bound to %d, want one of %v", tc.name, n, tc.eventual)
+			}
+			// A session bound to replica1 before the verdict, with nowhere else to go: refused.
+			b.Bound = 1
+			d := Decide(&read, nil, &b, ro.Settings(), snap)
+			if faulty := tc.replica1.Faulty(); (d.Err != nil) != faulty || (!faulty && d.Node != 1) {
+				t.Fatalf("%s: read-only session bound to replica1: %+v", tc.name, d)
+			}
+		}
+	}
+}

@@ -128,7 +128,12 @@ func Main(m *testing.M, opts sandbox.Options) int {
 	code := m.Run()
 
 	if opts.WritableReplicas && code == 0 {
-		// Replicas that would take a write: none may have taken one.
+		// Replicas that would take a write: none may have taken one. First let them apply what
+		// the primary wrote last: a replica that was the primary a moment ago (a switchover and
+		// back) shows its own GTIDs until the primary's next one reaches it.
+		wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_ = c.WaitCaughtUp(wctx, 30*time.Second) // a replica that does not catch up is checked as it is
+		wcancel()
 		writes, err := c.ReplicaWrites(context.Background())
 		switch {
 		case err != nil:

@@ -89,6 +89,27 @@ type ReplicaStatus struct {
 	RemainingWait *int64 // SQL_Remaining_Delay, while the SQL thread waits for the delay
 	LastError     string // Last_IO_Error and Last_SQL_Error, joined
 	Source        string // host:port it replicates from
+	// IOErrno and SQLErrno: Last_IO_Errno and Last_SQL_Errno (0: none).
+	IOErrno, SQLErrno int
+	// IOError and SQLError: Last_IO_Error and Last_SQL_Error.
+	IOError, SQLError string
+}
+
+// Failure is the error replication stopped with ("" when it did not): a thread that is not
+// running (No; not Connecting, which retries by itself) with an error number. A thread stopped
+// by an operator (STOP SLAVE SQL_THREAD) has none, and is only behind.
+func (s *ReplicaStatus) Failure() string {
+	if s == nil {
+		return ""
+	}
+	var errs []string
+	if s.SQLRunning != "Yes" && s.SQLErrno != 0 {
+		errs = append(errs, "SQL thread: "+strconv.Itoa(s.SQLErrno)+" "+s.SQLError)
+	}
+	if s.IORunning == "No" && s.IOErrno != 0 {
+		errs = append(errs, "IO thread: "+strconv.Itoa(s.IOErrno)+" "+s.IOError)
+	}
+	return strings.Join(errs, "; ")
 }
 
 // Column reads one column of a result row by name: its value, and false when it is NULL or
@@ -128,8 +149,15 @@ func ParseReplicaStatus(col Column) ReplicaStatus {
 	if host := get("Master_Host", "Source_Host"); host != "" {
 		s.Source = host + ":" + get("Master_Port", "Source_Port")
 	}
+	if n := num("Last_IO_Errno"); n != nil {
+		s.IOErrno = int(*n)
+	}
+	if n := num("Last_SQL_Errno"); n != nil {
+		s.SQLErrno = int(*n)
+	}
+	s.IOError, s.SQLError = get("Last_IO_Error"), get("Last_SQL_Error")
 	var errs []string
-	for _, e := range []string{get("Last_IO_Error"), get("Last_SQL_Error")} {
+	for _, e := range []string{s.IOError, s.SQLError} {
 		if e != "" {
 			errs = append(errs, e)
 		}

@@ -21,11 +21,14 @@ func TestChoosePrimary(t *testing.T) {
 	replica := at(replicating, "0-1-10", "0-1-10")       // writable (MariaDB's default) but replicating
 	demoted := at(ro, "0-1-10", "0-1-10")                // read-only, not repointed yet
 	demotedRepl := at(roReplicating, "0-2-12", "0-2-12") // read-only, replicating from the new one
-	promoted := at(healthy, "0-1-10", "0-1-10")          // has all the old primary wrote
-	promotedAhead := at(healthy, "0-2-12", "0-2-12")     // and has taken writes since
-	stale := at(healthy, "0-1-7", "0-1-7")               // replication reset long ago, writable
+	demotedRepl.Replica = &ReplicaStatus{Source: "localhost:3307"}
+	promoted := at(healthy, "0-1-10", "0-1-10")      // has all the old primary wrote
+	promotedAhead := at(healthy, "0-2-12", "0-2-12") // and has taken writes since
+	stale := at(healthy, "0-1-7", "0-1-7")           // replication reset long ago, writable
 	down := &NodeState{Health: Down, Failures: 3, Version: ver, BinlogPos: "0-1-10"}
 	full := &NodeState{Health: Full, Failures: 1, Version: ver, BinlogPos: "0-1-10"}
+	asConfigured := []*NodeState{primary, replica, replica}
+	nodes := []*Node{{Address: "127.0.0.1:3306"}, {Address: "127.0.0.1:3307"}, {Address: "127.0.0.1:3308"}}
 	for _, tc := range []struct {
 		name          string
 		cur           int
@@ -34,24 +37,43 @@ func TestChoosePrimary(t *testing.T) {
 		want          int
 		wantSwitching bool
 		wantWritable  []int
+		before        []*NodeState // the states in force (nil: as configured)
 	}{
-		{"as configured", 0, false, []*NodeState{primary, replica, replica}, 0, false, nil},
-		{"not seen yet", 0, false, []*NodeState{nil, promoted, replica}, 0, false, nil},
-		{"active/passive: the writable primary replicates, and stays", 0, false, []*NodeState{activePassive, replica, replica}, 0, false, nil},
-		{"demoted, none promoted", 0, false, []*NodeState{demoted, replica, replica}, 0, true, nil},
-		{"demoted and replicating, none promoted", 0, false, []*NodeState{demotedRepl, replica, replica}, 0, true, nil},
-		{"promoted", 0, true, []*NodeState{demoted, promoted, replica}, 1, false, nil},
-		{"promoted, old one repointed (a stale config at start)", 0, false, []*NodeState{demotedRepl, promotedAhead, replica}, 1, false, nil},
-		{"demoted; the only writable node is stale: no", 0, false, []*NodeState{demoted, stale, replica}, 0, true, nil},
-		{"demoted; two caught-up candidates: wait", 0, false, []*NodeState{demoted, promoted, promoted}, 0, true, nil},
-		{"primary down: stays, stale writable node or not", 0, false, []*NodeState{down, stale, replica}, 0, false, nil},
-		{"primary full: stays", 0, false, []*NodeState{full, promoted, replica}, 0, false, nil},
-		{"primary went down while demoted: still switching", 0, true, []*NodeState{down, replica, replica}, 0, true, nil},
-		{"primary went down while demoted, then one promoted", 0, true, []*NodeState{down, promoted, replica}, 1, false, nil},
-		{"second writable node: listed, primary kept", 1, false, []*NodeState{stale, primary, replica}, 1, false, []int{1, 0}},
-		{"writable but failing its checks", 0, false, []*NodeState{primary, {Health: Unknown, Failures: 1}, replica}, 0, false, nil},
+		{"as configured", 0, false, []*NodeState{primary, replica, replica}, 0, false, nil, nil},
+		{"not seen yet", 0, false, []*NodeState{nil, promoted, replica}, 0, false, nil, nil},
+		{"active/passive: the writable primary replicates, and stays", 0, false, []*NodeState{activePassive, replica, replica}, 0, false, nil, nil},
+		{"demoted, none promoted", 0, false, []*NodeState{demoted, replica, replica}, 0, true, nil, nil},
+		{"demoted and replicating, none promoted", 0, false, []*NodeState{demotedRepl, replica, replica}, 0, true, nil, nil},
+		{"promoted", 0, true, []*NodeState{demoted, promoted, replica}, 1, false, nil, nil},
+		{"promoted, old one repointed (a stale config at start)", 0, false, []*NodeState{demotedRepl, promotedAhead, replica}, 1, false, nil, nil},
+		{"demoted; the only writable node is stale: no", 0, false, []*NodeState{demoted, stale, replica}, 0, true, nil, nil},
+		{"demoted; two caught-up candidates: wait", 0, false, []*NodeState{demoted, promoted, promoted}, 0, true, nil, nil},
+		{"primary down: stays, stale writable node or not", 0, false, []*NodeState{down, stale, replica}, 0, false, nil, nil},
+		{"primary full: stays", 0, false, []*NodeState{full, promoted, replica}, 0, false, nil, nil},
+		{"primary went down while demoted: still switching", 0, true, []*NodeState{down, replica, replica}, 0, true, nil, nil},
+		{"primary went down while demoted, then one promoted", 0, true, []*NodeState{down, promoted, replica}, 1, false, nil, nil},
+		{"second writable node: listed, primary kept", 1, false, []*NodeState{stale, primary, replica}, 1, false, []int{1, 0}, nil},
+		{"writable but failing its checks", 0, false, []*NodeState{primary, {Health: Unknown, Failures: 1}, replica}, 0, false, nil, nil},
+		// A replica detached (RESET SLAVE ALL) before the primary went read-only is never
+		// taken, caught up or not: a read_only on and off on the primary keeps its writes.
+		{"demoted; the caught-up writable node was detached before: no", 0, false, []*NodeState{demoted, promoted, replica}, 0, true, nil,
+			[]*NodeState{primary, promoted, replica}},
+		{"switching; the caught-up writable node was detached before: still no", 0, true, []*NodeState{demoted, promoted, replica}, 0, true, nil,
+			[]*NodeState{primary, promoted, replica}},
+		{"switching; the node was detached before, the old primary now replicates from it: yes", 0, true,
+			[]*NodeState{demotedRepl, promotedAhead, replica}, 1, false, nil, []*NodeState{primary, promoted, replica}},
+		{"demoted; the one that replicated at the start, promoted within a round: yes", 0, false, []*NodeState{demoted, promoted, replica}, 1, false, nil, nil},
+		{"demoted; an errant node: no", 0, true, []*NodeState{demoted, {Health: Healthy, Version: ver, BinlogPos: "0-1-10", Applied: "0-1-10", Errant: "9-2-1"}, replica}, 0, true, nil, nil},
+		{"primary writable again: it stays", 0, true, []*NodeState{primary, promoted, replica}, 0, false, []int{0, 1}, []*NodeState{primary, promoted, replica}},
 	} {
-		cur := &Snapshot{Primary: tc.cur, Switching: tc.curSwitching}
+		before := tc.before
+		if before == nil {
+			before = asConfigured
+		}
+		cur := &Snapshot{Primary: tc.cur, Switching: tc.curSwitching, Nodes: nodes, State: before}
+		if tc.curSwitching {
+			cur.Candidates = Replicating(before)
+		}
 		p, sw, w := ChoosePrimary(cur, tc.states)
 		if p != tc.want || sw != tc.wantSwitching || !slices.Equal(w, tc.wantWritable) {
 			t.Errorf("%s: primary %d switching %v writable %v, want %d %v %v", tc.name, p, sw, w, tc.want, tc.wantSwitching, tc.wantWritable)

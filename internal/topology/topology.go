@@ -28,6 +28,12 @@ type Snapshot struct {
 	// replicates) and no other node does yet: a switchover is under way. Statements for the
 	// primary wait (for a snapshot where it is over) rather than fail.
 	Switching bool
+	// Candidates has bit i set when node i may become the new primary of the switchover under
+	// way: it replicated when the primary stopped taking writes (a planned switchover promotes
+	// a replica of the old primary). A node that was detached already (RESET SLAVE ALL) never
+	// is: its data stopped following the primary's at a moment nobody chose. Zero when no
+	// switchover is under way.
+	Candidates uint64
 	// Writable lists the nodes that are writable and do not replicate, when there is more
 	// than one (two primaries at once): writes stay on Primary, and the others take no reads.
 	Writable []int
@@ -185,7 +191,7 @@ func (t *Topology) PrimaryReadOnly(i int) {
 		return
 	}
 	next := *cur
-	next.Switching = true
+	next.Switching, next.Candidates = true, Replicating(cur.State)
 	t.readOnlyAt = time.Now()
 	t.log.Warn("the primary refused a write as read-only: waiting for a new primary", "node", cur.Nodes[i].Name)
 	t.publish(cur, &next)
@@ -355,6 +361,13 @@ func (t *Topology) follow(cur, next *Snapshot) {
 			// Seen writable by a check older than the read-only refusal a session reported.
 			next.Switching = true
 		}
+	}
+	switch {
+	case !next.Switching:
+		next.Candidates = 0
+	case !cur.Switching:
+		// The switchover begins: who may end it is decided now, from the states before it.
+		next.Candidates = Replicating(cur.State)
 	}
 	name := func(i int) string { return next.Nodes[i].Name }
 	switch {
