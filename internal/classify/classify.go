@@ -651,6 +651,9 @@ func (c *classifier) headExplain() token {
 		switch k {
 		case kwExtended, kwPartitions:
 		case kwAnalyze: // MySQL's EXPLAIN ANALYZE runs the statement
+			if st.analyze {
+				return c.inner(t) // EXPLAIN ANALYZE ANALYZE TABLE: the second is a statement
+			}
 			st.analyze = true
 		case kwFormat:
 			if c.lx.peek().typ == tEq {
@@ -916,6 +919,8 @@ func (c *classifier) word(t token) {
 			c.res.Flags |= SelectInto
 			if c.lx.peek().typ == tUserVar {
 				c.res.Flags |= UserVarAssign
+			} else {
+				c.res.Flags |= IntoFile // OUTFILE, DUMPFILE (or a local variable: in doubt, a file)
 			}
 		}
 	case kwGetLock:

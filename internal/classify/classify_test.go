@@ -124,10 +124,12 @@ var kindCases = []kindCase{
 	{"SELECT a INTO @x FROM t", Select, SelectInto | UserVar | UserVarAssign},
 	{"SELECT a FROM t INTO @x", Select, SelectInto | UserVar | UserVarAssign},
 	{"SELECT a, b INTO @x, @y FROM t WHERE id = 1", Select, SelectInto | UserVar | UserVarAssign},
-	{"SELECT * FROM t INTO OUTFILE '/tmp/t.csv'", Select, SelectInto},
-	{"SELECT * INTO DUMPFILE '/tmp/x' FROM t", Select, SelectInto},
-	{"select a into outfile '/tmp/x' fields terminated by ',' from t", Select, SelectInto},
-	{"SELECT a FROM t INTO v", Select, SelectInto},
+	{"SELECT * FROM t INTO OUTFILE '/tmp/t.csv'", Select, SelectInto | IntoFile},
+	{"SELECT * INTO DUMPFILE '/tmp/x' FROM t", Select, SelectInto | IntoFile},
+	{"select a into outfile '/tmp/x' fields terminated by ',' from t", Select, SelectInto | IntoFile},
+	{"SELECT a FROM t INTO v", Select, SelectInto | IntoFile},
+	{"SELECT @a := 1 INTO OUTFILE '/tmp/x'", Select, SelectInto | IntoFile | UserVar | UserVarAssign},
+	{"EXPLAIN ANALYZE ANALYZE TABLE t", Admin, Analyze},
 	{"WITH c AS (SELECT 1) SELECT * FROM c INTO @x", Select, SelectInto | UserVar | UserVarAssign},
 
 	// Session-bound functions.

@@ -126,8 +126,11 @@ const (
 	// TxReadOnlyRead: @@tx_read_only / @@transaction_read_only read. A replica connection runs
 	// read-only (sluice's guard), so only the session's home answers what the client set.
 	TxReadOnlyRead
+	// IntoFile: SELECT … INTO OUTFILE / DUMPFILE (with SelectInto): the statement writes a file
+	// on the node that runs it, which a read-only transaction does not prevent.
+	IntoFile
 
-	numFlags = 33
+	numFlags = 34
 )
 
 var flagNames = [numFlags]string{
@@ -136,7 +139,7 @@ var flagNames = [numFlags]string{
 	"SysVarRead", "TempTable", "Multi", "WithWrite", "ReadOnlyTx", "ReadWriteTx",
 	"ConsistentSnapshot", "SetAutocommit", "SetNames", "SetTransaction", "SetGlobal",
 	"SetSession", "SetStatement", "ExplainWrite", "SetRole", "Chain", "Release", "Analyze", "ConnectionID",
-	"SetReadWrite", "TxReadOnlyRead",
+	"SetReadWrite", "TxReadOnlyRead", "IntoFile",
 }
 
 // String lists the set flags as "A|B|C", or "0" when none is set. It allocates: for logs and
