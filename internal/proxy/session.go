@@ -331,8 +331,10 @@ func (s *session) command() (quit bool, err error) {
 		return false, s.query(n)
 	case mysql.ComProcessKill:
 		return false, s.processKill(n)
-	case mysql.ComPing, mysql.ComStatistics, mysql.ComRefresh, mysql.ComInitDB:
+	case mysql.ComPing, mysql.ComStatistics, mysql.ComInitDB:
 		return false, s.homeCommand(n, respSingle)
+	case mysql.ComRefresh:
+		return false, s.refresh(n)
 	case mysql.ComSetOption:
 		// Recorded once the node took it (an option it refuses must not be replayed), so that
 		// its other connections get it before their next statement.
