@@ -197,6 +197,7 @@ func (c *classifier) head(t token) token {
 		switch c.peekKw() {
 		case kwData, kwXml:
 			st.kind = LoadData
+			return c.headLoad()
 		case kwIndex:
 			st.kind = Admin // LOAD INDEX INTO CACHE
 		}
@@ -322,6 +323,22 @@ func (c *classifier) head(t token) token {
 		return t
 	}
 	return c.next()
+}
+
+// headLoad reads DATA|XML [LOW_PRIORITY|CONCURRENT] [LOCAL] INFILE after LOAD: with LOCAL, the
+// client sends a file of its own (LoadLocal).
+func (c *classifier) headLoad() token {
+	c.next() // DATA or XML
+	t := c.next()
+	if t.typ == tWord && (eqFold(c.lx.s[t.start:t.end], "LOW_PRIORITY") || eqFold(c.lx.s[t.start:t.end], "CONCURRENT")) {
+		t = c.next()
+	}
+	if c.kw(t) == kwLocal {
+		if p := c.lx.peek(); p.typ == tWord && eqFold(c.lx.s[p.start:p.end], "INFILE") {
+			c.res.Flags |= LoadLocal
+		}
+	}
+	return t
 }
 
 // inner classifies the statement that an EXPLAIN, ANALYZE or SET STATEMENT … FOR wraps.

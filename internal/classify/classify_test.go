@@ -287,8 +287,12 @@ var kindCases = []kindCase{
 	{"DELETE t1 FROM t1 JOIN t2 USING (id)", Delete, 0},
 	{"delete from t where a in (select a from u)", Delete, 0},
 	{"LOAD DATA INFILE '/tmp/x' INTO TABLE t", LoadData, 0},
-	{"LOAD DATA LOCAL INFILE 'x' INTO TABLE t (@a, b) SET c = @a", LoadData, UserVar | UserVarAssign},
+	{"LOAD DATA LOCAL INFILE 'x' INTO TABLE t (@a, b) SET c = @a", LoadData, UserVar | UserVarAssign | LoadLocal},
 	{"LOAD XML INFILE 'x' INTO TABLE t", LoadData, 0},
+	{"load data low_priority local infile 'x' into table t", LoadData, LoadLocal},
+	{"LOAD XML CONCURRENT LOCAL /* c */ INFILE 'x' INTO TABLE t", LoadData, LoadLocal},
+	{"LOAD DATA INFILE 'x' INTO TABLE t (local)", LoadData, 0},
+	{"SELECT local FROM t WHERE local = 'INFILE'", Select, 0},
 
 	// DDL.
 	{"CREATE TABLE t (a INT)", DDL, 0},

@@ -129,8 +129,11 @@ const (
 	// IntoFile: SELECT … INTO OUTFILE / DUMPFILE (with SelectInto): the statement writes a file
 	// on the node that runs it, which a read-only transaction does not prevent.
 	IntoFile
+	// LoadLocal: LOAD DATA|XML … LOCAL INFILE: the client sends a file of its own. Only for
+	// such a statement may a node ask the client for a file.
+	LoadLocal
 
-	numFlags = 34
+	numFlags = 35
 )
 
 var flagNames = [numFlags]string{
@@ -139,7 +142,7 @@ var flagNames = [numFlags]string{
 	"SysVarRead", "TempTable", "Multi", "WithWrite", "ReadOnlyTx", "ReadWriteTx",
 	"ConsistentSnapshot", "SetAutocommit", "SetNames", "SetTransaction", "SetGlobal",
 	"SetSession", "SetStatement", "ExplainWrite", "SetRole", "Chain", "Release", "Analyze", "ConnectionID",
-	"SetReadWrite", "TxReadOnlyRead", "IntoFile",
+	"SetReadWrite", "TxReadOnlyRead", "IntoFile", "LoadLocal",
 }
 
 // String lists the set flags as "A|B|C", or "0" when none is set. It allocates: for logs and

@@ -277,7 +277,8 @@ func (s *session) send(r *request, d route.Decision, snap *topology.Snapshot) er
 	load.Active.Add(1)
 	defer load.Active.Add(-1)
 	s.redirect = s.mayRedirect(r, d.Node, snap)
-	defer func() { s.redirect = false }()
+	s.loadLocal = r.st == nil && r.class.Flags&classify.LoadLocal != 0
+	defer func() { s.redirect, s.loadLocal = false, false }()
 	switch {
 	case r.st != nil:
 		return s.executeOn(r, c.Conn, b)

@@ -141,6 +141,9 @@ func (s *session) relay(bc *backend.Conn, kind respKind) error {
 				}
 				continue
 			case first == 0xfb:
+				if !s.loadLocal {
+					return s.refuseInfile(bc, n)
+				}
 				if err := s.relayLocalInfile(bc, n); err != nil {
 					return err
 				}

@@ -83,6 +83,9 @@ type session struct {
 	// redirect: the statement being relayed may be sent again to a new primary should the
 	// primary refuse it as read-only (readOnlyRefusal).
 	redirect bool
+	// loadLocal: the statement being relayed is a LOAD DATA LOCAL the client sent: only then
+	// does a node's LOCAL INFILE request reach the client (refuseInfile).
+	loadLocal bool
 	// lastGTID is the GTID of the session's last commit, as the node reported it in the OK
 	// packet (session tracking); empty before its first.
 	lastGTID    []byte
