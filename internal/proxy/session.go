@@ -101,6 +101,10 @@ type session struct {
 	// gtidUnknown: a commit's GTID was lost (its state change came in a classic EOF), until
 	// the next one is reported: what the session wrote is known to be only on the primary.
 	gtidUnknown bool
+	// txWrote: the transaction open on the session's node changed rows (an OK said so) and
+	// its commit must say its GTID (noteCommit); okGTID: the OK being read said one; respGTID:
+	// an OK of the current response did.
+	txWrote, okGTID, respGTID bool
 	// awaiting: the command being sent goes after a wait for s.target in the same round trip
 	// (pipelinedWait); its answer comes first, read by relayTimed.
 	awaiting      bool
