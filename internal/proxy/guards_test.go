@@ -153,7 +153,9 @@ func TestNodeChangingStatementsStayOffReplicas(t *testing.T) {
 // TestRefreshNeverOnReplica: COM_REFRESH (FLUSH and RESET as a command byte) is refused on the
 // read-only endpoint (before, it ran on the bound replica: a FLUSH LOGS there rotated its binlog,
 // and 0x80 would have been a RESET MASTER), and runs on the primary only through the read-write
-// endpoint. The other administrative commands never reach a replica either.
+// endpoint. The other administrative commands (COM_SHUTDOWN, COM_DEBUG, the replication
+// protocol's, COM_CREATE_DB/COM_DROP_DB, …) never reach a replica either; COM_PROCESS_KILL names
+// a sluice session and is sluice's own.
 func TestRefreshNeverOnReplica(t *testing.T) {
 	s := startSluice(t, nil)
 	before := replicaMarks(t)
@@ -163,6 +165,8 @@ func TestRefreshNeverOnReplica(t *testing.T) {
 		{smysql.ComRefresh, 0x02}, {smysql.ComRefresh, 0x02 | 0x10}, {smysql.ComRefresh, 0x01},
 		{smysql.ComShutdown, 0}, {smysql.ComDebug}, {smysql.ComProcessKill, 0xff, 0xff, 0xff, 0x7f},
 		{smysql.ComBinlogDump, 4, 0, 0, 0, 0, 0, 1, 0, 0, 0}, {smysql.ComRegisterSlave, 9, 0, 0, 0},
+		{smysql.ComBinlogDumpGTID, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, {smysql.ComCreateDB, 'x'}, {smysql.ComDropDB, 't', 'e', 's', 't'},
+		{smysql.ComDaemon}, {smysql.ComTime}, {smysql.ComDelayedInsert}, {smysql.ComTableDump, 4, 't', 'e', 's', 't', 1, 't'},
 	} {
 		ps := command(t, ro, cmd, "single")
 		if !smysql.IsERR(ps[0]) {

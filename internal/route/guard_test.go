@@ -24,7 +24,7 @@ var nodeChanging = []string{
 	"INSTALL PLUGIN p SONAME 'p.so'", "UNINSTALL PLUGIN p", "INSTALL SONAME 'p'", "UNINSTALL SONAME 'p'",
 	"SHUTDOWN", "BINLOG 'AAAA'", "CACHE INDEX t IN hot", "LOAD INDEX INTO CACHE t",
 	"SET GLOBAL max_connections = 100", "SET @@global.read_only = 0", "SET @@GLOBAL.gtid_slave_pos = ''",
-	"SET GLOBAL TRANSACTION READ WRITE", "SET SESSION TRANSACTION READ WRITE", "SET tx_read_only = 0",
+	"SET GLOBAL TRANSACTION READ WRITE",
 	"KILL 5", "KILL QUERY 5", "KILL USER app", "KILL CONNECTION 5",
 	"SELECT 1 INTO OUTFILE '/tmp/x'", "SELECT 1 INTO DUMPFILE '/tmp/x'", "SELECT * FROM t INTO OUTFILE '/tmp/x'",
 	"SELECT @a := 1 INTO OUTFILE '/tmp/x'", "SELECT @a INTO OUTFILE '/tmp/x'", "SELECT a INTO OUTFILE '/tmp/x' FROM t WHERE a = @b",
@@ -55,6 +55,8 @@ var wrappings = []func(string) string{
 	func(x string) string { return "SET @a = 1; " + x },
 	func(x string) string { return "USE test; " + x },
 	func(x string) string { return "SHOW TABLES; " + x },
+	func(x string) string { return "SELECT FOUND_ROWS(); " + x },
+	func(x string) string { return "SHOW WARNINGS; " + x },
 	func(x string) string { return "SET STATEMENT max_statement_time = 10 FOR " + x },
 	func(x string) string { return "EXECUTE IMMEDIATE '" + strings.ReplaceAll(x, "'", "''") + "'" },
 	func(x string) string { return "PREPARE s FROM '" + strings.ReplaceAll(x, "'", "''") + "'" },
@@ -83,6 +85,7 @@ func TestNodeChangingNeverOnReplica(t *testing.T) {
 		{"split: deferred begin", split, func(s *Session) { s.TxPending = true }},
 		{"split: read-only transaction on a replica", split, func(s *Session) { s.InTx, s.TxNode = true, 2 }},
 		{"pinned", rw(), func(s *Session) { s.Pins = PinTempTable }},
+		{"previous statement on a replica", rw(), func(s *Session) { s.LastNode = 2 }},
 		{"read-only endpoint", ro, func(s *Session) { s.Bound = 1 }},
 		{"read-only endpoint in a transaction", ro, func(s *Session) { s.Bound = 1; s.InTx, s.TxNode = true, 1 }},
 	}
@@ -114,6 +117,35 @@ func TestNodeChangingNeverOnReplica(t *testing.T) {
 	t.Logf("%d decisions checked", checked)
 }
 
+// TestReplicaTransactionGuardToggle: SET SESSION TRANSACTION READ WRITE alone runs in the
+// read-only transaction a session holds on a replica (it is session state for later
+// transactions, and the proxy restores the guard right after it), but not in a batch, where what
+// follows a COMMIT would run read-write; the read-only endpoint refuses it either way.
+func TestReplicaTransactionGuardToggle(t *testing.T) {
+	for _, tc := range []struct {
+		stmt string
+		node int
+	}{
+		{"SET SESSION TRANSACTION READ WRITE", 2},
+		{"SET tx_read_only = 0", 2},
+		{"SET SESSION TRANSACTION READ WRITE; COMMIT; SELECT 1", -1},
+		{"COMMIT; SET tx_read_only = 0; SELECT 1", -1},
+	} {
+		c := classify.Classify([]byte(tc.stmt))
+		s := NewSession()
+		s.InTx, s.TxNode = true, 2
+		if d := Decide(&c, []byte(tc.stmt), &s, rw(), cluster()); d.Node != tc.node || (d.Err != nil) != (tc.node < 0) {
+			t.Errorf("%q in a replica's read-only transaction: node %d err %v, want node %d", tc.stmt, d.Node, d.Err, tc.node)
+		}
+		s = NewSession()
+		s.Bound = 1
+		ro := &Settings{Name: "ro", Mode: ReadOnly, Weights: []int{0, 100, 100}, Policy: NewWeighted()}
+		if d := Decide(&c, []byte(tc.stmt), &s, ro, cluster()); d.Err == nil {
+			t.Errorf("%q on the read-only endpoint: node %d, want refused", tc.stmt, d.Node)
+		}
+	}
+}
+
 // TestReplicaTransactionKeepsReads: the read-only transaction a session holds on a replica still
 // takes its reads, session statements and their batches (the rule above does not refuse them).
 func TestReplicaTransactionKeepsReads(t *testing.T) {
@@ -122,6 +154,7 @@ func TestReplicaTransactionKeepsReads(t *testing.T) {
 		"SHOW TABLES", "SHOW MASTER STATUS", "EXPLAIN UPDATE t SET a = 1", "SET @a = 1", "SET SESSION sql_mode = ''",
 		"SELECT 1; SELECT 2", "SELECT 1; COMMIT", "COMMIT", "ROLLBACK", "SAVEPOINT a", "USE test",
 		"PREPARE s FROM 'SELECT ?'", "EXECUTE s", "DEALLOCATE PREPARE s",
+		"SET SESSION TRANSACTION READ WRITE", "PREPARE s FROM 'SET SESSION TRANSACTION READ WRITE'",
 	} {
 		c := classify.Classify([]byte(stmt))
 		s := NewSession()

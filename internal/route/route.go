@@ -445,13 +445,15 @@ func Decide(c *classify.Result, stmt []byte, s *Session, ep *Settings, snap *top
 // a read-only transaction does not stop most of those, and the replica's guard is only a
 // second line.
 func replicaTxAllows(c *classify.Result) bool {
-	const changes = classify.IntoFile | classify.Sequence | classify.SetGlobal | classify.SetReadWrite |
-		classify.ReadWriteTx | classify.SetAutocommit
+	const changes = classify.IntoFile | classify.Sequence | classify.SetGlobal | classify.ReadWriteTx | classify.SetAutocommit
 	if c.Flags&changes != 0 {
 		return false
 	}
 	if c.Flags&classify.Multi != 0 {
-		return c.Kinds&^replicaTxBatchKinds == 0
+		// SET SESSION TRANSACTION READ WRITE alone is session state for the transactions
+		// after this one (the guard is restored right after it); in a batch, what follows a
+		// COMMIT in it would run read-write.
+		return c.Kinds&^replicaTxBatchKinds == 0 && c.Flags&classify.SetReadWrite == 0
 	}
 	switch c.Kind {
 	case classify.Select, classify.Show, classify.Explain, classify.Set, classify.Use, classify.Commit,
