@@ -110,6 +110,7 @@ func TestNodeChangingStatementsStayOffReplicas(t *testing.T) {
 	for _, q := range []string{
 		"ANALYZE TABLE t_guard", "OPTIMIZE TABLE t_guard", "REPAIR TABLE t_guard", "FLUSH TABLES", "FLUSH LOGS",
 		"SELECT 1 INTO OUTFILE '/tmp/sluice_guard_never'", "SELECT 1; FLUSH LOGS", "COMMIT; ANALYZE TABLE t_guard",
+		"PREPARE s_guard FROM 'ANALYZE TABLE t_guard'", "ANALYZE SELECT 1 INTO OUTFILE '/tmp/sluice_guard_never'",
 	} {
 		_, err := rw.ExecContext(ctx, q)
 		if err == nil {
@@ -120,6 +121,16 @@ func TestNodeChangingStatementsStayOffReplicas(t *testing.T) {
 			t.Errorf("%s in a read-only transaction on a replica: %v, want 1792", q, err)
 		}
 	}
+	// A statement prepared through the binary protocol (on the primary) and executed in the
+	// replica's transaction is judged by its text too.
+	st, err := rw.PrepareContext(ctx, "ANALYZE TABLE t_guard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ExecContext(ctx); err == nil || mysqlErr(t, err).Number != 1792 {
+		t.Errorf("a prepared ANALYZE TABLE executed in a read-only transaction on a replica: %v, want 1792", err)
+	}
+	st.Close()
 	if _, err := rw.ExecContext(ctx, "COMMIT"); err != nil {
 		t.Fatal(err)
 	}
@@ -137,6 +148,8 @@ func TestNodeChangingStatementsStayOffReplicas(t *testing.T) {
 		"ANALYZE TABLE t_guard", "FLUSH LOGS", "SELECT 1; FLUSH LOGS", "START TRANSACTION READ ONLY; ANALYZE TABLE t_guard",
 		"COMMIT; SELECT 1 INTO OUTFILE '/tmp/sluice_guard_never'", "SELECT @a := 1 INTO OUTFILE '/tmp/sluice_guard_never'",
 		"SET @a = 1; SELECT 2 INTO DUMPFILE '/tmp/sluice_guard_never'", "/*FORCE_SLAVE*/ OPTIMIZE TABLE t_guard",
+		"PREPARE s_guard FROM 'FLUSH LOGS'", "EXECUTE IMMEDIATE 'ANALYZE TABLE t_guard'",
+		"ANALYZE SELECT 1 INTO OUTFILE '/tmp/sluice_guard_never'", "SET STATEMENT max_statement_time = 10 FOR FLUSH LOGS",
 	} {
 		_, err := ro.ExecContext(ctx, q)
 		if err == nil {
@@ -147,6 +160,15 @@ func TestNodeChangingStatementsStayOffReplicas(t *testing.T) {
 			t.Errorf("%s on the read-only endpoint: %v, want 1290", q, err)
 		}
 	}
+	// The binary protocol: preparing runs nothing; executing is refused.
+	st, err = ro.PrepareContext(ctx, "FLUSH LOGS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ExecContext(ctx); err == nil || mysqlErr(t, err).Number != 1290 {
+		t.Errorf("a prepared FLUSH LOGS executed on the read-only endpoint: %v, want 1290", err)
+	}
+	st.Close()
 	checkReplicasUntouched(t, before)
 }
 
