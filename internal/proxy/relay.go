@@ -285,8 +285,8 @@ func (s *session) relayOK(bc *backend.Conn, n int) (more bool, err error) {
 	if len(ok.SessionState) > 0 {
 		s.trackSessionState(ok.SessionState)
 	}
-	if s.gtidTracked {
-		s.noteCommit(ok.Status, ok.AffectedRows)
+	if s.gtidTracked && !bc.ReadOnly() {
+		s.noteCommit(ok.Status, ok.AffectedRows) // the primary's commits (a replica's commit nothing)
 	}
 	more = ok.Status&mysql.StatusMoreResultsExists != 0
 	if s.rs.TxPending && ok.Status&mysql.StatusInTrans == 0 {
