@@ -326,7 +326,8 @@ func (c *classifier) head(t token) token {
 }
 
 // headLoad reads DATA|XML [LOW_PRIORITY|CONCURRENT] [LOCAL] INFILE after LOAD: with LOCAL, the
-// client sends a file of its own (LoadLocal).
+// client sends a file of its own (LoadLocal), named by the string literal after INFILE (Name,
+// without its quotes and as written: escapes are not undone).
 func (c *classifier) headLoad() token {
 	c.next() // DATA or XML
 	t := c.next()
@@ -336,6 +337,10 @@ func (c *classifier) headLoad() token {
 	if c.kw(t) == kwLocal {
 		if p := c.lx.peek(); p.typ == tWord && eqFold(c.lx.s[p.start:p.end], "INFILE") {
 			c.res.Flags |= LoadLocal
+			c.next() // INFILE
+			if t = c.next(); t.typ == tString && t.end-t.start >= 2 {
+				c.st.name = [2]int32{t.start + 1, t.end - 1} // the file's name, as written
+			}
 		}
 	}
 	return t

@@ -921,6 +921,9 @@ var nameCases = []struct {
 	{"USE `unterminated", Use, "unterminated"},
 	{"SELECT 1", Select, ""},
 	{"USE a; USE b", Use, "a"},
+	{"LOAD DATA LOCAL INFILE '/data/x.csv' INTO TABLE t", LoadData, "/data/x.csv"},
+	{"load xml concurrent local infile \"a b.xml\" into table t", LoadData, "a b.xml"},
+	{"LOAD DATA INFILE '/data/x.csv' INTO TABLE t", LoadData, ""},
 }
 
 func TestNames(t *testing.T) {

@@ -259,7 +259,9 @@ type Result struct {
 	InnerFlags Flags
 	// Name is [start, end) of the object a statement names, without backquotes: the
 	// statement name for Prepare, Execute and Deallocate; the database for Use; the
-	// savepoint for Savepoint, RollbackTo and ReleaseSavepoint. Zero when absent.
+	// savepoint for Savepoint, RollbackTo and ReleaseSavepoint; the file's name (the string
+	// literal, without its quotes, escapes as written) for LoadData with LoadLocal. Zero when
+	// absent.
 	Name [2]int32
 	// Kinds holds the kind of every statement in the text (one bit for a single statement).
 	Kinds KindSet

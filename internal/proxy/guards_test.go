@@ -2,10 +2,15 @@ package proxy_test
 
 import (
 	"context"
+	"io"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 
 	smysql "github.com/sluicedb/sluice/internal/mysql"
 	"github.com/sluicedb/sluice/internal/testutil"
@@ -239,4 +244,34 @@ func TestRefreshNeverOnReplica(t *testing.T) {
 		t.Errorf("the primary has %d binlog files after COM_REFRESH FLUSH LOGS, had %d", now, had)
 	}
 	checkReplicasUntouched(t, before)
+}
+
+// TestLoadDataLocalThroughSluice: a real LOAD DATA LOCAL goes through (the node's request names
+// the statement's file as the server read the literal, doubled quotes included), so the check
+// that refuses any other request does not stand in a client's way.
+func TestLoadDataLocalThroughSluice(t *testing.T) {
+	s := startSluice(t, nil)
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "it's.csv")
+	if err := os.WriteFile(path, []byte("1\n2\n3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mysql.RegisterLocalFile(path)
+	defer mysql.DeregisterLocalFile(path)
+	mysql.RegisterReaderHandler("sluice_guard", func() io.Reader { return strings.NewReader("4\n5\n") })
+	defer mysql.DeregisterReaderHandler("sluice_guard")
+	c := conn(t, open(t, dsn(s.rw, "app", "app", "test", "")))
+	for _, q := range []string{
+		"CREATE TABLE IF NOT EXISTS t_load (id INT PRIMARY KEY)", "DELETE FROM t_load",
+		"LOAD DATA LOCAL INFILE '" + strings.ReplaceAll(path, "'", "''") + "' INTO TABLE t_load",
+		"LOAD DATA LOW_PRIORITY LOCAL INFILE 'Reader::sluice_guard' INTO TABLE t_load",
+	} {
+		if _, err := c.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	var n int
+	if err := c.QueryRowContext(ctx, "/*FORCE_MASTER*/ SELECT COUNT(*) FROM t_load").Scan(&n); err != nil || n != 5 {
+		t.Fatalf("%d rows loaded (%v), want 5", n, err)
+	}
 }

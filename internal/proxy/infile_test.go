@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -153,6 +154,71 @@ func TestLocalInfileOnlyForLoadDataLocal(t *testing.T) {
 		}
 	})
 
+	// A LOAD DATA LOCAL of one file: the node may ask for that file, once; not for another.
+	for _, tc := range []struct {
+		name string
+		asks [][]byte // the node's requests, in turn
+		ok   bool     // the first goes to the client
+	}{
+		{"another file", [][]byte{append([]byte{0xfb}, "/etc/passwd"...)}, false},
+		{"the file, then another", [][]byte{append([]byte{0xfb}, "data.csv"...), append([]byte{0xfb}, "/etc/passwd"...)}, true},
+	} {
+		t.Run("LOAD DATA LOCAL, "+tc.name, func(t *testing.T) {
+			answers := make(chan []byte, 4)
+			s, client := infileSession(t, func(c *mysql.Conn) {
+				c.SetSeq(0)
+				if _, err := c.ReadPacket(); err != nil {
+					return
+				}
+				for _, ask := range tc.asks {
+					_ = c.WritePacketFlush(ask)
+					var got []byte
+					for {
+						p, err := c.ReadPacket()
+						if err != nil {
+							return
+						}
+						if len(p) == 0 {
+							break
+						}
+						got = append(got, p...)
+					}
+					answers <- got
+				}
+				_ = c.WritePacketFlush(infileOK)
+			})
+			done := runCommand(s)
+			client.SetSeq(0)
+			_ = client.WritePacketFlush(append([]byte{mysql.ComQuery}, "LOAD DATA LOCAL INFILE 'data.csv' INTO TABLE t"...))
+			p, err := client.ReadPacket()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.ok {
+				if !bytes.Equal(p, tc.asks[0]) {
+					t.Fatalf("the client got % x, want the request for its file", p)
+				}
+				_ = client.WritePacket([]byte("1,2\n"))
+				_ = client.WritePacketFlush(nil)
+				if f := <-answers; string(f) != "1,2\n" {
+					t.Fatalf("the node got %q", f)
+				}
+				if p, err = client.ReadPacket(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !mysql.IsERR(p) || !strings.Contains(mysql.ParseERR(p).Message, "LOCAL INFILE") {
+				t.Fatalf("the client got % x, want sluice's error (never a request for another file)", p)
+			}
+			if f := <-answers; len(f) != 0 {
+				t.Fatalf("the node got %q for the file the statement did not name", f)
+			}
+			if err := <-done; err != nil {
+				t.Fatalf("the session ended: %v", err)
+			}
+		})
+	}
+
 	t.Run("out of step after the refusal", func(t *testing.T) {
 		s, client := infileSession(t, func(c *mysql.Conn) {
 			c.SetSeq(0)
@@ -184,4 +250,28 @@ func TestLocalInfileOnlyForLoadDataLocal(t *testing.T) {
 			t.Fatal("the session went on with a node connection out of step")
 		}
 	})
+}
+
+// TestSameFileName: a node names the file as it read the statement's literal: doubled quotes as
+// one, backslash escapes undone, or (NO_BACKSLASH_ESCAPES) backslashes as they are.
+func TestSameFileName(t *testing.T) {
+	for _, tc := range []struct {
+		name, lit string
+		want      bool
+	}{
+		{"data.csv", "data.csv", true},
+		{"/etc/passwd", "data.csv", false},
+		{"data.csv", "data.csv2", false},
+		{"it's.csv", "it''s.csv", true},
+		{"it's.csv", "it\\'s.csv", true},
+		{`C:\data\x.csv`, `C:\\data\\x.csv`, true},
+		{`C:\data\x.csv`, `C:\data\x.csv`, true},
+		{"a\nb", `a\nb`, true},
+		{"", "", true},
+	} {
+		got := sameFileName([]byte(tc.name), []byte(tc.lit), true) || sameFileName([]byte(tc.name), []byte(tc.lit), false)
+		if got != tc.want {
+			t.Errorf("node names %q, statement writes %q: %v, want %v", tc.name, tc.lit, got, tc.want)
+		}
+	}
 }

@@ -141,9 +141,10 @@ func (s *session) relay(bc *backend.Conn, kind respKind) error {
 				}
 				continue
 			case first == 0xfb:
-				if !s.loadLocal {
+				if !s.loadLocal || !s.asksLoadFile(bc, n) {
 					return s.refuseInfile(bc, n)
 				}
+				s.loadLocal = false // one file per statement
 				if err := s.relayLocalInfile(bc, n); err != nil {
 					return err
 				}

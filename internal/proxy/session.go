@@ -83,9 +83,11 @@ type session struct {
 	// redirect: the statement being relayed may be sent again to a new primary should the
 	// primary refuse it as read-only (readOnlyRefusal).
 	redirect bool
-	// loadLocal: the statement being relayed is a LOAD DATA LOCAL the client sent: only then
+	// loadLocal: the statement being relayed is a LOAD DATA LOCAL the client sent, of the file
+	// loadName (as the statement writes it, in s.cmd): only then, once, and only for that file
 	// does a node's LOCAL INFILE request reach the client (refuseInfile).
 	loadLocal bool
+	loadName  []byte
 	// lastGTID is the GTID of the session's last commit, as the node reported it in the OK
 	// packet (session tracking); empty before its first.
 	lastGTID    []byte
