@@ -197,6 +197,7 @@ func (c *classifier) head(t token) token {
 		switch c.peekKw() {
 		case kwData, kwXml:
 			st.kind = LoadData
+			return c.headLoad()
 		case kwIndex:
 			st.kind = Admin // LOAD INDEX INTO CACHE
 		}
@@ -322,6 +323,27 @@ func (c *classifier) head(t token) token {
 		return t
 	}
 	return c.next()
+}
+
+// headLoad reads DATA|XML [LOW_PRIORITY|CONCURRENT] [LOCAL] INFILE after LOAD: with LOCAL, the
+// client sends a file of its own (LoadLocal), named by the string literal after INFILE (Name,
+// without its quotes and as written: escapes are not undone).
+func (c *classifier) headLoad() token {
+	c.next() // DATA or XML
+	t := c.next()
+	if t.typ == tWord && (eqFold(c.lx.s[t.start:t.end], "LOW_PRIORITY") || eqFold(c.lx.s[t.start:t.end], "CONCURRENT")) {
+		t = c.next()
+	}
+	if c.kw(t) == kwLocal {
+		if p := c.lx.peek(); p.typ == tWord && eqFold(c.lx.s[p.start:p.end], "INFILE") {
+			c.res.Flags |= LoadLocal
+			c.next() // INFILE
+			if t = c.next(); t.typ == tString && t.end-t.start >= 2 {
+				c.st.name = [2]int32{t.start + 1, t.end - 1} // the file's name, as written
+			}
+		}
+	}
+	return t
 }
 
 // inner classifies the statement that an EXPLAIN, ANALYZE or SET STATEMENT … FOR wraps.
@@ -651,6 +673,9 @@ func (c *classifier) headExplain() token {
 		switch k {
 		case kwExtended, kwPartitions:
 		case kwAnalyze: // MySQL's EXPLAIN ANALYZE runs the statement
+			if st.analyze {
+				return c.inner(t) // EXPLAIN ANALYZE ANALYZE TABLE: the second is a statement
+			}
 			st.analyze = true
 		case kwFormat:
 			if c.lx.peek().typ == tEq {
@@ -916,6 +941,8 @@ func (c *classifier) word(t token) {
 			c.res.Flags |= SelectInto
 			if c.lx.peek().typ == tUserVar {
 				c.res.Flags |= UserVarAssign
+			} else {
+				c.res.Flags |= IntoFile // OUTFILE, DUMPFILE (or a local variable: in doubt, a file)
 			}
 		}
 	case kwGetLock:

@@ -124,10 +124,12 @@ var kindCases = []kindCase{
 	{"SELECT a INTO @x FROM t", Select, SelectInto | UserVar | UserVarAssign},
 	{"SELECT a FROM t INTO @x", Select, SelectInto | UserVar | UserVarAssign},
 	{"SELECT a, b INTO @x, @y FROM t WHERE id = 1", Select, SelectInto | UserVar | UserVarAssign},
-	{"SELECT * FROM t INTO OUTFILE '/tmp/t.csv'", Select, SelectInto},
-	{"SELECT * INTO DUMPFILE '/tmp/x' FROM t", Select, SelectInto},
-	{"select a into outfile '/tmp/x' fields terminated by ',' from t", Select, SelectInto},
-	{"SELECT a FROM t INTO v", Select, SelectInto},
+	{"SELECT * FROM t INTO OUTFILE '/tmp/t.csv'", Select, SelectInto | IntoFile},
+	{"SELECT * INTO DUMPFILE '/tmp/x' FROM t", Select, SelectInto | IntoFile},
+	{"select a into outfile '/tmp/x' fields terminated by ',' from t", Select, SelectInto | IntoFile},
+	{"SELECT a FROM t INTO v", Select, SelectInto | IntoFile},
+	{"SELECT @a := 1 INTO OUTFILE '/tmp/x'", Select, SelectInto | IntoFile | UserVar | UserVarAssign},
+	{"EXPLAIN ANALYZE ANALYZE TABLE t", Admin, Analyze},
 	{"WITH c AS (SELECT 1) SELECT * FROM c INTO @x", Select, SelectInto | UserVar | UserVarAssign},
 
 	// Session-bound functions.
@@ -285,8 +287,12 @@ var kindCases = []kindCase{
 	{"DELETE t1 FROM t1 JOIN t2 USING (id)", Delete, 0},
 	{"delete from t where a in (select a from u)", Delete, 0},
 	{"LOAD DATA INFILE '/tmp/x' INTO TABLE t", LoadData, 0},
-	{"LOAD DATA LOCAL INFILE 'x' INTO TABLE t (@a, b) SET c = @a", LoadData, UserVar | UserVarAssign},
+	{"LOAD DATA LOCAL INFILE 'x' INTO TABLE t (@a, b) SET c = @a", LoadData, UserVar | UserVarAssign | LoadLocal},
 	{"LOAD XML INFILE 'x' INTO TABLE t", LoadData, 0},
+	{"load data low_priority local infile 'x' into table t", LoadData, LoadLocal},
+	{"LOAD XML CONCURRENT LOCAL /* c */ INFILE 'x' INTO TABLE t", LoadData, LoadLocal},
+	{"LOAD DATA INFILE 'x' INTO TABLE t (local)", LoadData, 0},
+	{"SELECT local FROM t WHERE local = 'INFILE'", Select, 0},
 
 	// DDL.
 	{"CREATE TABLE t (a INT)", DDL, 0},
@@ -573,6 +579,19 @@ var kindCases = []kindCase{
 	{"INSTALL SONAME 'x'", Admin, 0},
 	{"UNINSTALL PLUGIN x", Admin, 0},
 	{"RESET MASTER", Admin, 0},
+	// What a read-only transaction (sluice's replica guard) does not stop: never a read.
+	{"STOP ALL SLAVES", Admin, 0},
+	{"START ALL REPLICAS", Admin, 0},
+	{"UNINSTALL SONAME 'p'", Admin, 0},
+	{"ANALYZE TABLE t PERSISTENT FOR ALL", Admin, 0},
+	{"FLUSH BINARY LOGS", Flush, 0},
+	{"KILL USER app", Kill, 0},
+	{"SET @@GLOBAL.gtid_slave_pos = ''", Set, SetGlobal},
+	{"SELECT NEXT VALUE FOR s", Select, Sequence},
+	{"DO NEXTVAL(s)", Do, Sequence},
+	{"SET STATEMENT max_statement_time = 10 FOR ANALYZE TABLE t", Admin, SetStatement},
+	{"EXECUTE IMMEDIATE 'FLUSH LOGS'", Flush, 0},
+	{"SELECT 1; COMMIT; SELECT 1 INTO DUMPFILE '/tmp/x'", Select, Multi | SelectInto | IntoFile},
 	{"RESET SLAVE ALL", Admin, 0},
 	{"RESET QUERY CACHE", Admin, 0},
 	{"PURGE BINARY LOGS TO 'mysql-bin.000010'", Admin, 0},
@@ -902,6 +921,9 @@ var nameCases = []struct {
 	{"USE `unterminated", Use, "unterminated"},
 	{"SELECT 1", Select, ""},
 	{"USE a; USE b", Use, "a"},
+	{"LOAD DATA LOCAL INFILE '/data/x.csv' INTO TABLE t", LoadData, "/data/x.csv"},
+	{"load xml concurrent local infile \"a b.xml\" into table t", LoadData, "a b.xml"},
+	{"LOAD DATA INFILE '/data/x.csv' INTO TABLE t", LoadData, ""},
 }
 
 func TestNames(t *testing.T) {

@@ -126,8 +126,14 @@ const (
 	// TxReadOnlyRead: @@tx_read_only / @@transaction_read_only read. A replica connection runs
 	// read-only (sluice's guard), so only the session's home answers what the client set.
 	TxReadOnlyRead
+	// IntoFile: SELECT … INTO OUTFILE / DUMPFILE (with SelectInto): the statement writes a file
+	// on the node that runs it, which a read-only transaction does not prevent.
+	IntoFile
+	// LoadLocal: LOAD DATA|XML … LOCAL INFILE: the client sends a file of its own. Only for
+	// such a statement may a node ask the client for a file.
+	LoadLocal
 
-	numFlags = 33
+	numFlags = 35
 )
 
 var flagNames = [numFlags]string{
@@ -136,7 +142,7 @@ var flagNames = [numFlags]string{
 	"SysVarRead", "TempTable", "Multi", "WithWrite", "ReadOnlyTx", "ReadWriteTx",
 	"ConsistentSnapshot", "SetAutocommit", "SetNames", "SetTransaction", "SetGlobal",
 	"SetSession", "SetStatement", "ExplainWrite", "SetRole", "Chain", "Release", "Analyze", "ConnectionID",
-	"SetReadWrite", "TxReadOnlyRead",
+	"SetReadWrite", "TxReadOnlyRead", "IntoFile", "LoadLocal",
 }
 
 // String lists the set flags as "A|B|C", or "0" when none is set. It allocates: for logs and
@@ -253,7 +259,9 @@ type Result struct {
 	InnerFlags Flags
 	// Name is [start, end) of the object a statement names, without backquotes: the
 	// statement name for Prepare, Execute and Deallocate; the database for Use; the
-	// savepoint for Savepoint, RollbackTo and ReleaseSavepoint. Zero when absent.
+	// savepoint for Savepoint, RollbackTo and ReleaseSavepoint; the file's name (the string
+	// literal, without its quotes, escapes as written) for LoadData with LoadLocal. Zero when
+	// absent.
 	Name [2]int32
 	// Kinds holds the kind of every statement in the text (one bit for a single statement).
 	Kinds KindSet

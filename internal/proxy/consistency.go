@@ -303,6 +303,34 @@ func (s *session) trackGTIDs(bc *backend.Conn) {
 	s.gtidTracked = true
 }
 
+// noteCommit follows, OK by OK, whether every commit of the session said its GTID, judging by
+// what the server answered rather than by the statement's text (dynamic SQL such as EXECUTE
+// IMMEDIATE CONCAT('SET SESSION session_tr', 'ack_system_variables = …') turns tracking off
+// unseen). A commit that changed rows — an OK outside a transaction that counts affected rows,
+// or the end of a transaction one of whose OKs did — and says no GTID leaves the session's
+// last commit unknown: its reads at consistency session go to the primary until an OK says a
+// GTID again (trackSessionState). Statements that change nothing (reads, SET, an UPDATE that
+// matched no row) carry no GTID and change nothing here. The end of a transaction that changed
+// rows but was rolled back also says none: the session then reads from the primary until its
+// next commit, the safe side. status and affected are the OK's.
+func (s *session) noteCommit(status uint16, affected uint64) {
+	gtid := s.okGTID
+	s.okGTID = false
+	if gtid {
+		s.txWrote, s.respGTID = false, true
+	}
+	if status&mysql.StatusInTrans != 0 {
+		if affected > 0 {
+			s.txWrote = true // its GTID comes with the commit
+		}
+		return
+	}
+	if !gtid && (affected > 0 || s.txWrote) {
+		s.gtidUnknown = true
+	}
+	s.txWrote = false
+}
+
 // mentionsFold reports whether stmt contains word, ASCII case-insensitively (word is lower case).
 func mentionsFold(stmt []byte, word string) bool {
 	for i := 0; i+len(word) <= len(stmt); i++ {

@@ -261,3 +261,75 @@ func TestGlobalReadsShareThePrimaryPosition(t *testing.T) {
 		t.Errorf("%d readings of the primary's position for %d reads: not shared", used, pairsN*n)
 	}
 }
+
+// TestTrackingOffByDynamicSQL: a session at consistency session that turns its GTID tracking off
+// with dynamic SQL sluice cannot read (EXECUTE IMMEDIATE CONCAT('SET SESSION session_tr',
+// 'ack_system_variables = …')) still reads its own writes: the write's OK says no GTID, so its
+// reads go to the primary (before, they went to a replica, paused here, and read stale rows). A
+// later write whose OK says its GTID again brings its reads back to the replicas.
+func TestTrackingOffByDynamicSQL(t *testing.T) {
+	s := startSluice(t, consistencyAt(config.ConsistencySession))
+	ctx := context.Background()
+	cl := testutil.Cluster(t)
+	db := open(t, dsn(s.rw, "app", "app", "test", ""))
+	c := conn(t, db)
+	if _, err := c.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS t_dyntrack (id INT PRIMARY KEY, v INT)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ExecContext(ctx, "REPLACE INTO t_dyntrack VALUES (1, 0)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.WaitCaughtUp(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	paused := map[string]bool{}
+	resume := func() {
+		for r := range paused {
+			if err := cl.Resume(ctx, r); err != nil {
+				t.Error(err)
+			}
+			delete(paused, r)
+		}
+	}
+	defer resume()
+	for _, r := range []string{"replica1", "replica2"} {
+		if err := cl.Pause(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		paused[r] = true
+	}
+	if _, err := c.ExecContext(ctx, "EXECUTE IMMEDIATE CONCAT('SET SESSION session_tr', 'ack_system_variables = ''''')"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 3; i++ {
+		if _, err := c.ExecContext(ctx, "UPDATE t_dyntrack SET v = ? WHERE id = 1", i); err != nil {
+			t.Fatal(err)
+		}
+		var v int
+		if err := c.QueryRowContext(ctx, "SELECT v FROM t_dyntrack WHERE id = 1").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		if node, _, reason := lastRoute(t, c); v != i {
+			t.Fatalf("write %d: read %d on %s (%s): a stale read of the session's own write", i, v, node, reason)
+		}
+	}
+	// Tracking back on: the next write says its GTID, and the session's reads may use replicas
+	// again (they wait for the position there, or go to the primary after the timeout).
+	if _, err := c.ExecContext(ctx, "SET SESSION session_track_system_variables = 'last_gtid'"); err != nil {
+		t.Fatal(err)
+	}
+	resume()
+	if _, err := c.ExecContext(ctx, "UPDATE t_dyntrack SET v = 10 WHERE id = 1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.WaitCaughtUp(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	var v int
+	if err := c.QueryRowContext(ctx, "SELECT v FROM t_dyntrack WHERE id = 1").Scan(&v); err != nil || v != 10 {
+		t.Fatalf("after tracking came back: %d %v", v, err)
+	}
+	if node, role, reason := lastRoute(t, c); role != "replica" {
+		t.Errorf("the read after tracking came back ran on %s (%s, %s), want a replica: the session did not recover", node, role, reason)
+	}
+}

@@ -277,7 +277,10 @@ func (s *session) send(r *request, d route.Decision, snap *topology.Snapshot) er
 	load.Active.Add(1)
 	defer load.Active.Add(-1)
 	s.redirect = s.mayRedirect(r, d.Node, snap)
-	defer func() { s.redirect = false }()
+	if r.st == nil && r.class.Kind == classify.LoadData && r.class.Flags&(classify.LoadLocal|classify.Multi) == classify.LoadLocal {
+		s.loadLocal, s.loadName = true, r.stmt[r.class.Name[0]:r.class.Name[1]]
+	}
+	defer func() { s.redirect, s.loadLocal, s.loadName = false, false, nil }()
 	switch {
 	case r.st != nil:
 		return s.executeOn(r, c.Conn, b)

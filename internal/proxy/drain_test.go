@@ -3,6 +3,8 @@ package proxy_test
 import (
 	"context"
 	"database/sql"
+	"maps"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -173,4 +175,115 @@ func nodeState(t *testing.T, s *sluice, name string) string {
 	}
 	t.Fatalf("no node %s", name)
 	return ""
+}
+
+// TestDrainIgnoresHints: hints do not keep a drained node busy. While clients keep sending
+// /*FORCE_NODE='replica1'*/ and /*FORCE_SLAVE*/ statements, replica1's drain completes (before,
+// every hinted statement opened a connection there again, and the drain never ended); during it
+// FORCE_NODE='replica1' gets a clear error (2003, "is draining") and FORCE_SLAVE reads go to
+// replica2 without error; undrained, FORCE_NODE reaches replica1 again.
+func TestDrainIgnoresHints(t *testing.T) {
+	s := startSluice(t, func(c *config.Config) {
+		for i := range c.Endpoints {
+			e := &c.Endpoints[i]
+			e.ReadWeights["primary"] = 0
+			e.ReadWeights["replica1"], e.ReadWeights["replica2"] = 100, 100
+		}
+	})
+	ids := serverIDs(t)
+	db := open(t, dsn(s.rw, "app", "app", "test", ""))
+	db.SetMaxOpenConns(8)
+	var (
+		mu       sync.Mutex
+		forced   = map[string]int{} // FORCE_NODE='replica1' outcomes: a node's name, or the error
+		slave    = map[string]int{} // FORCE_SLAVE outcomes
+		stop     = make(chan struct{})
+		wg       sync.WaitGroup
+		draining atomic.Bool
+	)
+	record := func(m map[string]int, c *sql.Conn, q string) {
+		var id int
+		key := ""
+		if err := c.QueryRowContext(context.Background(), q).Scan(&id); err != nil {
+			key = "error: " + err.Error()
+		} else {
+			key = ids[id]
+		}
+		if draining.Load() {
+			mu.Lock()
+			m[key]++
+			mu.Unlock()
+		}
+	}
+	for range 4 {
+		c := conn(t, db)
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				record(forced, c, "/*FORCE_NODE='replica1'*/ SELECT @@server_id")
+				record(slave, c, "/*FORCE_SLAVE*/ SELECT @@server_id")
+			}
+		})
+	}
+	time.Sleep(300 * time.Millisecond)
+	draining.Store(true)
+	start := time.Now()
+	if _, err := s.app.DrainNode("replica1", 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for nodeState(t, s, "replica1") != "drained" {
+		if time.Since(start) > 10*time.Second {
+			close(stop)
+			wg.Wait()
+			t.Fatalf("replica1 is still %s 10 s into its drain while hints name it", nodeState(t, s, "replica1"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	took := time.Since(start)
+	time.Sleep(500 * time.Millisecond) // hinted statements against the drained node
+	draining.Store(false)
+	mu.Lock()
+	forcedDuring, slaveDuring := maps.Clone(forced), maps.Clone(slave)
+	mu.Unlock()
+	if _, err := s.app.UndrainNode("replica1"); err != nil {
+		t.Fatal(err)
+	}
+	close(stop)
+	wg.Wait()
+	t.Logf("drained in %s; FORCE_NODE during: %v; FORCE_SLAVE during: %v", took.Round(time.Millisecond), forcedDuring, slaveDuring)
+	if st := nodeState(t, s, "replica1"); st != "up" {
+		t.Errorf("replica1 after undrain: %s", st)
+	}
+	for key := range slaveDuring {
+		if key != "replica1" && key != "replica2" {
+			t.Errorf("FORCE_SLAVE during the drain: %s", key)
+		}
+	}
+	sawRefusal := false
+	for key, n := range forcedDuring {
+		switch {
+		case strings.Contains(key, "2003") && strings.Contains(key, "is draining"):
+			sawRefusal = true
+		case key == "replica1":
+			// Only before the drain had begun for the session (its statement was already
+			// routed): a handful at most.
+			if n > 8 {
+				t.Errorf("FORCE_NODE='replica1' ran %d times on the draining node", n)
+			}
+		default:
+			t.Errorf("FORCE_NODE='replica1' during the drain: %s (%d)", key, n)
+		}
+	}
+	if !sawRefusal {
+		t.Errorf("no FORCE_NODE='replica1' was refused during the drain: %v", forcedDuring)
+	}
+	c := conn(t, db)
+	var id int
+	if err := c.QueryRowContext(context.Background(), "/*FORCE_NODE='replica1'*/ SELECT @@server_id").Scan(&id); err != nil || ids[id] != "replica1" {
+		t.Errorf("FORCE_NODE='replica1' after undrain: %s %v", ids[id], err)
+	}
 }

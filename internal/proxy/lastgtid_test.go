@@ -120,3 +120,96 @@ func TestFailedStatementMayHaveCommitted(t *testing.T) {
 		}
 	}
 }
+
+// TestCommitWithoutGTID: the server's answer, not the statement's text, says whether a commit's
+// GTID is known. A commit that changed rows and whose OK says no GTID (tracking turned off by
+// dynamic SQL that sluice cannot read, EXECUTE IMMEDIATE CONCAT(…)) leaves the session's last
+// commit unknown, so that its reads at consistency session go to the primary; statements that
+// change nothing (a read, a SET, an UPDATE that matched no row, a read-only transaction) do not;
+// an OK that says a GTID again brings the session back.
+func TestCommitWithoutGTID(t *testing.T) {
+	okOf := func(affected byte, status uint16, gtid string) []byte {
+		p := []byte{0, affected, 0, byte(status), byte(status >> 8), 0, 0}
+		if gtid != "" {
+			p[4] |= 0x40 // SESSION_STATE_CHANGED: no info, then last_gtid in the variables tracker
+			data := append(append([]byte{9}, "last_gtid"...), byte(len(gtid)))
+			data = append(data, gtid...)
+			p = append(append(p, 0, byte(2+len(data)), mysql.SessionTrackSystemVariables, byte(len(data))), data...)
+		}
+		return p
+	}
+	const autocommit, inTrans = 0x0002, 0x0003
+	type step struct {
+		stmt    string
+		ok      []byte
+		unknown bool
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []step
+	}{
+		{"tracking turned off by dynamic SQL, then a write", []step{
+			{"INSERT INTO t VALUES (1)", okOf(1, autocommit, "0-1-30"), false},
+			{"EXECUTE IMMEDIATE CONCAT('SET SESSION session_tr', 'ack_system_variables = ''''')", okOf(0, autocommit, ""), true},
+			{"INSERT INTO t VALUES (2)", okOf(1, autocommit, ""), true},
+			{"SELECT 1", okOf(0, autocommit, ""), true},
+			{"INSERT INTO t VALUES (3)", okOf(1, autocommit, "0-1-32"), false},
+			{"SELECT 1", okOf(0, autocommit, ""), false},
+			{"INSERT INTO t VALUES (4)", okOf(1, autocommit, ""), true},
+		}},
+		{"nothing written: nothing lost", []step{
+			{"UPDATE t SET a = 1 WHERE 0", okOf(0, autocommit, ""), false},
+			{"SET @a = 1", okOf(0, autocommit, ""), false},
+			{"BEGIN", okOf(0, inTrans, ""), false},
+			{"SELECT 1", okOf(0, inTrans, ""), false},
+			{"COMMIT", okOf(0, autocommit, ""), false},
+		}},
+		{"a transaction that wrote commits without a GTID", []step{
+			{"BEGIN", okOf(0, inTrans, ""), false},
+			{"UPDATE t SET a = 2", okOf(3, inTrans, ""), false},
+			{"COMMIT", okOf(0, autocommit, ""), true},
+			{"UPDATE t SET a = 3", okOf(1, autocommit, "0-1-40"), false},
+		}},
+		{"a transaction that wrote commits with its GTID", []step{
+			{"BEGIN", okOf(0, inTrans, ""), false},
+			{"INSERT INTO t VALUES (4)", okOf(1, inTrans, ""), false},
+			{"COMMIT", okOf(0, autocommit, "0-1-41"), false},
+			{"SELECT 1", okOf(0, autocommit, ""), false},
+		}},
+		{"a DDL without its GTID", []step{
+			{"CREATE TABLE t2 (a INT)", okOf(0, autocommit, ""), true},
+			{"CREATE TABLE t3 (a INT)", okOf(0, autocommit, "0-1-50"), false},
+			{"CREATE TEMPORARY TABLE tt (a INT)", okOf(0, autocommit, ""), false},
+		}},
+		{"a procedure or dynamic SQL without a GTID", []step{
+			{"CALL p()", okOf(0, autocommit, ""), true},
+			{"INSERT INTO t VALUES (5)", okOf(1, autocommit, "0-1-60"), false},
+			{"EXECUTE IMMEDIATE CONCAT('INSERT INTO t ', 'VALUES (6)')", okOf(1, autocommit, ""), true},
+			{"CALL p()", okOf(0, autocommit, "0-1-61"), false},
+			{"BEGIN", okOf(0, inTrans, ""), false},
+			{"CALL p()", okOf(0, inTrans, ""), false},
+			{"COMMIT", okOf(0, autocommit, ""), true},
+		}},
+		{"tracking set by the client: unknown until a GTID", []step{
+			{"SET SESSION session_track_system_variables = 'last_gtid'", okOf(0, autocommit, ""), true},
+			{"SELECT 1", okOf(0, autocommit, ""), true},
+			{"INSERT INTO t VALUES (7)", okOf(1, autocommit, "0-1-70"), false},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			primary := &memConn{}
+			r := newTwoNodeSession(t, []int{100, 0}, primary, &memConn{})
+			r.s.gtidTracked = true
+			for _, st := range tc.steps {
+				primary.load(packets(1, st.ok))
+				r.client.load(packets(0, append([]byte{mysql.ComQuery}, st.stmt...)))
+				if _, err := r.command(); err != nil {
+					t.Fatalf("%s: %v", st.stmt, err)
+				}
+				if r.s.gtidUnknown != st.unknown {
+					t.Fatalf("after %s (OK % x): last commit unknown %v, want %v", st.stmt, st.ok, r.s.gtidUnknown, st.unknown)
+				}
+			}
+		})
+	}
+}

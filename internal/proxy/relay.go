@@ -85,7 +85,7 @@ func (s *session) relayTimed(bc *backend.Conn, kind respKind) error {
 // relay reads the node's response to one command and writes it to the client, packet by packet,
 // without decoding rows, then flushes once. It records the final server status in s.status.
 func (s *session) relay(bc *backend.Conn, kind respKind) error {
-	s.failed = false
+	s.failed, s.respGTID = false, false
 	state := stFirst
 	if kind == respRows {
 		state = stRows
@@ -141,6 +141,10 @@ func (s *session) relay(bc *backend.Conn, kind respKind) error {
 				}
 				continue
 			case first == 0xfb:
+				if !s.loadLocal || !s.asksLoadFile(bc, n) {
+					return s.refuseInfile(bc, n)
+				}
+				s.loadLocal = false // one file per statement
 				if err := s.relayLocalInfile(bc, n); err != nil {
 					return err
 				}
@@ -282,6 +286,9 @@ func (s *session) relayOK(bc *backend.Conn, n int) (more bool, err error) {
 	if len(ok.SessionState) > 0 {
 		s.trackSessionState(ok.SessionState)
 	}
+	if s.gtidTracked && !bc.ReadOnly() {
+		s.noteCommit(ok.Status, ok.AffectedRows) // the primary's commits (a replica's commit nothing)
+	}
 	more = ok.Status&mysql.StatusMoreResultsExists != 0
 	if s.rs.TxPending && ok.Status&mysql.StatusInTrans == 0 {
 		// Transaction splitting: the client's transaction is open (sluice holds its BEGIN)
@@ -366,7 +373,7 @@ func (s *session) trackSessionState(block []byte) {
 			// The GTID of the session's last commit (MariaDB's last_gtid, MySQL's OWN_GTID):
 			// what a read of this session must find on a replica (consistency: session).
 			s.lastGTID, s.gtidScratch = mergeGTID(s.lastGTID, s.gtidScratch, sc.Value)
-			s.gtidUnknown = false
+			s.gtidUnknown, s.okGTID = false, true
 		}
 		block = rest
 	}

@@ -83,6 +83,11 @@ type session struct {
 	// redirect: the statement being relayed may be sent again to a new primary should the
 	// primary refuse it as read-only (readOnlyRefusal).
 	redirect bool
+	// loadLocal: the statement being relayed is a LOAD DATA LOCAL the client sent, of the file
+	// loadName (as the statement writes it, in s.cmd): only then, once, and only for that file
+	// does a node's LOCAL INFILE request reach the client (refuseInfile).
+	loadLocal bool
+	loadName  []byte
 	// lastGTID is the GTID of the session's last commit, as the node reported it in the OK
 	// packet (session tracking); empty before its first.
 	lastGTID    []byte
@@ -98,6 +103,10 @@ type session struct {
 	// gtidUnknown: a commit's GTID was lost (its state change came in a classic EOF), until
 	// the next one is reported: what the session wrote is known to be only on the primary.
 	gtidUnknown bool
+	// txWrote: the transaction open on the session's node changed rows (an OK said so) and
+	// its commit must say its GTID (noteCommit); okGTID: the OK being read said one; respGTID:
+	// an OK of the current response did.
+	txWrote, okGTID, respGTID bool
 	// awaiting: the command being sent goes after a wait for s.target in the same round trip
 	// (pipelinedWait); its answer comes first, read by relayTimed.
 	awaiting      bool
@@ -331,8 +340,10 @@ func (s *session) command() (quit bool, err error) {
 		return false, s.query(n)
 	case mysql.ComProcessKill:
 		return false, s.processKill(n)
-	case mysql.ComPing, mysql.ComStatistics, mysql.ComRefresh, mysql.ComInitDB:
+	case mysql.ComPing, mysql.ComStatistics, mysql.ComInitDB:
 		return false, s.homeCommand(n, respSingle)
+	case mysql.ComRefresh:
+		return false, s.refresh(n)
 	case mysql.ComSetOption:
 		// Recorded once the node took it (an option it refuses must not be replayed), so that
 		// its other connections get it before their next statement.

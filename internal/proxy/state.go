@@ -54,8 +54,19 @@ func (s *session) after(c *classify.Result, stmt []byte, d route.Decision, set *
 	if s.gtidTracked && (c.Kind == classify.Set || c.Kind == classify.Prepare || c.Flags&classify.SetStatement != 0) &&
 		mentionsFold(stmt, "session_track") {
 		// The client set the tracked variables itself (or prepared that): commits may no
-		// longer say their GTID.
-		s.gtidTracked = false
+		// longer say their GTID. What it wrote is known to be on the primary only until an
+		// OK says a GTID again (which it will if the client kept last_gtid tracked).
+		s.gtidUnknown = true
+	}
+	if s.gtidTracked && !s.failed && !s.respGTID && commitsUnseen(c) && d.Node >= 0 && s.p.topo.Snapshot().IsPrimary(d.Node) {
+		// A statement that may commit without counting rows in its OK (a DDL, a procedure, a
+		// dynamic statement) said no GTID: what it did is known to be only on the primary;
+		// inside a transaction, the transaction's commit must say one (noteCommit).
+		if s.status&mysql.StatusInTrans != 0 {
+			s.txWrote = true
+		} else {
+			s.gtidUnknown = true
+		}
 	}
 	if s.failed && d.Node >= 0 && s.p.topo.Snapshot().IsPrimary(d.Node) && mayCommit(c) {
 		// The primary answered with an error, but a statement that can commit may have done
@@ -110,6 +121,21 @@ func (s *session) after(c *classify.Result, stmt []byte, d route.Decision, set *
 		s.pin(route.PinMulti, true)
 	}
 	return nil
+}
+
+// commitsUnseen reports whether c may commit a change whose OK counts no rows: a DDL (but a
+// temporary table's), a DCL, a procedure, DO (its functions may write), an EXECUTE of a
+// prepared statement, anything unclassified (EXECUTE IMMEDIATE of an expression). Such a
+// statement that says no GTID leaves the session's last commit unknown; a read-only procedure
+// too, until the session's next commit says its GTID: the safe side.
+func commitsUnseen(c *classify.Result) bool {
+	switch c.Kind {
+	case classify.DDL:
+		return c.Flags&classify.TempTable == 0
+	case classify.DCL, classify.Call, classify.Do, classify.Execute, classify.Unknown:
+		return true
+	}
+	return false
 }
 
 // mayTurnReadWrite reports whether c may have made its connection read-write: a SET that says

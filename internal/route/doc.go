@@ -2,6 +2,14 @@
 // statement's classification, the session's routing state, the endpoint's policy and an
 // immutable topology snapshot. It does no I/O, so every routing rule is a table test.
 //
+// Nothing that can change a node goes to a replica, whatever wraps it (a batch behind START
+// TRANSACTION READ ONLY or FOUND_ROWS(), SET STATEMENT … FOR, EXECUTE IMMEDIATE, PREPARE, a
+// hint) and whatever the session holds (a read-only transaction on a replica takes only reads
+// and session statements: replicaTxAllows): the replica connections' read-only guard does not
+// stop ANALYZE TABLE, FLUSH, RESET MASTER, SET GLOBAL or SELECT … INTO OUTFILE, and is a second
+// line only (TestNodeChangingNeverOnReplica). Reads, bindings and hints go only to nodes the
+// snapshot calls routable (topology.Snapshot.Routable): a hint never keeps a drain from ending.
+//
 // The one piece of mutable state is in the balancing policies (the smooth weighted round robin
 // keeps its current weights) and in the live per-node counters the least-active policy reads;
 // both are safe for concurrent use.

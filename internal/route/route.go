@@ -385,8 +385,13 @@ func Decide(c *classify.Result, stmt []byte, s *Session, ep *Settings, snap *top
 		name := stmt[c.NodeName[0]:c.NodeName[1]]
 		for i, n := range snap.Nodes {
 			if n.Name == string(name) && !snap.IsRemoved(i) {
-				if !snap.Up[i] {
-					return Decision{Node: -1, Err: mysql.NewError(mysql.CRConnHostError, "HY000", "sluice: node '%s' named by /*FORCE_NODE*/ is down", n.Name)}
+				if !snap.Routable(i) && !(s.InTx && s.TxNode == i) {
+					// A node that takes no new work does not take it from a hint either (a
+					// drain would never end): the client named this node, so it learns why
+					// rather than getting another node's answer. Its own transaction still
+					// open there is finished there.
+					return Decision{Node: -1, Err: mysql.NewError(mysql.CRConnHostError, "HY000",
+						"sluice: node '%s' named by /*FORCE_NODE*/ is %s: it takes no new statements", n.Name, snap.Unroutable(i))}
 				}
 				if i != snap.Primary && (primary || (s.InTx && s.TxNode == snap.Primary)) {
 					return Decision{Node: -1, Err: mysql.NewError(mysql.ErrOptionPreventsStm, "HY000",
@@ -414,9 +419,11 @@ func Decide(c *classify.Result, stmt []byte, s *Session, ep *Settings, snap *top
 	// through, fork the data).
 	if s.InTx && s.TxNode >= 0 {
 		if s.TxNode == snap.Primary || (c.Kind != classify.Begin && c.Flags&classify.SetAutocommit == 0) {
-			if s.TxNode != snap.Primary && primary && writesData(c.Kind) {
-				// A write in a read-only transaction on a replica: refused as the primary
-				// would refuse it in its own read-only transaction.
+			if s.TxNode != snap.Primary && primary && !replicaTxAllows(c) {
+				// A write, or anything else that could change the node, in a read-only
+				// transaction on a replica: refused as the primary refuses a write in its
+				// own read-only transaction. The replica's read-only guard would not stop
+				// all of it (ANALYZE TABLE, FLUSH, SET GLOBAL, SELECT … INTO OUTFILE…).
 				return Decision{Node: -1, Err: errReadOnlyTx}
 			}
 			return Decision{Node: s.TxNode, Reason: ReasonInTransaction}
@@ -427,6 +434,44 @@ func Decide(c *classify.Result, stmt []byte, s *Session, ep *Settings, snap *top
 	}
 	return decideOutsideTx(c, s, ep, snap, primary, why)
 }
+
+// replicaTxAllows reports whether c may run in the read-only transaction a session holds on a
+// replica although it needs the primary outside one: reads that need the session's own
+// connection (session functions, locking reads, the primary's SHOWs), session statements,
+// the transaction's own end and savepoints, SQL prepared statements whose text was judged so
+// at PREPARE, and batches of those. Nothing that could change the node: writes, DDL,
+// maintenance (ANALYZE/OPTIMIZE/REPAIR TABLE), FLUSH, RESET, replication and plugin control,
+// SET GLOBAL, KILL, CALL, DO, HANDLER, SELECT … INTO OUTFILE, sequences, anything unknown;
+// a read-only transaction does not stop most of those, and the replica's guard is only a
+// second line.
+func replicaTxAllows(c *classify.Result) bool {
+	const changes = classify.IntoFile | classify.Sequence | classify.SetGlobal | classify.ReadWriteTx | classify.SetAutocommit
+	if c.Flags&changes != 0 {
+		return false
+	}
+	if c.Flags&classify.Multi != 0 {
+		// SET SESSION TRANSACTION READ WRITE alone is session state for the transactions
+		// after this one (the guard is restored right after it); in a batch, what follows a
+		// COMMIT in it would run read-write.
+		return c.Kinds&^replicaTxBatchKinds == 0 && c.Flags&classify.SetReadWrite == 0
+	}
+	switch c.Kind {
+	case classify.Select, classify.Show, classify.Explain, classify.Set, classify.Use, classify.Commit,
+		classify.Rollback, classify.Savepoint, classify.RollbackTo, classify.ReleaseSavepoint,
+		classify.Execute, classify.Deallocate, classify.Help, classify.Get:
+		return c.Flags&classify.Analyze == 0 || c.Kind == classify.Select
+	case classify.Prepare:
+		// SQL PREPARE: its text runs at EXECUTE, where the transaction is: judged now.
+		inner := classify.Result{Kind: c.Inner, Flags: c.InnerFlags, Kinds: classify.KindSet(1) << c.Inner}
+		return inner.Kind != classify.Prepare && replicaTxAllows(&inner)
+	}
+	return false
+}
+
+// replicaTxBatchKinds are the kinds a multi-statement batch may hold in a replica's read-only
+// transaction.
+const replicaTxBatchKinds = classify.KindSet(1<<classify.Select | 1<<classify.Show | 1<<classify.Explain |
+	1<<classify.Set | 1<<classify.Use | 1<<classify.Commit | 1<<classify.Rollback)
 
 // writesData reports whether a statement of kind k changes data (what a READ ONLY transaction
 // refuses with 1792).
@@ -459,6 +504,12 @@ func MayReadReplica(c *classify.Result, s *Session, ep *Settings, snap *topology
 
 // decideOutsideTx is Decide for a statement of a session with no transaction open on a node.
 func decideOutsideTx(c *classify.Result, s *Session, ep *Settings, snap *topology.Snapshot, primary bool, why Reason) Decision {
+	if c.Flags&classify.Multi != 0 {
+		// A batch runs whole on the primary, whatever its first statement is: START
+		// TRANSACTION READ ONLY; ANALYZE TABLE t is not a read-only transaction for a
+		// replica, and BEGIN; INSERT … is not a BEGIN that sluice may answer itself.
+		return Decision{Node: snap.Primary, Reason: why}
+	}
 	switch c.Kind {
 	case classify.Begin:
 		switch {
@@ -519,7 +570,7 @@ func pickReplica(s *Session, ep *Settings, snap *topology.Snapshot, withPrimary 
 		if i >= len(snap.Up) {
 			break // a node added to the topology before the endpoint's weights (its weight: 0)
 		}
-		if w <= 0 || !snap.Up[i] || (i == snap.Primary && !withPrimary) || snap.IsDraining(i) {
+		if w <= 0 || !snap.Routable(i) || (i == snap.Primary && !withPrimary) {
 			continue
 		}
 		if i != snap.Primary && i < len(snap.State) && (snap.TakesNoReads(i, s.HasTarget) || !ep.gate.usable(i, snap.State[i], ep.MaxLag)) {
@@ -598,22 +649,22 @@ func readOnlyRefuses(c *classify.Result) bool {
 		primary = readOnlyRefuses(&inner)
 	case classify.Select:
 		// Reads that need session functions are fine on the session's own replica; only
-		// locking reads and SELECT ... INTO OUTFILE write.
-		primary = c.Flags&(classify.LockingRead|classify.SelectInto|classify.Sequence|classify.LockFunction) != 0
+		// locking reads, sequences and SELECT ... INTO OUTFILE/DUMPFILE change something
+		// (SELECT ... INTO @var only sets a session variable).
+		primary = c.Flags&(classify.LockingRead|classify.IntoFile|classify.Sequence|classify.LockFunction) != 0
 	case classify.Show:
 		primary = false
-	}
-	if c.Kind == classify.Select && c.Flags&classify.SelectInto != 0 && c.Flags&classify.UserVarAssign != 0 {
-		primary = false // SELECT ... INTO @var only sets a session variable
 	}
 	// The replica connection stays read-only whatever the client sets (SET SESSION TRANSACTION
 	// READ WRITE, tx_read_only = 0, START TRANSACTION READ WRITE), and nothing here changes the
 	// replica for everyone (SET GLOBAL).
-	if c.Flags&(classify.SetReadWrite|classify.ReadWriteTx|classify.SetGlobal) != 0 {
+	if c.Flags&(classify.SetReadWrite|classify.ReadWriteTx|classify.SetGlobal|classify.IntoFile) != 0 {
 		primary = true
 	}
-	// A batch is judged by every statement in it, not by the first.
-	if c.Flags&classify.Multi != 0 && (c.Kinds&^readOnlyBatchKinds != 0 || c.Flags&classify.ExplainWrite != 0) {
+	// A batch is judged by every statement in it, not by the first: its kinds, and its flags
+	// (collected over the batch) as for one SELECT.
+	const batchChanges = classify.ExplainWrite | classify.LockingRead | classify.Sequence | classify.LockFunction
+	if c.Flags&classify.Multi != 0 && (c.Kinds&^readOnlyBatchKinds != 0 || c.Flags&batchChanges != 0) {
 		primary = true
 	}
 	return primary

@@ -1,0 +1,26 @@
+package topology
+
+// Routable reports whether node i may be given new work — a read, a binding, the target of a
+// routing hint: it is up, and not draining or drained, joining, or removed. It is the one place
+// that says which node states take new work; a state that takes none (a replica found errant or
+// broken, say) belongs here, so that every router that asks falls in line. Work already under
+// way (a transaction open on a node being drained) is the router's to finish.
+func (s *Snapshot) Routable(i int) bool {
+	return i >= 0 && i < len(s.Up) && s.Up[i] && !s.IsDraining(i) && !s.IsJoining(i) && !s.IsRemoved(i)
+}
+
+// Unroutable words why node i takes no new work, for an error a client reads ("" when it is
+// Routable).
+func (s *Snapshot) Unroutable(i int) string {
+	switch {
+	case s.Routable(i):
+		return ""
+	case s.IsRemoved(i):
+		return "removed"
+	case s.IsDraining(i):
+		return "draining"
+	case s.IsJoining(i):
+		return "joining"
+	}
+	return "down"
+}
