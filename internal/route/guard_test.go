@@ -173,6 +173,14 @@ func TestHintsSkipIneligibleNodes(t *testing.T) {
 	draining := func() *topology.Snapshot { s := cluster(); s.Draining = 1 << 1; return s }
 	joining := func() *topology.Snapshot { s := cluster(true, true, false); s.Joining = 1 << 2; return s }
 	removed := func() *topology.Snapshot { s := cluster(true, true, false); s.Removed = 1 << 2; return s }
+	faulty := func(st topology.NodeState) *topology.Snapshot {
+		s := cluster()
+		s.State = make([]*topology.NodeState, len(s.Up))
+		s.State[1] = &st
+		return s
+	}
+	errant := func() *topology.Snapshot { return faulty(topology.NodeState{Errant: "9-3-2"}) }
+	broken := func() *topology.Snapshot { return faulty(topology.NodeState{Broken: "Error 1062"}) }
 	for _, tc := range []struct {
 		name, stmt string
 		snap       *topology.Snapshot
@@ -187,6 +195,9 @@ func TestHintsSkipIneligibleNodes(t *testing.T) {
 		{"force node eligible", "/*FORCE_NODE='replica2'*/ SELECT 1", draining(), nil, 2, ""},
 		{"force node in the draining node's open transaction", "/*FORCE_NODE='replica1'*/ SELECT 1", draining(),
 			func(s *Session) { s.InTx, s.TxNode = true, 1 }, 1, ""},
+		{"force node errant", "/*FORCE_NODE='replica1'*/ SELECT 1", errant(), nil, -1, "is errant"},
+		{"force node broken", "/*FORCE_NODE='replica1'*/ SELECT 1", broken(), nil, -1, "is broken"},
+		{"force slave avoids the errant replica", "/*FORCE_SLAVE*/ SELECT 1", errant(), nil, 2, ""},
 		{"force slave avoids the draining replica", "/*FORCE_SLAVE*/ SELECT 1", draining(), nil, 2, ""},
 		{"force slave with every replica draining", "/*FORCE_SLAVE*/ SELECT 1",
 			func() *topology.Snapshot { s := cluster(); s.Draining = 1<<1 | 1<<2; return s }(), nil, -1, "no replica"},
