@@ -181,7 +181,7 @@ func (c *classifier) nameOf(t token) [2]int32 {
 		return [2]int32{t.start, t.end}
 	case tIdent:
 		end := t.end
-		if end-t.start >= 2 && c.lx.s[end-1] == c.lx.s[t.start] {
+		if end-t.start >= 2 && (c.lx.s[end-1] == c.lx.s[t.start] || c.lx.s[end-1] == ']') {
 			end--
 		}
 		return [2]int32{t.start + 1, end}

@@ -27,9 +27,12 @@ const (
 	// AnsiQuotes: "…" quotes an identifier, in which a backslash is an ordinary character
 	// (sql_mode ANSI_QUOTES, also part of ANSI, ORACLE, MSSQL, DB2, POSTGRESQL…).
 	AnsiQuotes
+	// Brackets: [ … ] quotes an identifier, ]] standing for ] (MariaDB's sql_mode MSSQL, which
+	// implies ANSI_QUOTES; checked on 10.11: SELECT 1 AS [a;b] is one statement there).
+	Brackets
 
 	// AllModes is every Mode bit.
-	AllModes = NoBackslashEscapes | AnsiQuotes
+	AllModes = NoBackslashEscapes | AnsiQuotes | Brackets
 )
 
 // Dialect is how one server reads a statement: its flavor and version (for versioned
@@ -55,8 +58,9 @@ const (
 	// runs, /*M!…) or a $tag$ that MySQL 9 reads as the start of a string.
 	DependsVersion Depends = 1 << iota
 	// DependsMode: a backslash inside a '…' or "…" literal (NO_BACKSLASH_ESCAPES and
-	// ANSI_QUOTES end it elsewhere), or a "…" literal whose being a string matters
-	// (PREPARE … FROM "…", EXECUTE IMMEDIATE "…": an identifier under ANSI_QUOTES).
+	// ANSI_QUOTES end it elsewhere), a "…" literal whose being a string matters
+	// (PREPARE … FROM "…", EXECUTE IMMEDIATE "…": an identifier under ANSI_QUOTES), or a
+	// '[' outside quotes and comments (an identifier's start under MSSQL).
 	DependsMode
 )
 

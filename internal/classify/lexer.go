@@ -210,6 +210,11 @@ func (l *lexer) lexOther(i int) (tokType, int) {
 		return tString, l.skipString(i, c)
 	case '`':
 		return tIdent, l.skipQuoted(i, '`')
+	case '[':
+		l.dep |= DependsMode
+		if l.d.Mode&Brackets != 0 {
+			return tIdent, l.skipQuoted(i, ']')
+		}
 	case '@':
 		if i < len(s) && s[i] == '@' {
 			return tSysVar, numberEnd(s, i+1)

@@ -20,7 +20,7 @@ import (
 
 // TestDifferential generates batches full of what makes readings differ (versioned comments
 // of every digit count and version, quotes, backslashes, --, # and /* */ comments, sql_mode
-// NO_BACKSLASH_ESCAPES and ANSI_QUOTES), runs each on a live node as one COM_QUERY, and compares
+// NO_BACKSLASH_ESCAPES, ANSI_QUOTES and MariaDB's MSSQL with its [identifiers]), runs each on a live node as one COM_QUERY, and compares
 // what the server ran, by its Com_* counters, with the classifier's reading under the node's
 // dialect and the session's mode:
 //
@@ -54,7 +54,13 @@ func TestDifferential(t *testing.T) {
 		{"''", 0},
 		{"'NO_BACKSLASH_ESCAPES'", classify.NoBackslashEscapes},
 		{"'ANSI_QUOTES'", classify.AnsiQuotes},
-		{"'NO_BACKSLASH_ESCAPES,ANSI_QUOTES'", classify.AllModes},
+		{"'NO_BACKSLASH_ESCAPES,ANSI_QUOTES'", classify.NoBackslashEscapes | classify.AnsiQuotes},
+	}
+	if dialect.Flavor == classify.FlavorMariaDB {
+		modes = append(modes, struct {
+			sql  string
+			mode classify.Mode
+		}{"'MSSQL'", classify.AnsiQuotes | classify.Brackets})
 	}
 	cur := -1
 	var ran, whole, mismatches int
@@ -252,7 +258,9 @@ func (g *gen) batch() string {
 func (g *gen) trap() string {
 	hidden := g.pick("INSERT INTO t SELECT 1", "DO 1", "SET @x = 1")
 	q := g.pick("'", "\"")
-	switch g.r.IntN(4) {
+	switch g.r.IntN(5) {
+	case 4:
+		return "SELECT 1 AS [" + g.pick("a", q, "a]]") + "] ; " + hidden + "; SELECT [" + g.pick("b", q) + "]"
 	case 0:
 		return g.pick("/*!", "/*M!") + g.version() + " SELECT 1 " + g.pick("-- ", "#") + "*/ " + hidden
 	case 1:
@@ -296,7 +304,7 @@ func (g *gen) decoration(depth int) string {
 	case 5:
 		return g.pick(",", "+", "-", " - -1", "--1", "/ 1", "* 1")
 	}
-	return g.pick("'", "\"", "`", "\\", "*/", "/*")
+	return g.pick("'", "\"", "`", "\\", "*/", "/*", "[", "]", "AS [a]")
 }
 
 func (g *gen) versioned(depth int) string {
@@ -332,7 +340,7 @@ func (g *gen) str(depth int) string {
 		case 2:
 			b.WriteString(q + q)
 		case 3:
-			b.WriteString(g.pick("a", "*/", "/*", "--", "#", "`"))
+			b.WriteString(g.pick("a", "*/", "/*", "--", "#", "`", "[", "]"))
 		default:
 			if depth < 2 {
 				b.WriteString(g.pick(";", "; ") + g.stmt(depth+1) + g.pick("; SELECT "+q, ""))
