@@ -279,6 +279,7 @@ func (s *session) relayOK(bc *backend.Conn, n int) (more bool, err error) {
 		return false, fromNode(err)
 	}
 	s.status = ok.Status
+	s.observeStatus(ok.Status)
 	if len(ok.SessionState) > 0 {
 		s.trackSessionState(ok.SessionState)
 	}

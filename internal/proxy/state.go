@@ -74,6 +74,9 @@ func (s *session) after(c *classify.Result, stmt []byte, d route.Decision, set *
 		}
 	}
 	if s.failed {
+		if mayChangeMode(c) {
+			s.sqlMode.lost() // an ERR carries no status: the mode may have changed before it
+		}
 		return nil
 	}
 	switch c.Kind {
