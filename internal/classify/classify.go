@@ -749,7 +749,6 @@ func (c *classifier) headPrepare() token {
 	if k == kwFrom {
 		t = c.next()
 	}
-	c.dqLiteral(t)
 	if t.typ == tString {
 		r, _ := c.literal(t) // defined, not run: a RELEASE_ALL_LOCKS( in it releases nothing yet
 		st.inner, st.innerFlags = r.Kind, r.Flags
@@ -772,7 +771,6 @@ func (c *classifier) headExecute() token {
 		return c.next()
 	}
 	t = c.next()
-	c.dqLiteral(t)
 	if t.typ != tString {
 		return t
 	}
@@ -784,15 +782,6 @@ func (c *classifier) headExecute() token {
 		c.res.Autocommit = r.Autocommit
 	}
 	return t
-}
-
-// dqLiteral notes that t, the text of PREPARE or EXECUTE IMMEDIATE, is quoted with '"': a
-// string, or under ANSI_QUOTES an identifier (and then a syntax error), so the statement's
-// reading depends on the mode.
-func (c *classifier) dqLiteral(t token) {
-	if (t.typ == tString || t.typ == tIdent) && c.lx.s[t.start] == '"' {
-		c.lx.dep |= DependsMode
-	}
 }
 
 // literal classifies the contents of a string literal token. The contents are classified

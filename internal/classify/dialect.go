@@ -57,10 +57,9 @@ const (
 	// DependsVersion: a versioned comment (/*!NNNNN with a version that not every server
 	// runs, /*M!…) or a $tag$ that MySQL 9 reads as the start of a string.
 	DependsVersion Depends = 1 << iota
-	// DependsMode: a backslash inside a '…' or "…" literal (NO_BACKSLASH_ESCAPES and
-	// ANSI_QUOTES end it elsewhere), a "…" literal whose being a string matters
-	// (PREPARE … FROM "…", EXECUTE IMMEDIATE "…": an identifier under ANSI_QUOTES), or a
-	// '[' outside quotes and comments (an identifier's start under MSSQL).
+	// DependsMode: a backslash inside a '…' literal (NO_BACKSLASH_ESCAPES ends it
+	// elsewhere), any "…" (a string, or under ANSI_QUOTES a name without escapes), or a '['
+	// outside quotes and comments (a name's start under MSSQL).
 	DependsMode
 )
 

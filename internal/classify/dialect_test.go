@@ -124,15 +124,17 @@ func TestDialectModes(t *testing.T) {
 		{`SELECT "x\" ; FLUSH LOGS; SELECT "1"`, NoBackslashEscapes, 1<<Select | 1<<Flush, DependsMode},
 		{`SELECT 'x\' ; FLUSH LOGS; SELECT '1'`, AnsiQuotes, 1 << Select, DependsMode},
 		{`SELECT @"x\" ; FLUSH LOGS; SELECT "1"`, AnsiQuotes, 1<<Select | 1<<Flush, DependsMode},
-		{`SELECT 'a''b', "c""d"`, AllModes, 1 << Select, 0},
-		{`SELECT 'a', "b", c`, 0, 1 << Select, 0},
+		{`SELECT 'a''b', "c""d"`, AllModes, 1 << Select, DependsMode},
+		{`SELECT 'a', "b", c`, 0, 1 << Select, DependsMode},
+		{`SELECT 'a', 'b''c', c`, AllModes, 1 << Select, 0},
 		// MSSQL's [identifiers], ]] inside.
 		{`SELECT 1 AS [a;INSERT INTO t SELECT 1;b]`, 0, 1<<Select | 1<<Insert | 1<<Unknown, DependsMode},
 		{`SELECT 1 AS [a;INSERT INTO t SELECT 1;b]`, AnsiQuotes | Brackets, 1 << Select, DependsMode},
 		{`SELECT 1 AS [a'] ; INSERT INTO t SELECT 1; SELECT ['b]`, 0, 1 << Select, DependsMode},
 		{`SELECT 1 AS [a'] ; INSERT INTO t SELECT 1; SELECT ['b]`, AnsiQuotes | Brackets, 1<<Select | 1<<Insert, DependsMode},
 		{`SELECT 1 AS [a]];INSERT INTO t SELECT 1;b]`, AnsiQuotes | Brackets, 1 << Select, DependsMode},
-		{`SELECT '[', "[" /* [ */`, 0, 1 << Select, 0},
+		{`SELECT '[', '\[' /* [ */ -- [`, 0, 1 << Select, DependsMode}, // the backslash, not the [
+		{`SELECT '[' /* [ */ -- [`, 0, 1 << Select, 0},
 		// The text of PREPARE/EXECUTE IMMEDIATE in "…" is an identifier under ANSI_QUOTES.
 		{`EXECUTE IMMEDIATE "SELECT 1"`, 0, 1 << Select, DependsMode},
 		{`EXECUTE IMMEDIATE "SELECT 1"`, AnsiQuotes, 1 << Unknown, DependsMode},

@@ -204,6 +204,7 @@ func (l *lexer) lexOther(i int) (tokType, int) {
 	case '\'':
 		return tString, l.skipString(i, c)
 	case '"':
+		l.dep |= DependsMode // a string, or under ANSI_QUOTES a name (DESCRIBE "t", USE "db")
 		if l.d.Mode&AnsiQuotes != 0 {
 			return tIdent, l.skipQuoted(i, c)
 		}
@@ -220,6 +221,9 @@ func (l *lexer) lexOther(i int) (tokType, int) {
 			return tSysVar, numberEnd(s, i+1)
 		}
 		if i < len(s) {
+			if s[i] == '"' {
+				l.dep |= DependsMode
+			}
 			switch q := s[i]; {
 			case q == '\'' || q == '"' && l.d.Mode&AnsiQuotes == 0:
 				return tUserVar, l.skipString(i+1, q)
