@@ -120,6 +120,17 @@ func (s *session) classify(stmt []byte) classify.Result {
 	return s.readings(stmt, &r)
 }
 
+// classifyPrepared reads the text of a binary prepared statement: as classify, but in every
+// mode, because the statement is prepared again on another node when it first runs there,
+// under the mode the session has then.
+func (s *session) classifyPrepared(stmt []byte) classify.Result {
+	saved := s.sqlMode
+	s.sqlMode.unsure = classify.AllModes
+	r := s.classify(stmt)
+	s.sqlMode = saved
+	return r
+}
+
 // maxDialects bounds the distinct node dialects a statement is read under; more (a topology in
 // the middle of many upgrades at once) makes a versioned comment not a read.
 const maxDialects = 8

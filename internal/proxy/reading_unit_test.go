@@ -87,6 +87,22 @@ func TestSessionReadings(t *testing.T) {
 		}
 	}
 
+	// A binary prepared statement is read in every mode: it is prepared again on a replica
+	// when it first runs there, under the mode of that moment.
+	nodes(maria1011, maria1011)
+	s.sqlMode = newSQLMode()
+	s.sqlMode.observe(0x0002, true)
+	prepared := []byte(`SELECT 'a\' , (SELECT 1 FOR UPDATE) -- '`)
+	if got := s.classify(prepared); got.Kind != classify.Select || got.Flags != 0 {
+		t.Errorf("as a query in the default mode: %v %v", got.Kind, got.Flags)
+	}
+	if got := s.classifyPrepared(prepared); got.Kind != classify.Unknown {
+		t.Errorf("as a prepared statement: %v, want Unknown", got.Kind)
+	}
+	if s.sqlMode.unsure != 0 {
+		t.Errorf("classifyPrepared changed the session's mode knowledge: %b", s.sqlMode.unsure)
+	}
+
 	// An ERR of a statement that may change the mode makes it unknown; of a SELECT, not.
 	nodes(maria1011, maria1011)
 	set := s.settings()

@@ -165,6 +165,7 @@ func (s *session) resetState() {
 	s.state.Epoch++
 	s.begin = s.begin[:0]
 	s.tempTables, s.userLocks = 0, 0
+	s.sqlMode = newSQLMode() // the global sql_mode again: learnt from the next status
 	// s.lastGTID stays: the client's connection goes on, and so does what it wrote (a read
 	// after the reset still sees it at consistency session).
 	bound := s.rs.Bound
