@@ -61,6 +61,11 @@ const (
 	// elsewhere), any "…" (a string, or under ANSI_QUOTES a name without escapes), or a '['
 	// outside quotes and comments (a name's start under MSSQL).
 	DependsMode
+	// DependsCharset: a byte from 0x81 up right before a '\' in a string, or before a '`',
+	// '[' or ']' that opens or closes a name. In the client character sets whose characters
+	// may end in such a byte (big5, cp932, gbk, sjis, gb18030) the server reads the two as
+	// one character, so the string or name ends elsewhere; the lexer reads bytes.
+	DependsCharset
 )
 
 // ParseServerVersion reads the version string a server announces (in its handshake, or as

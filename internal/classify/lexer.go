@@ -210,11 +210,21 @@ func (l *lexer) lexOther(i int) (tokType, int) {
 		}
 		return tString, l.skipString(i, c)
 	case '`':
+		if i >= 2 && s[i-2] >= 0x81 {
+			l.dep |= DependsCharset
+		}
 		return tIdent, l.skipQuoted(i, '`')
 	case '[':
 		l.dep |= DependsMode
+		if i >= 2 && s[i-2] >= 0x81 {
+			l.dep |= DependsCharset
+		}
 		if l.d.Mode&Brackets != 0 {
 			return tIdent, l.skipQuoted(i, ']')
+		}
+	case ']':
+		if i >= 2 && s[i-2] >= 0x81 {
+			l.dep |= DependsCharset // a name's end under MSSQL
 		}
 	case '@':
 		if i < len(s) && s[i] == '@' {
@@ -280,6 +290,9 @@ func (l *lexer) skipString(i int, q byte) int {
 		switch s[i] {
 		case '\\':
 			l.dep |= DependsMode
+			if s[i-1] >= 0x81 {
+				l.dep |= DependsCharset
+			}
 			if l.d.Mode&NoBackslashEscapes == 0 {
 				i += 2
 				continue
@@ -303,6 +316,9 @@ func (l *lexer) skipQuoted(i int, q byte) int {
 	for i < len(s) {
 		switch s[i] {
 		case q:
+			if s[i-1] >= 0x81 && q != '"' {
+				l.dep |= DependsCharset
+			}
 			if i+1 < len(s) && s[i+1] == q {
 				i += 2
 				continue

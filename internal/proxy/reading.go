@@ -20,14 +20,53 @@ import (
 // session's sql_mode has ANSI_QUOTES (MySQL has no such flag).
 const statusAnsiQuotes uint16 = 0x8000
 
-// sqlMode is what the session knows of the sql_mode bits that change how text splits.
+// sqlMode is what the session knows of the sql_mode bits that change how text splits, and of
+// its client character set, which does too (classify.DependsCharset).
 type sqlMode struct {
 	mode   classify.Mode // the bits known set
 	unsure classify.Mode // the bits not known
 	seen   bool          // a status was observed: from a node's login, or a relayed OK/EOF
+
+	// trail: the client character set may have characters whose last byte is '\', '`', '['
+	// or ']' (known: the login's character set or a tracked character_set_client said which;
+	// blind: the client changed what the server tracks, so changes may go unseen).
+	trail, trailKnown, blind bool
 }
 
 func newSQLMode() sqlMode { return sqlMode{unsure: classify.AllModes} }
+
+// trailCollations are the collation ids (as a handshake gives them) of the character sets
+// big5, cp932, gbk, sjis and MySQL's gb18030.
+var trailCollations = [256]bool{1: true, 84: true, 95: true, 96: true, 28: true, 87: true, 13: true, 88: true,
+	248: true, 249: true, 250: true}
+
+// loginCharset learns the character set of a login (a handshake's collation id).
+func (m *sqlMode) loginCharset(collation uint8) {
+	m.trail, m.trailKnown = trailCollations[collation], true
+}
+
+// trackedCharset learns character_set_client's new value from a node's session tracking.
+func (m *sqlMode) trackedCharset(name []byte) {
+	m.trail, m.trailKnown = false, true
+	for _, cs := range [...]string{"big5", "cp932", "gbk", "sjis", "gb18030"} {
+		if len(name) >= len(cs) && eqFoldASCII(name[:len(cs)], cs) {
+			m.trail = true
+		}
+	}
+}
+
+// eqFoldASCII reports whether b equals the lower-case ASCII string lower, ignoring case.
+func eqFoldASCII(b []byte, lower string) bool {
+	for i := range len(lower) {
+		if b[i]|0x20 != lower[i] {
+			return false
+		}
+	}
+	return len(b) == len(lower)
+}
+
+// mayTrail reports whether the client character set may be one with such characters.
+func (m *sqlMode) mayTrail() bool { return m.trail || !m.trailKnown || m.blind }
 
 // observe follows the server status of an OK or EOF from a node (maria: a MariaDB node). Every
 // server reports NO_BACKSLASH_ESCAPES; MariaDB also ANSI_QUOTES, and MSSQL (the only mode with
@@ -58,8 +97,9 @@ func (m *sqlMode) set(bit classify.Mode, on bool) {
 	}
 }
 
-// lost forgets the mode: a statement that may have changed it ended with an ERR, which
-// carries no status.
+// lost forgets the mode: a statement that may have changed it ended with an ERR, which carries
+// no status. (A character set changed by a batch's earlier statement was tracked in their OK;
+// one changed by what runs unseen statements made the session blind already.)
 func (m *sqlMode) lost() { m.unsure = classify.AllModes }
 
 // mayChangeMode reports whether a statement that failed may have changed the session's
@@ -76,6 +116,9 @@ func mayChangeMode(c *classify.Result) bool {
 // modeChangers are the kinds whose statement, in a batch, may change the sql_mode under which
 // the server reads the statements after it.
 const modeChangers = classify.KindSet(1<<classify.Set | 1<<classify.Call | 1<<classify.Execute | 1<<classify.Unknown)
+
+// runsAnything are the kinds whose statement may run statements sluice does not see.
+const runsAnything = classify.KindSet(1<<classify.Call | 1<<classify.Execute | 1<<classify.Unknown)
 
 // nodeDialect is how a node the session opened reads text (from its greeting), and whether
 // its version was understood.
@@ -98,6 +141,11 @@ func (s *session) opened(c *nodeConn, n *topology.Node) {
 	}
 	if !s.sqlMode.seen {
 		s.sqlMode.observe(c.Status, c.dialect.Flavor == classify.FlavorMariaDB)
+		cs := s.charset
+		if cs == 0 && c.Handshake != nil {
+			cs = c.Handshake.Charset // the server's default
+		}
+		s.sqlMode.loginCharset(cs)
 	}
 }
 
@@ -139,8 +187,14 @@ const maxDialects = 8
 // reading it could get, and returns the one they agree on, or an Unknown that is no read.
 func (s *session) readings(stmt []byte, r *classify.Result) classify.Result {
 	unsure := s.sqlMode.unsure
-	if r.Flags&classify.Multi != 0 && r.Kinds&modeChangers != 0 {
+	changer := r.Flags&classify.Multi != 0 && r.Kinds&modeChangers != 0
+	if changer {
 		unsure = classify.AllModes // a statement of the batch may change the mode for the next
+	}
+	if r.Depends&classify.DependsCharset != 0 && (changer || s.sqlMode.mayTrail()) {
+		// The lexer reads bytes: in a character set whose characters may end in '\' or a
+		// quote, it cannot tell where this text's strings or names end.
+		return disputed(r)
 	}
 	if r.Depends&classify.DependsMode == 0 {
 		unsure = 0

@@ -189,6 +189,55 @@ func TestSQLModeSplits(t *testing.T) {
 	}
 }
 
+// TestCharsetSplits: under SET NAMES gbk the server reads '\xbf\' as a string of one character,
+// so SELECT '\xbf\' ; INSERT … ; SELECT '1' is three statements; sluice, which reads bytes,
+// does not send such text to a replica when the client character set may be one of those.
+// Before, it went to a replica as one SELECT.
+func TestCharsetSplits(t *testing.T) {
+	s := startSluice(t, replicaReads)
+	ctx := context.Background()
+	rw := open(t, dsn(s.rw, "app", "app", "test", "multiStatements=true"))
+	mustExec(t, rw, "CREATE TABLE IF NOT EXISTS t_cs (id INT)")
+	mustExec(t, rw, "DELETE FROM t_cs")
+	trap := "SELECT '\xbf\\' ; FLUSH LOGS; SELECT '1'"
+	c := conn(t, rw)
+	if _, err := c.ExecContext(ctx, "SET NAMES gbk"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ExecContext(ctx, trap); err != nil {
+		t.Fatal(err)
+	}
+	if node, role, reason := lastRoute(t, c); role != "primary" {
+		t.Errorf("under gbk: ran on %s (%s, %s)", node, role, reason)
+	}
+	ro := open(t, dsn(s.ro, "app", "app", "test", "multiStatements=true"))
+	rc := conn(t, ro)
+	if _, err := rc.ExecContext(ctx, "SET NAMES gbk"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := rc.ExecContext(ctx, "SELECT '\xbf\\' ; INSERT INTO t_cs VALUES (1); SELECT '1'")
+	if me := mysqlErr(t, err); me.Number != 1290 {
+		t.Errorf("under gbk on the read-only endpoint: %v", err)
+	}
+	// Under utf8mb4 the same bytes are one SELECT (0xbf is no character's start): a read.
+	c2 := conn(t, rw)
+	if _, err := c2.ExecContext(ctx, "SET NAMES utf8mb4"); err != nil {
+		t.Fatal(err)
+	}
+	var v []byte
+	if err := c2.QueryRowContext(ctx, "SELECT '\xbf\\' ; FLUSH LOGS; SELECT '").Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	if node, role, _ := lastRoute(t, c2); role != "replica" {
+		t.Errorf("under utf8mb4: ran on %s", node)
+	}
+	for name, n := range replicaRows(t, "test.t_cs") {
+		if n != 0 {
+			t.Errorf("%s holds %d rows", name, n)
+		}
+	}
+}
+
 // TestHugeStatementReadOnly: a statement too large to hold whole is refused by the read-only
 // endpoint, unsent: its head cannot show what its tail does. Before, the statement
 // (a SELECT whose comment hides 1.1 MiB, then SET SESSION TRANSACTION READ WRITE and an INSERT)

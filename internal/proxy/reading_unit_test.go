@@ -135,6 +135,56 @@ func TestSessionReadings(t *testing.T) {
 	}
 }
 
+// TestSessionReadingsCharset: in big5, cp932, gbk and sjis a byte from 0x81 up and a '\' after
+// it are one character; the session follows its client character set (login, tracked
+// character_set_client), and where it may be one of those such text is not a read.
+func TestSessionReadingsCharset(t *testing.T) {
+	r := newTwoNodeSession(t, []int{0, 100}, &memConn{}, &memConn{})
+	s := r.s
+	trap := []byte("SELECT '\xbf\\' ; INSERT INTO t VALUES (1); SELECT '1'")
+	read := func() bool { return s.classify(trap).Kinds == 1<<classify.Select }
+	fresh := func(collation uint8) {
+		s.sqlMode = newSQLMode()
+		s.sqlMode.observe(0x0002, true)
+		s.sqlMode.loginCharset(collation)
+	}
+	fresh(45) // utf8mb4_general_ci
+	if !read() {
+		t.Error("utf8mb4: not read as one SELECT")
+	}
+	fresh(28) // gbk_chinese_ci
+	if read() {
+		t.Error("gbk at login: read as one SELECT")
+	}
+	fresh(45)
+	s.sqlMode.trackedCharset([]byte("gbk"))
+	if read() {
+		t.Error("gbk tracked: read as one SELECT")
+	}
+	s.sqlMode.trackedCharset([]byte("utf8mb4"))
+	if !read() {
+		t.Error("utf8mb4 tracked again: not read as one SELECT")
+	}
+	if got := s.classify(append([]byte("SET NAMES gbk; "), trap...)); got.Kind != classify.Unknown {
+		t.Errorf("a batch that may change the character set: %v", got.Kind)
+	}
+	// After text that may run anything, or a change of what is tracked, changes may go unseen.
+	for _, stmt := range []string{"CALL p()", "SET SESSION session_track_system_variables = ''", "EXECUTE IMMEDIATE @q"} {
+		fresh(45)
+		c := s.classify([]byte(stmt))
+		if err := s.after(&c, []byte(stmt), route.Decision{Node: 0}, s.settings()); err != nil {
+			t.Fatal(err)
+		}
+		if read() {
+			t.Errorf("after %s: read as one SELECT", stmt)
+		}
+	}
+	fresh(45)
+	if b := []byte("SELECT '\xe4\xb8\xad\\n' FROM `\xe4\xb8\xad`"); s.classify(b).Kind != classify.Select {
+		t.Error("utf8mb4 text with a backslash after a character read otherwise")
+	}
+}
+
 // A read-only session reads a versioned comment as its bound replica does.
 func TestSessionReadingsReadOnly(t *testing.T) {
 	r := newTwoNodeSession(t, []int{0, 100}, &memConn{}, &memConn{})

@@ -57,6 +57,12 @@ func (s *session) after(c *classify.Result, stmt []byte, d route.Decision, set *
 		// longer say their GTID.
 		s.gtidTracked = false
 	}
+	if (c.Kind == classify.Set || c.Kind == classify.Prepare || c.Flags&classify.SetStatement != 0) && mentionsFold(stmt, "session_track") ||
+		c.Kinds&runsAnything != 0 {
+		// Nor may a change of the client character set be reported any more (or, after text
+		// that may run anything, be known to be).
+		s.sqlMode.blind = true
+	}
 	if s.failed && d.Node >= 0 && s.p.topo.Snapshot().IsPrimary(d.Node) && mayCommit(c) {
 		// The primary answered with an error, but a statement that can commit may have done
 		// so first (a DDL's implicit commit, a procedure's earlier statements), and an ERR
