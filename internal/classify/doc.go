@@ -43,15 +43,18 @@
 //
 // Result.Depends says what another server or mode would read otherwise: DependsVersion for a
 // versioned comment not every supported server (MariaDB 10+, MySQL 5.7+) runs alike, or a
-// $tag$; DependsMode for a backslash in a string, any "…", or a '[' token. Zero means every
-// supported server in every mode reads the text as this reading did (FuzzClassify checks it),
+// $tag$; DependsMode for a backslash in a string, any "…", or a '[' token; DependsCharset
+// (below). Zero means every supported server in every mode and character set reads the text
+// as this reading did (FuzzClassify checks it for servers and modes),
 // so the proxy reads once; otherwise it reads under every dialect its nodes and the session's
 // possible modes give, and treats text whose readings differ (Result, Statements and where
 // each statement ends, Splits) as not understood.
 //
-// Not modelled: multi-byte client character sets whose characters may end in a byte that
-// is '\' or '`' (big5, cp932, gbk, gb18030, sjis), under which a string or name ends
-// elsewhere; sluice's clients are expected to use a character set without such characters.
+// The lexer reads bytes, not characters: in big5, cp932, gbk, sjis and gb18030 a byte from
+// 0x81 up and a '\', '`', '[' or ']' after it are one character, and a string or name ends
+// elsewhere. It does not read those sets; it marks text where that matters (DependsCharset),
+// which the proxy then does not send to a replica unless the session's set is known to be
+// another.
 //
 // # Decisions
 //

@@ -172,6 +172,9 @@ func (s *session) resetState() {
 	s.begin = s.begin[:0]
 	s.tempTables, s.userLocks = 0, 0
 	s.sqlMode = newSQLMode() // the global sql_mode again: learnt from the next status
+	if s.charset != 0 {
+		s.sqlMode.loginCharset(s.charset) // and the login's character set (MariaDB 10.11)
+	}
 	// s.lastGTID stays: the client's connection goes on, and so does what it wrote (a read
 	// after the reset still sees it at consistency session).
 	bound := s.rs.Bound
