@@ -310,26 +310,29 @@ func (l *lexer) skipString(i int, q byte) int {
 }
 
 // skipQuoted is skipString without backslash escapes, for `identifiers` (and "identifiers"
-// under AnsiQuotes, where a backslash makes the reading depend on the mode).
+// under AnsiQuotes, where a backslash makes the reading depend on the mode, and [identifiers]
+// under Brackets, q being ']').
 func (l *lexer) skipQuoted(i int, q byte) int {
 	s := l.s
-	for i < len(s) {
-		switch s[i] {
-		case q:
-			if s[i-1] >= 0x81 && q != '"' {
-				l.dep |= DependsCharset
-			}
-			if i+1 < len(s) && s[i+1] == q {
-				i += 2
-				continue
-			}
-			return i + 1
-		case '\\':
-			if q == '"' {
+	for {
+		j := bytes.IndexByte(s[i:], q)
+		if j < 0 {
+			if q == '"' && bytes.IndexByte(s[i:], '\\') >= 0 {
 				l.dep |= DependsMode
 			}
+			return len(s)
 		}
-		i++
+		if q == '"' && bytes.IndexByte(s[i:i+j], '\\') >= 0 {
+			l.dep |= DependsMode
+		}
+		i += j
+		if q != '"' && s[i-1] >= 0x81 {
+			l.dep |= DependsCharset
+		}
+		if i+1 < len(s) && s[i+1] == q {
+			i += 2
+			continue
+		}
+		return i + 1
 	}
-	return len(s)
 }
