@@ -20,7 +20,8 @@ import (
 
 // TestDifferential generates batches full of what makes readings differ (versioned comments
 // of every digit count and version, quotes, backslashes, --, # and /* */ comments, sql_mode
-// NO_BACKSLASH_ESCAPES, ANSI_QUOTES and MariaDB's MSSQL with its [identifiers]), runs each on a live node as one COM_QUERY, and compares
+// NO_BACKSLASH_ESCAPES, ANSI_QUOTES and MariaDB's MSSQL with its [identifiers], client
+// character sets whose characters may end in '\' or '`'), runs each on a live node as one COM_QUERY, and compares
 // what the server ran, by its Com_* counters, with the classifier's reading under the node's
 // dialect and the session's mode:
 //
@@ -47,25 +48,32 @@ func TestDifferential(t *testing.T) {
 	srv.exec(t, "USE difftest")
 
 	g := gen{r: rand.New(rand.NewPCG(seed, 1))}
-	modes := []struct {
-		sql  string
-		mode classify.Mode
-	}{
-		{"''", 0},
-		{"'NO_BACKSLASH_ESCAPES'", classify.NoBackslashEscapes},
-		{"'ANSI_QUOTES'", classify.AnsiQuotes},
-		{"'NO_BACKSLASH_ESCAPES,ANSI_QUOTES'", classify.NoBackslashEscapes | classify.AnsiQuotes},
+	// Each session setting: sql_mode, what it means to the lexer, and the client character set
+	// (gbk, sjis, big5: a byte from 0x81 up and the next are one character).
+	type setting struct {
+		sql     string
+		mode    classify.Mode
+		charset string
+	}
+	modes := []setting{
+		{"''", 0, "utf8mb4"},
+		{"'NO_BACKSLASH_ESCAPES'", classify.NoBackslashEscapes, "utf8mb4"},
+		{"'ANSI_QUOTES'", classify.AnsiQuotes, "utf8mb4"},
+		{"'NO_BACKSLASH_ESCAPES,ANSI_QUOTES'", classify.NoBackslashEscapes | classify.AnsiQuotes, "utf8mb4"},
+		{"''", 0, "gbk"},
+		{"''", 0, "sjis"},
+		{"'NO_BACKSLASH_ESCAPES'", classify.NoBackslashEscapes, "big5"},
+		{"''", 0, "latin1"},
 	}
 	if dialect.Flavor == classify.FlavorMariaDB {
-		modes = append(modes, struct {
-			sql  string
-			mode classify.Mode
-		}{"'MSSQL'", classify.AnsiQuotes | classify.Brackets})
+		modes = append(modes, setting{"'MSSQL'", classify.AnsiQuotes | classify.Brackets, "utf8mb4"},
+			setting{"'MSSQL'", classify.AnsiQuotes | classify.Brackets, "gbk"})
 	}
 	cur := -1
 	var ran, whole, multi, mismatches int
 	for i := range n {
 		if m := g.r.IntN(len(modes)); m != cur {
+			srv.exec(t, "SET NAMES "+modes[m].charset)
 			srv.exec(t, "SET SESSION sql_mode="+modes[m].sql)
 			// The status flags say the mode, as the proxy reads them (0x8000: MariaDB only).
 			st := srv.bc.Status
@@ -89,7 +97,11 @@ func TestDifferential(t *testing.T) {
 			}
 		}
 		var bad string
+		multiByte := modes[cur].charset != "utf8mb4" && modes[cur].charset != "latin1"
 		switch {
+		case multiByte && r.Depends&classify.DependsCharset != 0:
+			// Read otherwise by the server, as DependsCharset says: the proxy does not send
+			// such text to a replica where the character set may be this one.
 		case isRead(r.Kinds) && kinds&^readKinds != 0:
 			bad = "DANGER: the classifier reads only reads, the server ran more"
 		case runErr == nil && (count != int(r.Statements) || kinds != r.Kinds):
@@ -99,8 +111,8 @@ func TestDifferential(t *testing.T) {
 		}
 		if bad != "" {
 			mismatches++
-			t.Errorf("batch %d, sql_mode %s: %s\n  text: %q\n  classifier: %d statements, kinds %s\n  server: %d statements, kinds %s, error %v",
-				i, modes[cur].sql, bad, batch, r.Statements, kindNames(r.Kinds), count, kindNames(kinds), runErr)
+			t.Errorf("batch %d, sql_mode %s, names %s: %s\n  text: %q\n  classifier: %d statements, kinds %s\n  server: %d statements, kinds %s, error %v",
+				i, modes[cur].sql, modes[cur].charset, bad, batch, r.Statements, kindNames(r.Kinds), count, kindNames(kinds), runErr)
 			if mismatches > 20 {
 				t.Fatal("too many mismatches")
 			}
@@ -263,7 +275,12 @@ func (g *gen) batch() string {
 func (g *gen) trap() string {
 	hidden := g.pick("INSERT INTO t SELECT 1", "DO 1", "SET @x = 1")
 	q := g.pick("'", "\"")
-	switch g.r.IntN(5) {
+	switch g.r.IntN(6) {
+	case 5:
+		hi := g.pick("\xbf", "\x81", "\xe4\xb8")
+		return g.pick("SELECT '"+hi+"\\' ; "+hidden+"; SELECT '1'",
+			"SELECT 1 AS `"+hi+"` ; "+hidden+"; SELECT 1 AS `a`",
+			"SELECT 1 AS "+hi+"` ; "+hidden+"; SELECT 1 AS "+hi+"`")
 	case 4:
 		return "SELECT 1 AS [" + g.pick("a", q, "a]]") + "] ; " + hidden + "; SELECT [" + g.pick("b", q) + "]"
 	case 0:
@@ -309,7 +326,7 @@ func (g *gen) decoration(depth int) string {
 	case 5:
 		return g.pick(",", "+", "-", " - -1", "--1", "/ 1", "* 1")
 	}
-	return g.pick("'", "\"", "`", "\\", "*/", "/*", "[", "]", "AS [a]")
+	return g.pick("'", "\"", "`", "\\", "*/", "/*", "[", "]", "AS [a]", "AS `\xbf`", "AS \xbf`", "AS `\xe4\xb8\xad`")
 }
 
 func (g *gen) versioned(depth int) string {
@@ -345,7 +362,7 @@ func (g *gen) str(depth int) string {
 		case 2:
 			b.WriteString(q + q)
 		case 3:
-			b.WriteString(g.pick("a", "*/", "/*", "--", "#", "`", "[", "]"))
+			b.WriteString(g.pick("a", "*/", "/*", "--", "#", "`", "[", "]", "\xbf", "\x81", "\xe4\xb8\xad"))
 		default:
 			if depth < 2 {
 				b.WriteString(g.pick(";", "; ") + g.stmt(depth+1) + g.pick("; SELECT "+q, ""))
