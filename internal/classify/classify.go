@@ -36,6 +36,7 @@ func (c *classifier) classify(stmt []byte, nest int) {
 	c.nest = nest
 	c.hint()
 	c.run()
+	c.res.Depends = c.lx.dep
 }
 
 // stmt is what the classifier knows about the statement it is in.
@@ -79,6 +80,22 @@ type classifier struct {
 func (c *classifier) run() {
 	for first := true; ; first = false {
 		t := c.lx.next()
+		if t.typ == tSemi {
+			// Empty statements: at the end of the text (with whitespace and comments) the
+			// server ignores them (or, alone, answers 1065); before another statement it
+			// refuses the whole text (1064), which is read here as an empty statement,
+			// Unknown (Kind's zero value when it comes first).
+			for t.typ == tSemi {
+				t = c.lx.next()
+			}
+			if t.typ == tEOF {
+				return
+			}
+			c.res.Flags |= Multi
+			c.res.Kinds |= 1 << Unknown
+			c.res.Statements++
+			first = false
+		}
 		if t.typ == tEOF {
 			return
 		}
@@ -89,8 +106,19 @@ func (c *classifier) run() {
 		c.depth = 0
 		t = c.rest(c.head(t))
 		c.finish(first)
+		if c.res.Statements < 65535 {
+			c.res.Statements++
+		}
+		// Where the statement ended, so that two readings that split the text differently
+		// differ in Result even when their kinds agree.
+		c.res.Splits = (c.res.Splits ^ uint32(t.end)) * 16777619
 		if t.typ == tEOF {
 			return
+		}
+		if !c.lx.hasPeek {
+			// The server lexes each statement of a batch afresh: an executable comment
+			// open at the ';' is not open in the next statement, whose "*/" is text.
+			c.lx.exec = false
 		}
 	}
 }
@@ -153,7 +181,7 @@ func (c *classifier) nameOf(t token) [2]int32 {
 		return [2]int32{t.start, t.end}
 	case tIdent:
 		end := t.end
-		if end-t.start >= 2 && c.lx.s[end-1] == '`' {
+		if end-t.start >= 2 && (c.lx.s[end-1] == c.lx.s[t.start] || c.lx.s[end-1] == ']') {
 			end--
 		}
 		return [2]int32{t.start + 1, end}
@@ -796,7 +824,9 @@ func (c *classifier) literal(t token) (r Result, allLocks bool) {
 		end--
 	}
 	var in classifier
+	in.lx.d = c.lx.d
 	in.classify(s[t.start+1:end], c.nest+1)
+	c.lx.dep |= in.lx.dep
 	return in.res, in.allLocks
 }
 

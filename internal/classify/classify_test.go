@@ -213,7 +213,9 @@ var kindCases = []kindCase{
 	{"SELECT 1; # done", Select, 0},
 	{"SELECT 1; SELECT 2", Select, Multi},
 	{"SELECT 1;SELECT 2;", Select, Multi},
-	{"SELECT 1;;", Select, Multi},
+	{"SELECT 1;;", Select, 0}, // the server ignores trailing ';' (checked on MariaDB 10.11)
+	{"SELECT 1; ; /* c */ ;", Select, 0},
+	{"SELECT 1;;SELECT 2", Select, Multi}, // refused whole (1064): an empty statement, Unknown
 	{";;;SELECT 1;;;", Unknown, Multi},
 	{"; SELECT 1", Unknown, Multi},
 	{"SELECT ';' FROM t", Select, 0},

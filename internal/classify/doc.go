@@ -11,18 +11,50 @@
 //
 // # What the lexer sees
 //
-// Whitespace and comments (-- , #, /* */) are skipped. Executable comments (/*!…*/,
-// /*!NNNNN…*/, /*M!…*/, /*M!NNNNNN…*/) are statement text, because the server runs them
-// (mysqldump wraps SET and CREATE in them); the version is not compared with the server's:
-// a comment for a newer server is classified as if it ran, which errs toward the primary.
-// Strings ('…', "…", with doubled quotes and backslash escapes) and `identifiers` never
-// hold keywords. Keywords are case-insensitive whole words; a word after '.' is a qualified
-// name, never a keyword (t.update, db.get_lock(…)). A function counts only when '(' follows,
-// possibly after whitespace or comments, so a column named get_lock does not.
+// Whitespace and comments (-- followed by a space or control character, #, /* */) are
+// skipped. Strings ('…', "…", with doubled quotes and backslash escapes) and `identifiers`
+// never hold keywords. Keywords are case-insensitive whole words; a word after '.' is a
+// qualified name, never a keyword (t.update, db.get_lock(…)). A function counts only when '('
+// follows, possibly after whitespace or comments, so a column named get_lock does not.
 //
-// The lexer assumes the default sql_mode: under NO_BACKSLASH_ESCAPES a string ending in a
-// backslash ends one quote later here, and under ANSI_QUOTES "…" is an identifier, which is
-// harmless since neither holds keywords.
+// The text is read as one server reads it, in one session's sql_mode (ClassifyFor and its
+// Dialect; Classify reads for no server in particular, FlavorAny). The rules, from the
+// servers' lexers and checked on MariaDB 10.11 by the differential test (servertest):
+//
+//   - /*!NNNNN …*/ runs when NNNNN is not above the server's version (MAJOR*10000 +
+//     MINOR*100 + PATCH); then its content is statement text, else the whole comment is a comment, its
+//     quotes, ';' and -- included. A comment that does not run may hold one ordinary /* */
+//     inside; an ordinary comment holds none. /*! without five digits always runs, the
+//     digits being content.
+//   - MariaDB reads five digits, or six when a sixth follows (a seventh is content), and never
+//     runs /*! versions 50700–99999 (MySQL's); /*M!NNNNNN …*/ runs on MariaDB at or above
+//     its version, 50700–99999 included. MariaDB before 11 greets with "5.5.5-10.x…":
+//     ParseServerVersion skips the prefix.
+//   - MySQL reads exactly five digits; from 8.0.34 six when whitespace follows the sixth. To
+//     MySQL /*M! is an ordinary comment. MySQL 9 reads $tag$ … $tag$ as a string.
+//   - FlavorAny runs every versioned comment, five or six digits.
+//   - A statement of a batch starts afresh: an executable comment open at its ';' is closed
+//     (MariaDB refuses such a batch whole).
+//   - NO_BACKSLASH_ESCAPES: a backslash in a string is a character ('x\' ends at its second
+//     quote). ANSI_QUOTES: "…" quotes a name, without escapes. MariaDB's MSSQL (which implies
+//     ANSI_QUOTES) quotes names in [ … ] too, ]] standing for ].
+//   - ';' after the last statement, with whitespace and comments, ends the text (the server
+//     ignores them); an empty statement between two is Unknown (the server refuses the text).
+//
+// Result.Depends says what another server or mode would read otherwise: DependsVersion for a
+// versioned comment not every supported server (MariaDB 10+, MySQL 5.7+) runs alike, or a
+// $tag$; DependsMode for a backslash in a string, any "…", or a '[' token; DependsCharset
+// (below). Zero means every supported server in every mode and character set reads the text
+// as this reading did (FuzzClassify checks it for servers and modes),
+// so the proxy reads once; otherwise it reads under every dialect its nodes and the session's
+// possible modes give, and treats text whose readings differ (Result, Statements and where
+// each statement ends, Splits) as not understood.
+//
+// The lexer reads bytes, not characters: in big5, cp932, gbk, sjis and gb18030 a byte from
+// 0x81 up and a '\', '`', '[' or ']' after it are one character, and a string or name ends
+// elsewhere. It does not read those sets; it marks text where that matters (DependsCharset),
+// which the proxy then does not send to a replica unless the session's set is known to be
+// another.
 //
 // # Decisions
 //

@@ -34,6 +34,9 @@ func FuzzClassify(f *testing.F) {
 		f.Add([]byte(tc.in))
 	}
 	f.Add([]byte(longSelect))
+	for _, tc := range dialectCases {
+		f.Add([]byte(tc.in))
+	}
 	f.Fuzz(func(t *testing.T, stmt []byte) {
 		orig := bytes.Clone(stmt)
 		r := Classify(stmt)
@@ -76,6 +79,7 @@ func FuzzClassify(f *testing.F) {
 		}
 		checkSession(t, stmt, &r)
 		checkKill(t, stmt, &r)
+		checkDepends(t, stmt)
 		if !bytes.Equal(stmt, orig) {
 			t.Fatal("a scanner modified its input")
 		}
@@ -125,5 +129,41 @@ func checkKill(t *testing.T, stmt []byte, r *Result) {
 	}
 	if r.Kind != Kill || !FirstWordIs(stmt, "KILL") {
 		t.Fatalf("ParseKill accepts a %v", r.Kind)
+	}
+}
+
+// fuzzDialects are servers sluice supports (MariaDB 10+, MySQL 5.7+) around the versions
+// where their rules change.
+var fuzzDialects = []Dialect{
+	{Flavor: FlavorMariaDB, Version: 100000}, maria1011, maria1104,
+	mysql57, mysql8033, mysql8034, mysql84, mysql90,
+}
+
+// checkDepends checks that Depends tells every reading that may differ: a text whose reading
+// under one mode does not depend on the server reads the same under every server in that
+// mode, and one whose reading does not depend on the mode reads the same in every mode. The
+// proxy reads once when Depends is zero: a dependence missed here is a misread there.
+func checkDepends(t *testing.T, stmt []byte) {
+	same := func(a, b Result) bool {
+		a.Depends, b.Depends = 0, 0
+		return a == b
+	}
+	for _, m := range []Mode{0, NoBackslashEscapes, AnsiQuotes, AnsiQuotes | Brackets, AllModes} {
+		base := ClassifyFor(stmt, Dialect{Mode: m})
+		if base.Depends&DependsVersion == 0 {
+			for _, d := range fuzzDialects {
+				d.Mode = m
+				if r := ClassifyFor(stmt, d); !same(r, base) {
+					t.Fatalf("mode %b: no DependsVersion, but %+v reads %+v, any server %+v", m, d, r, base)
+				}
+			}
+		}
+		if base.Depends&DependsMode == 0 {
+			for _, m2 := range []Mode{0, NoBackslashEscapes, AnsiQuotes, AnsiQuotes | Brackets, AllModes} {
+				if r := ClassifyFor(stmt, Dialect{Mode: m2}); !same(r, base) {
+					t.Fatalf("no DependsMode under mode %b, but mode %b reads %+v, not %+v", m, m2, r, base)
+				}
+			}
+		}
 	}
 }

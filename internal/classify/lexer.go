@@ -78,12 +78,16 @@ func isWordByte(c byte) bool { return charClass[c] >= cWord }
 
 // lexer splits a statement into tokens in one forward pass with one token of lookahead.
 // It skips whitespace and comments, and treats executable comments (/*!…*/, /*!NNNNN…*/,
-// /*M!…*/, /*M!NNNNNN…*/) as statement text: the markers are skipped, the content is lexed,
-// because the server runs it (mysqldump wraps SET and CREATE statements in them).
+// /*M!…*/, /*M!NNNNNN…*/) that run on its Dialect's server as statement text: the markers
+// are skipped, the content is lexed, because the server runs it (mysqldump wraps SET and
+// CREATE statements in them). A versioned comment that does not run there is a comment.
 type lexer struct {
 	s    []byte
 	i    int  // next byte to lex
 	exec bool // inside an executable comment, whose "*/" is skipped like whitespace
+
+	d   Dialect // the server and sql_mode whose reading the lexer follows
+	dep Depends // what met so far another server or mode would read otherwise
 
 	peeked  token
 	hasPeek bool
@@ -125,11 +129,15 @@ func (l *lexer) scan() token {
 	var typ tokType
 	switch charClass[s[i]] {
 	case cWord:
-		typ, i = tWord, wordEnd(s, i+1)
+		if s[i] == '$' {
+			typ, i = l.dollar(i)
+		} else {
+			typ, i = tWord, wordEnd(s, i+1)
+		}
 	case cDigit:
 		typ, i = tNumber, numberEnd(s, i+1)
 	default:
-		typ, i = lexOther(s, i)
+		typ, i = l.lexOther(i)
 	}
 	l.i = i
 	return token{typ: typ, start: int32(start), end: int32(i)}
@@ -153,19 +161,12 @@ func (l *lexer) skip(i int) int {
 		switch {
 		case c == '#':
 			i = skipLine(s, i+1)
-		case c == '-' && i+1 < len(s) && s[i+1] == '-' && (i+2 == len(s) || s[i+2] <= ' '):
+		case c == '-' && i+1 < len(s) && s[i+1] == '-' && (i+2 == len(s) || s[i+2] <= ' ' || s[i+2] == 0x7f):
 			// "--" starts a comment only when a space or control character follows, so
 			// that 1--1 stays arithmetic, as in the server.
 			i = skipLine(s, i+2)
 		case c == '/' && i+1 < len(s) && s[i+1] == '*':
-			switch {
-			case i+2 < len(s) && s[i+2] == '!':
-				i, l.exec = skipVersion(s, i+3), true
-			case i+3 < len(s) && s[i+2] == 'M' && s[i+3] == '!':
-				i, l.exec = skipVersion(s, i+4), true
-			default:
-				i = skipComment(s, i+2)
-			}
+			i = l.comment(i)
 		case c == '*' && l.exec && i+1 < len(s) && s[i+1] == '/':
 			i, l.exec = i+2, false
 		default:
@@ -195,24 +196,49 @@ func numberEnd(s []byte, i int) int {
 
 // lexOther lexes the token at s[i], which does not start a word or a number, and returns
 // its type and end.
-func lexOther(s []byte, i int) (tokType, int) {
+func (l *lexer) lexOther(i int) (tokType, int) {
+	s := l.s
 	c := s[i]
 	i++
 	switch c {
-	case '\'', '"':
-		return tString, skipString(s, i, c)
+	case '\'':
+		return tString, l.skipString(i, c)
+	case '"':
+		l.dep |= DependsMode // a string, or under ANSI_QUOTES a name (DESCRIBE "t", USE "db")
+		if l.d.Mode&AnsiQuotes != 0 {
+			return tIdent, l.skipQuoted(i, c)
+		}
+		return tString, l.skipString(i, c)
 	case '`':
-		return tIdent, skipQuoted(s, i, '`')
+		if i >= 2 && s[i-2] >= 0x81 {
+			l.dep |= DependsCharset
+		}
+		return tIdent, l.skipQuoted(i, '`')
+	case '[':
+		l.dep |= DependsMode
+		if i >= 2 && s[i-2] >= 0x81 {
+			l.dep |= DependsCharset
+		}
+		if l.d.Mode&Brackets != 0 {
+			return tIdent, l.skipQuoted(i, ']')
+		}
+	case ']':
+		if i >= 2 && s[i-2] >= 0x81 {
+			l.dep |= DependsCharset // a name's end under MSSQL
+		}
 	case '@':
 		if i < len(s) && s[i] == '@' {
 			return tSysVar, numberEnd(s, i+1)
 		}
 		if i < len(s) {
-			switch s[i] {
-			case '\'', '"':
-				return tUserVar, skipString(s, i+1, s[i])
-			case '`':
-				return tUserVar, skipQuoted(s, i+1, '`')
+			if s[i] == '"' {
+				l.dep |= DependsMode
+			}
+			switch q := s[i]; {
+			case q == '\'' || q == '"' && l.d.Mode&AnsiQuotes == 0:
+				return tUserVar, l.skipString(i+1, q)
+			case q == '`' || q == '"':
+				return tUserVar, l.skipQuoted(i+1, q)
 			}
 		}
 		return tUserVar, numberEnd(s, i)
@@ -255,27 +281,22 @@ func skipComment(s []byte, i int) int {
 	return len(s)
 }
 
-// skipVersion skips the server version of an executable comment: five digits (MySQL's
-// 40101) or six (MariaDB's 100100, MySQL 8's 800xx). Other digit runs are content.
-func skipVersion(s []byte, i int) int {
-	n := 0
-	for i+n < len(s) && n < 6 && s[i+n] >= '0' && s[i+n] <= '9' {
-		n++
-	}
-	if n >= 5 {
-		return i + n
-	}
-	return i
-}
-
 // skipString returns the index after the closing quote q of a string whose body starts at i.
-// A doubled quote and a backslash escape stay inside. Unterminated: len(s).
-func skipString(s []byte, i int, q byte) int {
+// A doubled quote stays inside, and so does a backslash escape unless the lexer's mode is
+// NoBackslashEscapes. A backslash makes the reading depend on the mode. Unterminated: len(s).
+func (l *lexer) skipString(i int, q byte) int {
+	s := l.s
 	for i < len(s) {
 		switch s[i] {
 		case '\\':
-			i += 2
-			continue
+			l.dep |= DependsMode
+			if s[i-1] >= 0x81 {
+				l.dep |= DependsCharset
+			}
+			if l.d.Mode&NoBackslashEscapes == 0 {
+				i += 2
+				continue
+			}
 		case q:
 			if i+1 < len(s) && s[i+1] == q {
 				i += 2
@@ -288,17 +309,30 @@ func skipString(s []byte, i int, q byte) int {
 	return len(s)
 }
 
-// skipQuoted is skipString without backslash escapes, for `identifiers`.
-func skipQuoted(s []byte, i int, q byte) int {
-	for i < len(s) {
-		if s[i] == q {
-			if i+1 < len(s) && s[i+1] == q {
-				i += 2
-				continue
+// skipQuoted is skipString without backslash escapes, for `identifiers` (and "identifiers"
+// under AnsiQuotes, where a backslash makes the reading depend on the mode, and [identifiers]
+// under Brackets, q being ']').
+func (l *lexer) skipQuoted(i int, q byte) int {
+	s := l.s
+	for {
+		j := bytes.IndexByte(s[i:], q)
+		if j < 0 {
+			if q == '"' && bytes.IndexByte(s[i:], '\\') >= 0 {
+				l.dep |= DependsMode
 			}
-			return i + 1
+			return len(s)
 		}
-		i++
+		if q == '"' && bytes.IndexByte(s[i:i+j], '\\') >= 0 {
+			l.dep |= DependsMode
+		}
+		i += j
+		if q != '"' && s[i-1] >= 0x81 {
+			l.dep |= DependsCharset
+		}
+		if i+1 < len(s) && s[i+1] == q {
+			i += 2
+			continue
+		}
+		return i + 1
 	}
-	return len(s)
 }

@@ -265,6 +265,15 @@ type Result struct {
 	Name [2]int32
 	// Kinds holds the kind of every statement in the text (one bit for a single statement).
 	Kinds KindSet
+	// Statements counts the statements of the text (an empty one between two ';' counts;
+	// trailing whitespace and comments do not), saturating at 65535.
+	Statements uint16
+	// Splits is a hash of where each statement ends: two readings of one text that split it
+	// differently differ here.
+	Splits uint32
+	// Depends tells what in the text another server or sql_mode would read otherwise
+	// (ClassifyFor); zero when every reading is this one.
+	Depends Depends
 }
 
 // itoa formats small non-negative numbers for String methods without importing strconv.

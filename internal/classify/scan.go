@@ -115,7 +115,13 @@ func (c *classifier) fast() token {
 			i++
 			continue
 		case cWord:
-			typ, i = tWord, wordEnd(s, i+1)
+			if ch == '$' {
+				if typ, i = l.dollar(i); typ != tWord {
+					break
+				}
+			} else {
+				typ, i = tWord, wordEnd(s, i+1)
+			}
 			if n := i - start; prev.typ == tDot {
 				look = n == 7 // seq.nextval, seq.currval, seq.lastval
 			} else {
@@ -144,9 +150,9 @@ func (c *classifier) fast() token {
 				i = j
 				continue
 			}
-			typ, i = lexOther(s, i) // '-', '/', '*' as operators
+			typ, i = l.lexOther(i) // '-', '/', '*' as operators
 		default:
-			typ, i = lexOther(s, i)
+			typ, i = l.lexOther(i)
 			look = typ == tSemi || typ == tUserVar || typ == tSysVar
 		}
 		t := token{typ: typ, start: int32(start), end: int32(i)}

@@ -84,23 +84,29 @@ func (s *session) query(n int) error {
 	if cmd, ok := classify.IsProxyInternal(stmt); ok {
 		return s.proxyCommand(cmd)
 	}
-	return s.dispatch(&request{class: classify.Classify(stmt), stmt: stmt, n: n, held: true})
+	return s.dispatch(&request{class: s.classify(stmt), stmt: stmt, n: n, held: true})
 }
 
 // hugeQuery routes and streams a statement too large to hold (over maxHeldStatement, or over
 // one 16 MiB packet), of which sluice sees only the head (p: what the read buffer holds). What
-// the rest says is unknown, so it is routed as a statement sluice cannot classify: to the
-// primary, opening a deferred transaction first, or where the session's transaction is; hints
-// in the head count. On a read-only endpoint a SELECT (one statement, as far as the head
-// shows) goes to the bound replica, whose connection is read-only; anything else is refused.
+// the rest says is unknown, so on a read-write endpoint it is routed as a statement sluice
+// cannot classify: to the primary, opening a deferred transaction first, or where the session's
+// transaction is; hints in the head count. A read-only endpoint has no primary to send it to
+// and judges every statement by all of its text: it refuses the statement, unsent (a head
+// that reads as one SELECT may hide anything behind an open comment or string).
 func (s *session) hugeQuery(n int, p []byte) error {
+	set := s.settings()
+	if set.Mode == route.ReadOnly {
+		return s.refuseCommand(n, mysql.NewError(mysql.ErrOptionPreventsStm, "HY000",
+			"sluice: the read-only endpoint '%s' judges a statement by all of its text and holds at most %d bytes of it; this one is larger and was not run",
+			s.ep.cfg.Name, maxHeldStatement))
+	}
 	s.cmd = append(s.cmd[:0], p...)
 	defer s.releaseCmd()
 	head := s.cmd[1:]
-	c := classify.Classify(head)
-	set := s.settings()
+	c := s.classify(head)
 	r := request{class: c, stmt: head, n: n, unread: true}
-	if !isKill(&c) && !(set.Mode == route.ReadOnly && c.Kind == classify.Select && c.Flags&classify.Multi == 0) {
+	if !isKill(&c) {
 		r.class = classify.Result{Kind: classify.Unknown, Hint: c.Hint, NodeName: c.NodeName}
 	}
 	if err := s.dispatchWith(&r, set); err != nil || s.failed {

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/sluicedb/sluice/internal/backend"
+	"github.com/sluicedb/sluice/internal/classify"
 	"github.com/sluicedb/sluice/internal/mysql"
 	"github.com/sluicedb/sluice/internal/route"
 	"github.com/sluicedb/sluice/internal/topology"
@@ -28,6 +29,9 @@ type nodeConn struct {
 	lost atomic.Bool
 	// released: the connection no longer counts in its node's Load.Conns (release).
 	released atomic.Bool
+	// dialect is how the node reads text (its greeting's version), when dialectKnown.
+	dialect      classify.Dialect
+	dialectKnown bool
 }
 
 // release takes the connection out of its node's count, once: when it is closed, or as soon
@@ -81,6 +85,7 @@ func (s *session) open(i int) (*nodeConn, error) {
 		return nil, &backend.ConnectError{Addr: n.Address, Err: fmt.Errorf("%w: %s", errNodeGone, n.Name)}
 	}
 	c := &nodeConn{Conn: bc, idx: i, name: n.Name}
+	s.opened(c, n)
 	s.room(i)
 	if s.conns[i] != nil {
 		s.closeConn(i)

@@ -186,6 +186,8 @@ type Proxy struct {
 
 	nextID atomic.Uint32
 	server atomic.Pointer[serverInfo] // what clients are greeted with, learnt from the primary
+	// greeted: how each node reads text, as its greeting to any session said (reading.go).
+	greeted sync.Map // *topology.Node -> classify.Dialect
 
 	// consistencyWaits counts the replica reads that waited for a consistency level's
 	// position; consistencyTimeouts those of them that went to the primary instead.

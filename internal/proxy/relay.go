@@ -283,6 +283,7 @@ func (s *session) relayOK(bc *backend.Conn, n int) (more bool, err error) {
 		return false, fromNode(err)
 	}
 	s.status = ok.Status
+	s.observeStatus(ok.Status)
 	if len(ok.SessionState) > 0 {
 		s.trackSessionState(ok.SessionState)
 	}
@@ -368,6 +369,8 @@ func (s *session) trackSessionState(block []byte) {
 		switch {
 		case sc.Type == mysql.SessionTrackSchema && string(sc.Value) != s.state.DB:
 			s.state.DB = string(sc.Value)
+		case sc.Type == mysql.SessionTrackSystemVariables && string(sc.Name) == "character_set_client":
+			s.sqlMode.trackedCharset(sc.Value)
 		case sc.Type == mysql.SessionTrackGTIDs && len(sc.Value) > 0,
 			sc.Type == mysql.SessionTrackSystemVariables && string(sc.Name) == "last_gtid" && len(sc.Value) > 0:
 			// The GTID of the session's last commit (MariaDB's last_gtid, MySQL's OWN_GTID):

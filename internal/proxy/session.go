@@ -60,6 +60,8 @@ type session struct {
 	node   *topology.Node // the node of the current (or last) statement
 	bc     *backend.Conn  // the session's connection to node
 	status uint16         // last server status reported to the client
+	// sqlMode is what the session knows of its sql_mode's bits that change how text splits.
+	sqlMode sqlMode
 
 	rs    route.Session
 	conns []*nodeConn // per node index; nil until first used
@@ -170,6 +172,7 @@ func (p *Proxy) newSession(ep *endpoint, nc net.Conn) *session {
 		stmts:    make(map[uint32]*stmt),
 		killedCh: make(chan struct{}),
 		rs:       route.NewSession(),
+		sqlMode:  newSQLMode(),
 		mode:     ep.route.Settings().Mode,
 		conns:    make([]*nodeConn, len(p.topo.Snapshot().Nodes)),
 		log:      p.log.With("conn", id, "endpoint", ep.cfg.Name, "client", nc.RemoteAddr().String()),

@@ -68,6 +68,12 @@ func (s *session) after(c *classify.Result, stmt []byte, d route.Decision, set *
 			s.gtidUnknown = true
 		}
 	}
+	if (c.Kind == classify.Set || c.Kind == classify.Prepare || c.Flags&classify.SetStatement != 0) && mentionsFold(stmt, "session_track") ||
+		c.Kinds&runsAnything != 0 {
+		// Nor may a change of the client character set be reported any more (or, after text
+		// that may run anything, be known to be).
+		s.sqlMode.blind = true
+	}
 	if s.failed && d.Node >= 0 && s.p.topo.Snapshot().IsPrimary(d.Node) && mayCommit(c) {
 		// The primary answered with an error, but a statement that can commit may have done
 		// so first (a DDL's implicit commit, a procedure's earlier statements), and an ERR
@@ -85,6 +91,9 @@ func (s *session) after(c *classify.Result, stmt []byte, d route.Decision, set *
 		}
 	}
 	if s.failed {
+		if mayChangeMode(c) {
+			s.sqlMode.lost() // an ERR carries no status: the mode may have changed before it
+		}
 		return nil
 	}
 	switch c.Kind {
@@ -188,6 +197,10 @@ func (s *session) resetState() {
 	s.state.Epoch++
 	s.begin = s.begin[:0]
 	s.tempTables, s.userLocks = 0, 0
+	s.sqlMode = newSQLMode() // the global sql_mode again: learnt from the next status
+	if s.charset != 0 {
+		s.sqlMode.loginCharset(s.charset) // and the login's character set (MariaDB 10.11)
+	}
 	// s.lastGTID stays: the client's connection goes on, and so does what it wrote (a read
 	// after the reset still sees it at consistency session).
 	bound := s.rs.Bound

@@ -117,7 +117,7 @@ func (s *session) prepare() error {
 		return s.writeErr(mysql.NewError(mysql.ErrMaxPreparedStmtCount, "42000", "Can't create more than max_prepared_stmt_count statements (current value: %d)", s.maxStatements()))
 	}
 	st := &stmt{query: append([]byte(nil), p[1:]...)}
-	st.class = classify.Classify(st.query)
+	st.class = s.classifyPrepared(st.query)
 	if err := s.prepareHome(st, p); err != nil {
 		return s.fail(s.home, err, nil)
 	}
