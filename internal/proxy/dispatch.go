@@ -283,7 +283,9 @@ func (s *session) send(r *request, d route.Decision, snap *topology.Snapshot) er
 	load.Active.Add(1)
 	defer load.Active.Add(-1)
 	s.redirect = s.mayRedirect(r, d.Node, snap)
-	if r.st == nil && r.class.Kind == classify.LoadData && r.class.Flags&(classify.LoadLocal|classify.Multi) == classify.LoadLocal {
+	// A LOAD DATA LOCAL the client sent, as text or prepared (MariaDB prepares it: the file
+	// request then answers COM_STMT_EXECUTE; r.stmt is the prepared text, kept with it).
+	if r.class.Kind == classify.LoadData && r.class.Flags&(classify.LoadLocal|classify.Multi) == classify.LoadLocal {
 		s.loadLocal, s.loadName = true, r.stmt[r.class.Name[0]:r.class.Name[1]]
 	}
 	defer func() { s.redirect, s.loadLocal, s.loadName = false, false, nil }()
