@@ -892,7 +892,7 @@ func (c *classifier) token(t token) {
 			return
 		}
 		c.res.Flags |= SysVarRead
-		switch _, name := c.sysVar(t); {
+		switch _, name := c.sysVarAt(t); {
 		case eqFold(name, "LAST_INSERT_ID") || eqFold(name, "IDENTITY"):
 			c.res.Flags |= LastInsertID
 		case eqFold(name, "TX_READ_ONLY") || eqFold(name, "TRANSACTION_READ_ONLY"):
@@ -1036,6 +1036,39 @@ func (c *classifier) call(f Flags) bool {
 		return true
 	}
 	return false
+}
+
+// sysVarAt reads the system variable that the @@ token t begins as the server reads it, and
+// reports whether its scope is global and its name. The server reads the scope and the name
+// as tokens of their own: @@global /**/ . max_connections and @@session.`tx_read_only` name
+// the variable after the dot, which the lexer's one token does not hold; sysVarAt then
+// consumes the dot and the name.
+func (c *classifier) sysVarAt(t token) (global bool, name []byte) {
+	global, name = c.sysVar(t)
+	if len(name) > 0 && name[len(name)-1] != '.' {
+		if c.lx.peek().typ != tDot {
+			return global, name
+		}
+		switch {
+		case eqFold(name, "GLOBAL"), eqFold(name, "PERSIST"), eqFold(name, "PERSIST_ONLY"):
+			global = true
+		case eqFold(name, "SESSION"), eqFold(name, "LOCAL"):
+			global = false
+		default:
+			return global, name // @@name.component: the lexer's token stops at the space
+		}
+		c.next()
+	} else if len(name) > 0 {
+		return global, name // @@x. : no scope the server knows
+	}
+	// The name follows as a token of its own (after "@@global." or "@@global /**/ .").
+	switch n := c.lx.peek(); n.typ {
+	case tWord, tIdent:
+		c.next()
+		r := c.nameOf(n)
+		return global, c.lx.s[r[0]:r[1]]
+	}
+	return global, nil
 }
 
 // sysVar splits an @@[scope.]name token into whether the scope is global and the name.

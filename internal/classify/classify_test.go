@@ -452,6 +452,21 @@ var kindCases = []kindCase{
 	{"SET @@global.a = 1, b = 2", Set, SetGlobal | SetSession},
 	{"SET GLOBAL hot_cache.key_buffer_size = 1024", Set, SetGlobal},
 	{"SET @@GLOBAL.GTID_PURGED=/*!80000 '+'*/ 'uuid:1-5'", Set, SetGlobal},
+	// The server reads @@scope, '.' and the name as tokens of their own: whitespace or a
+	// comment may come between them (checked live on MariaDB 10.11: SET @@global/**/.x ran as
+	// SET GLOBAL x on the read-only endpoint's replica).
+	{"SET @@global/**/.max_connections = 1", Set, SetGlobal},
+	{"SET @@global .max_connections = 1", Set, SetGlobal},
+	{"SET @@GLOBAL . `max_connections` = 1", Set, SetGlobal},
+	{"SET @@global./**/max_connections = 1", Set, SetGlobal},
+	{"SET @@persist /**/ .max_connections = 1", Set, SetGlobal},
+	{"SET @@session /**/ . autocommit = 0", Set, SetAutocommit | SetSession},
+	{"SET @@local.`autocommit` = 0", Set, SetAutocommit | SetSession},
+	{"SET @@session./**/tx_read_only = 0", Set, SetSession | SetReadWrite},
+	{"SET @@session.`tx_read_only` = 0", Set, SetSession | SetReadWrite},
+	{"SET @@session /**/ .tx_read_only = 0", Set, SetSession | SetReadWrite},
+	{"SELECT @@session /**/ .last_insert_id", Select, SysVarRead | LastInsertID},
+	{"SELECT @@session.`tx_read_only`", Select, SysVarRead | TxReadOnlyRead},
 	{"SET NAMES utf8mb4 COLLATE utf8mb4_unicode_ci, @@SESSION.sql_mode = CONCAT(@@sql_mode, ',STRICT_ALL_TABLES'), @@SESSION.sql_auto_is_null = 0, @@SESSION.wait_timeout = 2147483", Set, SetNames | SetSession | SysVarRead},
 	{"SET @a = 1", Set, UserVar | UserVarAssign},
 	{"SET @a := 1", Set, UserVar | UserVarAssign},

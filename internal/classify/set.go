@@ -85,7 +85,7 @@ func (c *classifier) setList(t token) token {
 		case tUserVar:
 			c.res.Flags |= UserVar | UserVarAssign
 		case tSysVar:
-			g, name := c.sysVar(t)
+			g, name := c.sysVarAt(t)
 			c.setScope(g)
 			auto = !g && eqFold(name, "AUTOCOMMIT")
 			access = !g && (eqFold(name, "TX_READ_ONLY") || eqFold(name, "TRANSACTION_READ_ONLY"))
