@@ -201,6 +201,16 @@ func TestAttackNoReplicaWrites(t *testing.T) {
 		attack{ep: "rw", stmts: []string{"SET SESSION sql_mode=DEFAULT, GLOBAL max_connections = 1201", "SELECT 1", "SELECT 2"}},
 		attack{ep: "rw", stmts: []string{"SET @@global/**/.max_connections = 1202", "SELECT 1", "SELECT 2"}},
 		attack{ep: "rw", stmts: []string{"SET @@global .max_connections = 1203", "SELECT 1", "SELECT 2"}},
+		// The text of PREPARE and EXECUTE IMMEDIATE is the literal's value and the whole
+		// expression (before, each ran on a replica as a read).
+		attack{ep: "ro", stmts: []string{`EXECUTE IMMEDIATE 'SELECT "x\" INTO OUTFILE ''/tmp/sluice_atk_8'' -- "'`}},
+		attack{ep: "ro", stmts: []string{`EXECUTE IMMEDIATE 'SET @a = "x\", tx_read_only = 0 -- "'`, "SELECT atk.fi()", "SELECT atk.fm()"}},
+		attack{ep: "ro", stmts: []string{`EXECUTE IMMEDIATE 'SET @a = "x\", GLOBAL max_connections = 1401 -- "'`}},
+		attack{ep: "ro", stmts: []string{`PREPARE s FROM 'SELECT 1' ' INTO OUTFILE ''/tmp/sluice_atk_9'''`, "EXECUTE s"}},
+		attack{ep: "ro", stmts: []string{`PREPARE s FROM 'SET @a = 1' ', GLOBAL max_connections = 1402'`, "EXECUTE s"}},
+		attack{ep: "rw", stmts: []string{"START TRANSACTION READ ONLY", `PREPARE s FROM 'SET @a = 1' ', GLOBAL max_connections = 1403'`, "EXECUTE s", "COMMIT"}},
+		attack{ep: "rw", stmts: []string{`EXECUTE IMMEDIATE 'SELECT 1' ' INTO OUTFILE ''/tmp/sluice_atk_10'''`}},
+		attack{ep: "rw", stmts: []string{`EXECUTE IMMEDIATE 'SELECT ''x -- '' INTO OUTFILE ''/tmp/sluice_atk_11'''`}},
 		attack{ep: "ro", stmts: []string{"SET @@session./**/tx_read_only = 0", "SELECT atk.fi()", "SELECT atk.fm()"}},
 		attack{ep: "ro", stmts: []string{"SET @@session /**/ .tx_read_only = 0; SELECT atk.fi()"}},
 		attack{ep: "ro", stmts: []string{"SET @@session.`tx_read_only` = 0", "SELECT atk.fm()"}},
@@ -247,10 +257,19 @@ func TestAttackNoReplicaWrites(t *testing.T) {
 			_, err := cn.ExecContext(ctx, q)
 			node, role, _ := lastRoute(t, cn)
 			log = append(log, fmt.Sprintf("%s -> %s/%s err=%v", q, node, role, err))
+			if strings.Contains(q, "OUTFILE") && role == "replica" && err == nil {
+				t.Errorf("%s %q: %s ran on replica %s", a.ep, a.stmts, q, node)
+			}
+		}
+		for i := 1; i <= 11 && a.ep == "ro"; i++ {
+			// The read-only endpoint never reaches the primary: a file is a replica's.
+			if _, err := os.Stat(fmt.Sprintf("/tmp/sluice_atk_%d", i)); err == nil {
+				t.Errorf("ro %q: a replica wrote /tmp/sluice_atk_%d", a.stmts, i)
+			}
 		}
 		cn.Close()
 		db.Close()
-		for i := 1; i <= 7; i++ {
+		for i := 1; i <= 11; i++ {
 			os.Remove(fmt.Sprintf("/tmp/sluice_atk_%d", i))
 		}
 		after := attackState(t, ctx)
