@@ -385,6 +385,9 @@ func (c *classifier) inner(t token) token {
 		return t
 	}
 	c.st.nest++
+	// As at the start of a statement: a head that does not recognise what follows leaves it
+	// Unknown, not the wrapper's kind (SET STATEMENT … FOR EXECUTE IMMEDIATE @q was a Set).
+	c.st.kind = Unknown
 	return c.head(t)
 }
 

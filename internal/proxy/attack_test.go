@@ -211,6 +211,10 @@ func TestAttackNoReplicaWrites(t *testing.T) {
 		attack{ep: "rw", stmts: []string{"START TRANSACTION READ ONLY", `PREPARE s FROM 'SET @a = 1' ', GLOBAL max_connections = 1403'`, "EXECUTE s", "COMMIT"}},
 		attack{ep: "rw", stmts: []string{`EXECUTE IMMEDIATE 'SELECT 1' ' INTO OUTFILE ''/tmp/sluice_atk_10'''`}},
 		attack{ep: "rw", stmts: []string{`EXECUTE IMMEDIATE 'SELECT ''x -- '' INTO OUTFILE ''/tmp/sluice_atk_11'''`}},
+		// SET STATEMENT … FOR a statement whose kind the classifier cannot tell was a Set.
+		attack{ep: "ro", stmts: []string{"SET @q = 'FLUSH LOGS'", "SET STATEMENT max_statement_time = 100 FOR EXECUTE IMMEDIATE @q"}},
+		attack{ep: "ro", stmts: []string{"SET STATEMENT max_statement_time = 100 FOR EXECUTE IMMEDIATE CONCAT('SET GLOBAL max_connections = ', 1501)"}},
+		attack{ep: "rw", stmts: []string{"START TRANSACTION READ ONLY", "SET STATEMENT max_statement_time = 100 FOR EXECUTE IMMEDIATE CONCAT('SET GLOBAL max_connections = ', 1502)", "COMMIT"}},
 		attack{ep: "ro", stmts: []string{"SET @@session./**/tx_read_only = 0", "SELECT atk.fi()", "SELECT atk.fm()"}},
 		attack{ep: "ro", stmts: []string{"SET @@session /**/ .tx_read_only = 0; SELECT atk.fi()"}},
 		attack{ep: "ro", stmts: []string{"SET @@session.`tx_read_only` = 0", "SELECT atk.fm()"}},
