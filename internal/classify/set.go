@@ -173,14 +173,17 @@ func (c *classifier) headSetStatement() token {
 	}
 }
 
-// identEq reports whether a word or `identifier` token spells upper, ignoring case.
+// identEq reports whether a word or quoted identifier token spells upper, ignoring case.
 func (c *classifier) identEq(t token, upper string) bool {
 	b := c.lx.s[t.start:t.end]
 	if t.typ == tIdent {
-		if len(b) < 2 || b[len(b)-1] != '`' {
+		// `name`, and "name" under ANSI_QUOTES or [name] under MSSQL: SET "tx_read_only" = 0
+		// sets the variable there.
+		if r := c.nameOf(t); len(b) >= 2 && int(r[1]-r[0]) == len(b)-2 {
+			b = c.lx.s[r[0]:r[1]]
+		} else {
 			return false
 		}
-		b = b[1 : len(b)-1]
 	} else if t.typ != tWord {
 		return false
 	}

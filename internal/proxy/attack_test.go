@@ -215,6 +215,12 @@ func TestAttackNoReplicaWrites(t *testing.T) {
 		attack{ep: "ro", stmts: []string{"SET @q = 'FLUSH LOGS'", "SET STATEMENT max_statement_time = 100 FOR EXECUTE IMMEDIATE @q"}},
 		attack{ep: "ro", stmts: []string{"SET STATEMENT max_statement_time = 100 FOR EXECUTE IMMEDIATE CONCAT('SET GLOBAL max_connections = ', 1501)"}},
 		attack{ep: "rw", stmts: []string{"START TRANSACTION READ ONLY", "SET STATEMENT max_statement_time = 100 FOR EXECUTE IMMEDIATE CONCAT('SET GLOBAL max_connections = ', 1502)", "COMMIT"}},
+		// Under ANSI_QUOTES "tx_read_only" names the variable.
+		attack{ep: "ro", stmts: []string{"SET sql_mode = 'ANSI_QUOTES'", `SET "tx_read_only" = 0; SELECT atk.fi()`, "SELECT atk.fm()"}},
+		attack{ep: "ro", stmts: []string{"SET sql_mode = 'MSSQL'", `SET [tx_read_only] = 0; SELECT atk.fi()`}},
+		attack{ep: "ro", stmts: []string{"SET sql_mode = 'ANSI_QUOTES'", `SET STATEMENT "tx_read_only" = 0 FOR SELECT atk.fi()`}},
+		attack{ep: "ro", stmts: []string{"SET sql_mode = 'MSSQL'", `SET STATEMENT [tx_read_only] = 0 FOR SELECT atk.fm()`}},
+		attack{ep: "rw", stmts: []string{"SET sql_mode = 'ANSI_QUOTES'", `SET STATEMENT "tx_read_only" = 0 FOR SELECT atk.fi()`}},
 		attack{ep: "ro", stmts: []string{"SET @@session./**/tx_read_only = 0", "SELECT atk.fi()", "SELECT atk.fm()"}},
 		attack{ep: "ro", stmts: []string{"SET @@session /**/ .tx_read_only = 0; SELECT atk.fi()"}},
 		attack{ep: "ro", stmts: []string{"SET @@session.`tx_read_only` = 0", "SELECT atk.fm()"}},
