@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	smysql "github.com/sluicedb/sluice/internal/mysql"
 	"github.com/sluicedb/sluice/internal/testutil"
 )
 
@@ -250,6 +251,39 @@ func TestAttackNoReplicaWrites(t *testing.T) {
 			for name, b := range before {
 				if after[name] != b {
 					t.Errorf("%s: binary %q changed replica %s:\n before %s\n after  %s", ep, q, name, b, after[name])
+				}
+			}
+			before = after
+		}
+	}
+	// A reset session (COM_CHANGE_USER, COM_RESET_CONNECTION) is read-write on the server
+	// again: the replica connection must be guarded before it runs anything.
+	for _, ep := range []string{"rw", "ro"} {
+		addr := s.rw
+		if ep == "ro" {
+			addr = s.ro
+		}
+		for _, reset := range []string{"change user", "reset connection"} {
+			via := rawConnect(t, addr, "app", "app")
+			query(t, via, "SELECT 1")
+			if reset == "change user" {
+				if r := changeUserRaw(t, via, "app", "app"); !smysql.IsOK(r) {
+					t.Fatalf("change user: %v", smysql.ParseERR(r))
+				}
+			} else if ps := command(t, via, []byte{smysql.ComResetConnection}, "single"); !smysql.IsOK(ps[0]) {
+				t.Fatalf("reset: % x", ps[0])
+			}
+			for _, q := range []string{"SELECT atk.fi()", "SELECT atk.fm()"} {
+				ps := command(t, via, append([]byte{smysql.ComQuery}, q...), "result")
+				if !smysql.IsERR(ps[0]) {
+					t.Errorf("%s after %s: no error", q, reset)
+				}
+			}
+			via.Close()
+			after := attackState(t, ctx)
+			for name, b := range before {
+				if after[name] != b {
+					t.Errorf("%s: a write after %s changed replica %s:\n before %s\n after  %s", ep, reset, name, b, after[name])
 				}
 			}
 			before = after
