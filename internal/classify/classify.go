@@ -1114,9 +1114,22 @@ func (c *classifier) call(f Flags) bool {
 // the variable after the dot, which the lexer's one token does not hold; sysVarAt then
 // consumes the dot and the name.
 func (c *classifier) sysVarAt(t token) (global bool, name []byte) {
+	v := c.lx.s[t.start+2 : t.end]
 	global, name = c.sysVar(t)
-	if len(name) > 0 && name[len(name)-1] != '.' {
-		if c.lx.peek().typ != tDot {
+	scoped := len(name) < len(v) // the token held the scope and its dot
+	for {
+		if len(name) == 0 {
+			// The name is the next token: after "@@global." or "@@global /**/ .", or after
+			// "@@" and a comment.
+			n := c.lx.peek()
+			if n.typ != tWord && n.typ != tIdent {
+				return global, nil
+			}
+			c.next()
+			r := c.nameOf(n)
+			name = c.lx.s[r[0]:r[1]]
+		}
+		if scoped || bytes.IndexByte(name, '.') >= 0 || c.lx.peek().typ != tDot {
 			return global, name
 		}
 		switch {
@@ -1125,20 +1138,11 @@ func (c *classifier) sysVarAt(t token) (global bool, name []byte) {
 		case eqFold(name, "SESSION"), eqFold(name, "LOCAL"):
 			global = false
 		default:
-			return global, name // @@name.component: the lexer's token stops at the space
+			return global, name // @@name.component, the component after a space
 		}
-		c.next()
-	} else if len(name) > 0 {
-		return global, name // @@x. : no scope the server knows
+		c.next() // the dot
+		name, scoped = nil, true
 	}
-	// The name follows as a token of its own (after "@@global." or "@@global /**/ .").
-	switch n := c.lx.peek(); n.typ {
-	case tWord, tIdent:
-		c.next()
-		r := c.nameOf(n)
-		return global, c.lx.s[r[0]:r[1]]
-	}
-	return global, nil
 }
 
 // sysVar splits an @@[scope.]name token into whether the scope is global and the name.

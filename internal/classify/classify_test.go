@@ -456,6 +456,9 @@ var kindCases = []kindCase{
 	// comment may come between them (checked live on MariaDB 10.11: SET @@global/**/.x ran as
 	// SET GLOBAL x on the read-only endpoint's replica).
 	{"SET @@global/**/.max_connections = 1", Set, SetGlobal},
+	{"SET @@/**/global.max_connections = 1", Set, SetGlobal},
+	{"SET @@ global . max_connections = 1", Set, SetGlobal},
+	{"SET @@GLOBAL.keycache1 . key_buffer_size = 1", Set, SetGlobal},
 	{"SET @@global .max_connections = 1", Set, SetGlobal},
 	{"SET @@GLOBAL . `max_connections` = 1", Set, SetGlobal},
 	{"SET @@global./**/max_connections = 1", Set, SetGlobal},
