@@ -1,6 +1,10 @@
 package classify
 
-import "math"
+import (
+	"bytes"
+	"math"
+	"sync"
+)
 
 // maxStmt bounds the statement length so that offsets fit in Result's int32 fields. The
 // server's own limit (max_allowed_packet) is 1 GiB, so nothing real is cut.
@@ -381,6 +385,9 @@ func (c *classifier) inner(t token) token {
 		return t
 	}
 	c.st.nest++
+	// As at the start of a statement: a head that does not recognise what follows leaves it
+	// Unknown, not the wrapper's kind (SET STATEMENT … FOR EXECUTE IMMEDIATE @q was a Set).
+	c.st.kind = Unknown
 	return c.head(t)
 }
 
@@ -774,11 +781,21 @@ func (c *classifier) headPrepare() token {
 	if k == kwFrom {
 		t = c.next()
 	}
-	if t.typ == tString {
+	if t.typ == tString && c.textEnds() {
 		r, _ := c.literal(t) // defined, not run: a RELEASE_ALL_LOCKS( in it releases nothing yet
 		st.inner, st.innerFlags = r.Kind, r.Flags
 	}
 	return t
+}
+
+// textEnds reports whether the string literal just read is the whole text of PREPARE … FROM or
+// EXECUTE IMMEDIATE: the statement ends after it, or (EXECUTE IMMEDIATE) USING follows. The
+// server takes an expression there: adjacent literals are one string ('SELECT 1' ' INTO
+// OUTFILE …' prepares the INTO OUTFILE), and anything else after the literal (a COLLATE, an
+// operator) is text sluice does not know; the inner statement then stays Unknown.
+func (c *classifier) textEnds() bool {
+	n := c.lx.peek()
+	return n.typ == tEOF || n.typ == tSemi || c.identEq(n, "USING")
 }
 
 // headExecute reads EXECUTE name [USING …]. MariaDB's EXECUTE IMMEDIATE 'text' runs text at
@@ -796,7 +813,7 @@ func (c *classifier) headExecute() token {
 		return c.next()
 	}
 	t = c.next()
-	if t.typ != tString {
+	if t.typ != tString || !c.textEnds() {
 		return t
 	}
 	r, allLocks := c.literal(t)
@@ -809,10 +826,8 @@ func (c *classifier) headExecute() token {
 	return t
 }
 
-// literal classifies the contents of a string literal token. The contents are classified
-// as they are written, escapes and all: a doubled or backslashed quote inside lexes as the
-// edge of a string, which keeps keywords in strings out of the way as before, so the kind
-// and the flags come out right for what PREPARE and EXECUTE IMMEDIATE are given in practice.
+// literal classifies the value of a string literal token: the text the server runs, its
+// escapes undone (unescape) under the dialect's NO_BACKSLASH_ESCAPES.
 // allLocks reports whether the text calls RELEASE_ALL_LOCKS(.
 func (c *classifier) literal(t token) (r Result, allLocks bool) {
 	if c.nest >= maxNest {
@@ -823,11 +838,66 @@ func (c *classifier) literal(t token) (r Result, allLocks bool) {
 	if end-t.start >= 2 && s[end-1] == s[t.start] {
 		end--
 	}
+	text := s[t.start+1 : end]
+	if q := s[t.start]; bytes.IndexByte(text, q) >= 0 || c.lx.d.Mode&NoBackslashEscapes == 0 && bytes.IndexByte(text, '\\') >= 0 {
+		// The text as the server has it differs from its spelling: classified from a copy
+		// (pooled: the recursion makes any local buffer escape).
+		bp := valueBufs.Get().(*[]byte)
+		defer func() {
+			if cap(*bp) <= maxPooledValue {
+				valueBufs.Put(bp)
+			}
+		}()
+		*bp = unescape((*bp)[:0], text, q, c.lx.d.Mode&NoBackslashEscapes != 0)
+		text = *bp
+	}
 	var in classifier
 	in.lx.d = c.lx.d
-	in.classify(s[t.start+1:end], c.nest+1)
+	in.classify(text, c.nest+1)
 	c.lx.dep |= in.lx.dep
 	return in.res, in.allLocks
+}
+
+// valueBufs hold the values of string literals that literal classifies; maxPooledValue is the
+// largest capacity kept for reuse.
+var valueBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+const maxPooledValue = 64 << 10
+
+// unescape appends to dst the value of the contents s of a string literal quoted by q, as the
+// server reads it: a doubled quote is one, and (unless noBackslash) a backslash escape is the
+// character it stands for (\n a newline, \0 a NUL, \Z 0x1a …; \% and \_ stay as written). The
+// text PREPARE or EXECUTE IMMEDIATE runs is that value, not the spelling: 'SELECT "x\" INTO
+// OUTFILE … -- "' spells one string after SELECT, but runs SELECT "x" INTO OUTFILE …, and
+// '# \n FLUSH LOGS' runs FLUSH LOGS after a comment's end.
+func unescape(dst, s []byte, q byte, noBackslash bool) []byte {
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		switch {
+		case b == '\\' && !noBackslash && i+1 < len(s):
+			i++
+			switch b = s[i]; b {
+			case '0':
+				b = 0
+			case 'b':
+				b = '\b'
+			case 'n':
+				b = '\n'
+			case 'r':
+				b = '\r'
+			case 't':
+				b = '\t'
+			case 'Z':
+				b = 0x1a
+			case '%', '_':
+				dst = append(dst, '\\')
+			}
+		case b == q && i+1 < len(s) && s[i+1] == q:
+			i++
+		}
+		dst = append(dst, b)
+	}
+	return dst
 }
 
 // headFlush: FLUSH TABLES … WITH READ LOCK and FLUSH TABLES … FOR EXPORT take locks that live
@@ -892,7 +962,7 @@ func (c *classifier) token(t token) {
 			return
 		}
 		c.res.Flags |= SysVarRead
-		switch _, name := c.sysVar(t); {
+		switch _, name := c.sysVarAt(t); {
 		case eqFold(name, "LAST_INSERT_ID") || eqFold(name, "IDENTITY"):
 			c.res.Flags |= LastInsertID
 		case eqFold(name, "TX_READ_ONLY") || eqFold(name, "TRANSACTION_READ_ONLY"):
@@ -1036,6 +1106,43 @@ func (c *classifier) call(f Flags) bool {
 		return true
 	}
 	return false
+}
+
+// sysVarAt reads the system variable that the @@ token t begins as the server reads it, and
+// reports whether its scope is global and its name. The server reads the scope and the name
+// as tokens of their own: @@global /**/ . max_connections and @@session.`tx_read_only` name
+// the variable after the dot, which the lexer's one token does not hold; sysVarAt then
+// consumes the dot and the name.
+func (c *classifier) sysVarAt(t token) (global bool, name []byte) {
+	v := c.lx.s[t.start+2 : t.end]
+	global, name = c.sysVar(t)
+	scoped := len(name) < len(v) // the token held the scope and its dot
+	for {
+		if len(name) == 0 {
+			// The name is the next token: after "@@global." or "@@global /**/ .", or after
+			// "@@" and a comment.
+			n := c.lx.peek()
+			if n.typ != tWord && n.typ != tIdent {
+				return global, nil
+			}
+			c.next()
+			r := c.nameOf(n)
+			name = c.lx.s[r[0]:r[1]]
+		}
+		if scoped || bytes.IndexByte(name, '.') >= 0 || c.lx.peek().typ != tDot {
+			return global, name
+		}
+		switch {
+		case eqFold(name, "GLOBAL"), eqFold(name, "PERSIST"), eqFold(name, "PERSIST_ONLY"):
+			global = true
+		case eqFold(name, "SESSION"), eqFold(name, "LOCAL"):
+			global = false
+		default:
+			return global, name // @@name.component, the component after a space
+		}
+		c.next() // the dot
+		name, scoped = nil, true
+	}
 }
 
 // sysVar splits an @@[scope.]name token into whether the scope is global and the name.

@@ -452,6 +452,24 @@ var kindCases = []kindCase{
 	{"SET @@global.a = 1, b = 2", Set, SetGlobal | SetSession},
 	{"SET GLOBAL hot_cache.key_buffer_size = 1024", Set, SetGlobal},
 	{"SET @@GLOBAL.GTID_PURGED=/*!80000 '+'*/ 'uuid:1-5'", Set, SetGlobal},
+	// The server reads @@scope, '.' and the name as tokens of their own: whitespace or a
+	// comment may come between them (checked live on MariaDB 10.11: SET @@global/**/.x ran as
+	// SET GLOBAL x on the read-only endpoint's replica).
+	{"SET @@global/**/.max_connections = 1", Set, SetGlobal},
+	{"SET @@/**/global.max_connections = 1", Set, SetGlobal},
+	{"SET @@ global . max_connections = 1", Set, SetGlobal},
+	{"SET @@GLOBAL.keycache1 . key_buffer_size = 1", Set, SetGlobal},
+	{"SET @@global .max_connections = 1", Set, SetGlobal},
+	{"SET @@GLOBAL . `max_connections` = 1", Set, SetGlobal},
+	{"SET @@global./**/max_connections = 1", Set, SetGlobal},
+	{"SET @@persist /**/ .max_connections = 1", Set, SetGlobal},
+	{"SET @@session /**/ . autocommit = 0", Set, SetAutocommit | SetSession},
+	{"SET @@local.`autocommit` = 0", Set, SetAutocommit | SetSession},
+	{"SET @@session./**/tx_read_only = 0", Set, SetSession | SetReadWrite},
+	{"SET @@session.`tx_read_only` = 0", Set, SetSession | SetReadWrite},
+	{"SET @@session /**/ .tx_read_only = 0", Set, SetSession | SetReadWrite},
+	{"SELECT @@session /**/ .last_insert_id", Select, SysVarRead | LastInsertID},
+	{"SELECT @@session.`tx_read_only`", Select, SysVarRead | TxReadOnlyRead},
 	{"SET NAMES utf8mb4 COLLATE utf8mb4_unicode_ci, @@SESSION.sql_mode = CONCAT(@@sql_mode, ',STRICT_ALL_TABLES'), @@SESSION.sql_auto_is_null = 0, @@SESSION.wait_timeout = 2147483", Set, SetNames | SetSession | SysVarRead},
 	{"SET @a = 1", Set, UserVar | UserVarAssign},
 	{"SET @a := 1", Set, UserVar | UserVarAssign},
@@ -593,6 +611,20 @@ var kindCases = []kindCase{
 	{"DO NEXTVAL(s)", Do, Sequence},
 	{"SET STATEMENT max_statement_time = 10 FOR ANALYZE TABLE t", Admin, SetStatement},
 	{"EXECUTE IMMEDIATE 'FLUSH LOGS'", Flush, 0},
+	// The text run is the literal's value, escapes undone, and the whole expression: a
+	// spelling that hides a keyword when its escapes are read as written does not hide it
+	// from the server (checked live on MariaDB 10.11: each ran on a replica before).
+	{`EXECUTE IMMEDIATE 'SELECT "x\" INTO OUTFILE ''/tmp/f'' -- "'`, Select, SelectInto | IntoFile},
+	{`EXECUTE IMMEDIATE 'SELECT ''x -- '' INTO OUTFILE ''/tmp/f'''`, Select, SelectInto | IntoFile},
+	{`EXECUTE IMMEDIATE 'SELECT 1 # \n INTO OUTFILE ''/tmp/f'''`, Select, SelectInto | IntoFile},
+	{`EXECUTE IMMEDIATE 'SET @a = "x\", GLOBAL max_connections = 9 -- "'`, Set, UserVar | UserVarAssign | SetGlobal},
+	{`EXECUTE IMMEDIATE 'SET @a = "x\", tx_read_only = 0 -- "'`, Set, UserVar | UserVarAssign | SetSession | SetReadWrite},
+	{`EXECUTE IMMEDIATE 'SELECT 1' ' INTO OUTFILE ''/tmp/f'''`, Unknown, 0},
+	{`EXECUTE IMMEDIATE 'SELECT 1' COLLATE utf8mb4_bin`, Unknown, 0},
+	{`EXECUTE IMMEDIATE 'SELECT ?' USING 1`, Select, 0},
+	{"SET STATEMENT max_statement_time = 1 FOR EXECUTE IMMEDIATE @q", Unknown, SetStatement | UserVar},
+	{"SET STATEMENT max_statement_time = 1 FOR EXECUTE IMMEDIATE CONCAT('FLUSH ', 'LOGS')", Unknown, SetStatement},
+	{`SET STATEMENT max_statement_time = 1 FOR EXECUTE IMMEDIATE 'SELECT 1' ' INTO OUTFILE ''/tmp/f'''`, Unknown, SetStatement},
 	{"SELECT 1; COMMIT; SELECT 1 INTO DUMPFILE '/tmp/x'", Select, Multi | SelectInto | IntoFile},
 	{"RESET SLAVE ALL", Admin, 0},
 	{"RESET QUERY CACHE", Admin, 0},
@@ -802,6 +834,9 @@ var innerCases = []struct {
 	{"PREPARE s FROM 'CREATE TEMPORARY TABLE t (a INT)'", Prepare, DDL, ShowOther, TempTable},
 	{"PREPARE s FROM @sql", Prepare, Unknown, ShowOther, 0},
 	{"PREPARE s FROM 'SELECT", Prepare, Select, ShowOther, 0},
+	{`PREPARE s FROM 'SELECT 1' ' INTO OUTFILE ''/tmp/f'''`, Prepare, Unknown, ShowOther, 0},
+	{`PREPARE s FROM 'SELECT "x\" INTO OUTFILE ''/tmp/f'' -- "'`, Prepare, Select, ShowOther, SelectInto | IntoFile},
+	{`PREPARE s FROM 'SELECT 1 -- \nFOR UPDATE'`, Prepare, Select, ShowOther, LockingRead},
 	{"SELECT 1", Select, Unknown, ShowOther, 0},
 }
 

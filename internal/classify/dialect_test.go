@@ -220,3 +220,26 @@ func BenchmarkClassifyFor(b *testing.B) {
 		ClassifyFor(stmt, maria1011)
 	}
 }
+
+// TestQuotedVariableNames: under ANSI_QUOTES "tx_read_only" and under MSSQL [tx_read_only] name
+// the variable, as `tx_read_only` does (before, SET "tx_read_only" = 0 read as a session SET of
+// no particular variable, not one that makes the connection read-write).
+func TestQuotedVariableNames(t *testing.T) {
+	for _, tc := range []struct {
+		in    string
+		mode  Mode
+		flags Flags
+	}{
+		{`SET "tx_read_only" = 0`, AnsiQuotes, SetSession | SetReadWrite},
+		{`SET SESSION "tx_read_only" = 0`, AnsiQuotes, SetSession | SetReadWrite},
+		{`SET @@session."tx_read_only" = 0`, AnsiQuotes, SetSession | SetReadWrite},
+		{`SET [tx_read_only] = 0`, AnsiQuotes | Brackets, SetSession | SetReadWrite},
+		{`SET "autocommit" = 0`, AnsiQuotes, SetSession | SetAutocommit},
+		{`SET STATEMENT "tx_read_only" = 0 FOR SELECT 1`, AnsiQuotes, SetStatement | SetReadWrite},
+		{`SET "tx_read_only" = 0`, 0, 0}, // a string: not an assignment the server takes
+	} {
+		if r := ClassifyFor([]byte(tc.in), Dialect{Mode: tc.mode}); r.Flags != tc.flags {
+			t.Errorf("%q mode %b: flags %v, want %v", tc.in, tc.mode, r.Flags, tc.flags)
+		}
+	}
+}

@@ -85,7 +85,7 @@ func (c *classifier) setList(t token) token {
 		case tUserVar:
 			c.res.Flags |= UserVar | UserVarAssign
 		case tSysVar:
-			g, name := c.sysVar(t)
+			g, name := c.sysVarAt(t)
 			c.setScope(g)
 			auto = !g && eqFold(name, "AUTOCOMMIT")
 			access = !g && (eqFold(name, "TX_READ_ONLY") || eqFold(name, "TRANSACTION_READ_ONLY"))
@@ -173,14 +173,17 @@ func (c *classifier) headSetStatement() token {
 	}
 }
 
-// identEq reports whether a word or `identifier` token spells upper, ignoring case.
+// identEq reports whether a word or quoted identifier token spells upper, ignoring case.
 func (c *classifier) identEq(t token, upper string) bool {
 	b := c.lx.s[t.start:t.end]
 	if t.typ == tIdent {
-		if len(b) < 2 || b[len(b)-1] != '`' {
+		// `name`, and "name" under ANSI_QUOTES or [name] under MSSQL: SET "tx_read_only" = 0
+		// sets the variable there.
+		if r := c.nameOf(t); len(b) >= 2 && int(r[1]-r[0]) == len(b)-2 {
+			b = c.lx.s[r[0]:r[1]]
+		} else {
 			return false
 		}
-		b = b[1 : len(b)-1]
 	} else if t.typ != tWord {
 		return false
 	}

@@ -175,10 +175,11 @@ func (s *session) recordSet(c *classify.Result, stmt []byte) {
 		return // followed through the server's status flags; replicas stay in autocommit
 	case c.Flags&classify.SetTransaction != 0 && c.Flags&classify.SetSession == 0:
 		return // SET TRANSACTION: only the next transaction, on this node
-	case c.Flags&(classify.UserVar|classify.UserVarAssign|classify.Multi|classify.SetAutocommit) != 0,
+	case c.Flags&(classify.UserVar|classify.UserVarAssign|classify.Multi|classify.SetAutocommit|classify.SetGlobal) != 0,
 		c.Flags&replayable == 0, bytes.IndexByte(stmt, '(') >= 0, len(s.state.Stmts) >= maxState:
 		// User variables live where they were set; expressions may not give the same value
-		// elsewhere: keep the session on the primary.
+		// elsewhere; a SET that also changes the server (SET SESSION a = 1, GLOBAL b = 2)
+		// must never be replayed on a replica: keep the session on the primary.
 		s.pin(route.PinSet, true)
 		return
 	}
