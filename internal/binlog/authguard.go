@@ -229,7 +229,9 @@ func (g guard) login(node, app net.Conn) (net.Conn, net.Conn, error) {
 			if len(nonce) > 20 {
 				nonce = nonce[:20]
 			}
-		case p.payload[0] == mysql.AuthMoreDataHeader && len(p.payload) == 2 && p.payload[1] == mysql.CachingSHA2FullAuth && plugin == mysql.AuthCachingSHA2:
+		case p.payload[0] == mysql.AuthMoreDataHeader && len(p.payload) >= 2 && p.payload[1] == mysql.CachingSHA2FullAuth && plugin == mysql.AuthCachingSHA2:
+			// go-mysql reads the byte after the header alone, whatever follows it: so does
+			// the guard (a padded request is one too).
 			if !verified {
 				if len(g.pubKey) == 0 {
 					return refuse(p.seq, "caching_sha2_password full authentication")
@@ -238,11 +240,16 @@ func (g guard) login(node, app net.Conn) (net.Conn, net.Conn, error) {
 			}
 		case plugin == mysql.AuthSHA256Password && !verified:
 			return refuse(p.seq, "sha256_password")
+		case !verified && !fastOK(p.payload, plugin):
+			// Nothing else belongs in an unverified login: go-mysql answers what it does not
+			// expect in ways the guard does not follow (a key request, a password, a panic
+			// on a short OK), so it does not see it.
+			return refuse(p.seq, fmt.Sprintf("an unexpected packet (0x%02x, %d bytes) in the login", p.payload[0], len(p.payload)))
 		}
 		if err := writePacket(app, p); err != nil {
 			return nil, nil, err
 		}
-		if p.payload[0] == mysql.AuthMoreDataHeader && len(p.payload) == 2 && p.payload[1] == mysql.CachingSHA2FastOK {
+		if fastOK(p.payload, plugin) {
 			continue // the OK follows
 		}
 		c, err := readPacket(app)
@@ -253,6 +260,12 @@ func (g guard) login(node, app net.Conn) (net.Conn, net.Conn, error) {
 			return nil, nil, err
 		}
 	}
+}
+
+// fastOK reports whether p is caching_sha2_password's fast-path success, which the node's OK
+// follows.
+func fastOK(p []byte, plugin string) bool {
+	return plugin == mysql.AuthCachingSHA2 && len(p) == 2 && p[0] == mysql.AuthMoreDataHeader && p[1] == mysql.CachingSHA2FastOK
 }
 
 // fullAuthToKey plays caching_sha2_password's full authentication with the configured key:

@@ -286,3 +286,55 @@ func TestGuardSendsWhereSafe(t *testing.T) {
 		collect(sent)
 	})
 }
+
+// TestGuardReadsAuthMoreDataAsGoMySQLDoes: go-mysql takes any AuthMoreData whose first byte is
+// caching_sha2_password's full-authentication request as one, whatever follows it; so must the
+// guard. Before, a node that padded the request (01 04 00) got past the guard, which passes on
+// what it does not recognise: go-mysql then asked the node for its key and sent the password
+// encrypted to it (plain TCP), or in clear (TLS without verification).
+func TestGuardReadsAuthMoreDataAsGoMySQLDoes(t *testing.T) {
+	server, _ := nodeCert(t)
+	for _, tc := range []struct {
+		name            string
+		nodeTLS, ourTLS *tls.Config
+	}{{"plain TCP", nil, nil}, {"TLS without verification", server, &tls.Config{InsecureSkipVerify: true}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			key, err := mysql.GenerateRSAKey()
+			if err != nil {
+				t.Fatal(err)
+			}
+			harvested := make(chan string, 4)
+			addr, sent := fakeNode(t, mysql.AuthCachingSHA2, tc.nodeTLS, func(c *mysql.Conn, nonce []byte) bool {
+				defer close(harvested)
+				_ = c.WritePacketFlush(mysql.AppendAuthMoreData(nil, mysql.CachingSHA2FullAuth, 0))
+				for {
+					p, err := c.ReadPacket()
+					if err != nil {
+						return false
+					}
+					harvested <- string(p)
+					if bytes.Equal(p, []byte{mysql.CachingSHA2RequestKey}) {
+						_ = c.WritePacketFlush(mysql.AppendAuthMoreData(nil, mysql.PublicKeyPEM(key)...))
+						continue
+					}
+					if pw, err := mysql.DecryptPassword(key, p, nonce); err == nil {
+						harvested <- pw
+					}
+				}
+			})
+			err = guardedLogin(addr, guard{tls: tc.ourTLS})
+			if err == nil || !strings.Contains(err.Error(), "sluice refused") {
+				t.Errorf("login: %v, want sluice's refusal", err)
+			}
+			collect(sent)
+			for p := range harvested {
+				if strings.Contains(p, guardPassword) {
+					t.Errorf("the node read the password: %q", p)
+				}
+				if p != "" {
+					t.Errorf("the node received %q after asking for full authentication", p)
+				}
+			}
+		})
+	}
+}
