@@ -184,6 +184,7 @@ func ReadHandshake(ctx context.Context, addr string, timeout time.Duration) (*my
 	deadline, _ := ctx.Deadline()
 	_ = nc.SetDeadline(deadline)
 	c := mysql.NewConn(nc, 4<<10, 1<<10)
+	c.MaxPacket = MaxLoginPacket
 	p, err := c.ReadPacket()
 	if err != nil {
 		return nil, &ConnectError{addr, err}

@@ -787,3 +787,84 @@ func TestEmptyPacketsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestLoginPacketsBounded: what a node sends before the login ends (its greeting, its answers
+// in the auth exchange) is read up to a small bound, not up to the 1 GiB a logged-in connection
+// allows: a node added through the API that streams a huge greeting, for every dial of every
+// session and of the monitor, must not make sluice buffer it. Before, Dial and ReadHandshake
+// read all 64 MiB the node sent.
+func TestLoginPacketsBounded(t *testing.T) {
+	const flood = 64 << 20
+	// floodNode writes a packet of flood bytes (16 MiB - 1 continuation packets) as its
+	// greeting, or after reading the handshake response, and reports how much of it went out.
+	floodNode := func(t *testing.T, afterResponse bool) (string, <-chan int) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		wrote := make(chan int, 1)
+		go func() {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer nc.Close()
+			_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+			seq := byte(0)
+			if afterResponse {
+				c := mysql.NewConn(nc, 0, 0)
+				if err := c.WritePacketFlush(mysql.AppendHandshake(nil, mariaDBHandshake())); err != nil {
+					return
+				}
+				if _, err := c.ReadPacket(); err != nil {
+					return
+				}
+				seq = c.Seq()
+			}
+			chunk := make([]byte, 1<<20)
+			total := 0
+			defer func() { wrote <- total }()
+			for total < flood {
+				hdr := []byte{0xff, 0xff, 0xff, seq}
+				seq++
+				if _, err := nc.Write(hdr); err != nil {
+					return
+				}
+				for left := 1<<24 - 1; left > 0 && total < flood; {
+					n, err := nc.Write(chunk[:min(left, len(chunk))])
+					total += n
+					left -= n
+					if err != nil {
+						return
+					}
+				}
+			}
+		}()
+		return ln.Addr().String(), wrote
+	}
+	check := func(t *testing.T, wrote <-chan int, err error) {
+		t.Helper()
+		if err == nil {
+			t.Fatal("the login succeeded")
+		}
+		if n := <-wrote; n >= flood/2 {
+			t.Fatalf("sluice read %d MiB of the node's login packet (%v)", n>>20, err)
+		}
+	}
+	t.Run("greeting", func(t *testing.T) {
+		addr, wrote := floodNode(t, false)
+		_, err := dialScripted(addr, Options{})
+		check(t, wrote, err)
+	})
+	t.Run("auth exchange", func(t *testing.T) {
+		addr, wrote := floodNode(t, true)
+		_, err := dialScripted(addr, Options{})
+		check(t, wrote, err)
+	})
+	t.Run("ReadHandshake", func(t *testing.T) {
+		addr, wrote := floodNode(t, false)
+		_, err := ReadHandshake(context.Background(), addr, 2*time.Second)
+		check(t, wrote, err)
+	})
+}
