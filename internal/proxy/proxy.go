@@ -566,7 +566,9 @@ func refuseEarly(nc net.Conn) {
 // it ends without): it no longer counts against MaxPendingLogins, and its packet buffer leaves
 // the logins' budget. Called by the session's own goroutine; a second call does nothing.
 func (p *Proxy) loggedIn(s *session) {
-	if s.client.SetBudget(nil) != nil {
+	if b := s.client.SetBudget(nil); b != nil {
+		b.Give(s.tlsHeld)
+		s.tlsHeld = 0
 		p.pending.Add(-1)
 	}
 }

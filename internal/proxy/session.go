@@ -47,10 +47,13 @@ type session struct {
 	life   atomic.Int32
 
 	// sentAt is s.client.Sent() when the current command began (responseStarted).
-	sentAt  uint64
-	caps    uint32 // negotiated with the client
-	mcaps   uint32 // MariaDB extended capabilities negotiated with the client
-	tls     bool   // the client's connection is TLS
+	sentAt uint64
+	caps   uint32 // negotiated with the client
+	mcaps  uint32 // MariaDB extended capabilities negotiated with the client
+	tls    bool   // the client's connection is TLS
+	// tlsHeld is what the client's TLS handshake read, charged to the logins' budget until
+	// the login ends (Proxy.loggedIn).
+	tlsHeld int
 	nonce   []byte
 	user    *User
 	creds   backend.Credentials
