@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"io"
 	"math/big"
 	"net"
 	"runtime"
@@ -107,4 +108,78 @@ func TestTLSHandshakeBytesBudgeted(t *testing.T) {
 		nc.Close()
 	}
 	waitFor(t, "no login pending", func() bool { c, b := p.PendingLogins(); return c == 0 && b == 0 })
+}
+
+// TestFailedLoginsReleaseTheirShare: however a login ends before its password is proven (the
+// client leaves after the greeting, in the middle of a packet, of its TLS handshake, of an auth
+// switch or of caching_sha2_password's key exchange; a malformed or oversized packet; a wrong
+// password; the login timeout), its connection leaves the pending count and its bytes the
+// budget: after many of each, both are back to 0.
+func TestFailedLoginsReleaseTheirShare(t *testing.T) {
+	p := tlsTestProxy(t, Options{LoginTimeout: 200 * time.Millisecond,
+		Users: []User{{Name: "app", Password: "pw", HasPassword: true}, {Name: "sha", Password: "pw", HasPassword: true, Plugin: mysql.AuthCachingSHA2}}})
+	addr := serveTest(t, p)
+	response := func(user, plugin string, caps uint32) []byte {
+		return mysql.AppendHandshakeResponse(nil, &mysql.HandshakeResponse{
+			Capabilities: mysql.ClientProtocol41 | mysql.ClientSecureConnection | mysql.ClientPluginAuth | caps,
+			MaxPacketSize: 1 << 24, Charset: 45, User: user, AuthResponse: []byte("12345678901234567890"), AuthPlugin: plugin})
+	}
+	ways := map[string]func(nc net.Conn, c *mysql.Conn){
+		"leaves after the greeting": func(nc net.Conn, c *mysql.Conn) {},
+		"leaves in a packet": func(nc net.Conn, c *mysql.Conn) {
+			_, _ = nc.Write(append([]byte{0x00, 0x80, 0, 1}, make([]byte, 20<<10)...))
+			time.Sleep(20 * time.Millisecond)
+		},
+		"oversized packet": func(nc net.Conn, c *mysql.Conn) {
+			_, _ = nc.Write(append([]byte{0xff, 0xff, 0x01, 1}, make([]byte, 70<<10)...))
+			_, _ = c.ReadPacket()
+		},
+		"malformed response": func(nc net.Conn, c *mysql.Conn) {
+			c.SetSeq(1)
+			_ = c.WritePacketFlush([]byte{1, 2, 3})
+			_, _ = c.ReadPacket()
+		},
+		"wrong password": func(nc net.Conn, c *mysql.Conn) {
+			c.SetSeq(1)
+			_ = c.WritePacketFlush(response("app", mysql.AuthNativePassword, 0))
+			_, _ = c.ReadPacket()
+		},
+		"leaves in an auth switch": func(nc net.Conn, c *mysql.Conn) {
+			c.SetSeq(1)
+			_ = c.WritePacketFlush(response("ghost", "dialog", 0))
+			_, _ = c.ReadPacket()
+		},
+		"leaves in the key exchange": func(nc net.Conn, c *mysql.Conn) {
+			c.SetSeq(1)
+			_ = c.WritePacketFlush(response("sha", mysql.AuthCachingSHA2, 0))
+			if p, err := c.ReadPacket(); err != nil || len(p) != 2 {
+				return // full authentication requested
+			}
+			_ = c.WritePacketFlush([]byte{mysql.CachingSHA2RequestKey})
+			_, _ = c.ReadPacket()
+		},
+		"leaves in the TLS handshake": func(nc net.Conn, c *mysql.Conn) {
+			c.SetSeq(1)
+			_ = c.WritePacketFlush(response("", "", mysql.ClientSSL)[:32])
+			_, _ = nc.Write([]byte{0x16, 3, 1, 0x40, 0, 1, 0, 0x3f, 0xfc})
+			time.Sleep(20 * time.Millisecond)
+		},
+		"login timeout in TLS": func(nc net.Conn, c *mysql.Conn) {
+			c.SetSeq(1)
+			_ = c.WritePacketFlush(response("", "", mysql.ClientSSL)[:32])
+			_, _ = nc.Write([]byte{0x16, 3, 1, 0x40, 0, 1, 0, 0x3f, 0xfc})
+			_, _ = io.ReadAll(nc)
+		},
+	}
+	for name, way := range ways {
+		for range 20 {
+			nc, c, err := greeted(t, addr)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			way(nc, c)
+			nc.Close()
+		}
+	}
+	waitFor(t, "every login's share released", func() bool { c, b := p.PendingLogins(); return c == 0 && b == 0 })
 }
