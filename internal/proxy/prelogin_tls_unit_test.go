@@ -121,7 +121,7 @@ func TestFailedLoginsReleaseTheirShare(t *testing.T) {
 	addr := serveTest(t, p)
 	response := func(user, plugin string, caps uint32) []byte {
 		return mysql.AppendHandshakeResponse(nil, &mysql.HandshakeResponse{
-			Capabilities: mysql.ClientProtocol41 | mysql.ClientSecureConnection | mysql.ClientPluginAuth | caps,
+			Capabilities:  mysql.ClientProtocol41 | mysql.ClientSecureConnection | mysql.ClientPluginAuth | caps,
 			MaxPacketSize: 1 << 24, Charset: 45, User: user, AuthResponse: []byte("12345678901234567890"), AuthPlugin: plugin})
 	}
 	ways := map[string]func(nc net.Conn, c *mysql.Conn){
