@@ -35,12 +35,12 @@ type User struct {
 	// Unsupported says why an account from the primary cannot log in through sluice (its
 	// plugin); empty: it can.
 	Unsupported string
-	// hostDenied: no account of the user lets the client's host in (1130 once the password is
-	// proven).
+	// hostDenied: no account of the user lets the client's host in (1045 whatever the
+	// password, as from the server).
 	hostDenied bool
 }
 
-// withHostDenied is a copy of u whose login ends with 1130.
+// withHostDenied is a copy of u whose login ends with 1045.
 func (u *User) withHostDenied() *User {
 	c := *u
 	c.hostDenied = true

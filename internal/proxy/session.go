@@ -54,11 +54,14 @@ type session struct {
 	// tlsHeld is what the client's TLS handshake read, charged to the logins' budget until
 	// the login ends (Proxy.loggedIn).
 	tlsHeld int
-	nonce   []byte
-	user    *User
-	creds   backend.Credentials
-	charset uint8
-	attrs   []byte
+	// usedPassword: the client's last auth answer was not empty (its 1045 says "using
+	// password: YES").
+	usedPassword bool
+	nonce        []byte
+	user         *User
+	creds        backend.Credentials
+	charset      uint8
+	attrs        []byte
 
 	node   *topology.Node // the node of the current (or last) statement
 	bc     *backend.Conn  // the session's connection to node
