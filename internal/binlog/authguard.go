@@ -1,6 +1,7 @@
 package binlog
 
 import (
+	"bufio"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -29,7 +30,9 @@ import (
 // verified TLS, or encrypted to the key configured for the nodes (Options.PublicKey). To read
 // the login under TLS, the relay speaks TLS with the node itself, and go-mysql speaks TLS with
 // the relay (an in-process pipe, with a throwaway certificate). After the login it copies
-// bytes both ways.
+// bytes both ways, the node's packet by packet: go-mysql reads a packet whole into memory
+// (growing it by each continuation, allocating what a header announces), so one larger than
+// maxStreamPacket ends the connection instead of reaching it.
 
 // errNotSupportedAuthMode is ER_NOT_SUPPORTED_AUTH_MODE, what go-mysql is told when the relay
 // ends a login (not 1045, which Run reads as a missing grant).
@@ -42,6 +45,47 @@ var ErrUnsafeAuth = errors.New("the node asks for the password where sluice does
 type guard struct {
 	tls    *tls.Config // to the node; nil: plain TCP
 	pubKey []byte      // the nodes' RSA public key (PEM), or nil
+	// maxPacket bounds a packet from the node after the login (0: maxStreamPacket).
+	maxPacket int
+}
+
+// maxStreamPacket bounds one packet (one binlog event) the node sends go-mysql. Larger events
+// exist only where max_allowed_packet was raised past 64 MiB; one ends the stream, which starts
+// again from the node's position then, past the event.
+const maxStreamPacket = 64 << 20
+
+// errStreamPacket ends a connection whose node sent a packet past the bound.
+var errStreamPacket = errors.New("binlog: a packet from the node over the relay's bound")
+
+// copyPackets copies src's packets to dst until either fails or a packet (its continuations
+// included) passes limit bytes.
+func copyPackets(dst io.Writer, src io.Reader, limit int) error {
+	br := bufio.NewReaderSize(src, 64<<10)
+	buf := make([]byte, 32<<10)
+	var hdr [4]byte
+	size := 0 // of the packet so far, continuations included
+	for {
+		if _, err := io.ReadFull(br, hdr[:]); err != nil {
+			return err
+		}
+		n := int(hdr[0]) | int(hdr[1])<<8 | int(hdr[2])<<16
+		if size += n; size > limit {
+			return errStreamPacket
+		}
+		if _, err := dst.Write(hdr[:]); err != nil {
+			return err
+		}
+		copied, err := io.CopyBuffer(dst, io.LimitReader(br, int64(n)), buf)
+		if err != nil {
+			return err
+		}
+		if copied < int64(n) {
+			return io.ErrUnexpectedEOF
+		}
+		if n < 1<<24-1 {
+			size = 0
+		}
+	}
 }
 
 // localTLS is the TLS go-mysql speaks with the relay: a throwaway self-signed certificate on
@@ -93,8 +137,13 @@ func guardAuth(node net.Conn, g guard) net.Conn {
 			n.Close()
 			close(done)
 		}()
-		_, _ = io.Copy(a, n)
+		limit := g.maxPacket
+		if limit <= 0 {
+			limit = maxStreamPacket
+		}
+		_ = copyPackets(a, n, limit)
 		a.Close()
+		n.Close()
 		<-done
 	}()
 	return app

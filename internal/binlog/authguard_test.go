@@ -338,3 +338,57 @@ func TestGuardReadsAuthMoreDataAsGoMySQLDoes(t *testing.T) {
 		})
 	}
 }
+
+// TestGuardBoundsStreamPackets: after the login, what the node sends go-mysql passes through
+// the relay packet by packet, and a packet larger than the bound (maxStreamPacket) ends the
+// connection: go-mysql reads a packet whole into memory, growing it by each continuation, so a
+// node that streams one endless packet would otherwise take all of sluice's memory. Before, go-
+// mysql read all 64 MiB of one.
+func TestGuardBoundsStreamPackets(t *testing.T) {
+	const flood = 64 << 20
+	wrote := make(chan int, 1)
+	addr, sent := fakeNode(t, mysql.AuthNativePassword, nil, func(c *mysql.Conn, nonce []byte) bool {
+		caps := uint32(mysql.ClientProtocol41 | mysql.ClientTransactions)
+		if err := c.WritePacketFlush(mysql.AppendOK(nil, mysql.OK{Status: mysql.StatusAutocommit}, caps)); err != nil {
+			return false
+		}
+		c.SetSeq(0)
+		if _, err := c.ReadPacket(); err != nil {
+			return false
+		}
+		nc := c.NetConn()
+		chunk := make([]byte, 1<<20)
+		total := 0
+		defer func() { wrote <- total }()
+		for seq := byte(1); total < flood; seq++ {
+			if _, err := nc.Write([]byte{0xff, 0xff, 0xff, seq}); err != nil {
+				return false
+			}
+			for left := 1<<24 - 1; left > 0 && total < flood; {
+				n, err := nc.Write(chunk[:min(left, len(chunk))])
+				total += n
+				left -= n
+				if err != nil {
+					return false
+				}
+			}
+		}
+		return false
+	})
+	nc := &conns{ctx: context.Background(), guard: guard{maxPacket: 4 << 20}}
+	defer nc.closeAll()
+	c, err := client.ConnectWithDialer(context.Background(), "", addr, "monitor", guardPassword, "", nc.dial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Execute("SELECT 1"); err == nil {
+		t.Error("a 64 MiB answer was read")
+	}
+	c.Close()
+	nc.closeAll()
+	if n := <-wrote; n >= flood/2 {
+		t.Errorf("the node sent %d MiB of one packet before the relay stopped it", n>>20)
+	}
+	collect(sent)
+}
