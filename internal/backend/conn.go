@@ -251,6 +251,16 @@ var errLocalInfile = errors.New("backend: the node asked for a LOCAL INFILE, whi
 // (the result is read to its end) and errLocalInfile. Any other error leaves the answer partly
 // read: close the connection.
 func (c *Conn) readResults(keep *Rows) error {
+	if c.MaxPacket == 0 {
+		// An answer to sluice's own statement (a setup statement, a replayed SET, the
+		// guard, BEGIN, COMMIT, KILL) is small: bounded as Query's, so that a node cannot
+		// make sluice buffer the 1 GiB a packet may be (nor keep more than 64 KiB of it).
+		c.MaxPacket = MaxQueryBytes
+		defer func() {
+			c.MaxPacket = 0
+			c.ReleaseLarge(64 << 10)
+		}()
+	}
 	var failed error
 	for {
 		p, err := c.readPacket()
@@ -302,6 +312,13 @@ func (c *Conn) Command(payload []byte) error {
 	c.SetSeq(0)
 	if err := c.WritePacketFlush(payload); err != nil {
 		return err
+	}
+	if c.MaxPacket == 0 {
+		c.MaxPacket = MaxQueryBytes // as readResults
+		defer func() {
+			c.MaxPacket = 0
+			c.ReleaseLarge(64 << 10)
+		}()
 	}
 	p, err := c.readPacket()
 	if err != nil {

@@ -868,3 +868,42 @@ func TestLoginPacketsBounded(t *testing.T) {
 		check(t, wrote, err)
 	})
 }
+
+// TestAnswersToOwnStatementsBounded: the answer to a statement sluice sends itself (the
+// read-only guard here; setup statements, replayed SETs, BEGIN, COMMIT, KILL, commands) is read
+// up to MaxQueryBytes per packet, as Query's is: a node that answers with one endless packet
+// fails the dial instead of making sluice buffer it. Before, all 64 MiB were read.
+func TestAnswersToOwnStatementsBounded(t *testing.T) {
+	const flood = 64 << 20
+	wrote := make(chan int, 1)
+	addr := scriptedNode(t, mariaDBHandshake(), func(c *mysql.Conn, _ *mysql.HandshakeResponse) {
+		writeOK(c)
+		c.SetSeq(0)
+		if _, err := c.ReadPacket(); err != nil { // the guard
+			return
+		}
+		nc := c.NetConn()
+		chunk := make([]byte, 1<<20)
+		total := 0
+		defer func() { wrote <- total }()
+		for seq := byte(1); total < flood; seq++ {
+			if _, err := nc.Write([]byte{0xff, 0xff, 0xff, seq}); err != nil {
+				return
+			}
+			for left := 1<<24 - 1; left > 0 && total < flood; {
+				n, err := nc.Write(chunk[:min(left, len(chunk))])
+				total += n
+				left -= n
+				if err != nil {
+					return
+				}
+			}
+		}
+	})
+	if _, err := dialScripted(addr, Options{ReadOnly: true}); err == nil {
+		t.Fatal("the dial succeeded")
+	}
+	if n := <-wrote; n >= flood/2 {
+		t.Fatalf("sluice read %d MiB of the node's answer to the guard", n>>20)
+	}
+}
