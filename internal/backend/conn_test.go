@@ -907,3 +907,54 @@ func TestAnswersToOwnStatementsBounded(t *testing.T) {
 		t.Fatalf("sluice read %d MiB of the node's answer to the guard", n>>20)
 	}
 }
+
+// TestAnswersReadWholeBounded: after the login, a packet sluice reads whole from a node (here
+// the value of a consistency wait; also an OK, a prepare response, the answer to a refused
+// LOCAL INFILE) is at most MaxAnswerPacket: a node that sends one endless packet is refused
+// past 16 MiB. Before, such reads went up to 1 GiB: all 64 MiB the node sent.
+func TestAnswersReadWholeBounded(t *testing.T) {
+	const flood = 64 << 20
+	wrote := make(chan int, 1)
+	addr := scriptedNode(t, mariaDBHandshake(), func(c *mysql.Conn, _ *mysql.HandshakeResponse) {
+		writeOK(c)
+		c.SetSeq(0)
+		if _, err := c.ReadPacket(); err != nil {
+			return
+		}
+		nc := c.NetConn()
+		chunk := make([]byte, 1<<20)
+		total := 0
+		defer func() { wrote <- total }()
+		for seq := byte(1); total < flood; seq++ {
+			if _, err := nc.Write([]byte{0xff, 0xff, 0xff, seq}); err != nil {
+				return
+			}
+			for left := 1<<24 - 1; left > 0 && total < flood; {
+				n, err := nc.Write(chunk[:min(left, len(chunk))])
+				total += n
+				left -= n
+				if err != nil {
+					return
+				}
+			}
+		}
+	})
+	bc, err := dialScripted(addr, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bc.Close()
+	if err := bc.WriteQuery([]byte("SELECT 1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := bc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bc.ReadScalarIs("1"); err == nil {
+		t.Fatal("a 64 MiB answer was read")
+	}
+	bc.Close()
+	if n := <-wrote; n >= flood/2 {
+		t.Fatalf("sluice read %d MiB of one packet", n>>20)
+	}
+}
