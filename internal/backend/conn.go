@@ -156,8 +156,15 @@ func Dial(ctx context.Context, o Options) (*Conn, error) {
 		}
 	}
 	_ = nc.SetDeadline(time.Time{})
+	// What sluice reads whole from a node (an OK, an ERR, a prepare response, a value it
+	// asked for) is never a continuation; rows are relayed as they come, not read whole. A
+	// node that announces more gets an error, not 1 GiB of sluice's memory.
+	c.MaxPacket = MaxAnswerPacket
 	return c, nil
 }
+
+// MaxAnswerPacket bounds a packet sluice reads whole from a logged-in node connection.
+const MaxAnswerPacket = mysql.MaxPacketPayload
 
 // dialFailed closes c and words err for Dial's caller: the node's own refusal as it is, anything
 // else as a ConnectError.
@@ -184,6 +191,7 @@ func ReadHandshake(ctx context.Context, addr string, timeout time.Duration) (*my
 	deadline, _ := ctx.Deadline()
 	_ = nc.SetDeadline(deadline)
 	c := mysql.NewConn(nc, 4<<10, 1<<10)
+	c.MaxPacket = MaxLoginPacket
 	p, err := c.ReadPacket()
 	if err != nil {
 		return nil, &ConnectError{addr, err}
@@ -250,6 +258,16 @@ var errLocalInfile = errors.New("backend: the node asked for a LOCAL INFILE, whi
 // (the result is read to its end) and errLocalInfile. Any other error leaves the answer partly
 // read: close the connection.
 func (c *Conn) readResults(keep *Rows) error {
+	if limit := c.MaxPacket; limit == 0 || limit > MaxQueryBytes {
+		// An answer to sluice's own statement (a setup statement, a replayed SET, the
+		// guard, BEGIN, COMMIT, KILL) is small: bounded as Query's, so that a node cannot
+		// make sluice buffer the 1 GiB a packet may be (nor keep more than 64 KiB of it).
+		c.MaxPacket = MaxQueryBytes
+		defer func() {
+			c.MaxPacket = limit
+			c.ReleaseLarge(64 << 10)
+		}()
+	}
 	var failed error
 	for {
 		p, err := c.readPacket()
@@ -301,6 +319,13 @@ func (c *Conn) Command(payload []byte) error {
 	c.SetSeq(0)
 	if err := c.WritePacketFlush(payload); err != nil {
 		return err
+	}
+	if limit := c.MaxPacket; limit == 0 || limit > MaxQueryBytes {
+		c.MaxPacket = MaxQueryBytes // as readResults
+		defer func() {
+			c.MaxPacket = limit
+			c.ReleaseLarge(64 << 10)
+		}()
 	}
 	p, err := c.readPacket()
 	if err != nil {

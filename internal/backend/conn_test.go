@@ -787,3 +787,174 @@ func TestEmptyPacketsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestLoginPacketsBounded: what a node sends before the login ends (its greeting, its answers
+// in the auth exchange) is read up to a small bound, not up to the 1 GiB a logged-in connection
+// allows: a node added through the API that streams a huge greeting, for every dial of every
+// session and of the monitor, must not make sluice buffer it. Before, Dial and ReadHandshake
+// read all 64 MiB the node sent.
+func TestLoginPacketsBounded(t *testing.T) {
+	const flood = 64 << 20
+	// floodNode writes a packet of flood bytes (16 MiB - 1 continuation packets) as its
+	// greeting, or after reading the handshake response, and reports how much of it went out.
+	floodNode := func(t *testing.T, afterResponse bool) (string, <-chan int) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		wrote := make(chan int, 1)
+		go func() {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer nc.Close()
+			_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+			seq := byte(0)
+			if afterResponse {
+				c := mysql.NewConn(nc, 0, 0)
+				if err := c.WritePacketFlush(mysql.AppendHandshake(nil, mariaDBHandshake())); err != nil {
+					return
+				}
+				if _, err := c.ReadPacket(); err != nil {
+					return
+				}
+				seq = c.Seq()
+			}
+			chunk := make([]byte, 1<<20)
+			total := 0
+			defer func() { wrote <- total }()
+			for total < flood {
+				hdr := []byte{0xff, 0xff, 0xff, seq}
+				seq++
+				if _, err := nc.Write(hdr); err != nil {
+					return
+				}
+				for left := 1<<24 - 1; left > 0 && total < flood; {
+					n, err := nc.Write(chunk[:min(left, len(chunk))])
+					total += n
+					left -= n
+					if err != nil {
+						return
+					}
+				}
+			}
+		}()
+		return ln.Addr().String(), wrote
+	}
+	check := func(t *testing.T, wrote <-chan int, err error) {
+		t.Helper()
+		if err == nil {
+			t.Fatal("the login succeeded")
+		}
+		if n := <-wrote; n >= flood/2 {
+			t.Fatalf("sluice read %d MiB of the node's login packet (%v)", n>>20, err)
+		}
+	}
+	t.Run("greeting", func(t *testing.T) {
+		addr, wrote := floodNode(t, false)
+		_, err := dialScripted(addr, Options{})
+		check(t, wrote, err)
+	})
+	t.Run("auth exchange", func(t *testing.T) {
+		addr, wrote := floodNode(t, true)
+		_, err := dialScripted(addr, Options{})
+		check(t, wrote, err)
+	})
+	t.Run("ReadHandshake", func(t *testing.T) {
+		addr, wrote := floodNode(t, false)
+		_, err := ReadHandshake(context.Background(), addr, 2*time.Second)
+		check(t, wrote, err)
+	})
+}
+
+// TestAnswersToOwnStatementsBounded: the answer to a statement sluice sends itself (the
+// read-only guard here; setup statements, replayed SETs, BEGIN, COMMIT, KILL, commands) is read
+// up to MaxQueryBytes per packet, as Query's is: a node that answers with one endless packet
+// fails the dial instead of making sluice buffer it. Before, all 64 MiB were read.
+func TestAnswersToOwnStatementsBounded(t *testing.T) {
+	const flood = 64 << 20
+	wrote := make(chan int, 1)
+	addr := scriptedNode(t, mariaDBHandshake(), func(c *mysql.Conn, _ *mysql.HandshakeResponse) {
+		writeOK(c)
+		c.SetSeq(0)
+		if _, err := c.ReadPacket(); err != nil { // the guard
+			return
+		}
+		nc := c.NetConn()
+		chunk := make([]byte, 1<<20)
+		total := 0
+		defer func() { wrote <- total }()
+		for seq := byte(1); total < flood; seq++ {
+			if _, err := nc.Write([]byte{0xff, 0xff, 0xff, seq}); err != nil {
+				return
+			}
+			for left := 1<<24 - 1; left > 0 && total < flood; {
+				n, err := nc.Write(chunk[:min(left, len(chunk))])
+				total += n
+				left -= n
+				if err != nil {
+					return
+				}
+			}
+		}
+	})
+	if _, err := dialScripted(addr, Options{ReadOnly: true}); err == nil {
+		t.Fatal("the dial succeeded")
+	}
+	if n := <-wrote; n >= flood/2 {
+		t.Fatalf("sluice read %d MiB of the node's answer to the guard", n>>20)
+	}
+}
+
+// TestAnswersReadWholeBounded: after the login, a packet sluice reads whole from a node (here
+// the value of a consistency wait; also an OK, a prepare response, the answer to a refused
+// LOCAL INFILE) is at most MaxAnswerPacket: a node that sends one endless packet is refused
+// past 16 MiB. Before, such reads went up to 1 GiB: all 64 MiB the node sent.
+func TestAnswersReadWholeBounded(t *testing.T) {
+	const flood = 64 << 20
+	wrote := make(chan int, 1)
+	addr := scriptedNode(t, mariaDBHandshake(), func(c *mysql.Conn, _ *mysql.HandshakeResponse) {
+		writeOK(c)
+		c.SetSeq(0)
+		if _, err := c.ReadPacket(); err != nil {
+			return
+		}
+		nc := c.NetConn()
+		chunk := make([]byte, 1<<20)
+		total := 0
+		defer func() { wrote <- total }()
+		for seq := byte(1); total < flood; seq++ {
+			if _, err := nc.Write([]byte{0xff, 0xff, 0xff, seq}); err != nil {
+				return
+			}
+			for left := 1<<24 - 1; left > 0 && total < flood; {
+				n, err := nc.Write(chunk[:min(left, len(chunk))])
+				total += n
+				left -= n
+				if err != nil {
+					return
+				}
+			}
+		}
+	})
+	bc, err := dialScripted(addr, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bc.Close()
+	if err := bc.WriteQuery([]byte("SELECT 1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := bc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bc.ReadScalarIs("1"); err == nil {
+		t.Fatal("a 64 MiB answer was read")
+	}
+	bc.Close()
+	if n := <-wrote; n >= flood/2 {
+		t.Fatalf("sluice read %d MiB of one packet", n>>20)
+	}
+}

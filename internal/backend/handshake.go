@@ -23,6 +23,11 @@ import (
 
 // handshake logs c in to the node as o describes.
 func (c *Conn) handshake(o Options) error {
+	// Until the login ends, a node's packets are small: bounded so that a node (one added
+	// through the API, whatever answers at its address) cannot make sluice buffer the 1 GiB a
+	// logged-in connection may read. c.Conn is replaced by a TLS upgrade: the bound follows it.
+	c.MaxPacket = MaxLoginPacket
+	defer func() { c.MaxPacket = 0 }()
 	hs, err := c.readGreeting()
 	if err != nil {
 		return err
@@ -55,6 +60,10 @@ func (c *Conn) readGreeting() (*mysql.Handshake, error) {
 	}
 	return hs, nil
 }
+
+// MaxLoginPacket bounds a packet a node sends before its login ends: its greeting, an auth
+// switch, a public key, the login's OK with its session state.
+const MaxLoginPacket = 1 << 20
 
 // negotiation is what sluice asks a node for.
 type negotiation struct {
@@ -120,6 +129,7 @@ func (c *Conn) startTLS(cfg *tls.Config, n negotiation) error {
 	}
 	seq := c.Seq()
 	c.Conn = mysql.NewConn(tc, 0, 4<<10)
+	c.MaxPacket = MaxLoginPacket
 	c.SetSeq(seq)
 	c.TLS = true
 	c.TLSVerified = VerifiesPeer(cfg)

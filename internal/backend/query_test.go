@@ -213,8 +213,8 @@ func TestQueryPacketTooLarge(t *testing.T) {
 	if _, err := bc.Query("SELECT big"); !errors.Is(err, mysql.ErrPacketTooLarge) {
 		t.Fatalf("got %v", err)
 	}
-	if bc.MaxPacket != 0 {
-		t.Fatalf("MaxPacket left at %d", bc.MaxPacket)
+	if bc.MaxPacket != MaxAnswerPacket {
+		t.Fatalf("MaxPacket left at %d, want the connection's own %d", bc.MaxPacket, MaxAnswerPacket)
 	}
 }
 

@@ -1,6 +1,7 @@
 package binlog
 
 import (
+	"bufio"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -29,7 +30,9 @@ import (
 // verified TLS, or encrypted to the key configured for the nodes (Options.PublicKey). To read
 // the login under TLS, the relay speaks TLS with the node itself, and go-mysql speaks TLS with
 // the relay (an in-process pipe, with a throwaway certificate). After the login it copies
-// bytes both ways.
+// bytes both ways, the node's packet by packet: go-mysql reads a packet whole into memory
+// (growing it by each continuation, allocating what a header announces), so one larger than
+// maxStreamPacket ends the connection instead of reaching it.
 
 // errNotSupportedAuthMode is ER_NOT_SUPPORTED_AUTH_MODE, what go-mysql is told when the relay
 // ends a login (not 1045, which Run reads as a missing grant).
@@ -42,6 +45,47 @@ var ErrUnsafeAuth = errors.New("the node asks for the password where sluice does
 type guard struct {
 	tls    *tls.Config // to the node; nil: plain TCP
 	pubKey []byte      // the nodes' RSA public key (PEM), or nil
+	// maxPacket bounds a packet from the node after the login (0: maxStreamPacket).
+	maxPacket int
+}
+
+// maxStreamPacket bounds one packet (one binlog event) the node sends go-mysql. Larger events
+// exist only where max_allowed_packet was raised past 64 MiB; one ends the stream, which starts
+// again from the node's position then, past the event.
+const maxStreamPacket = 64 << 20
+
+// errStreamPacket ends a connection whose node sent a packet past the bound.
+var errStreamPacket = errors.New("binlog: a packet from the node over the relay's bound")
+
+// copyPackets copies src's packets to dst until either fails or a packet (its continuations
+// included) passes limit bytes.
+func copyPackets(dst io.Writer, src io.Reader, limit int) error {
+	br := bufio.NewReaderSize(src, 64<<10)
+	buf := make([]byte, 32<<10)
+	var hdr [4]byte
+	size := 0 // of the packet so far, continuations included
+	for {
+		if _, err := io.ReadFull(br, hdr[:]); err != nil {
+			return err
+		}
+		n := int(hdr[0]) | int(hdr[1])<<8 | int(hdr[2])<<16
+		if size += n; size > limit {
+			return errStreamPacket
+		}
+		if _, err := dst.Write(hdr[:]); err != nil {
+			return err
+		}
+		copied, err := io.CopyBuffer(dst, io.LimitReader(br, int64(n)), buf)
+		if err != nil {
+			return err
+		}
+		if copied < int64(n) {
+			return io.ErrUnexpectedEOF
+		}
+		if n < 1<<24-1 {
+			size = 0
+		}
+	}
 }
 
 // localTLS is the TLS go-mysql speaks with the relay: a throwaway self-signed certificate on
@@ -93,8 +137,13 @@ func guardAuth(node net.Conn, g guard) net.Conn {
 			n.Close()
 			close(done)
 		}()
-		_, _ = io.Copy(a, n)
+		limit := g.maxPacket
+		if limit <= 0 {
+			limit = maxStreamPacket
+		}
+		_ = copyPackets(a, n, limit)
 		a.Close()
+		n.Close()
 		<-done
 	}()
 	return app
@@ -229,7 +278,9 @@ func (g guard) login(node, app net.Conn) (net.Conn, net.Conn, error) {
 			if len(nonce) > 20 {
 				nonce = nonce[:20]
 			}
-		case p.payload[0] == mysql.AuthMoreDataHeader && len(p.payload) == 2 && p.payload[1] == mysql.CachingSHA2FullAuth && plugin == mysql.AuthCachingSHA2:
+		case p.payload[0] == mysql.AuthMoreDataHeader && len(p.payload) >= 2 && p.payload[1] == mysql.CachingSHA2FullAuth && plugin == mysql.AuthCachingSHA2:
+			// go-mysql reads the byte after the header alone, whatever follows it: so does
+			// the guard (a padded request is one too).
 			if !verified {
 				if len(g.pubKey) == 0 {
 					return refuse(p.seq, "caching_sha2_password full authentication")
@@ -238,11 +289,16 @@ func (g guard) login(node, app net.Conn) (net.Conn, net.Conn, error) {
 			}
 		case plugin == mysql.AuthSHA256Password && !verified:
 			return refuse(p.seq, "sha256_password")
+		case !verified && !fastOK(p.payload, plugin):
+			// Nothing else belongs in an unverified login: go-mysql answers what it does not
+			// expect in ways the guard does not follow (a key request, a password, a panic
+			// on a short OK), so it does not see it.
+			return refuse(p.seq, fmt.Sprintf("an unexpected packet (0x%02x, %d bytes) in the login", p.payload[0], len(p.payload)))
 		}
 		if err := writePacket(app, p); err != nil {
 			return nil, nil, err
 		}
-		if p.payload[0] == mysql.AuthMoreDataHeader && len(p.payload) == 2 && p.payload[1] == mysql.CachingSHA2FastOK {
+		if fastOK(p.payload, plugin) {
 			continue // the OK follows
 		}
 		c, err := readPacket(app)
@@ -253,6 +309,12 @@ func (g guard) login(node, app net.Conn) (net.Conn, net.Conn, error) {
 			return nil, nil, err
 		}
 	}
+}
+
+// fastOK reports whether p is caching_sha2_password's fast-path success, which the node's OK
+// follows.
+func fastOK(p []byte, plugin string) bool {
+	return plugin == mysql.AuthCachingSHA2 && len(p) == 2 && p[0] == mysql.AuthMoreDataHeader && p[1] == mysql.CachingSHA2FastOK
 }
 
 // fullAuthToKey plays caching_sha2_password's full authentication with the configured key:

@@ -286,3 +286,109 @@ func TestGuardSendsWhereSafe(t *testing.T) {
 		collect(sent)
 	})
 }
+
+// TestGuardReadsAuthMoreDataAsGoMySQLDoes: go-mysql takes any AuthMoreData whose first byte is
+// caching_sha2_password's full-authentication request as one, whatever follows it; so must the
+// guard. Before, a node that padded the request (01 04 00) got past the guard, which passes on
+// what it does not recognise: go-mysql then asked the node for its key and sent the password
+// encrypted to it (plain TCP), or in clear (TLS without verification).
+func TestGuardReadsAuthMoreDataAsGoMySQLDoes(t *testing.T) {
+	server, _ := nodeCert(t)
+	for _, tc := range []struct {
+		name            string
+		nodeTLS, ourTLS *tls.Config
+	}{{"plain TCP", nil, nil}, {"TLS without verification", server, &tls.Config{InsecureSkipVerify: true}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			key, err := mysql.GenerateRSAKey()
+			if err != nil {
+				t.Fatal(err)
+			}
+			harvested := make(chan string, 4)
+			addr, sent := fakeNode(t, mysql.AuthCachingSHA2, tc.nodeTLS, func(c *mysql.Conn, nonce []byte) bool {
+				defer close(harvested)
+				_ = c.WritePacketFlush(mysql.AppendAuthMoreData(nil, mysql.CachingSHA2FullAuth, 0))
+				for {
+					p, err := c.ReadPacket()
+					if err != nil {
+						return false
+					}
+					harvested <- string(p)
+					if bytes.Equal(p, []byte{mysql.CachingSHA2RequestKey}) {
+						_ = c.WritePacketFlush(mysql.AppendAuthMoreData(nil, mysql.PublicKeyPEM(key)...))
+						continue
+					}
+					if pw, err := mysql.DecryptPassword(key, p, nonce); err == nil {
+						harvested <- pw
+					}
+				}
+			})
+			err = guardedLogin(addr, guard{tls: tc.ourTLS})
+			if err == nil || !strings.Contains(err.Error(), "sluice refused") {
+				t.Errorf("login: %v, want sluice's refusal", err)
+			}
+			collect(sent)
+			for p := range harvested {
+				if strings.Contains(p, guardPassword) {
+					t.Errorf("the node read the password: %q", p)
+				}
+				if p != "" {
+					t.Errorf("the node received %q after asking for full authentication", p)
+				}
+			}
+		})
+	}
+}
+
+// TestGuardBoundsStreamPackets: after the login, what the node sends go-mysql passes through
+// the relay packet by packet, and a packet larger than the bound (maxStreamPacket) ends the
+// connection: go-mysql reads a packet whole into memory, growing it by each continuation, so a
+// node that streams one endless packet would otherwise take all of sluice's memory. Before, go-
+// mysql read all 64 MiB of one.
+func TestGuardBoundsStreamPackets(t *testing.T) {
+	const flood = 64 << 20
+	wrote := make(chan int, 1)
+	addr, sent := fakeNode(t, mysql.AuthNativePassword, nil, func(c *mysql.Conn, nonce []byte) bool {
+		caps := uint32(mysql.ClientProtocol41 | mysql.ClientTransactions)
+		if err := c.WritePacketFlush(mysql.AppendOK(nil, mysql.OK{Status: mysql.StatusAutocommit}, caps)); err != nil {
+			return false
+		}
+		c.SetSeq(0)
+		if _, err := c.ReadPacket(); err != nil {
+			return false
+		}
+		nc := c.NetConn()
+		chunk := make([]byte, 1<<20)
+		total := 0
+		defer func() { wrote <- total }()
+		for seq := byte(1); total < flood; seq++ {
+			if _, err := nc.Write([]byte{0xff, 0xff, 0xff, seq}); err != nil {
+				return false
+			}
+			for left := 1<<24 - 1; left > 0 && total < flood; {
+				n, err := nc.Write(chunk[:min(left, len(chunk))])
+				total += n
+				left -= n
+				if err != nil {
+					return false
+				}
+			}
+		}
+		return false
+	})
+	nc := &conns{ctx: context.Background(), guard: guard{maxPacket: 4 << 20}}
+	defer nc.closeAll()
+	c, err := client.ConnectWithDialer(context.Background(), "", addr, "monitor", guardPassword, "", nc.dial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Execute("SELECT 1"); err == nil {
+		t.Error("a 64 MiB answer was read")
+	}
+	c.Close()
+	nc.closeAll()
+	if n := <-wrote; n >= flood/2 {
+		t.Errorf("the node sent %d MiB of one packet before the relay stopped it", n>>20)
+	}
+	collect(sent)
+}

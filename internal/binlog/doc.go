@@ -25,8 +25,10 @@
 //   - go-mysql logs in through a relay of ours (authguard.go) that reads the login, TLS or not,
 //     and ends it where go-mysql would send the password to a node that may not read it
 //     (caching_sha2_password's full authentication without verified TLS or the configured key,
-//     mysql_clear_password, dialog, sha256_password): a node added through the API cannot
-//     harvest the monitor's password.
+//     mysql_clear_password, dialog, sha256_password), and passes nothing in such a login that it
+//     does not recognise: a node added through the API cannot harvest the monitor's password.
+//     After the login it passes the node's packets up to 64 MiB each (go-mysql reads a packet
+//     whole), and a go-mysql panic on a malformed packet fails the attempt, not sluice.
 //   - Every wait is bounded: connects (5 s), reads (3 heartbeats), backoff (5 s). Ending the
 //     context closes the syncer's sockets at once, so Run returns promptly, leaving no
 //     goroutine behind.

@@ -160,7 +160,16 @@ func (s *stream) run(ctx context.Context) {
 
 // session streams once: reads the node's position, registers, and reports events until the
 // stream fails or ctx ends. streamed is how long it streamed (0: it never started).
+//
+// go-mysql runs its login, queries and registration in this goroutine and indexes what the node
+// sends without checking lengths: a panic there (a node's malformed packet) fails the attempt,
+// after the deferred cleanup, instead of ending sluice.
 func (s *stream) session(ctx context.Context) (streamed time.Duration, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("binlog: %s: go-mysql panicked on what the node sent: %v", s.o.Address, r)
+		}
+	}()
 	ctx, cancel := context.WithCancel(ctx)
 	nc := &conns{ctx: ctx, guard: guard{tls: s.o.TLS, pubKey: s.o.PublicKey}}
 	// go-mysql's calls take no context of ours: closing their sockets is what interrupts them.

@@ -13,6 +13,9 @@ import (
 	"time"
 
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/sluicedb/sluice/internal/gtid"
+	"github.com/sluicedb/sluice/internal/mysql"
 )
 
 func TestDerivedServerID(t *testing.T) {
@@ -299,4 +302,44 @@ func TestRunStopsWhileConnecting(t *testing.T) {
 		c.Close()
 	}
 	settled(t, before)
+}
+
+// TestHostileNodeDoesNotPanic: go-mysql indexes what a node sends without checking its length
+// (an OK packet one byte long); a node that sends such bytes to the stream's login or position
+// query fails that attempt, it does not end sluice. Before, the panic ran up the stream's
+// goroutine and ended the process.
+func TestHostileNodeDoesNotPanic(t *testing.T) {
+	addr, sent := fakeNode(t, mysql.AuthNativePassword, nil, func(c *mysql.Conn, nonce []byte) bool {
+		caps := uint32(mysql.ClientProtocol41 | mysql.ClientTransactions)
+		if err := c.WritePacketFlush(mysql.AppendOK(nil, mysql.OK{Status: mysql.StatusAutocommit}, caps)); err != nil {
+			return false
+		}
+		c.SetSeq(0)
+		if _, err := c.ReadPacket(); err != nil {
+			return false
+		}
+		_ = c.WritePacketFlush([]byte{0}) // an OK with nothing after its header
+		return false
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	failed := make(chan error, 16)
+	Run(ctx, Options{Address: addr, User: "monitor", Password: guardPassword, Flavor: gtid.MariaDB}, nil, func(streaming bool, err error) {
+		if err != nil {
+			select {
+			case failed <- err:
+			default:
+			}
+			cancel()
+		}
+	})
+	collect(sent)
+	select {
+	case err := <-failed:
+		if !strings.Contains(err.Error(), "panic") {
+			t.Errorf("the attempt failed with %v, want the go-mysql panic as its error", err)
+		}
+	default:
+		t.Error("the attempt did not fail")
+	}
 }

@@ -221,6 +221,13 @@ func (b *Budget) give(n int) {
 	}
 }
 
+// Take charges n bytes held outside a Conn's packet buffer (a TLS handshake's) to b, unless
+// that would pass its limit (false: nothing charged). Give them back with Give.
+func (b *Budget) Take(n int) bool { return b.take(n) }
+
+// Give returns n bytes charged with Take.
+func (b *Budget) Give(n int) { b.give(n) }
+
 // Budget returns the budget c's packet buffer is charged to, or nil.
 func (c *Conn) Budget() *Budget { return c.budget }
 

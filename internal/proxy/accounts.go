@@ -13,8 +13,9 @@ import (
 // hands them over (SetAccounts); a client logs in against them as the server would: the
 // account whose host matches the client best, its password, its lock. The users list of the
 // configuration wins on a clash of names, but the host rules apply to its users too: a user
-// whose accounts on the primary all name other hosts gets error 1130, as does a client an
-// endpoint's allow list does not cover.
+// whose accounts on the primary all name other hosts gets error 1045 whatever its password, as
+// from the server (a client an endpoint's allow list does not cover gets 1130 before the
+// greeting).
 
 // Account is one account of the primary.
 type Account struct {

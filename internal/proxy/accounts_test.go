@@ -14,8 +14,8 @@ import (
 // TestAccountsFromPrimary: with accounts.from_primary, an account created on the primary logs in
 // through sluice at once (its first login makes sluice read the accounts again), with its own
 // password only; its reads go to the replicas as that user; a host pattern that does not cover
-// the client gets 1130 once the password is right (1045 before: nothing is told about users
-// without it); a locked account gets 4151 and a dropped one 1045 after the refresh; an
+// the client gets 1045 with the right password as with a wrong one (as from the server:
+// TestHostRefusalIsNoPasswordOracle); a locked account gets 4151 and a dropped one 1045 after the refresh; an
 // account whose plugin sluice cannot verify gets 1045 as for a wrong password (its plugin is
 // told only in sluice's log); the users list still logs in.
 func TestAccountsFromPrimary(t *testing.T) {
@@ -62,8 +62,8 @@ func TestAccountsFromPrimary(t *testing.T) {
 	}
 	for _, c := range []struct{ user, password, want string }{
 		{"acc1", "wrong", "Error 1045"},
-		{"acc2", "pw2", "Error 1130 (HY000): Host '127.0.0.1' is not allowed to connect"},
-		{"acc2", "wrong", "Error 1045"}, // the host is refused only to who knows the password
+		{"acc2", "pw2", "Error 1045"},   // as from the server: not even the right password
+		{"acc2", "wrong", "Error 1045"}, // tells a client on another host anything
 		{"acc3", "", "Error 1045"},      // refused as a wrong password is: its plugin is not told
 		{"nobody", "x", "Error 1045"},
 	} {
@@ -160,6 +160,52 @@ func TestAccountHostRulesMatchServer(t *testing.T) {
 		t.Logf("%s/%s: primary %q %v; sluice %q %v", c.user, c.password, direct, derr, via, serr)
 		if (derr == nil) != (serr == nil) || direct != via {
 			t.Errorf("%s with password %s: the primary says %q (%v), sluice %q (%v)", c.user, c.password, direct, derr, via, serr)
+		}
+	}
+}
+
+// TestHostRefusalIsNoPasswordOracle: a client on a host that none of a user's accounts lets in
+// learns nothing of the password from sluice, as from the server: the right password and a
+// wrong one get the same error (the live primary as oracle: 1045 for both). Before, sluice
+// answered the right one with 1130 and a wrong one with 1045, so a client from anywhere could
+// test passwords of an account meant only for 10.%; so could it for a user of the users list
+// with no account for its host.
+func TestHostRefusalIsNoPasswordOracle(t *testing.T) {
+	cl := testutil.Cluster(t)
+	admin, err := cl.AdminDB("primary")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	drop := "DROP USER IF EXISTS 'hr_far'@'10.%'"
+	for _, q := range []string{drop, "CREATE USER 'hr_far'@'10.%' IDENTIFIED BY 'pfar'"} {
+		if _, err := admin.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	t.Cleanup(func() { _, _ = admin.ExecContext(ctx, drop) })
+	if err := cl.WaitCaughtUp(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	s := startSluice(t, func(c *config.Config) { c.Accounts.FromPrimary = true })
+	primary := cl.Primary().Address
+	login := func(addr, password string) string {
+		db, err := sql.Open("mysql", dsn(addr, "hr_far", password, "", ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		err = db.PingContext(ctx)
+		if err == nil {
+			return "logged in"
+		}
+		return err.Error()
+	}
+	for _, password := range []string{"pfar", "wrong"} {
+		direct, via := login(primary, password), login(s.rw, password)
+		t.Logf("password %s: primary %q, sluice %q", password, direct, via)
+		if direct != via {
+			t.Errorf("password %s: the primary says %q, sluice %q", password, direct, via)
 		}
 	}
 }

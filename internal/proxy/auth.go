@@ -34,7 +34,13 @@ func targetPlugin(u *User, clientPlugin string) string {
 func (s *session) authenticate(name, clientPlugin string, resp []byte, force bool) (*User, backend.Credentials, error) {
 	u, creds, err := s.checkCredentials(name, clientPlugin, resp, force)
 	if err == nil && u.hostDenied {
-		_ = s.writeErr(hostRefused(s.host))
+		// As the server answers: the same 1045 as for a wrong password (1130 after the right
+		// one would tell a client on any host when it guessed the password of an account
+		// meant for others). The reason goes to sluice's log.
+		_ = s.writeErr(mysql.AccessDenied(name, s.host, s.usedPassword))
+		// (Debug: a line written only after the right password would cost time a wrong one
+		// does not.)
+		s.log.Debug("login refused: no account of the user lets the client's host in", "user", name, "host", s.host)
 		return nil, backend.Credentials{}, fmt.Errorf("%w: no account of user %q lets in host %s", errAuth, u.Name, s.host)
 	}
 	if err == nil && u.Locked {
@@ -59,9 +65,9 @@ func (s *session) authenticate(name, clientPlugin string, resp []byte, force boo
 func (s *session) checkCredentials(name, clientPlugin string, resp []byte, force bool) (*User, backend.Credentials, error) {
 	u := s.p.users[name]
 	// hostDenied: accounts come from the primary and none of the user's lets this client's
-	// host in. The answer, 1130, comes only after the password was proven (against one of
-	// the user's accounts, or the users list's): before it, the client learns no more than
-	// that the login failed (1045), whether the user exists or not.
+	// host in. The answer is 1045 whatever the password, as from the server (the password is
+	// still checked, against one of the user's accounts or the users list's, so that the
+	// refusal costs what any other does).
 	hostDenied := false
 	t := s.p.accounts.Load()
 	if s.p.opts.RefreshAccounts != nil {
@@ -119,6 +125,7 @@ func (s *session) checkCredentials(name, clientPlugin string, resp []byte, force
 		}
 		resp = append([]byte(nil), p...)
 	}
+	s.usedPassword = len(resp) > 0
 	deny := func() (*User, backend.Credentials, error) {
 		_ = s.writeErr(mysql.AccessDenied(name, s.host, len(resp) > 0))
 		return nil, backend.Credentials{}, fmt.Errorf("%w for user %q", errAuth, name)
@@ -183,7 +190,9 @@ func (s *session) checkCredentials(name, clientPlugin string, resp []byte, force
 		if len(resp) == 0 {
 			return deny()
 		}
-		if s.p.sha2Cached(u.Name, u.Password) && mysql.VerifyCachingSHA2(u.Password, s.nonce, resp) {
+		// No fast path for a host the user's accounts do not let in: its answer (fast OK, or
+		// full authentication) would tell whether the password is right.
+		if !u.hostDenied && s.p.sha2Cached(u.Name, u.Password) && mysql.VerifyCachingSHA2(u.Password, s.nonce, resp) {
 			// Fast path: the server (here sluice) has seen this password since it started.
 			s.scratch = mysql.AppendAuthMoreData(s.scratch[:0], mysql.CachingSHA2FastOK)
 			if err := s.client.WritePacket(s.scratch); err != nil {
@@ -201,7 +210,9 @@ func (s *session) checkCredentials(name, clientPlugin string, resp []byte, force
 		if subtle.ConstantTimeCompare([]byte(password), []byte(u.Password)) != 1 {
 			return deny()
 		}
-		s.p.sha2Remember(u.Name, u.Password)
+		if !u.hostDenied {
+			s.p.sha2Remember(u.Name, u.Password)
+		}
 		return u, creds, nil
 	}
 	return deny()

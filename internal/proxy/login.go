@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"time"
 
@@ -126,12 +127,20 @@ func (s *session) handshake() (err error) {
 // upgradeTLS runs the TLS handshake after the client's SSL request and reads the handshake
 // response the client then sends over TLS.
 func (s *session) upgradeTLS() (*mysql.HandshakeResponse, error) {
-	tc := tls.Server(s.client.Upgradable(), s.p.opts.TLS)
-	if err := tc.Handshake(); err != nil {
+	budget := s.client.Budget()
+	// What the client sends in its TLS handshake, which Go's TLS server buffers (a ClientHello
+	// of up to 64 KiB), is charged to the logins' budget as a plain login's packets are, until
+	// the login ends (loggedIn): the handshake's buffers live on with the connection.
+	bc := &budgetedConn{Conn: s.client.Upgradable(), budget: budget}
+	tc := tls.Server(bc, s.p.opts.TLS)
+	err := tc.Handshake()
+	bc.budget = nil // application data: charged as packets by the Conn that reads them
+	s.tlsHeld += bc.charged
+	if err != nil {
 		return nil, fmt.Errorf("TLS handshake: %w", err)
 	}
 	seq := s.client.Seq()
-	budget := s.client.SetBudget(nil)
+	s.client.SetBudget(nil)
 	s.nc = tc
 	s.client = mysql.NewConn(tc, 0, 0)
 	s.client.SetBudget(budget)
@@ -150,6 +159,25 @@ func (s *session) upgradeTLS() (*mysql.HandshakeResponse, error) {
 		return nil, fmt.Errorf("handshake response over TLS: %v", err)
 	}
 	return resp, nil
+}
+
+// budgetedConn charges the bytes read through it to budget (while it is set), failing the read
+// with mysql.ErrBudget past its limit.
+type budgetedConn struct {
+	net.Conn
+	budget  *mysql.Budget
+	charged int
+}
+
+func (c *budgetedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 && c.budget != nil {
+		if !c.budget.Take(n) {
+			return 0, mysql.ErrBudget
+		}
+		c.charged += n
+	}
+	return n, err
 }
 
 // changeUser handles COM_CHANGE_USER: authenticate the new user against the configuration, then

@@ -30,6 +30,12 @@ func serveTest(t *testing.T, p *Proxy) string {
 // users' transcripts compare equal exactly when they cannot be told apart.
 func loginTranscript(t *testing.T, addr, user, plugin string) []string {
 	t.Helper()
+	return loginTranscriptWith(t, addr, user, plugin, "not-the-password")
+}
+
+// loginTranscriptWith is loginTranscript with the given password.
+func loginTranscriptWith(t *testing.T, addr, user, plugin, password string) []string {
+	t.Helper()
 	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +51,6 @@ func loginTranscript(t *testing.T, addr, user, plugin string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const password = "not-the-password"
 	scramble := func(plugin string, nonce []byte) []byte {
 		if plugin == mysql.AuthCachingSHA2 {
 			return mysql.CachingSHA2Scramble(password, nonce)
@@ -188,5 +193,27 @@ func TestUnknownUserNotSlower(t *testing.T) {
 	case <-reloads: // the unknown user did make sluice read the accounts again
 	case <-time.After(5 * time.Second):
 		t.Error("no reload of the accounts after an unknown user's login")
+	}
+}
+
+// TestHostDeniedRightPasswordLooksWrong: a client on a host none of the user's accounts lets in
+// sees the same exchange and the same 1045 with the right password as with a wrong one: no 1130
+// after the right one, and no caching_sha2_password fast path (the fast OK would say the
+// password is the one cached since a login from an allowed host). Before, the right password got
+// 1130, and, once cached, a fast OK.
+func TestHostDeniedRightPasswordLooksWrong(t *testing.T) {
+	p := testProxy(t, Options{Users: []User{{Name: "sha", Password: "pw", HasPassword: true, Plugin: mysql.AuthCachingSHA2}}})
+	p.SetAccounts([]Account{
+		{User: "sha", Host: "10.%", Plugin: mysql.AuthNativePassword, Hash: mysql.NativeHash("pw")},
+		{User: "far", Host: "10.%", Plugin: mysql.AuthNativePassword, Hash: mysql.NativeHash("pw")},
+	}, HostRules{})
+	p.sha2Remember("sha", "pw") // as after a login from 10.x
+	addr := serveTest(t, p)
+	for _, c := range []struct{ user, plugin string }{{"sha", mysql.AuthCachingSHA2}, {"far", mysql.AuthNativePassword}} {
+		right := loginTranscriptWith(t, addr, c.user, c.plugin, "pw")
+		wrong := loginTranscriptWith(t, addr, c.user, c.plugin, "wrong")
+		if !slices.Equal(right, wrong) {
+			t.Errorf("%s from a host its accounts do not cover: the right password sees %q, a wrong one %q", c.user, right, wrong)
+		}
 	}
 }

@@ -35,12 +35,12 @@ type User struct {
 	// Unsupported says why an account from the primary cannot log in through sluice (its
 	// plugin); empty: it can.
 	Unsupported string
-	// hostDenied: no account of the user lets the client's host in (1130 once the password is
-	// proven).
+	// hostDenied: no account of the user lets the client's host in (1045 whatever the
+	// password, as from the server).
 	hostDenied bool
 }
 
-// withHostDenied is a copy of u whose login ends with 1130.
+// withHostDenied is a copy of u whose login ends with 1045.
 func (u *User) withHostDenied() *User {
 	c := *u
 	c.hostDenied = true
@@ -568,7 +568,9 @@ func refuseEarly(nc net.Conn) {
 // it ends without): it no longer counts against MaxPendingLogins, and its packet buffer leaves
 // the logins' budget. Called by the session's own goroutine; a second call does nothing.
 func (p *Proxy) loggedIn(s *session) {
-	if s.client.SetBudget(nil) != nil {
+	if b := s.client.SetBudget(nil); b != nil {
+		b.Give(s.tlsHeld)
+		s.tlsHeld = 0
 		p.pending.Add(-1)
 	}
 }

@@ -250,10 +250,18 @@ func (s *session) finish(err error) error {
 	return nil
 }
 
+// errHugeOK: a node sent an OK packet of 16 MiB or more.
+var errHugeOK = errors.New("protocol violation: an OK packet of 16 MiB or more from the node")
+
 // relayOK relays an OK packet (header 0x00, or 0xfe as a result-set terminator) or a classic EOF,
 // records the status, and reports whether more results follow. A node connection always has
 // SESSION_TRACK; a client without it must not get the session-state block.
 func (s *session) relayOK(bc *backend.Conn, n int) (more bool, err error) {
+	if n >= mysql.MaxPacketPayload {
+		// A server never sends an OK of 16 MiB or more: the node is out of step, and what it
+		// announces (continuations up to 1 GiB) is not read into memory.
+		return false, fromNode(errHugeOK)
+	}
 	_, seq, err := bc.PeekHeader()
 	if err != nil {
 		return false, fromNode(err)

@@ -47,15 +47,21 @@ type session struct {
 	life   atomic.Int32
 
 	// sentAt is s.client.Sent() when the current command began (responseStarted).
-	sentAt  uint64
-	caps    uint32 // negotiated with the client
-	mcaps   uint32 // MariaDB extended capabilities negotiated with the client
-	tls     bool   // the client's connection is TLS
-	nonce   []byte
-	user    *User
-	creds   backend.Credentials
-	charset uint8
-	attrs   []byte
+	sentAt uint64
+	caps   uint32 // negotiated with the client
+	mcaps  uint32 // MariaDB extended capabilities negotiated with the client
+	tls    bool   // the client's connection is TLS
+	// tlsHeld is what the client's TLS handshake read, charged to the logins' budget until
+	// the login ends (Proxy.loggedIn).
+	tlsHeld int
+	// usedPassword: the client's last auth answer was not empty (its 1045 says "using
+	// password: YES").
+	usedPassword bool
+	nonce        []byte
+	user         *User
+	creds        backend.Credentials
+	charset      uint8
+	attrs        []byte
 
 	node   *topology.Node // the node of the current (or last) statement
 	bc     *backend.Conn  // the session's connection to node
