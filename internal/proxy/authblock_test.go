@@ -2,6 +2,8 @@ package proxy_test
 
 import (
 	"database/sql"
+	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -67,6 +69,9 @@ func TestAuthFailuresBlockHost(t *testing.T) {
 		defer via.Close()
 		other := rawConnect(t, s.rw, "app", "app") // logged in before the block
 		defer other.Close()
+		// A connection left open where it should have been closed fails the test, not hangs it.
+		_ = via.NetConn().SetDeadline(time.Now().Add(10 * time.Second))
+		_ = other.NetConn().SetDeadline(time.Now().Add(10 * time.Second))
 		for i := range 9 {
 			r := changeUserRaw(t, via, "app", "wrong")
 			if !smysql.IsERR(r) || smysql.ParseERR(r).Code != 1045 {
@@ -80,7 +85,7 @@ func TestAuthFailuresBlockHost(t *testing.T) {
 		if r := changeUserRaw(t, via, "app", "wrong"); !smysql.IsERR(r) || smysql.ParseERR(r).Code != 1045 {
 			t.Fatalf("change user 10: %q", r)
 		}
-		if _, err := via.ReadPacket(); err == nil {
+		if _, err := via.ReadPacket(); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
 			t.Fatal("the connection whose failure blocked the address is still open")
 		}
 		if err := login("app", "app"); !blocked(err) {
@@ -94,7 +99,7 @@ func TestAuthFailuresBlockHost(t *testing.T) {
 		if e := smysql.ParseERR(r); !smysql.IsERR(r) || e.Code != 1129 || !strings.Contains(e.Message, "temporarily blocked") {
 			t.Fatalf("change user while blocked: %q", r)
 		}
-		if _, err := other.ReadPacket(); err == nil {
+		if _, err := other.ReadPacket(); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
 			t.Fatal("the connection refused a change of user while blocked is still open")
 		}
 		time.Sleep(block + 200*time.Millisecond)
