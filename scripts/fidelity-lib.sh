@@ -169,6 +169,8 @@ fl_sluice_start() {
 		sed -i 's/^    consistency: session$/    consistency: session\n    consistency_timeout: 2s/' "$config" ||
 			fl_die "cannot rewrite consistency_timeout in $config"
 	fi
+	# The suites fail logins on purpose, far more than limits.max_auth_failures allows.
+	no_auth_block "$config" || fl_die "cannot set limits.max_auth_failures in $config"
 	# FL_SLUICE_ARGS: more 'sluice serve' flags, e.g. (--cpuprofile FILE).
 	"$FL_SLUICE" serve --config "$config" ${FL_SLUICE_ARGS[@]+"${FL_SLUICE_ARGS[@]}"} >>"$log" 2>&1 &
 	FL_SLUICE_PID=$!

@@ -84,6 +84,19 @@ drop_monitor() {
 	mv "$1.new" "$1"
 }
 
+# no_auth_block CONFIG sets, in place, limits.max_auth_failures: 0 in the sluice.yaml that
+# 'sluice sandbox up' writes (which has no limits section): the suites fail logins on purpose
+# (wrong passwords, unknown users, failed changes of user, in every mode and stack, all from
+# 127.0.0.1), more than the 10 after which sluice would block the address. Idempotent.
+no_auth_block() {
+	awk '
+		/^limits:/ { print; print "  max_auth_failures: 0"; done = 1; next }
+		/^  max_auth_failures:/ { next }
+		{ print }
+		END { if (!done) { print "limits:"; print "  max_auth_failures: 0" } }' "$1" >"$1.new" || return
+	mv "$1.new" "$1"
+}
+
 # pin_reads CONFIG PRIMARY_NAME rewrites, in place, the read_weights line of endpoint rw in
 # the sluice.yaml that 'sluice sandbox up' writes (one "key: {...}" line per setting) so that
 # reads go to the primary only (backends not listed get weight 0). Returns 3 when the

@@ -19,6 +19,8 @@ type Stats struct {
 	// Consistency levels: replica reads that waited for a position, those that timed out (and
 	// went to the primary), and readings of the primary's position for the global level.
 	ConsistencyWaits, ConsistencyTimeouts, PrimaryPositionReads uint64
+	// AuthBlocked counts the client addresses blocked for too many authentication failures.
+	AuthBlocked uint64
 	// AdminChanges counts the admin API's changes by kind and outcome ({"patch_endpoint",
 	// "applied"}, ...).
 	AdminChanges map[[2]string]uint64
@@ -96,6 +98,8 @@ var (
 		"Replica reads whose position no replica reached within consistency_timeout: they went to the primary.", nil, nil)
 	descPositionReads = prometheus.NewDesc("sluice_primary_position_reads_total",
 		"Readings of the primary's position for global-level reads (shared by the reads that arrive together).", nil, nil)
+	descAuthBlocked = prometheus.NewDesc("sluice_auth_blocked_total",
+		"Client addresses blocked for too many authentication failures (limits.max_auth_failures).", nil, nil)
 	descAdmin = prometheus.NewDesc("sluice_admin_changes_total", "Changes asked of the admin API, by kind and outcome.",
 		[]string{"kind", "outcome"}, nil)
 )
@@ -104,7 +108,7 @@ type collector struct{ stats func() Stats }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descStatements, descSessions, descNodeConns, descNodeActive, descNodeState, descNodePrimary,
-		descNodeLag, descNodeReadOnly, descNodeRTT, descNodeThreads, descLatency, descWaits, descTimeouts, descPositionReads, descAdmin} {
+		descNodeLag, descNodeReadOnly, descNodeRTT, descNodeThreads, descLatency, descWaits, descTimeouts, descPositionReads, descAuthBlocked, descAdmin} {
 		ch <- d
 	}
 }
@@ -171,6 +175,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descWaits, st.ConsistencyWaits)
 	counter(descTimeouts, st.ConsistencyTimeouts)
 	counter(descPositionReads, st.PrimaryPositionReads)
+	counter(descAuthBlocked, st.AuthBlocked)
 	for k, v := range st.AdminChanges {
 		counter(descAdmin, v, k[0], k[1])
 	}

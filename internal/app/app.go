@@ -96,6 +96,8 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 
 		MaxPendingLogins:     cfg.Limits.MaxPendingLogins,
 		MaxPendingLoginBytes: cfg.Limits.MaxPendingLoginBytes,
+		MaxAuthFailures:      cfg.Limits.MaxAuthFailures,
+		AuthBlock:            cfg.Limits.AuthBlock.Duration,
 
 		MaxPreparedStatements: cfg.Limits.MaxPreparedStatements,
 		MaxLongData:           cfg.Limits.MaxLongData,

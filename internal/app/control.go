@@ -503,6 +503,7 @@ func (a *App) Stats() admin.Stats {
 	cfg := a.config()
 	var st admin.Stats
 	st.ConsistencyWaits, st.ConsistencyTimeouts, st.PrimaryPositionReads = a.proxy.ConsistencyCounts()
+	st.AuthBlocked = a.proxy.AuthBlocked()
 	nodes := a.nodesOf(cfg)
 	lat := make([]admin.Histogram, len(nodes))
 	for i := range lat {

@@ -86,7 +86,11 @@ const (
 	DefaultLoginTimeout = 10 * time.Second
 	// DefaultMaxPendingLogins is how many connections may be in their login at once (all
 	// endpoints together); DefaultMaxPendingLoginBytes the packet bytes they may hold together.
-	DefaultMaxPendingLogins     = 1000
+	DefaultMaxPendingLogins = 1000
+	// DefaultMaxAuthFailures and DefaultAuthBlock block a client address that failed 10
+	// logins, each within 60 s of the previous, for 60 s (MaxScale's defaults).
+	DefaultMaxAuthFailures      = 10
+	DefaultAuthBlock            = 60 * time.Second
 	DefaultMaxPendingLoginBytes = 16 << 20
 	// MinPendingLoginBytes lets at least one login's largest packet in (64 KiB of connection
 	// attributes and the handshake around them).
@@ -241,6 +245,13 @@ type Limits struct {
 	// MaxPendingLoginBytes bounds the packet bytes those connections hold together (default
 	// 16 MiB, at least 65 KiB); a login whose packet would pass it gets error 1040.
 	MaxPendingLoginBytes int `yaml:"max_pending_login_bytes"`
+	// MaxAuthFailures is how many authentication failures (every error 1045 of a login or
+	// COM_CHANGE_USER: wrong password, unknown user, host not allowed) one client address may
+	// have, each within auth_block of the previous, before it is blocked for auth_block
+	// (default 10; 0: never blocked). A blocked address's new connections get error 1129.
+	// A successful login does not reset the count (as MaxScale's max_auth_errors_until_block).
+	MaxAuthFailures int      `yaml:"max_auth_failures"`
+	AuthBlock       Duration `yaml:"auth_block"` // default 60s
 }
 
 // Log configures sluice's own log output.
@@ -368,6 +379,10 @@ func (c *Config) applyDefaults(unset func(key string, zero bool) bool) {
 	if unset("limits.max_pending_login_bytes", c.Limits.MaxPendingLoginBytes == 0) {
 		c.Limits.MaxPendingLoginBytes = DefaultMaxPendingLoginBytes
 	}
+	if unset("limits.max_auth_failures", c.Limits.MaxAuthFailures == 0) {
+		c.Limits.MaxAuthFailures = DefaultMaxAuthFailures
+	}
+	dur(&c.Limits.AuthBlock, "limits.auth_block", DefaultAuthBlock)
 	dur(&c.Timeouts.Login, "timeouts.login", DefaultLoginTimeout)
 	str(&c.Log.Level, "log.level", LogLevelInfo)
 	for i := range c.Endpoints {

@@ -62,7 +62,8 @@ func TestLoadExample(t *testing.T) {
 		},
 		BackendTLS: BackendTLS{Mode: "mirror"},
 		Limits: Limits{MaxPreparedStatements: 16382, MaxLongData: 64 << 20,
-			MaxPendingLogins: 1000, MaxPendingLoginBytes: 16 << 20},
+			MaxPendingLogins: 1000, MaxPendingLoginBytes: 16 << 20,
+			MaxAuthFailures: 10, AuthBlock: Duration{time.Minute}},
 	}
 	got.pos = nil
 	if !reflect.DeepEqual(got, want) {
@@ -115,6 +116,17 @@ func TestParseDefaults(t *testing.T) {
 	want := Timeouts{Connect: dur(5 * time.Second), Write: dur(30 * time.Second), Shutdown: dur(30 * time.Second), Login: dur(10 * time.Second)}
 	if c.Timeouts != want {
 		t.Errorf("timeouts = %+v, want %+v", c.Timeouts, want)
+	}
+	if c.Limits.MaxAuthFailures != 10 || c.Limits.AuthBlock != dur(time.Minute) {
+		t.Errorf("auth block limits = %d, %v; want 10, 1m", c.Limits.MaxAuthFailures, c.Limits.AuthBlock)
+	}
+	// An explicit 0 turns blocking off (and auth_block may then be 0 too).
+	c, err = parse("sluice.yaml", []byte(minimal+"limits:\n  max_auth_failures: 0\n  auth_block: 0s\n"), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Limits.MaxAuthFailures != 0 {
+		t.Errorf("max_auth_failures: 0 became %d", c.Limits.MaxAuthFailures)
 	}
 }
 

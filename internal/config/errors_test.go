@@ -183,6 +183,13 @@ func TestParseErrors(t *testing.T) {
 			`sluice.yaml:16: limits.max_pending_login_bytes: must be at least 66560 (one login's largest packet)`,
 			`sluice.yaml:18: timeouts.login: invalid value 0s (must be greater than 0)`,
 		}},
+		{"auth block limits", edit("limits:\n  max_auth_failures: -1\n  auth_block: -1s\n"), []string{
+			`sluice.yaml:15: limits.max_auth_failures: must not be negative (0: never block)`,
+			`sluice.yaml:16: limits.auth_block: invalid value -1s (must not be negative)`,
+		}},
+		{"auth block of 0s", edit("limits:\n  auth_block: 0s\n"), []string{
+			`sluice.yaml:15: limits.auth_block: invalid value 0s (must be greater than 0)`,
+		}},
 		{"duplicate listen", edit("  - name: rw2\n    listen: 127.0.0.1:06033\n"), []string{
 			`sluice.yaml:15: endpoints[1].listen: address 127.0.0.1:6033 is already used by endpoints[0]`,
 		}},

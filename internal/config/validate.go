@@ -73,6 +73,10 @@ func (c *Config) validate() []*Error {
 	if c.Limits.MaxPendingLoginBytes < MinPendingLoginBytes {
 		k.errorf("limits.max_pending_login_bytes", "must be at least %d (one login's largest packet)", MinPendingLoginBytes)
 	}
+	if c.Limits.MaxAuthFailures < 0 {
+		k.errorf("limits.max_auth_failures", "must not be negative (0: never block)")
+	}
+	k.duration("limits.auth_block", c.Limits.AuthBlock, c.Limits.MaxAuthFailures > 0)
 	if c.Threads < 0 || c.Threads > 1024 {
 		k.errorf("threads", "must be between 0 (every CPU) and 1024")
 	}

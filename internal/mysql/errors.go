@@ -20,6 +20,7 @@ const (
 	ErrConCount                 = 1040 // Too many connections
 	ErrOutOfResources           = 1041 // Out of memory
 	ErrHandshake                = 1043 // Bad handshake
+	ErrHostIsBlocked            = 1129 // Host '...' is blocked (sluice: too many authentication failures)
 	ErrHostNotPrivileged        = 1130 // Host '...' is not allowed to connect
 	ErrAccountLocked            = 4151 // Access denied, this account is locked
 	ErrAccessDenied             = 1045

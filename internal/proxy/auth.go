@@ -33,7 +33,10 @@ func targetPlugin(u *User, clientPlugin string) string {
 // no node was touched. On success it returns what sluice logs in to the nodes with.
 func (s *session) authenticate(name, clientPlugin string, resp []byte, force bool) (*User, backend.Credentials, error) {
 	u, creds, err := s.checkCredentials(name, clientPlugin, resp, force)
+	// Each 1045 is counted for the client's address (authFailed) before the client sees it: its
+	// next connection must find the count.
 	if err == nil && u.hostDenied {
+		s.authFailed()
 		// As the server answers: the same 1045 as for a wrong password (1130 after the right
 		// one would tell a client on any host when it guessed the password of an account
 		// meant for others). The reason goes to sluice's log.
@@ -49,6 +52,7 @@ func (s *session) authenticate(name, clientPlugin string, resp []byte, force boo
 		return nil, backend.Credentials{}, fmt.Errorf("%w: user %s is locked", errAuth, u.Name)
 	}
 	if err == nil && u.RequireTLS && !s.tls {
+		s.authFailed()
 		_ = s.writeErr(mysql.AccessDenied(u.Name, s.host, true))
 		return nil, backend.Credentials{}, fmt.Errorf("%w: user %s requires TLS", errAuth, u.Name)
 	}
@@ -127,6 +131,7 @@ func (s *session) checkCredentials(name, clientPlugin string, resp []byte, force
 	}
 	s.usedPassword = len(resp) > 0
 	deny := func() (*User, backend.Credentials, error) {
+		s.authFailed()
 		_ = s.writeErr(mysql.AccessDenied(name, s.host, len(resp) > 0))
 		return nil, backend.Credentials{}, fmt.Errorf("%w for user %q", errAuth, name)
 	}

@@ -52,6 +52,12 @@ func (s *session) handshake() (err error) {
 		_ = s.writeErr(hostRefused(s.host))
 		return fmt.Errorf("client %s is not in endpoint %s's allow list", s.host, s.ep.cfg.Name)
 	}
+	if s.p.authBlock.isBlocked(s.ip) {
+		// As the allow list's refusal: the address guessed too many passwords.
+		s.client.SetSeq(0)
+		_ = s.writeErr(hostBlocked(s.blockedHost()))
+		return fmt.Errorf("client %s is blocked for too many authentication failures", s.host)
+	}
 	info := s.p.server.Load()
 	s.nonce = newNonce()
 	offered := info.caps
@@ -199,7 +205,19 @@ func (s *session) changeUser() error {
 		s.client.SetSeq(1)
 		return s.writeErr(mysql.NewError(mysql.ErrHandshake, "08S01", "Bad handshake"))
 	}
+	if s.p.authBlock.isBlocked(s.ip) {
+		// The address failed too often (on this connection or others): refused before
+		// any password exchange, and the connection ends.
+		s.client.SetSeq(1)
+		_ = s.writeErr(hostBlocked(s.blockedHost()))
+		return fmt.Errorf("client %s is blocked for too many authentication failures", s.host)
+	}
 	u, creds, err := s.authenticate(name, "", nil, true)
+	if errors.Is(err, errAuth) && s.p.authBlock.isBlocked(s.ip) {
+		// This failure blocked the address: the connection ends rather than log in to a node
+		// again for a client that may not change user any more.
+		return err
+	}
 	if errors.Is(err, errAuth) {
 		// authenticate sent the client its error. The server resets the session before it
 		// authenticates and keeps the previous user and database when that fails (MariaDB),

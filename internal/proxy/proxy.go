@@ -151,6 +151,12 @@ type Options struct {
 	// 1040. Each one alone is bounded by preAuthMaxPacket.
 	MaxPendingLogins     int
 	MaxPendingLoginBytes int
+	// MaxAuthFailures is how many authentication failures (every 1045 of a login or
+	// COM_CHANGE_USER) a client address may have, each within AuthBlock of the previous, before
+	// it is blocked for AuthBlock (0: never blocked; AuthBlock 0: 60 s). A blocked address's
+	// connections get error 1129 in place of the greeting (authblock.go).
+	MaxAuthFailures int
+	AuthBlock       time.Duration
 	// MaxPreparedStatements bounds one session's binary prepared statements (0: 16382).
 	MaxPreparedStatements int
 	// MaxLongData bounds the COM_STMT_SEND_LONG_DATA bytes one session may have waiting for an
@@ -196,6 +202,8 @@ type Proxy struct {
 	accounts atomic.Pointer[accountTable]
 	// refreshing is set while a background reload of the accounts runs (refreshSoon).
 	refreshing atomic.Bool
+	// authBlock counts authentication failures per client address (nil: no blocking).
+	authBlock *authBlocker
 	// decoy picks the plugin an unknown user is switched to (decoyPlugin); set by New.
 	decoy decoyPlugins
 	// pending counts the connections in their login (Options.MaxPendingLogins); loginBytes
@@ -304,6 +312,7 @@ func New(opts Options) (*Proxy, error) {
 		p.opts.LoginTimeout = 10 * time.Second
 	}
 	p.loginBytes = mysql.NewBudget(int64(p.opts.MaxPendingLoginBytes))
+	p.authBlock = newAuthBlocker(p.opts.MaxAuthFailures, p.opts.AuthBlock)
 	for _, ep := range opts.Endpoints {
 		if err := p.AddEndpoint(ep); err != nil {
 			return nil, err
