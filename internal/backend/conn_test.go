@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/sluicedb/sluice/internal/mysql"
+	"github.com/sluicedb/sluice/internal/testutil"
 )
 
 // hangingNode is a scripted node: it completes the handshake and login, then reads the first
@@ -822,24 +823,7 @@ func TestLoginPacketsBounded(t *testing.T) {
 				}
 				seq = c.Seq()
 			}
-			chunk := make([]byte, 1<<20)
-			total := 0
-			defer func() { wrote <- total }()
-			for total < flood {
-				hdr := []byte{0xff, 0xff, 0xff, seq}
-				seq++
-				if _, err := nc.Write(hdr); err != nil {
-					return
-				}
-				for left := 1<<24 - 1; left > 0 && total < flood; {
-					n, err := nc.Write(chunk[:min(left, len(chunk))])
-					total += n
-					left -= n
-					if err != nil {
-						return
-					}
-				}
-			}
+			wrote <- testutil.FloodPackets(nc, seq, flood)
 		}()
 		return ln.Addr().String(), wrote
 	}
@@ -883,22 +867,7 @@ func TestAnswersToOwnStatementsBounded(t *testing.T) {
 			return
 		}
 		nc := c.NetConn()
-		chunk := make([]byte, 1<<20)
-		total := 0
-		defer func() { wrote <- total }()
-		for seq := byte(1); total < flood; seq++ {
-			if _, err := nc.Write([]byte{0xff, 0xff, 0xff, seq}); err != nil {
-				return
-			}
-			for left := 1<<24 - 1; left > 0 && total < flood; {
-				n, err := nc.Write(chunk[:min(left, len(chunk))])
-				total += n
-				left -= n
-				if err != nil {
-					return
-				}
-			}
-		}
+		wrote <- testutil.FloodPackets(nc, 1, flood)
 	})
 	if _, err := dialScripted(addr, Options{ReadOnly: true}); err == nil {
 		t.Fatal("the dial succeeded")
@@ -922,22 +891,7 @@ func TestAnswersReadWholeBounded(t *testing.T) {
 			return
 		}
 		nc := c.NetConn()
-		chunk := make([]byte, 1<<20)
-		total := 0
-		defer func() { wrote <- total }()
-		for seq := byte(1); total < flood; seq++ {
-			if _, err := nc.Write([]byte{0xff, 0xff, 0xff, seq}); err != nil {
-				return
-			}
-			for left := 1<<24 - 1; left > 0 && total < flood; {
-				n, err := nc.Write(chunk[:min(left, len(chunk))])
-				total += n
-				left -= n
-				if err != nil {
-					return
-				}
-			}
-		}
+		wrote <- testutil.FloodPackets(nc, 1, flood)
 	})
 	bc, err := dialScripted(addr, Options{})
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/client"
 
 	"github.com/sluicedb/sluice/internal/mysql"
+	"github.com/sluicedb/sluice/internal/testutil"
 )
 
 const guardPassword = "monitor-secret"
@@ -357,22 +358,7 @@ func TestGuardBoundsStreamPackets(t *testing.T) {
 			return false
 		}
 		nc := c.NetConn()
-		chunk := make([]byte, 1<<20)
-		total := 0
-		defer func() { wrote <- total }()
-		for seq := byte(1); total < flood; seq++ {
-			if _, err := nc.Write([]byte{0xff, 0xff, 0xff, seq}); err != nil {
-				return false
-			}
-			for left := 1<<24 - 1; left > 0 && total < flood; {
-				n, err := nc.Write(chunk[:min(left, len(chunk))])
-				total += n
-				left -= n
-				if err != nil {
-					return false
-				}
-			}
-		}
+		wrote <- testutil.FloodPackets(nc, 1, flood)
 		return false
 	})
 	nc := &conns{ctx: context.Background(), guard: guard{maxPacket: 4 << 20}}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sluicedb/sluice/internal/mysql"
+	"github.com/sluicedb/sluice/internal/testutil"
 )
 
 // TestHugeOKFromNodeRefused: a server never sends an OK packet of 16 MiB or more; a node that
@@ -21,22 +22,7 @@ func TestHugeOKFromNodeRefused(t *testing.T) {
 		}
 		nc := c.NetConn()
 		_ = nc.SetDeadline(time.Now().Add(20 * time.Second))
-		chunk := make([]byte, 1<<20)
-		total := 0
-		defer func() { wrote <- total }()
-		for seq := byte(1); total < flood; seq++ {
-			if _, err := nc.Write([]byte{0xff, 0xff, 0xff, seq}); err != nil {
-				return
-			}
-			for left := 1<<24 - 1; left > 0 && total < flood; {
-				n, err := nc.Write(chunk[:min(left, len(chunk))]) // an OK header (0x00), then zeros
-				total += n
-				left -= n
-				if err != nil {
-					return
-				}
-			}
-		}
+		wrote <- testutil.FloodPackets(nc, 1, flood)
 	})
 	done := runCommand(s)
 	client.SetSeq(0)
