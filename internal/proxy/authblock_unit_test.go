@@ -24,9 +24,9 @@ func testBlocker(max int, block time.Duration) (*authBlocker, *fakeClock) {
 // addresses are not affected.
 func TestAuthBlockerCounts(t *testing.T) {
 	b, clk := testBlocker(3, time.Minute)
-	ip := netip.MustParseAddr("192.0.2.1")
-	mapped := netip.MustParseAddr("::ffff:192.0.2.1")
-	other := netip.MustParseAddr("192.0.2.2")
+	ip := netip.MustParseAddr("127.0.0.2")
+	mapped := netip.MustParseAddr("::ffff:127.0.0.2")
+	other := netip.MustParseAddr("127.0.0.3")
 	if b.fail(ip) || b.fail(mapped) {
 		t.Fatal("blocked before the limit")
 	}
@@ -81,12 +81,12 @@ func TestAuthBlockerCounts(t *testing.T) {
 func TestAuthBlockerBounded(t *testing.T) {
 	b, clk := testBlocker(2, time.Minute)
 	b.limit = 100
-	blockedIP := netip.MustParseAddr("198.51.100.1")
+	blockedIP := netip.MustParseAddr("127.255.0.1")
 	b.fail(blockedIP)
 	b.fail(blockedIP)
 	for i := range 1000 {
 		clk.add(time.Millisecond)
-		b.fail(netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)}))
+		b.fail(netip.AddrFrom4([4]byte{127, 1, byte(i >> 8), byte(i)}))
 		if n := b.size(); n > 100 {
 			t.Fatalf("%d entries after %d addresses, bound 100", n, i+1)
 		}
@@ -94,7 +94,7 @@ func TestAuthBlockerBounded(t *testing.T) {
 	if b.isBlocked(blockedIP) {
 		t.Fatal("the oldest address was not the one evicted")
 	}
-	last := netip.AddrFrom4([4]byte{10, 0, 3, 231}) // the 1000th
+	last := netip.AddrFrom4([4]byte{127, 1, 3, 231}) // the 1000th
 	if !b.fail(last) || !b.isBlocked(last) {
 		t.Fatal("a recent address lost its count")
 	}
