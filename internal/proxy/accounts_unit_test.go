@@ -8,6 +8,9 @@ import (
 // TestHostMatches: the server's host patterns against a client address. The addresses are
 // only compared as values; nothing is dialed.
 func TestHostMatches(t *testing.T) {
+	// The addresses below are account host patterns and client addresses matched as values in
+	// memory: host matching has to be tested on networks other than loopback too. Nothing here
+	// opens a connection to any of them.
 	mysql8 := HostRules{CIDR: true}
 	resolving := HostRules{ResolveNames: true}
 	for _, c := range []struct {
