@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicedb/sluice/internal/gtid"
 	"github.com/sluicedb/sluice/internal/mysql"
+	"github.com/sluicedb/sluice/internal/relay"
 	"github.com/sluicedb/sluice/internal/route"
 	"github.com/sluicedb/sluice/internal/topology"
 )
@@ -266,13 +267,13 @@ func (s *session) awaitAnswer(bc *backend.Conn) error {
 	reached, err := bc.ReadScalarIs("0")
 	var se *mysql.SQLError
 	if err != nil && !errors.As(err, &se) {
-		return &relayError{err: err}
+		return &relay.Error{Err: err}
 	}
 	if reached {
 		return nil
 	}
 	if err := bc.DiscardResults(); err != nil && !errors.As(err, &se) {
-		return &relayError{err: err}
+		return &relay.Error{Err: err}
 	}
 	s.p.consistencyTimeouts.Add(1)
 	return errNotReached

@@ -9,6 +9,7 @@ import (
 	"github.com/sluicedb/sluice/internal/backend"
 	"github.com/sluicedb/sluice/internal/classify"
 	"github.com/sluicedb/sluice/internal/mysql"
+	"github.com/sluicedb/sluice/internal/relay"
 	"github.com/sluicedb/sluice/internal/route"
 	"github.com/sluicedb/sluice/internal/topology"
 )
@@ -42,6 +43,10 @@ type request struct {
 	kept, renewed bool
 	// redirected: the primary refused it as read-only once, and it went to the new one.
 	redirected bool
+	// The try under way (set by send): redirect, the primary's read-only refusal may be
+	// redirected (mayRedirect); infile, it is a LOAD DATA LOCAL the client sent, whose file a
+	// node's LOCAL INFILE request may name (relay.Options).
+	redirect, infile bool
 	// await: before it runs on a replica, the replica must reach s.target within waitFor (a
 	// consistency level); otherwise it goes to the primary.
 	await   bool
@@ -109,7 +114,7 @@ func (s *session) hugeQuery(n int, p []byte) error {
 	if !isKill(&c) {
 		r.class = classify.Result{Kind: classify.Unknown, Hint: c.Hint, NodeName: c.NodeName}
 	}
-	if err := s.dispatchWith(&r, set); err != nil || s.failed {
+	if err := s.dispatchWith(&r, set); err != nil || s.resp.Failed {
 		return err
 	}
 	// What the rest of the statement did is unknown: when its head shows that it may leave
@@ -191,7 +196,7 @@ route:
 				return err
 			}
 			if d.Err != nil {
-				s.failed = true
+				s.resp.Failed = true
 				return s.writeErr(d.Err)
 			}
 			return s.localTransaction(r, d)
@@ -202,7 +207,7 @@ route:
 			if err == nil {
 				return s.after(&r.class, r.stmt, d, set)
 			}
-			var ro *primaryReadOnly
+			var ro *relay.ReadOnlyError
 			if errors.As(err, &ro) && s.confirmReadOnly(d.Node) {
 				// The primary went read-only before the monitor saw it: the statement did
 				// nothing; it waits for the new primary (switchover) and goes there, once.
@@ -274,7 +279,7 @@ func (s *session) send(r *request, d route.Decision, snap *topology.Snapshot) er
 	if pipelined {
 		// Last before the read: what came before (a PREPARE there) had its own answer read.
 		if err := c.WriteQuery(s.waitStmt(c, r.waitFor)); err != nil {
-			return &relayError{err: err}
+			return &relay.Error{Err: err}
 		}
 		s.awaiting, s.awaitDeadline = true, r.waitFor
 		defer func() { s.awaiting = false }()
@@ -282,36 +287,66 @@ func (s *session) send(r *request, d route.Decision, snap *topology.Snapshot) er
 	load := snap.Load[d.Node]
 	load.Active.Add(1)
 	defer load.Active.Add(-1)
-	s.redirect = s.mayRedirect(r, d.Node, snap)
+	r.redirect = s.mayRedirect(r, d.Node, snap)
 	// A LOAD DATA LOCAL the client sent, as text or prepared (MariaDB prepares it: the file
 	// request then answers COM_STMT_EXECUTE; r.stmt is the prepared text, kept with it).
-	if r.class.Kind == classify.LoadData && r.class.Flags&(classify.LoadLocal|classify.Multi) == classify.LoadLocal {
-		s.loadLocal, s.loadName = true, r.stmt[r.class.Name[0]:r.class.Name[1]]
-	}
-	defer func() { s.redirect, s.loadLocal, s.loadName = false, false, nil }()
+	r.infile = r.class.Kind == classify.LoadData && r.class.Flags&(classify.LoadLocal|classify.Multi) == classify.LoadLocal
 	switch {
 	case r.st != nil:
 		return s.executeOn(r, c.Conn, b)
 	case r.held:
-		return s.sendPacket(c.Conn, s.cmd, respResult)
+		if err := relay.Send(s.client, c.Conn, s.cmd); err != nil {
+			return err
+		}
 	default:
 		r.unread = false
-		return s.forward(r.n, respResult)
+		if err := relay.Forward(s.client, c.Conn, r.n); err != nil {
+			return err
+		}
 	}
+	return s.respond(c.Conn, relay.Statement, r)
 }
 
-// sendPacket sends a command of one packet, held whole (p), to bc and relays the answer.
-func (s *session) sendPacket(bc *backend.Conn, p []byte, kind respKind) error {
-	bc.SetSeq(0)
-	if err := bc.WritePacket(p); err != nil {
-		return &relayError{err: err}
+// respond relays bc's answer to the command just sent to it (relay.Send, relay.Forward, or a
+// statement command streamed with its id rewritten), after the answer to a wait pipelined
+// ahead of it (pipelinedWait), and applies what the relay saw. r is the statement whose try
+// it is (nil for a command of the session's home node): it says whether the primary's
+// read-only refusal may be redirected and which file a LOCAL INFILE request may name.
+func (s *session) respond(bc *backend.Conn, kind relay.Kind, r *request) error {
+	if s.awaiting {
+		// The wait for the read's position went first: its answer decides whether the read's
+		// answer goes to the client or is dropped (the read then runs on the primary).
+		s.awaiting = false
+		if err := s.awaitAnswer(bc); err != nil {
+			return err
+		}
 	}
-	// Sent from inside the wait for the answer (saves a read that would find nothing).
-	if err := bc.FlushBeforeRead(); err != nil {
-		return &relayError{err: err}
+	opt := relay.Options{
+		ClientCaps:  s.caps,
+		ReadTimeout: s.p.opts.ReadTimeout,
+		TxPending:   s.rs.TxPending,
+		Stall:       s.stallLimit(),
+		Log:         s.log,
+		Observer:    s,
 	}
-	s.client.SetSeq(bc.Seq())
-	return s.relayTimed(bc, kind)
+	if s.node != nil {
+		opt.Node = s.node.Name
+	}
+	if r != nil {
+		opt.Redirect = r.redirect && !s.responseStarted()
+		if r.infile {
+			opt.Infile, opt.InfileName = true, r.stmt[r.class.Name[0]:r.class.Name[1]]
+		}
+	}
+	s.respGTID = false
+	res, err := relay.Response(s.client, bc, kind, &opt)
+	if res.StatusSeen {
+		s.status = res.Status
+	}
+	closing := s.resp.NodeClosing
+	s.resp = res
+	s.resp.NodeClosing = res.NodeClosing || closing // kept until the command ends (loop)
+	return err
 }
 
 // retry decides, after r failed on the node d chose, whether it goes elsewhere and where: a
@@ -336,8 +371,8 @@ func (s *session) retry(r *request, d route.Decision, err error, tries *int, set
 		s.rs.Pins |= route.PinSet
 		return route.Decision{Node: snap.Primary, Reason: route.ReasonPinned}, set.Mode != route.ReadOnly
 	}
-	var re *relayError
-	if d.Reason != route.ReasonRead || (errors.As(err, &re) && re.client) {
+	var re *relay.Error
+	if d.Reason != route.ReasonRead || (errors.As(err, &re) && re.Client) {
 		return d, false
 	}
 	var se *mysql.SQLError
@@ -368,9 +403,9 @@ func (s *session) retry(r *request, d route.Decision, err error, tries *int, set
 }
 
 func unwrapRelay(err error) error {
-	var re *relayError
+	var re *relay.Error
 	if errors.As(err, &re) {
-		return re.err
+		return re.Err
 	}
 	return err
 }
@@ -390,12 +425,12 @@ func unwrapRelay(err error) error {
 // is dropped before an error packet is written.
 func (s *session) fail(i int, err error, r *request) error {
 	partial, answered := false, false
-	var re *relayError
+	var re *relay.Error
 	if errors.As(err, &re) {
-		if re.client {
+		if re.Client {
 			return err
 		}
-		partial, answered, err = re.partial, re.answered, re.err
+		partial, answered, err = re.Partial, re.Answered, re.Err
 	}
 	var se *mysql.SQLError
 	switch {
@@ -417,7 +452,8 @@ func (s *session) fail(i int, err error, r *request) error {
 	if answered {
 		// The node refused the command in its middle and said why: the client has the node's
 		// error; the rest of the command is unread, and the session ends, as directly.
-		return err
+		s.log.Info("node refused the command and closed the connection", "node", s.node.Name, "err", err)
+		return fmt.Errorf("node %s: %w", s.node.Name, err)
 	}
 	if i != s.home && nodeFault(err) {
 		s.p.topo.NodeFailed(i, err)
@@ -448,7 +484,7 @@ func (s *session) refuse(r *request, se *mysql.SQLError) error {
 	} else {
 		s.client.SetSeq(1)
 	}
-	s.failed = true
+	s.resp.Failed = true
 	return s.writeErr(se)
 }
 
@@ -465,60 +501,17 @@ func (s *session) nodeLost(cause error) error {
 	return fmt.Errorf("node %s: %w", s.node.Name, cause)
 }
 
-// forward streams the client's command (n: its first packet's payload length, still in the
-// client's buffer) to the session's current node and relays the response. A failure is
-// returned for fail to map; one in the middle of the command is partial (the rest of it is
-// still unread: the session cannot go on).
-func (s *session) forward(n int, kind respKind) error {
-	bc := s.bc
-	for {
-		if err := s.client.CopyPacket(bc.Conn, n); err != nil {
-			var we *mysql.WriteError
-			if errors.As(err, &we) {
-				return s.nodeRefused(bc, we.Err)
-			}
-			return &relayError{client: true, err: err}
-		}
-		if n < mysql.MaxPacketPayload {
-			break
-		}
-		var err error
-		if n, _, err = s.client.PeekHeader(); err != nil {
-			return &relayError{client: true, err: err}
-		}
-	}
-	if err := bc.FlushBeforeRead(); err != nil {
-		return &relayError{err: err}
-	}
-	return s.relayTimed(bc, kind)
-}
-
-// nodeRefused handles a write to the node that failed in the middle of a client's command. A
-// server that refuses a command before reading all of it (a packet larger than its
-// max_allowed_packet: error 1153) sends an ERR and closes the connection: the client gets that
-// ERR, as directly, before its connection is closed. Otherwise the node's connection failed.
-func (s *session) nodeRefused(bc *backend.Conn, cause error) error {
-	_ = bc.NetConn().SetReadDeadline(time.Now().Add(100 * time.Millisecond))
-	if n, seq, err := bc.PeekHeader(); err == nil && n < 4096 {
-		if p, err := bc.PeekPayload(n, n); err == nil && mysql.IsERR(p) {
-			s.client.SetSeq(seq)
-			if err := s.client.WritePacketFlush(p); err == nil {
-				s.log.Info("node refused the command and closed the connection", "node", s.node.Name, "err", mysql.ParseERR(p))
-			}
-			return &relayError{err: fmt.Errorf("node %s refused the command: %w", s.node.Name, mysql.ParseERR(p)), partial: true, answered: true}
-		}
-	}
-	return &relayError{err: cause, partial: true}
-}
-
 // homeCommand runs a command that belongs to the session's home node (COM_PING,
 // COM_INIT_DB, COM_FIELD_LIST, ...).
-func (s *session) homeCommand(n int, kind respKind) error {
+func (s *session) homeCommand(n int, kind relay.Kind) error {
 	c, err := s.use(s.home)
 	if err != nil {
 		return s.fail(s.home, err, &request{n: n, unread: true})
 	}
-	if err := s.forward(n, kind); err != nil {
+	if err := relay.Forward(s.client, c.Conn, n); err != nil {
+		return s.fail(s.home, err, nil)
+	}
+	if err := s.respond(c.Conn, kind, nil); err != nil {
 		return s.fail(s.home, err, nil)
 	}
 	c.Adopt(&s.state)

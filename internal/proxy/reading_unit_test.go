@@ -112,7 +112,7 @@ func TestSessionReadings(t *testing.T) {
 	}{{"SELECT nope", false}, {"SET sql_mode = 'NO_BACKSLASH_ESCAPES', @x = nope()", true}, {"CALL p()", true}, {"SELECT 1; SELECT nope", true}} {
 		s.sqlMode = newSQLMode()
 		s.sqlMode.observe(0x0002, true)
-		s.failed = true
+		s.resp.Failed = true
 		c := s.classify([]byte(tc.stmt))
 		if err := s.after(&c, []byte(tc.stmt), route.Decision{Node: 0}, set); err != nil {
 			t.Fatal(err)
@@ -121,7 +121,7 @@ func TestSessionReadings(t *testing.T) {
 			t.Errorf("ERR after %q: mode unsure %v, want %v", tc.stmt, got, tc.unsure)
 		}
 	}
-	s.failed = false
+	s.resp.Failed = false
 
 	// The common case reads once and allocates nothing; so does a disputed statement.
 	s.sqlMode = newSQLMode()

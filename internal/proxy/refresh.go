@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"github.com/sluicedb/sluice/internal/mysql"
+	"github.com/sluicedb/sluice/internal/relay"
 	"github.com/sluicedb/sluice/internal/route"
 )
 
@@ -24,5 +25,5 @@ func (s *session) refresh(n int) error {
 		return s.refuseCommand(n, mysql.NewError(mysql.ErrOptionPreventsStm, "HY000",
 			"sluice: COM_REFRESH runs on the primary only, and this session is not on the primary now"))
 	}
-	return s.homeCommand(n, respSingle)
+	return s.homeCommand(n, relay.Single)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/sluicedb/sluice/internal/backend"
 	"github.com/sluicedb/sluice/internal/gtid"
 	"github.com/sluicedb/sluice/internal/mysql"
+	"github.com/sluicedb/sluice/internal/relay"
 	"github.com/sluicedb/sluice/internal/route"
 	"github.com/sluicedb/sluice/internal/topology"
 )
@@ -85,17 +86,9 @@ type session struct {
 	tempTables int
 	userLocks  int
 	cmd        []byte // the current statement, kept to retry a read on another node
-	failed     bool   // the last response ended with an ERR
-	// nodeClosing: the last response's ERR announced that its node closes the connection.
-	nodeClosing bool
-	// redirect: the statement being relayed may be sent again to a new primary should the
-	// primary refuse it as read-only (readOnlyRefusal).
-	redirect bool
-	// loadLocal: the statement being relayed is a LOAD DATA LOCAL the client sent, of the file
-	// loadName (as the statement writes it, in s.cmd): only then, once, and only for that file
-	// does a node's LOCAL INFILE request reach the client (refuseInfile).
-	loadLocal bool
-	loadName  []byte
+	// resp is how the current command's answer ended: the relay's Result, or Failed when
+	// sluice answered with its own error. (NodeClosing is kept until the command ends.)
+	resp relay.Result
 	// lastGTID is the GTID of the session's last commit, as the node reported it in the OK
 	// packet (session tracking); empty before its first.
 	lastGTID    []byte
@@ -286,7 +279,7 @@ func (s *session) loop() {
 		if !s.life.CompareAndSwap(stateIdle, stateBusy) {
 			return // shutdown closed us while the command arrived
 		}
-		s.sentAt, s.failed = s.client.Sent(), false
+		s.sentAt, s.resp = s.client.Sent(), relay.Result{}
 		s.cmdStart.Store(time.Now().UnixNano())
 		quit, err := s.command()
 		s.cmdStart.Store(0)
@@ -303,8 +296,7 @@ func (s *session) loop() {
 		if cap(s.scratch) > keepBuffer {
 			s.scratch = nil
 		}
-		if s.nodeClosing {
-			s.nodeClosing = false
+		if s.resp.NodeClosing {
 			if s.cur == s.home {
 				s.log.Debug("session ends: its node closed the connection")
 				return
@@ -350,7 +342,7 @@ func (s *session) command() (quit bool, err error) {
 	case mysql.ComProcessKill:
 		return false, s.processKill(n)
 	case mysql.ComPing, mysql.ComStatistics, mysql.ComInitDB:
-		return false, s.homeCommand(n, respSingle)
+		return false, s.homeCommand(n, relay.Single)
 	case mysql.ComRefresh:
 		return false, s.refresh(n)
 	case mysql.ComSetOption:
@@ -360,7 +352,7 @@ func (s *session) command() (quit bool, err error) {
 		if q, err := s.client.PeekPayload(n, 3); err == nil && len(q) == 3 {
 			option, ok = uint16(q[1])|uint16(q[2])<<8, true
 		}
-		if err := s.homeCommand(n, respSingle); err != nil || !ok || s.failed {
+		if err := s.homeCommand(n, relay.Single); err != nil || !ok || s.resp.Failed {
 			return false, err
 		}
 		s.state.Options = option
@@ -373,10 +365,10 @@ func (s *session) command() (quit bool, err error) {
 		// other node connections are closed and reopened clean when next needed. A replica
 		// home (read-only endpoint) gets its read-only guard back at once.
 		s.resetState()
-		if err := s.homeCommand(n, respSingle); err != nil {
+		if err := s.homeCommand(n, relay.Single); err != nil {
 			return false, err
 		}
-		if c := s.conns[s.home]; c != nil && !s.failed {
+		if c := s.conns[s.home]; c != nil && !s.resp.Failed {
 			if err := c.Guard(); err != nil {
 				return false, fmt.Errorf("node %s: restoring the read-only guard after a reset: %w", c.name, err)
 			}
@@ -391,7 +383,7 @@ func (s *session) command() (quit bool, err error) {
 		mysql.ComStmtSendLongData:
 		return false, s.stmtCommand(cmd, n)
 	case mysql.ComFieldList:
-		return false, s.homeCommand(n, respFieldList)
+		return false, s.homeCommand(n, relay.FieldList)
 	case mysql.ComChangeUser:
 		return false, s.changeUser()
 	default:

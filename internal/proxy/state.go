@@ -58,7 +58,7 @@ func (s *session) after(c *classify.Result, stmt []byte, d route.Decision, set *
 		// OK says a GTID again (which it will if the client kept last_gtid tracked).
 		s.gtidUnknown = true
 	}
-	if s.gtidTracked && !s.failed && !s.respGTID && commitsUnseen(c) && d.Node >= 0 && s.p.topo.Snapshot().IsPrimary(d.Node) {
+	if s.gtidTracked && !s.resp.Failed && !s.respGTID && commitsUnseen(c) && d.Node >= 0 && s.p.topo.Snapshot().IsPrimary(d.Node) {
 		// A statement that may commit without counting rows in its OK (a DDL, a procedure, a
 		// dynamic statement) said no GTID: what it did is known to be only on the primary;
 		// inside a transaction, the transaction's commit must say one (noteCommit).
@@ -74,7 +74,7 @@ func (s *session) after(c *classify.Result, stmt []byte, d route.Decision, set *
 		// that may run anything, be known to be).
 		s.sqlMode.blind = true
 	}
-	if s.failed && d.Node >= 0 && s.p.topo.Snapshot().IsPrimary(d.Node) && mayCommit(c) {
+	if s.resp.Failed && d.Node >= 0 && s.p.topo.Snapshot().IsPrimary(d.Node) && mayCommit(c) {
 		// The primary answered with an error, but a statement that can commit may have done
 		// so first (a DDL's implicit commit, a procedure's earlier statements), and an ERR
 		// carries no GTID: what the session wrote is known to be only on the primary.
@@ -90,7 +90,7 @@ func (s *session) after(c *classify.Result, stmt []byte, d route.Decision, set *
 			}
 		}
 	}
-	if s.failed {
+	if s.resp.Failed {
 		if mayChangeMode(c) {
 			s.sqlMode.lost() // an ERR carries no status: the mode may have changed before it
 		}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/sluicedb/sluice/internal/mysql"
+	"github.com/sluicedb/sluice/internal/relay"
 )
 
 // The session-state check: what the session does per statement to keep its node connections
@@ -26,7 +27,7 @@ func BenchmarkSessionSync(b *testing.B) {
 }
 
 // BenchmarkRelayOK relays the OK that ends a response, following its session-state block
-// (trackSessionState) and re-encoding it for a client without SESSION_TRACK. The schema
+// (session.OK) and re-encoding it for a client without SESSION_TRACK. The schema
 // entries show the cost of a schema in the block: the session keeps a copy of the name.
 func BenchmarkRelayOK(b *testing.B) {
 	noTrack := frontCaps &^ mysql.ClientSessionTrack
@@ -61,11 +62,7 @@ func BenchmarkRelayOK(b *testing.B) {
 				m.client.load(nil)
 				m.node.load(pkts[i%len(pkts)])
 				i++
-				n, _, err := node.PeekHeader()
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := s.relayOK(node, n); err != nil {
+				if err := s.respond(node, relay.Single, nil); err != nil {
 					b.Fatal(err)
 				}
 				if err := s.client.Flush(); err != nil {

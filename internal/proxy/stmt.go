@@ -7,6 +7,7 @@ import (
 	"github.com/sluicedb/sluice/internal/backend"
 	"github.com/sluicedb/sluice/internal/classify"
 	"github.com/sluicedb/sluice/internal/mysql"
+	"github.com/sluicedb/sluice/internal/relay"
 )
 
 // Binary-protocol prepared statements.
@@ -133,25 +134,25 @@ func (s *session) prepareHome(st *stmt, p []byte) error {
 	bc := s.bc
 	bc.SetSeq(0)
 	if err := bc.WritePacket(p); err != nil {
-		return &relayError{err: err}
+		return &relay.Error{Err: err}
 	}
 	if err := bc.FlushBeforeRead(); err != nil {
-		return &relayError{err: err}
+		return &relay.Error{Err: err}
 	}
 	n, _, err := bc.PeekHeader()
 	if err != nil {
-		return &relayError{err: err}
+		return &relay.Error{Err: err}
 	}
 	first, err := bc.PeekPayload(n, 12)
 	if err != nil {
-		return &relayError{err: err}
+		return &relay.Error{Err: err}
 	}
 	if len(first) == 0 || first[0] != 0x00 || len(first) < 12 {
 		// ERR (or anything unexpected): relay it as it is.
 		if err := bc.CopyPacket(s.client, n); err != nil {
-			return fromNode(err)
+			return relay.FromNode(err)
 		}
-		return s.finish(nil)
+		return relay.Finish(s.client)
 	}
 	backendID := getUint32(first[1:])
 	st.columns = uint16(first[5]) | uint16(first[6])<<8
@@ -163,13 +164,13 @@ func (s *session) prepareHome(st *stmt, p []byte) error {
 	s.client.SetSeq(seq)
 	if err := s.client.WriteRaw([]byte{byte(n), byte(n >> 8), byte(n >> 16), seq, 0x00,
 		byte(st.id), byte(st.id >> 8), byte(st.id >> 16), byte(st.id >> 24)}); err != nil {
-		return &relayError{client: true, err: err}
+		return &relay.Error{Client: true, Err: err}
 	}
 	if err := bc.Discard(9); err != nil {
-		return &relayError{err: err}
+		return &relay.Error{Err: err}
 	}
 	if err := bc.CopyN(s.client, n-5); err != nil {
-		return fromNode(err)
+		return relay.FromNode(err)
 	}
 	bc.SetSeq(seq + 1)
 	s.client.SetSeq(seq + 1)
@@ -180,7 +181,7 @@ func (s *session) prepareHome(st *stmt, p []byte) error {
 	s.stmts[st.id] = st
 	s.kept += len(st.query)
 	s.lastStmtID = st.id
-	return s.finish(nil)
+	return relay.Finish(s.client)
 }
 
 // relayDefs relays (dst != nil) or skips the params parameter and columns column definitions
@@ -202,12 +203,12 @@ func relayDefs(bc *backend.Conn, params, columns int, dst *mysql.Conn) (uint64, 
 		for i := 0; i < count; i++ {
 			n, _, err := bc.PeekHeader()
 			if err != nil {
-				return 0, fromNode(err)
+				return 0, relay.FromNode(err)
 			}
 			if group.hash && i < group.n {
 				p, err := bc.PeekPayload(n, n)
 				if err != nil {
-					return 0, fromNode(err)
+					return 0, relay.FromNode(err)
 				}
 				for _, b := range p {
 					shape = (shape ^ uint64(b)) * 1099511628211
@@ -215,12 +216,12 @@ func relayDefs(bc *backend.Conn, params, columns int, dst *mysql.Conn) (uint64, 
 			}
 			if dst != nil {
 				if err := bc.CopyPacket(dst, n); err != nil {
-					return 0, fromNode(err)
+					return 0, relay.FromNode(err)
 				}
 				continue
 			}
 			if err := bc.Discard(4 + n); err != nil {
-				return 0, fromNode(err)
+				return 0, relay.FromNode(err)
 			}
 			bc.SetSeq(bc.Seq() + 1)
 		}
@@ -234,17 +235,17 @@ func (s *session) prepareOn(bc *backend.Conn, st *stmt) (*stmtBinding, error) {
 	bc.SetSeq(0)
 	s.scratch = append(append(s.scratch[:0], mysql.ComStmtPrepare), st.query...)
 	if err := bc.WritePacketFlush(s.scratch); err != nil {
-		return nil, &relayError{err: err}
+		return nil, &relay.Error{Err: err}
 	}
 	p, err := bc.ReadPacket()
 	if err != nil {
-		return nil, &relayError{err: err}
+		return nil, &relay.Error{Err: err}
 	}
 	if mysql.IsERR(p) {
 		return nil, mysql.ParseERR(p)
 	}
 	if len(p) < 12 || p[0] != 0 {
-		return nil, &relayError{err: errors.New("malformed prepare response")}
+		return nil, &relay.Error{Err: errors.New("malformed prepare response")}
 	}
 	id := getUint32(p[1:])
 	columns, params := int(p[5])|int(p[6])<<8, int(p[7])|int(p[8])<<8
@@ -257,7 +258,7 @@ func (s *session) prepareOn(bc *backend.Conn, st *stmt) (*stmtBinding, error) {
 		// not match the client's metadata. It is closed there and runs on the primary.
 		bc.SetSeq(0)
 		if err := bc.WritePacketFlush([]byte{mysql.ComStmtClose, byte(id), byte(id >> 8), byte(id >> 16), byte(id >> 24)}); err != nil {
-			return nil, &relayError{err: err}
+			return nil, &relay.Error{Err: err}
 		}
 		return nil, errShapeDiffers
 	}
@@ -329,7 +330,7 @@ func (s *session) stmtCommand(cmd byte, n int) error {
 		if b == nil {
 			return s.refuseCommand(n, mysql.NewError(mysql.ErrStmtHasNoOpenCursor, "HY000", "The statement (%d) has no open cursor.", id))
 		}
-		return s.forwardStmtOn(bc, b.id, n, respRows)
+		return s.forwardStmtOn(bc, b.id, n, relay.Rows)
 	default: // COM_STMT_RESET
 		s.dropLongData(st)
 		st.longErr = nil
@@ -345,13 +346,13 @@ func (s *session) stmtCommand(cmd byte, n int) error {
 			s.client.SetSeq(1)
 			return s.writeOKPacket(s.status)
 		}
-		return s.forwardStmtOn(s.bc, b.id, n, respSingle)
+		return s.forwardStmtOn(s.bc, b.id, n, relay.Single)
 	}
 }
 
 // forwardStmtOn relays a statement command to bc (one of the session's connections) outside
 // the dispatch path (FETCH, RESET), mapping a failure as fail does.
-func (s *session) forwardStmtOn(bc *backend.Conn, id uint32, n int, kind respKind) error {
+func (s *session) forwardStmtOn(bc *backend.Conn, id uint32, n int, kind relay.Kind) error {
 	r := request{n: n, unread: true}
 	err := s.forwardStmt(bc, id, &r, kind)
 	if err == nil {
@@ -458,7 +459,7 @@ func (s *session) executeOn(r *request, bc *backend.Conn, b *stmtBinding) error 
 		// Its parameter types come with it (the driver sets SEND_TYPES_TO_SERVER) and it takes
 		// no long data; the answer is one OK or ERR (sluice does not offer
 		// MARIADB_CLIENT_BULK_UNIT_RESULTS).
-		return s.forwardStmt(bc, b.id, r, respResult)
+		return s.forwardStmt(bc, b.id, r, relay.Statement)
 	}
 	// Long data goes first, with this connection's id.
 	for _, chunk := range st.longData {
@@ -466,7 +467,7 @@ func (s *session) executeOn(r *request, bc *backend.Conn, b *stmtBinding) error 
 		s.scratch = append(s.scratch[:0], mysql.ComStmtSendLongData, byte(b.id), byte(b.id>>8), byte(b.id>>16), byte(b.id>>24))
 		s.scratch = append(s.scratch, chunk...)
 		if err := bc.WritePacket(s.scratch); err != nil {
-			return &relayError{err: err}
+			return &relay.Error{Err: err}
 		}
 	}
 	typesAt := -1
@@ -477,14 +478,14 @@ func (s *session) executeOn(r *request, bc *backend.Conn, b *stmtBinding) error 
 	if !r.held {
 		var err error
 		if head, err = s.client.PeekPayload(r.n, max(10, typesAt+1+2*int(st.params))); err != nil {
-			return &relayError{client: true, err: err}
+			return &relay.Error{Client: true, Err: err}
 		}
 	}
-	kind := respResult
+	kind := relay.Statement
 	if len(head) > 5 && head[5]&0x0f != 0 {
 		st.cursorConn = bc // a cursor type was asked for: FETCH goes here
 		s.usedCursor.Store(true)
-		kind = respCursor
+		kind = relay.Cursor
 	}
 	// Parameter types: remember them when bound; supply them when this connection lacks them.
 	if typesAt > 0 {
@@ -523,14 +524,14 @@ func (s *session) bindOn(c *nodeConn, st *stmt) (*stmtBinding, error) {
 
 // executeWithTypes rewrites an EXECUTE that relies on types bound earlier on another connection,
 // adding them, for a connection that prepared the statement lazily.
-func (s *session) executeWithTypes(r *request, b *stmtBinding, typesAt int, kind respKind) error {
+func (s *session) executeWithTypes(r *request, b *stmtBinding, typesAt int, kind relay.Kind) error {
 	p := s.cmd
 	if !r.held {
 		// Held whole to be rewritten: bounded by the session's budget like long data.
 		var err error
 		r.unread = false
 		if p, err = s.readKept(); err != nil {
-			return &relayError{client: true, err: err}
+			return &relay.Error{Client: true, Err: err}
 		}
 	}
 	out := append(s.scratch[:0], p[0], byte(b.id), byte(b.id>>8), byte(b.id>>16), byte(b.id>>24))
@@ -540,50 +541,56 @@ func (s *session) executeWithTypes(r *request, b *stmtBinding, typesAt int, kind
 	out = append(out, p[typesAt+1:]...)
 	s.scratch = out // released after the command when large (session.loop)
 	b.typed = true
-	return s.sendPacket(b.bc, out, kind)
+	if err := relay.Send(s.client, b.bc, out); err != nil {
+		return err
+	}
+	return s.respond(b.bc, kind, r)
 }
 
 // forwardStmt sends r, a statement command, to bc with the statement id replaced by the node's
 // (id), and relays the answer. A held command is sent from s.cmd; otherwise it streams from the
 // client's buffer.
-func (s *session) forwardStmt(bc *backend.Conn, id uint32, r *request, kind respKind) error {
+func (s *session) forwardStmt(bc *backend.Conn, id uint32, r *request, kind relay.Kind) error {
 	if r.held {
 		s.cmd[1], s.cmd[2], s.cmd[3], s.cmd[4] = byte(id), byte(id>>8), byte(id>>16), byte(id>>24)
-		return s.sendPacket(bc, s.cmd, kind)
+		if err := relay.Send(s.client, bc, s.cmd); err != nil {
+			return err
+		}
+		return s.respond(bc, kind, r)
 	}
 	n := r.n
 	r.unread = false
 	hdr, err := s.client.PeekPayload(n, 1)
 	if err != nil {
-		return &relayError{client: true, err: err}
+		return &relay.Error{Client: true, Err: err}
 	}
 	cmd := hdr[0]
 	if err := s.client.Discard(9); err != nil {
-		return &relayError{client: true, err: err}
+		return &relay.Error{Client: true, Err: err}
 	}
 	// Built in s.scratch: a slice literal passed to WriteRaw would be allocated per statement.
 	s.scratch = append(s.scratch[:0], byte(n), byte(n>>8), byte(n>>16), 0, cmd,
 		byte(id), byte(id>>8), byte(id>>16), byte(id>>24))
 	if err := bc.WriteRaw(s.scratch); err != nil {
-		return &relayError{err: err, partial: true}
+		return &relay.Error{Err: err, Partial: true}
 	}
 	if err := s.client.CopyN(bc.Conn, n-5); err != nil {
-		return toNode(err)
+		return relay.ToNode(err)
 	}
 	seq := uint8(1)
 	for n == mysql.MaxPacketPayload {
 		if n, _, err = s.client.PeekHeader(); err != nil {
-			return &relayError{client: true, err: err}
+			return &relay.Error{Client: true, Err: err}
 		}
 		if err := s.client.CopyPacket(bc.Conn, n); err != nil {
-			return toNode(err)
+			return relay.ToNode(err)
 		}
 		seq++
 	}
 	bc.SetSeq(seq)
 	s.client.SetSeq(seq)
 	if err := bc.FlushBeforeRead(); err != nil {
-		return &relayError{err: err}
+		return &relay.Error{Err: err}
 	}
-	return s.relayTimed(bc, kind)
+	return s.respond(bc, kind, r)
 }

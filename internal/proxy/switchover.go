@@ -2,10 +2,8 @@ package proxy
 
 import (
 	"errors"
-	"strings"
 	"time"
 
-	"github.com/sluicedb/sluice/internal/backend"
 	"github.com/sluicedb/sluice/internal/classify"
 	"github.com/sluicedb/sluice/internal/mysql"
 	"github.com/sluicedb/sluice/internal/route"
@@ -33,13 +31,6 @@ import (
 //     ends with an error, as a server that went away would end it.
 //   - On a read-only endpoint, a session bound to the replica that became the primary is bound
 //     to another replica the same way.
-
-// primaryReadOnly is the primary's refusal of a statement because it is read-only; see
-// session.readOnlyRefusal.
-type primaryReadOnly struct{ se *mysql.SQLError }
-
-func (e *primaryReadOnly) Error() string { return e.se.Error() }
-func (e *primaryReadOnly) Unwrap() error { return e.se }
 
 // movesPrimary reports whether the session must look at the switchover before routing: a
 // switchover under way, or a home that is no longer where it belongs. One comparison on the
@@ -277,24 +268,3 @@ func (s *session) confirmReadOnly(i int) bool {
 
 // confirmReadOnlyFor bounds confirmReadOnly's wait for the variable to follow the refusal.
 const confirmReadOnlyFor = 200 * time.Millisecond
-
-// readOnlyRefusal reads an ERR (payload length n, first packet of the answer, nothing sent to
-// the client yet) when it is the primary's read-only refusal and the statement may go
-// elsewhere (s.redirect): the client does not get it, the caller gets a *primaryReadOnly.
-func (s *session) readOnlyRefusal(bc *backend.Conn, n int) error {
-	if !s.redirect || s.responseStarted() || n > 1024 {
-		return nil
-	}
-	p, err := bc.PeekPayload(n, n)
-	if err != nil || len(p) < 3 || uint16(p[1])|uint16(p[2])<<8 != mysql.ErrOptionPreventsStm {
-		return nil
-	}
-	se := mysql.ParseERR(p)
-	if !strings.Contains(se.Message, "read-only") && !strings.Contains(se.Message, "read_only") {
-		return nil // another option (--secure-file-priv, ...): the statement itself is refused
-	}
-	if err := bc.Discard(4 + n); err != nil {
-		return fromNode(err)
-	}
-	return &primaryReadOnly{se: se}
-}
