@@ -168,15 +168,17 @@ func Finish(dst *mysql.Conn) error {
 // without decoding rows, then flushes once (Finish). opt may be nil (no options). The Result
 // is valid with an error too: it says what was seen before the failure.
 func Response(dst *mysql.Conn, src *backend.Conn, kind Kind, opt *Options) (Result, error) {
-	var none Options
-	if opt == nil {
-		opt = &none
+	r := responder{dst: dst, src: src, start: dst.Sent()}
+	if opt != nil {
+		// A copy: the responder's fields reach the heap's view (the Observer gets src), and
+		// a pointer among them would take the caller's Options there, once per response.
+		r.opt = *opt
 	}
-	if t := opt.ReadTimeout; t > 0 {
+	r.infile = r.opt.Infile
+	if t := r.opt.ReadTimeout; t > 0 {
 		_ = src.NetConn().SetReadDeadline(time.Now().Add(t))
 		defer src.NetConn().SetReadDeadline(time.Time{})
 	}
-	r := responder{dst: dst, src: src, opt: opt, start: dst.Sent(), infile: opt.Infile}
 	err := r.relay(kind)
 	r.res.Wrote = dst.Sent() != r.start
 	return r.res, err
@@ -186,7 +188,7 @@ func Response(dst *mysql.Conn, src *backend.Conn, kind Kind, opt *Options) (Resu
 type responder struct {
 	dst   *mysql.Conn
 	src   *backend.Conn
-	opt   *Options
+	opt   Options
 	res   Result
 	start uint64 // dst.Sent() when the response began
 	// infile: a LOCAL INFILE request may still reach the client (one per response).
