@@ -22,6 +22,7 @@ func TestStatusAt(t *testing.T) {
 		}
 	}
 }
+
 // TestSameFileName: a node names the file as it read the statement's literal: doubled quotes as
 // one, backslash escapes undone, or (NO_BACKSLASH_ESCAPES) backslashes as they are.
 func TestSameFileName(t *testing.T) {
