@@ -119,8 +119,7 @@ func (s *session) checkCredentials(name, clientPlugin string, resp []byte, force
 		}
 		// COM_CHANGE_USER keeps the connection's nonce: MariaDB Connector/C answers the switch
 		// with a scramble of the first one whatever the request carries.
-		s.scratch = mysql.AppendAuthSwitchRequest(s.scratch[:0], plugin, s.nonce)
-		if err := s.client.WritePacketFlush(s.scratch); err != nil {
+		if err := s.client.WritePacketFlush(keepScratch(s.client, mysql.AppendAuthSwitchRequest(s.client.Scratch(), plugin, s.nonce))); err != nil {
 			return nil, backend.Credentials{}, err
 		}
 		p, err := s.client.ReadPacket()
@@ -199,8 +198,7 @@ func (s *session) checkCredentials(name, clientPlugin string, resp []byte, force
 		// full authentication) would tell whether the password is right.
 		if !u.hostDenied && s.p.sha2Cached(u.Name, u.Password) && mysql.VerifyCachingSHA2(u.Password, s.nonce, resp) {
 			// Fast path: the server (here sluice) has seen this password since it started.
-			s.scratch = mysql.AppendAuthMoreData(s.scratch[:0], mysql.CachingSHA2FastOK)
-			if err := s.client.WritePacket(s.scratch); err != nil {
+			if err := s.client.WritePacket(keepScratch(s.client, mysql.AppendAuthMoreData(s.client.Scratch(), mysql.CachingSHA2FastOK))); err != nil {
 				return nil, creds, err
 			}
 			return u, creds, nil
@@ -227,8 +225,7 @@ func (s *session) checkCredentials(name, clientPlugin string, resp []byte, force
 // it is over TLS, else encrypted with sluice's RSA public key (which it may ask for first), since
 // a cleartext password must not cross an unencrypted connection.
 func (s *session) fullAuth() (string, error) {
-	s.scratch = mysql.AppendAuthMoreData(s.scratch[:0], mysql.CachingSHA2FullAuth)
-	if err := s.client.WritePacketFlush(s.scratch); err != nil {
+	if err := s.client.WritePacketFlush(keepScratch(s.client, mysql.AppendAuthMoreData(s.client.Scratch(), mysql.CachingSHA2FullAuth))); err != nil {
 		return "", err
 	}
 	p, err := s.client.ReadPacket()
@@ -247,8 +244,7 @@ func (s *session) fullAuth() (string, error) {
 		return "", err
 	}
 	if len(p) == 1 && p[0] == mysql.CachingSHA2RequestKey {
-		s.scratch = mysql.AppendAuthMoreData(s.scratch[:0], pem...)
-		if err := s.client.WritePacketFlush(s.scratch); err != nil {
+		if err := s.client.WritePacketFlush(keepScratch(s.client, mysql.AppendAuthMoreData(s.client.Scratch(), pem...))); err != nil {
 			return "", err
 		}
 		if p, err = s.client.ReadPacket(); err != nil {

@@ -224,24 +224,25 @@ func (s *session) awaitTarget(c *nodeConn, timeout time.Duration) (bool, error) 
 	return reached, err
 }
 
-// waitStmt builds, in s.scratch, the statement that makes replica connection c wait up to
-// timeout for s.target: MASTER_GTID_WAIT on MariaDB (0 reached, -1 timed out),
-// WAIT_FOR_EXECUTED_GTID_SET on MySQL (0 reached, 1 timed out).
+// waitStmt builds the statement that makes replica connection c wait up to timeout for
+// s.target: MASTER_GTID_WAIT on MariaDB (0 reached, -1 timed out), WAIT_FOR_EXECUTED_GTID_SET
+// on MySQL (0 reached, 1 timed out). It is built in the client connection's scratch buffer:
+// c's own is where c.WriteQuery builds the command.
 func (s *session) waitStmt(c *nodeConn, timeout time.Duration) []byte {
-	s.scratch = s.scratch[:0]
+	q := s.client.Scratch()
 	if topology.FlavorOf(c.Handshake.ServerVersion) == topology.MySQL {
-		s.scratch = append(s.scratch, "SELECT WAIT_FOR_EXECUTED_GTID_SET('"...)
+		q = append(q, "SELECT WAIT_FOR_EXECUTED_GTID_SET('"...)
 	} else {
-		s.scratch = append(s.scratch, "SELECT MASTER_GTID_WAIT('"...)
+		q = append(q, "SELECT MASTER_GTID_WAIT('"...)
 	}
 	for _, b := range s.target {
 		if b != '\n' && b != '\r' && b != '\t' {
-			s.scratch = append(s.scratch, b)
+			q = append(q, b)
 		}
 	}
-	s.scratch = append(s.scratch, "', "...)
-	s.scratch = strconv.AppendFloat(s.scratch, timeout.Seconds(), 'f', 6, 64)
-	return append(s.scratch, ')')
+	q = append(q, "', "...)
+	q = strconv.AppendFloat(q, timeout.Seconds(), 'f', 6, 64)
+	return keepScratch(s.client, append(q, ')'))
 }
 
 // pipelinedWait reports whether read r, which must wait for s.target on its replica, can be

@@ -100,7 +100,7 @@ var null = cell{null: true}
 
 // writeResult sends a text result set of string columns built by sluice itself.
 func (s *session) writeResult(cols []string, rows [][]cell) error {
-	b := s.scratch[:0]
+	b := s.client.Scratch()
 	b = mysql.AppendLenEncInt(b, uint64(len(cols)))
 	if err := s.client.WritePacket(b); err != nil {
 		return err
@@ -145,7 +145,7 @@ func (s *session) writeResult(cols []string, rows [][]cell) error {
 	} else {
 		b = mysql.AppendOK(b[:0], mysql.OK{Header: 0xfe, Status: status}, s.caps)
 	}
-	s.scratch = b
+	keepScratch(s.client, b)
 	if err := s.client.WritePacket(b); err != nil {
 		return err
 	}

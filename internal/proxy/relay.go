@@ -43,3 +43,13 @@ func (s *session) OK(src *backend.Conn, ok mysql.OK, classicEOF bool) {
 		s.noteCommit(ok.Status, ok.AffectedRows) // the primary's commits (a replica's commit nothing)
 	}
 }
+
+// keepScratch hands b, built in c's scratch buffer (mysql.Conn.Scratch), back to c for reuse
+// when it is small, and returns it. A large one (a long statement, long data) is not kept: a
+// node connection would hold it for as long as it lives.
+func keepScratch(c *mysql.Conn, b []byte) []byte {
+	if cap(b) <= keepBuffer {
+		c.KeepScratch(b)
+	}
+	return b
+}

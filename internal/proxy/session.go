@@ -116,8 +116,7 @@ type session struct {
 	killedCh chan struct{}
 	killOnce sync.Once
 
-	scratch []byte
-	watch   idleWatch
+	watch idleWatch
 
 	// mode is the endpoint's mode when the session began: it keeps it when the endpoint's
 	// changes (settings). setFrom, setCopy: the endpoint's settings with that mode, kept while
@@ -258,13 +257,11 @@ func (s *session) kill() {
 }
 
 func (s *session) writeErr(e *mysql.SQLError) error {
-	s.scratch = mysql.AppendERR(s.scratch[:0], e)
-	return s.client.WritePacketFlush(s.scratch)
+	return s.client.WritePacketFlush(keepScratch(s.client, mysql.AppendERR(s.client.Scratch(), e)))
 }
 
 func (s *session) writeOKPacket(status uint16) error {
-	s.scratch = mysql.AppendOK(s.scratch[:0], mysql.OK{Status: status}, s.caps)
-	return s.client.WritePacketFlush(s.scratch)
+	return s.client.WritePacketFlush(keepScratch(s.client, mysql.AppendOK(s.client.Scratch(), mysql.OK{Status: status}, s.caps)))
 }
 
 // loop reads and runs the client's commands.
@@ -290,12 +287,9 @@ func (s *session) loop() {
 			s.log.Debug("session ends", "reason", err)
 			return
 		}
-		// A large command (a prepared statement's text, long data, a rewritten EXECUTE) grew
-		// these buffers: an idle session does not keep them.
+		// A large command (a prepared statement's text, long data) grew this buffer: an idle
+		// session does not keep it.
 		s.client.ReleaseLarge(keepBuffer)
-		if cap(s.scratch) > keepBuffer {
-			s.scratch = nil
-		}
 		if s.resp.NodeClosing {
 			if s.cur == s.home {
 				s.log.Debug("session ends: its node closed the connection")

@@ -233,8 +233,7 @@ func relayDefs(bc *backend.Conn, params, columns int, dst *mysql.Conn) (uint64, 
 // without relaying it.
 func (s *session) prepareOn(bc *backend.Conn, st *stmt) (*stmtBinding, error) {
 	bc.SetSeq(0)
-	s.scratch = append(append(s.scratch[:0], mysql.ComStmtPrepare), st.query...)
-	if err := bc.WritePacketFlush(s.scratch); err != nil {
+	if err := bc.WritePacketFlush(keepScratch(bc.Conn, append(append(bc.Scratch(), mysql.ComStmtPrepare), st.query...))); err != nil {
 		return nil, &relay.Error{Err: err}
 	}
 	p, err := bc.ReadPacket()
@@ -370,8 +369,8 @@ func (s *session) forwardStmtOn(bc *backend.Conn, id uint32, n int, kind relay.K
 func (s *session) closeStmt(st *stmt) {
 	for _, b := range st.on {
 		b.bc.SetSeq(0)
-		s.scratch = append(s.scratch[:0], mysql.ComStmtClose, byte(b.id), byte(b.id>>8), byte(b.id>>16), byte(b.id>>24))
-		if err := b.bc.WritePacket(s.scratch); err != nil {
+		p := keepScratch(b.bc.Conn, append(b.bc.Scratch(), mysql.ComStmtClose, byte(b.id), byte(b.id>>8), byte(b.id>>16), byte(b.id>>24)))
+		if err := b.bc.WritePacket(p); err != nil {
 			continue
 		}
 		// Flushed with the connection's next command.
@@ -464,9 +463,8 @@ func (s *session) executeOn(r *request, bc *backend.Conn, b *stmtBinding) error 
 	// Long data goes first, with this connection's id.
 	for _, chunk := range st.longData {
 		bc.SetSeq(0)
-		s.scratch = append(s.scratch[:0], mysql.ComStmtSendLongData, byte(b.id), byte(b.id>>8), byte(b.id>>16), byte(b.id>>24))
-		s.scratch = append(s.scratch, chunk...)
-		if err := bc.WritePacket(s.scratch); err != nil {
+		p := append(bc.Scratch(), mysql.ComStmtSendLongData, byte(b.id), byte(b.id>>8), byte(b.id>>16), byte(b.id>>24))
+		if err := bc.WritePacket(keepScratch(bc.Conn, append(p, chunk...))); err != nil {
 			return &relay.Error{Err: err}
 		}
 	}
@@ -534,12 +532,13 @@ func (s *session) executeWithTypes(r *request, b *stmtBinding, typesAt int, kind
 			return &relay.Error{Client: true, Err: err}
 		}
 	}
-	out := append(s.scratch[:0], p[0], byte(b.id), byte(b.id>>8), byte(b.id>>16), byte(b.id>>24))
+	// Built in the node connection's scratch buffer: p may be the client connection's.
+	out := append(b.bc.Scratch(), p[0], byte(b.id), byte(b.id>>8), byte(b.id>>16), byte(b.id>>24))
 	out = append(out, p[5:typesAt]...)
 	out = append(out, 1)
 	out = append(out, r.st.types...)
 	out = append(out, p[typesAt+1:]...)
-	s.scratch = out // released after the command when large (session.loop)
+	keepScratch(b.bc.Conn, out)
 	b.typed = true
 	if err := relay.Send(s.client, b.bc, out); err != nil {
 		return err
@@ -568,10 +567,11 @@ func (s *session) forwardStmt(bc *backend.Conn, id uint32, r *request, kind rela
 	if err := s.client.Discard(9); err != nil {
 		return &relay.Error{Client: true, Err: err}
 	}
-	// Built in s.scratch: a slice literal passed to WriteRaw would be allocated per statement.
-	s.scratch = append(s.scratch[:0], byte(n), byte(n>>8), byte(n>>16), 0, cmd,
-		byte(id), byte(id>>8), byte(id>>16), byte(id>>24))
-	if err := bc.WriteRaw(s.scratch); err != nil {
+	// Built in a scratch buffer: a slice literal passed to WriteRaw would be allocated per
+	// statement.
+	hdr = keepScratch(bc.Conn, append(bc.Scratch(), byte(n), byte(n>>8), byte(n>>16), 0, cmd,
+		byte(id), byte(id>>8), byte(id>>16), byte(id>>24)))
+	if err := bc.WriteRaw(hdr); err != nil {
 		return &relay.Error{Err: err, Partial: true}
 	}
 	if err := s.client.CopyN(bc.Conn, n-5); err != nil {
