@@ -133,7 +133,7 @@ func newPipes(t *testing.T, nodeCaps uint32) *pipes {
 // run relays one response: the node sends script (then reads whatever sluice writes to it,
 // returned as toNode), the client reads everything the relay writes (returned as got) until
 // the relay's end closes.
-func (p *pipes) run(kind Kind, opt *Options, script []byte) (res Result, err error, got, toNode []byte) {
+func (p *pipes) run(kind Kind, opt *Options, script []byte) (res Result, got, toNode []byte, err error) {
 	return p.runWith(kind, opt, func(node net.Conn) {
 		_, _ = node.Write(script)
 	}, nil)
@@ -142,7 +142,7 @@ func (p *pipes) run(kind Kind, opt *Options, script []byte) (res Result, err err
 // runWith is run with scripted peers: node plays the node (whatever it leaves unread is read
 // after it returns, as toNode), client (nil: none) writes to sluice as the client while the
 // client's side is read.
-func (p *pipes) runWith(kind Kind, opt *Options, node func(net.Conn), client func(net.Conn)) (res Result, err error, got, toNode []byte) {
+func (p *pipes) runWith(kind Kind, opt *Options, node func(net.Conn), client func(net.Conn)) (res Result, got, toNode []byte, err error) {
 	nodeDone := make(chan []byte, 1)
 	go func() {
 		node(p.node)
@@ -162,7 +162,7 @@ func (p *pipes) runWith(kind Kind, opt *Options, node func(net.Conn), client fun
 	_ = p.dst.Flush()
 	p.dst.NetConn().Close()
 	p.src.NetConn().Close()
-	return res, err, <-clientDone, <-nodeDone
+	return res, <-clientDone, <-nodeDone, err
 }
 
 // memConn is an in-memory net.Conn for benchmarks and the fuzz test: reads come from in, writes

@@ -66,7 +66,7 @@ func TestResponseShapes(t *testing.T) {
 			p := newPipes(t, tc.nodeCaps)
 			var rec recorder
 			trailer := pkt(0, []byte("next"))
-			res, err, got, _ := p.run(tc.kind, &Options{ClientCaps: caps, Observer: &rec}, append(bytes.Clone(tc.script), trailer...))
+			res, got, _, err := p.run(tc.kind, &Options{ClientCaps: caps, Observer: &rec}, append(bytes.Clone(tc.script), trailer...))
 			if err != nil {
 				t.Fatalf("relay: %v", err)
 			}
@@ -104,7 +104,7 @@ func TestObserverOrder(t *testing.T) {
 	script := append(pkt(1, gtid), pkt(2, okWithState(0, schema("other")))...)
 	p := newPipes(t, caps)
 	var rec recorder
-	res, err, _, _ := p.run(Statement, &Options{ClientCaps: caps, Observer: &rec}, script)
+	res, _, _, err := p.run(Statement, &Options{ClientCaps: caps, Observer: &rec}, script)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestObserverOrder(t *testing.T) {
 
 	p = newPipes(t, classicCaps)
 	rec = recorder{}
-	if _, err, _, _ := p.run(Statement, &Options{ClientCaps: caps, Observer: &rec}, resultSet(1, false, mysql.StatusSessionStateChange, textRow)); err != nil {
+	if _, _, _, err := p.run(Statement, &Options{ClientCaps: caps, Observer: &rec}, resultSet(1, false, mysql.StatusSessionStateChange, textRow)); err != nil {
 		t.Fatal(err)
 	}
 	if len(rec.oks) != 1 || !rec.oks[0].classicEOF || rec.oks[0].status != mysql.StatusSessionStateChange {
@@ -151,7 +151,7 @@ func TestTxPendingPatch(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPipes(t, tc.nodeCaps)
 			var rec recorder
-			res, err, got, _ := p.run(Statement, &Options{ClientCaps: caps, TxPending: true, Observer: &rec}, tc.script)
+			res, got, _, err := p.run(Statement, &Options{ClientCaps: caps, TxPending: true, Observer: &rec}, tc.script)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -166,7 +166,7 @@ func TestTxPendingPatch(t *testing.T) {
 	}
 	// Without TxPending nothing is touched.
 	p := newPipes(t, caps)
-	_, err, got, _ := p.run(Statement, &Options{ClientCaps: caps}, pkt(1, okPacket(ac, 0)))
+	_, got, _, err := p.run(Statement, &Options{ClientCaps: caps}, pkt(1, okPacket(ac, 0)))
 	if err != nil || !bytes.Equal(got, pkt(1, okPacket(ac, 0))) {
 		t.Errorf("without TxPending: % x, %v", got, err)
 	}
@@ -197,7 +197,7 @@ func TestSessionStateStrip(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPipes(t, caps)
 			var rec recorder
-			_, err, got, _ := p.run(Statement, &Options{ClientCaps: noTrack, Observer: &rec}, tc.script)
+			_, got, _, err := p.run(Statement, &Options{ClientCaps: noTrack, Observer: &rec}, tc.script)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -211,7 +211,7 @@ func TestSessionStateStrip(t *testing.T) {
 	}
 	// A client with SESSION_TRACK gets the block, also in a huge OK.
 	p := newPipes(t, caps)
-	_, err, got, _ := p.run(Statement, &Options{ClientCaps: caps}, pkt(1, huge))
+	_, got, _, err := p.run(Statement, &Options{ClientCaps: caps}, pkt(1, huge))
 	if err != nil || !bytes.Equal(got, pkt(1, huge)) {
 		t.Errorf("a client with SESSION_TRACK: %d bytes, %v", len(got), err)
 	}
@@ -225,7 +225,7 @@ func TestReadOnlyRefusal(t *testing.T) {
 	secure := errPacket(mysql.ErrOptionPreventsStm, "The MariaDB server is running with the --secure-file-priv option so it cannot execute this statement")
 
 	p := newPipes(t, caps)
-	res, err, got, _ := p.runWith(Statement, &Options{Redirect: true}, func(node net.Conn) {
+	res, got, _, err := p.runWith(Statement, &Options{Redirect: true}, func(node net.Conn) {
 		_, _ = node.Write(append(pkt(1, readOnly), pkt(0, []byte("next"))...))
 	}, nil)
 	var ro *ReadOnlyError
@@ -250,7 +250,7 @@ func TestReadOnlyRefusal(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPipes(t, caps)
-			res, err, got, _ := p.run(Statement, &tc.opt, tc.script)
+			res, got, _, err := p.run(Statement, &tc.opt, tc.script)
 			if err != nil || !bytes.Equal(got, tc.script) || !res.Failed || res.Code != mysql.ErrOptionPreventsStm {
 				t.Errorf("err %v, failed %v, client got % x", err, res.Failed, got)
 			}
@@ -269,7 +269,7 @@ func TestLocalInfile(t *testing.T) {
 		p := newPipes(t, caps)
 		var rec recorder
 		nodeGot := make(chan []byte, 1)
-		res, err, got, _ := p.runWith(Statement, &Options{ClientCaps: caps, Infile: true, InfileName: []byte("data.csv"), Observer: &rec}, func(node net.Conn) {
+		res, got, _, err := p.runWith(Statement, &Options{ClientCaps: caps, Infile: true, InfileName: []byte("data.csv"), Observer: &rec}, func(node net.Conn) {
 			_, _ = node.Write(pkt(1, request))
 			c := mysql.NewConn(node, 0, 0)
 			var b []byte
@@ -314,7 +314,7 @@ func TestLocalInfile(t *testing.T) {
 		p := newPipes(t, caps)
 		var rec recorder
 		opt.ClientCaps, opt.Observer, opt.Node = caps, &rec, "primary"
-		res, err, got, toNode := p.runWith(Statement, &opt, func(node net.Conn) {
+		res, got, toNode, err := p.runWith(Statement, &opt, func(node net.Conn) {
 			_, _ = node.Write(append(bytes.Clone(wantBefore), pkt(seq, append([]byte{0xfb}, name...))...))
 			var empty [4]byte
 			if _, err := io.ReadFull(node, empty[:]); err != nil || empty != [4]byte{0, 0, 0, seq + 1} {
@@ -360,7 +360,7 @@ func TestLocalInfile(t *testing.T) {
 	})
 	t.Run("a second request in one response", func(t *testing.T) {
 		p := newPipes(t, caps)
-		res, err, got, _ := p.runWith(Statement, &Options{ClientCaps: caps, Infile: true, InfileName: []byte("data.csv")}, func(node net.Conn) {
+		res, got, _, err := p.runWith(Statement, &Options{ClientCaps: caps, Infile: true, InfileName: []byte("data.csv")}, func(node net.Conn) {
 			_, _ = node.Write(pkt(1, request))
 			c := mysql.NewConn(node, 0, 0)
 			if n, _, err := c.PeekHeader(); err != nil || n != 0 { // the client's empty file
@@ -386,7 +386,7 @@ func TestLocalInfile(t *testing.T) {
 
 	t.Run("out of step after the refusal", func(t *testing.T) {
 		p := newPipes(t, caps)
-		_, err, got, _ := p.runWith(Statement, &Options{ClientCaps: caps}, func(node net.Conn) {
+		_, got, _, err := p.runWith(Statement, &Options{ClientCaps: caps}, func(node net.Conn) {
 			_, _ = node.Write(pkt(1, request))
 			var empty [4]byte
 			_, _ = io.ReadFull(node, empty[:])
@@ -404,7 +404,7 @@ func TestLocalInfile(t *testing.T) {
 	t.Run("the client stalls in its file", func(t *testing.T) {
 		p := newPipes(t, caps)
 		start := time.Now()
-		_, err, _, _ := p.runWith(Statement, &Options{ClientCaps: caps, Infile: true, InfileName: []byte("data.csv"), Stall: 100 * time.Millisecond}, func(node net.Conn) {
+		_, _, _, err := p.runWith(Statement, &Options{ClientCaps: caps, Infile: true, InfileName: []byte("data.csv"), Stall: 100 * time.Millisecond}, func(node net.Conn) {
 			_, _ = node.Write(pkt(1, request))
 		}, func(client net.Conn) {
 			_, _ = client.Write([]byte{10, 0, 0, 2, '1'}) // part of a packet, then nothing
@@ -440,7 +440,7 @@ func TestContinuationPackets(t *testing.T) {
 	script = append(script, split(7, big(0x00, mysql.MaxPacketPayload))...) // exactly 16 MiB-1: an empty continuation
 	script = append(script, pkt(9, endOK(0))...)
 	p := newPipes(t, caps)
-	res, err, got, _ := p.run(Statement, &Options{ClientCaps: caps}, script)
+	res, got, _, err := p.run(Statement, &Options{ClientCaps: caps}, script)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -468,7 +468,7 @@ func TestHugeOK(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPipes(t, caps)
 			wrote := 0
-			_, err, _, _ := p.runWith(tc.kind, &Options{ClientCaps: caps}, func(node net.Conn) {
+			_, _, _, err := p.runWith(tc.kind, &Options{ClientCaps: caps}, func(node net.Conn) {
 				_, _ = node.Write(tc.head)
 				seq := tc.seq
 				chunk := make([]byte, 1<<20) // an OK header (0x00), then zeros
@@ -520,7 +520,7 @@ func TestBrokenNode(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPipes(t, caps)
-			_, err, _, _ := p.runWith(tc.kind, &Options{ClientCaps: caps}, func(node net.Conn) {
+			_, _, _, err := p.runWith(tc.kind, &Options{ClientCaps: caps}, func(node net.Conn) {
 				_, _ = node.Write(tc.script)
 				node.Close() // the node's connection ends there
 			}, nil)
