@@ -311,7 +311,7 @@ func (s *session) trackGTIDs(bc *backend.Conn) {
 // unseen). A commit that changed rows — an OK outside a transaction that counts affected rows,
 // or the end of a transaction one of whose OKs did — and says no GTID leaves the session's
 // last commit unknown: its reads at consistency session go to the primary until an OK says a
-// GTID again (trackSessionState). Statements that change nothing (reads, SET, an UPDATE that
+// GTID again (session.OK). Statements that change nothing (reads, SET, an UPDATE that
 // matched no row) carry no GTID and change nothing here. The end of a transaction that changed
 // rows but was rolled back also says none: the session then reads from the primary until its
 // next commit, the safe side. status and affected are the OK's.

@@ -9,13 +9,16 @@
 //   - session.go: the session, its command loop, the idle watch.
 //   - login.go, auth.go: the client's login (greeting, TLS, authentication), COM_CHANGE_USER.
 //   - dispatch.go: the one path every statement takes (route, acquire, sync, deferred BEGIN,
-//     relay, after-effects), replica retry, streaming a command to a node (forward), and
-//     fail, the one place that decides what the client sees when a command fails.
+//     relay, after-effects), replica retry, respond (the options the relay gets, the Result
+//     the session applies), and fail, the one place that decides what the client sees when a
+//     command fails.
 //   - nodes.go: the session's node connections (open, sync through backend.Conn.Sync, drop).
 //   - state.go: what a statement leaves behind (transaction state, pins, replayed SETs).
 //   - stmt.go: binary prepared statements (sluice's own ids, lazy prepare per connection,
 //     long data, cursors, bulk execute).
-//   - relay.go: relaying one response (result sets, OK/EOF with session tracking, LOCAL INFILE).
+//   - relay.go: what the session follows of each OK/EOF the relay passes (session.OK, a
+//     relay.Observer). Relaying itself (result sets, OK/EOF rewrites, LOCAL INFILE, the
+//     read-only refusal) is package relay's.
 //   - kill.go: KILL with sluice's connection ids; internal.go: /*PROXY_INTERNAL*/ statements.
 //
 // Routing decisions are route's (pure), node state is topology's, node connections and their

@@ -10,7 +10,7 @@ import (
 
 // TestHugeOKFromNodeRefused: a server never sends an OK packet of 16 MiB or more; a node that
 // does (an OK header, then continuation after continuation) is out of step, and its answer is
-// not read into memory. Before, relayOK read the whole logical packet (up to 1 GiB): all 64 MiB
+// not read into memory. Before, the relay read the whole logical packet (up to 1 GiB): all 64 MiB
 // the node sent here.
 func TestHugeOKFromNodeRefused(t *testing.T) {
 	const flood = 64 << 20

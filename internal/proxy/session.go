@@ -109,7 +109,7 @@ type session struct {
 	// an OK of the current response did.
 	txWrote, okGTID, respGTID bool
 	// awaiting: the command being sent goes after a wait for s.target in the same round trip
-	// (pipelinedWait); its answer comes first, read by relayTimed.
+	// (pipelinedWait); its answer comes first, read by respond.
 	awaiting      bool
 	awaitDeadline time.Duration
 	// killedCh is closed by kill, once (killOnce): a session waiting for a new primary stops.
