@@ -88,6 +88,10 @@ type sessionView struct {
 	last      routeInfo // the previous statement's route (SHOW LAST ROUTE)
 }
 
+// init readies the view of a session begun when the topology had nodes nodes (before the
+// session is published).
+func (v *sessionView) init(nodes int) { v.stats.Store(newSessionStats(nodes)) }
+
 // loggedIn publishes the session, logged in as user at now.
 func (v *sessionView) loggedIn(user string, now time.Time) {
 	v.info.Store(&sessionInfo{user: user, started: now})

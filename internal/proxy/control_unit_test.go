@@ -26,7 +26,7 @@ func testTopology(tb testing.TB, nodes int) *topology.Topology {
 // TestSessionView: what a session publishes, as the control plane and a drain read it.
 func TestSessionView(t *testing.T) {
 	var v sessionView
-	v.stats.Store(newSessionStats(1))
+	v.init(1)
 	var si SessionInfo
 	if v.describe(&si) {
 		t.Fatal("a session that has not logged in is listed")
@@ -80,7 +80,7 @@ func TestSessionView(t *testing.T) {
 // goroutine adds up counts while they are written (run with -race).
 func TestSessionViewCountGrows(t *testing.T) {
 	var v sessionView
-	v.stats.Store(newSessionStats(1))
+	v.init(1)
 	topo := testTopology(t, 3)
 	v.count(0, route.ReasonWrite, time.Millisecond, topo)
 	if n := testing.AllocsPerRun(100, func() { v.count(0, route.ReasonWrite, time.Millisecond, topo) }); n != 0 {

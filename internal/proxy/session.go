@@ -45,7 +45,8 @@ type session struct {
 	// login is who the client is and what it negotiated: its address, capabilities, TLS,
 	// user and the credentials sluice logs in to the nodes with.
 	login login
-	life  lifecycle
+	// life is the session's life state and kill switch.
+	life lifecycle
 
 	// sentAt is s.client.Sent() when the current command began (responseStarted).
 	sentAt uint64
@@ -155,7 +156,7 @@ func (p *Proxy) newSession(ep *endpoint, nc net.Conn) *session {
 		log:      p.log.With("conn", id, "endpoint", ep.cfg.Name, "client", nc.RemoteAddr().String()),
 	}
 	s.reader = newReader(s.settings.mode, p.topo, &p.greeted)
-	s.view.stats.Store(newSessionStats(len(s.conns)))
+	s.view.init(len(s.conns))
 	s.client.SetWriteTimeout(p.opts.WriteTimeout)
 	// Clients pipeline (Connector/J sends its first queries back to back).
 	s.client.SetPeerPipelines()
