@@ -19,7 +19,7 @@ func (s *session) OK(src *backend.Conn, ok mysql.OK, classicEOF bool) {
 		// no room to say how: the session's last commit is no longer known.
 		s.gtidUnknown = true
 	}
-	s.observeStatus(ok.Status)
+	s.reader.observeStatus(ok.Status, s.conns, s.cur)
 	for block := ok.SessionState; len(block) > 0; {
 		sc, rest, err := mysql.NextSessionChange(block)
 		if err != nil {
@@ -29,7 +29,7 @@ func (s *session) OK(src *backend.Conn, ok mysql.OK, classicEOF bool) {
 		case sc.Type == mysql.SessionTrackSchema && string(sc.Value) != s.state.DB:
 			s.state.DB = string(sc.Value)
 		case sc.Type == mysql.SessionTrackSystemVariables && string(sc.Name) == "character_set_client":
-			s.sqlMode.trackedCharset(sc.Value)
+			s.reader.mode.trackedCharset(sc.Value)
 		case sc.Type == mysql.SessionTrackGTIDs && len(sc.Value) > 0,
 			sc.Type == mysql.SessionTrackSystemVariables && string(sc.Name) == "last_gtid" && len(sc.Value) > 0:
 			// The GTID of the session's last commit (MariaDB's last_gtid, MySQL's OWN_GTID):
