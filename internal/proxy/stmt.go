@@ -132,12 +132,8 @@ func (s *session) prepareHome(st *stmt, p []byte) error {
 		return err
 	}
 	bc := s.bc
-	bc.SetSeq(0)
-	if err := bc.WritePacket(p); err != nil {
-		return &relay.Error{Err: err}
-	}
-	if err := bc.FlushBeforeRead(); err != nil {
-		return &relay.Error{Err: err}
+	if err := relay.Send(s.client, bc, p); err != nil {
+		return err
 	}
 	n, _, err := bc.PeekHeader()
 	if err != nil {
