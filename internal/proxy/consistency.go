@@ -143,7 +143,7 @@ func (s *session) decideAt(r *request, set *route.Settings, snap *topology.Snaps
 // primaryPosition appends the primary's current position (what it has committed) to b, read
 // over the session's connection to it.
 func (s *session) primaryPosition(snap *topology.Snapshot, b []byte) ([]byte, error) {
-	c, err := s.use(snap.Primary)
+	c, err := s.nodes.use(snap.Primary)
 	if err != nil {
 		return b, err
 	}

@@ -38,7 +38,7 @@ func TestReplicaReadWaitsForTheSessionsCommit(t *testing.T) {
 			if err := r.s.ep.route.Update(set); err != nil {
 				t.Fatal(err)
 			}
-			r.s.conns[1].Handshake.ServerVersion = tc.version
+			r.s.nodes.at(1).Handshake.ServerVersion = tc.version
 			r.s.gtidTracked = true
 			r.s.lastGTID = append(r.s.lastGTID[:0], tc.last...)
 			replica.load(append(oneValue(tc.reached), oneValue("replica")...))

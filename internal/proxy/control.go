@@ -121,8 +121,8 @@ func (p *Proxy) SessionList() []SessionInfo {
 		if t := s.cmdStart.Load(); t != 0 {
 			si.Statement = time.Unix(0, t)
 		}
-		if ts := s.killTarget.Load(); ts != nil {
-			for _, t := range *ts {
+		if ts := s.nodes.killTargets(); ts != nil {
+			for _, t := range ts {
 				si.Nodes = append(si.Nodes, t.node.Name)
 			}
 		}

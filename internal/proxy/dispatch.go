@@ -146,13 +146,8 @@ func (s *session) dispatchWith(r *request, set *route.Settings) error {
 route:
 	for {
 		snap := s.p.topo.Snapshot()
-		if snap.Draining != 0 {
-			s.leaveDraining(set, snap)
-		}
-		if snap.Nodes[s.home] != s.homeNode || snap.IsRemoved(s.home) {
-			s.leaveRemovedHome(set, snap)
-		}
-		if s.movesPrimary(set, snap) {
+		s.nodes.leave(&s.rs, set, snap)
+		if s.nodes.movesPrimary(set, snap) {
 			var handled bool
 			var err error
 			if snap, handled, err = s.switchover(r, set, snap, &switchDeadline); handled {
@@ -203,7 +198,7 @@ route:
 				return s.after(&r.class, r.stmt, d, set)
 			}
 			var ro *primaryReadOnly
-			if errors.As(err, &ro) && s.confirmReadOnly(d.Node) {
+			if errors.As(err, &ro) && s.nodes.confirmReadOnly(d.Node, s.killedCh) {
 				// The primary went read-only before the monitor saw it: the statement did
 				// nothing; it waits for the new primary (switchover) and goes there, once.
 				r.redirected = true
@@ -236,8 +231,8 @@ func (s *session) skip(r *request) error {
 // send runs r on the node d chose: acquire its connection (opened and brought in line with the
 // session), open a deferred transaction there, count the statement active, relay.
 func (s *session) send(r *request, d route.Decision, snap *topology.Snapshot) error {
-	r.kept = d.Node < len(s.conns) && s.conns[d.Node] != nil
-	c, err := s.use(d.Node)
+	r.kept = s.nodes.at(d.Node) != nil
+	c, err := s.nodes.use(d.Node)
 	if err != nil {
 		return err
 	}
@@ -282,7 +277,7 @@ func (s *session) send(r *request, d route.Decision, snap *topology.Snapshot) er
 	load := snap.Load[d.Node]
 	load.Active.Add(1)
 	defer load.Active.Add(-1)
-	s.redirect = s.mayRedirect(r, d.Node, snap)
+	s.redirect = mayRedirect(r, &s.rs, s.nodes.inTxOn(d.Node, &s.rs), d.Node, snap)
 	// A LOAD DATA LOCAL the client sent, as text or prepared (MariaDB prepares it: the file
 	// request then answers COM_STMT_EXECUTE; r.stmt is the prepared text, kept with it).
 	if r.class.Kind == classify.LoadData && r.class.Flags&(classify.LoadLocal|classify.Multi) == classify.LoadLocal {
@@ -345,7 +340,7 @@ func (s *session) retry(r *request, d route.Decision, err error, tries *int, set
 		// A connection the session kept from before broke: the node may have restarted since,
 		// or closed it idle. That says nothing of the node: try it again, once, on a new one.
 		r.renewed = true
-		s.drop(d.Node)
+		s.nodes.drop(d.Node)
 		return d, true
 	}
 	// Try the read elsewhere. A replica that failed is taken out of routing; one that answered
@@ -355,7 +350,7 @@ func (s *session) retry(r *request, d route.Decision, err error, tries *int, set
 	if nodeFault(err) && !errors.As(err, &se) {
 		s.p.topo.NodeFailed(d.Node, unwrapRelay(err))
 	}
-	s.drop(d.Node)
+	s.nodes.drop(d.Node)
 	*tries++
 	snap = s.p.topo.Snapshot()
 	if *tries == 1 {
@@ -403,14 +398,13 @@ func (s *session) fail(i int, err error, r *request) error {
 	case errors.Is(err, errShapeDiffers):
 		se = errNeedReprepare
 	case errors.Is(err, errStateSync):
-		se = mysql.NewError(mysql.ErrUnknown, "HY000", "sluice: node %s refused this session's state", s.nodeOf(i).Name)
+		se = mysql.NewError(mysql.ErrUnknown, "HY000", "sluice: node %s refused this session's state", s.p.nodeOf(i).Name)
 	case errors.As(err, &se):
 	}
 	if se != nil {
 		return s.refuse(r, se)
 	}
-	s.node = s.nodeOf(i)
-	s.drop(i)
+	s.nodes.dropFailed(i)
 	if s.killed() {
 		return err // sluice closed it (shutdown, KILL): the node is fine
 	}
@@ -419,17 +413,17 @@ func (s *session) fail(i int, err error, r *request) error {
 		// error; the rest of the command is unread, and the session ends, as directly.
 		return err
 	}
-	if i != s.home && nodeFault(err) {
+	if i != s.nodes.home() && nodeFault(err) {
 		s.p.topo.NodeFailed(i, err)
 	}
-	if i == s.home || partial || s.responseStarted() || (s.rs.InTx && s.rs.TxNode == i) {
+	if i == s.nodes.home() || partial || s.responseStarted() || (s.rs.InTx && s.rs.TxNode == i) {
 		// The session's state or transaction lived there, part of the command is still
 		// unread, or part of the answer reached the client: no error packet can stand for it.
 		return s.nodeLost(err)
 	}
 	// Another node's connection broke before it answered: the client gets the error, and the
 	// session, whose state lives on its home node, goes on.
-	return s.refuse(r, mysql.NewError(mysql.CRServerLost, "HY000", "Lost connection to backend server '%s' during query", s.node.Name))
+	return s.refuse(r, mysql.NewError(mysql.CRServerLost, "HY000", "Lost connection to backend server '%s' during query", s.nodes.node().Name))
 }
 
 // refuseCommand answers a command (n: its payload length, still in the client's buffer) with an
@@ -458,11 +452,11 @@ func (s *session) refuse(r *request, se *mysql.SQLError) error {
 // than a server error on a connection that looks healthy.
 func (s *session) nodeLost(cause error) error {
 	if errors.Is(cause, os.ErrDeadlineExceeded) {
-		s.log.Warn("node did not answer within timeouts.read; closing the session", "node", s.node.Name, "timeout", s.p.opts.ReadTimeout)
+		s.log.Warn("node did not answer within timeouts.read; closing the session", "node", s.nodes.node().Name, "timeout", s.p.opts.ReadTimeout)
 	} else {
-		s.log.Warn("lost connection to node", "node", s.node.Name, "err", cause)
+		s.log.Warn("lost connection to node", "node", s.nodes.node().Name, "err", cause)
 	}
-	return fmt.Errorf("node %s: %w", s.node.Name, cause)
+	return fmt.Errorf("node %s: %w", s.nodes.node().Name, cause)
 }
 
 // forward streams the client's command (n: its first packet's payload length, still in the
@@ -470,7 +464,7 @@ func (s *session) nodeLost(cause error) error {
 // returned for fail to map; one in the middle of the command is partial (the rest of it is
 // still unread: the session cannot go on).
 func (s *session) forward(n int, kind respKind) error {
-	bc := s.bc
+	bc := s.nodes.conn()
 	for {
 		if err := s.client.CopyPacket(bc.Conn, n); err != nil {
 			var we *mysql.WriteError
@@ -503,9 +497,9 @@ func (s *session) nodeRefused(bc *backend.Conn, cause error) error {
 		if p, err := bc.PeekPayload(n, n); err == nil && mysql.IsERR(p) {
 			s.client.SetSeq(seq)
 			if err := s.client.WritePacketFlush(p); err == nil {
-				s.log.Info("node refused the command and closed the connection", "node", s.node.Name, "err", mysql.ParseERR(p))
+				s.log.Info("node refused the command and closed the connection", "node", s.nodes.node().Name, "err", mysql.ParseERR(p))
 			}
-			return &relayError{err: fmt.Errorf("node %s refused the command: %w", s.node.Name, mysql.ParseERR(p)), partial: true, answered: true}
+			return &relayError{err: fmt.Errorf("node %s refused the command: %w", s.nodes.node().Name, mysql.ParseERR(p)), partial: true, answered: true}
 		}
 	}
 	return &relayError{err: cause, partial: true}
@@ -514,14 +508,14 @@ func (s *session) nodeRefused(bc *backend.Conn, cause error) error {
 // homeCommand runs a command that belongs to the session's home node (COM_PING,
 // COM_INIT_DB, COM_FIELD_LIST, ...).
 func (s *session) homeCommand(n int, kind respKind) error {
-	c, err := s.use(s.home)
+	c, err := s.nodes.use(s.nodes.home())
 	if err != nil {
-		return s.fail(s.home, err, &request{n: n, unread: true})
+		return s.fail(s.nodes.home(), err, &request{n: n, unread: true})
 	}
 	if err := s.forward(n, kind); err != nil {
-		return s.fail(s.home, err, nil)
+		return s.fail(s.nodes.home(), err, nil)
 	}
-	c.Adopt(&s.state)
+	c.Adopt(s.nodes.state())
 	return nil
 }
 
@@ -530,14 +524,15 @@ func (s *session) homeCommand(n int, kind respKind) error {
 func (s *session) endReplicaTx() {
 	i := s.rs.TxNode
 	s.rs.InTx, s.rs.TxNode = false, -1
-	if i < 0 || i >= len(s.conns) || s.conns[i] == nil {
+	c := s.nodes.at(i)
+	if c == nil {
 		return
 	}
-	if err := s.conns[i].Exec("COMMIT"); err != nil {
+	if err := c.Exec("COMMIT"); err != nil {
 		// It did not end there: the connection, whatever it holds, is not used again.
-		s.log.Debug("ending a replica's read-only transaction failed; closing that connection", "node", s.conns[i].name, "err", err)
-		if i != s.home {
-			s.drop(i)
+		s.log.Debug("ending a replica's read-only transaction failed; closing that connection", "node", c.name, "err", err)
+		if i != s.nodes.home() {
+			s.nodes.drop(i)
 		}
 	}
 }

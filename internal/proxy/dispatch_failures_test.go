@@ -256,8 +256,10 @@ func TestStmtResetAfterDroppedConnection(t *testing.T) {
 	r := newTwoNodeSession(t, []int{0, 100}, primary, &brokenConn{})
 	r.addStmt("SELECT v FROM t WHERE id = ?", 1, 1, true)
 	// The last statement ran on the replica; its connection is dropped afterwards.
-	r.s.cur, r.s.node, r.s.bc = 1, r.s.p.topo.Snapshot().Nodes[1], r.s.conns[1].Conn
-	r.s.drop(1)
+	if _, err := r.s.nodes.use(1); err != nil {
+		t.Fatal(err)
+	}
+	r.s.nodes.drop(1)
 	r.client.load(packets(0, []byte{mysql.ComStmtReset, 1, 0, 0, 0}))
 	if _, err := r.command(); err != nil {
 		t.Fatalf("COM_STMT_RESET ended the session: %v", err)

@@ -70,7 +70,7 @@ func sameFileName(name, lit []byte, escapes bool) bool {
 // clear error instead of a file request. The session goes on when the node's answer ends the
 // response; when it does not (more results follow), the connection is out of step and dropped.
 func (s *session) refuseInfile(bc *backend.Conn, n int) error {
-	name := s.nodeOf(s.cur).Name
+	name := s.p.nodeOf(s.nodes.cur()).Name
 	s.log.Warn("node asked for a local file the client's statement did not name (LOCAL INFILE): refused", "node", name)
 	_, seq, err := bc.PeekHeader()
 	if err != nil {

@@ -27,7 +27,7 @@ func (s *session) proxyCommand(cmd classify.ProxyCommand) error {
 	if r.valid {
 		reason = r.reason.String()
 		if r.node >= 0 {
-			node, role = s.nodeOf(r.node).Name, topology.Replica.String()
+			node, role = s.p.nodeOf(r.node).Name, topology.Replica.String()
 			if s.p.topo.Snapshot().IsPrimary(r.node) {
 				role = topology.Primary.String()
 			}

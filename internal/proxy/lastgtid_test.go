@@ -47,7 +47,7 @@ func TestLastGTIDFromOK(t *testing.T) {
 func TestLastGTIDLostInClassicEOF(t *testing.T) {
 	primary := &memConn{}
 	r := newTwoNodeSession(t, []int{100, 0}, primary, &memConn{})
-	r.s.conns[0].Caps &^= mysql.ClientDeprecateEOF
+	r.s.nodes.at(0).Caps &^= mysql.ClientDeprecateEOF
 	r.s.gtidTracked = true
 	r.s.lastGTID = append(r.s.lastGTID[:0], "0-1-24"...)
 	// One column, its definition, the classic EOF after it, one row, the final EOF with

@@ -116,11 +116,11 @@ func (s *session) handshake() (err error) {
 	_ = s.nc.SetReadDeadline(time.Time{})
 	s.client.MaxPacket = 0 // logged in: the node's max_allowed_packet applies
 	s.user, s.creds = u, creds
-	s.state.DB, s.charset, s.attrs = resp.Database, resp.Charset, resp.Attrs
+	s.nodes.state().DB, s.charset, s.attrs = resp.Database, resp.Charset, resp.Attrs
 	if err := s.connectNode(true); err != nil {
 		return err
 	}
-	if err := s.writeOKPacket(s.bc.Status); err != nil {
+	if err := s.writeOKPacket(s.nodes.conn().Status); err != nil {
 		return err
 	}
 	if s.caps&mysql.ClientCompress != 0 {
@@ -225,7 +225,7 @@ func (s *session) changeUser() error {
 		// connections as that user.
 		// The client has its error: a node that cannot be reached now ends the session
 		// without a second one.
-		s.closeConns()
+		s.nodes.closeAll()
 		s.resetState()
 		s.rs = route.NewSession()
 		s.charset = 0
@@ -234,10 +234,10 @@ func (s *session) changeUser() error {
 	if err != nil {
 		return err
 	}
-	s.closeConns()
+	s.nodes.closeAll()
 	s.resetState()
 	s.rs = route.NewSession()
-	s.user, s.creds, s.state.DB = u, creds, db
+	s.user, s.creds, s.nodes.state().DB = u, creds, db
 	s.info.Store(&sessionInfo{user: u.Name, started: s.info.Load().started})
 	if charset != 0 {
 		s.charset = charset
@@ -248,7 +248,7 @@ func (s *session) changeUser() error {
 	if err := s.connectNode(true); err != nil {
 		return err
 	}
-	return s.writeOKPacket(s.bc.Status)
+	return s.writeOKPacket(s.nodes.conn().Status)
 }
 
 // parseChangeUser decodes COM_CHANGE_USER: user, auth data (skipped), database, character set,

@@ -152,8 +152,8 @@ func (s *session) opened(c *nodeConn, n *topology.Node) {
 // observeStatus follows the status of an OK or EOF relayed from the session's current node.
 func (s *session) observeStatus(status uint16) {
 	maria := true
-	if s.cur >= 0 && s.cur < len(s.conns) && s.conns[s.cur] != nil {
-		maria = s.conns[s.cur].dialect.Flavor == classify.FlavorMariaDB
+	if c := s.nodes.at(s.nodes.cur()); c != nil {
+		maria = c.dialect.Flavor == classify.FlavorMariaDB
 	}
 	s.sqlMode.observe(status, maria)
 }
@@ -252,8 +252,8 @@ func (s *session) dialects(ds *[maxDialects]classify.Dialect) (n int, ok bool) {
 		if i < len(snap.State) && snap.State[i] != nil && snap.State[i].Version != "" {
 			d, known = classify.ParseServerVersion(snap.State[i].Version)
 		}
-		if !known && i < len(s.conns) && s.conns[i] != nil {
-			d, known = s.conns[i].dialect, s.conns[i].dialectKnown
+		if c := s.nodes.at(i); !known && c != nil {
+			d, known = c.dialect, c.dialectKnown
 		}
 		if !known {
 			if v, ok := s.p.greeted.Load(snap.Nodes[i]); ok {

@@ -375,8 +375,8 @@ func (s *session) trackSessionState(block []byte) {
 			return
 		}
 		switch {
-		case sc.Type == mysql.SessionTrackSchema && string(sc.Value) != s.state.DB:
-			s.state.DB = string(sc.Value)
+		case sc.Type == mysql.SessionTrackSchema && string(sc.Value) != s.nodes.state().DB:
+			s.nodes.state().DB = string(sc.Value)
 		case sc.Type == mysql.SessionTrackSystemVariables && string(sc.Name) == "character_set_client":
 			s.sqlMode.trackedCharset(sc.Value)
 		case sc.Type == mysql.SessionTrackGTIDs && len(sc.Value) > 0,

@@ -63,22 +63,14 @@ type session struct {
 	charset      uint8
 	attrs        []byte
 
-	node   *topology.Node // the node of the current (or last) statement
-	bc     *backend.Conn  // the session's connection to node
-	status uint16         // last server status reported to the client
+	status uint16 // last server status reported to the client
 	// sqlMode is what the session knows of its sql_mode's bits that change how text splits.
 	sqlMode sqlMode
 
-	rs    route.Session
-	conns []*nodeConn // per node index; nil until first used
-	home  int         // the primary (read-write) or the bound replica (read-only)
-	// homeNode is the node that was in slot home when the session made it its home: a slot
-	// whose node was removed (and perhaps replaced) since no longer holds it.
-	homeNode *topology.Node
-	cur      int // index of node
-	// state is what every node connection of the session must carry before its next use: the
-	// schema, the COM_SET_OPTION value, the session statements (SET ..., SET NAMES) to replay.
-	state backend.State
+	rs route.Session
+	// nodes is the session's node connections, its home and current node, and the session
+	// state they carry.
+	nodes nodeSet
 	// begin is a BEGIN held back by transaction splitting until the first write.
 	begin      []byte
 	last       routeInfo // the previous statement's route (SHOW LAST ROUTE)
@@ -143,12 +135,6 @@ type session struct {
 	idleSince atomic.Int64
 	inTx      atomic.Bool
 	pins      atomic.Uint32
-	// usedCursor: an EXECUTE of the session opened a cursor (a drain leaves its idle
-	// connections alone: a FETCH may follow).
-	usedCursor atomic.Bool
-
-	// killTarget is the node thread serving this session, for KILL from other sessions.
-	killTarget atomic.Pointer[[]killTarget]
 
 	stmts map[uint32]*stmt // binary prepared statements by sluice's id
 	// kept counts the bytes the session holds for its prepared statements (their texts and
@@ -180,10 +166,28 @@ func (p *Proxy) newSession(ep *endpoint, nc net.Conn) *session {
 		rs:       route.NewSession(),
 		sqlMode:  newSQLMode(),
 		mode:     ep.route.Settings().Mode,
-		conns:    make([]*nodeConn, len(p.topo.Snapshot().Nodes)),
 		log:      p.log.With("conn", id, "endpoint", ep.cfg.Name, "client", nc.RemoteAddr().String()),
 	}
-	s.stats.Store(newSessionStats(len(s.conns)))
+	s.nodes.init(p.topo, s.log, nodeHooks{
+		dial: func(n *topology.Node, readOnly bool, st *backend.State) (*backend.Conn, error) {
+			return p.dialNode(nodeLogin{creds: s.creds, charset: s.charset, caps: s.caps, mcaps: s.mcaps, attrs: s.attrs, tls: s.tls}, n, readOnly, st, s.trackGTIDs)
+		},
+		opened: s.opened,
+		closing: func(bc *backend.Conn) {
+			for _, st := range s.stmts {
+				st.unbind(bc)
+			}
+		},
+		cursorOn: func(bc *backend.Conn) bool {
+			for _, st := range s.stmts {
+				if st.cursorConn == bc {
+					return true
+				}
+			}
+			return false
+		},
+	})
+	s.stats.Store(newSessionStats(len(s.nodes.all())))
 	s.client.SetWriteTimeout(p.opts.WriteTimeout)
 	// Clients pipeline (Connector/J sends its first queries back to back).
 	s.client.SetPeerPipelines()
@@ -218,7 +222,7 @@ func (s *session) run(overLimit bool) {
 	}
 	s.info.Store(&sessionInfo{user: s.user.Name, started: time.Now()})
 	s.idleSince.Store(time.Now().UnixNano())
-	s.log.Debug("session started", "user", s.user.Name, "node", s.node.Name)
+	s.log.Debug("session started", "user", s.user.Name, "node", s.nodes.node().Name)
 	s.loop()
 }
 
@@ -228,7 +232,7 @@ func (s *session) close() {
 	// connection closes (a node's ERR that ends the session, a command finished at shutdown).
 	_ = s.client.Flush()
 	s.nc.Close()
-	s.closeConns()
+	s.nodes.closeAll()
 }
 
 // drain is called by Shutdown: an idle session closes now, a busy one after its command.
@@ -257,8 +261,8 @@ func (s *session) kill() {
 	s.life.Store(stateClosed)
 	s.killOnce.Do(func() { close(s.killedCh) })
 	s.raw.Close()
-	if ts := s.killTarget.Load(); ts != nil {
-		for _, t := range *ts {
+	if ts := s.nodes.killTargets(); ts != nil {
+		for _, t := range ts {
 			t.conn.Close()
 		}
 	}
@@ -305,11 +309,11 @@ func (s *session) loop() {
 		}
 		if s.nodeClosing {
 			s.nodeClosing = false
-			if s.cur == s.home {
+			if s.nodes.cur() == s.nodes.home() {
 				s.log.Debug("session ends: its node closed the connection")
 				return
 			}
-			s.drop(s.cur)
+			s.nodes.drop(s.nodes.cur())
 		}
 		if quit || !s.life.CompareAndSwap(stateBusy, stateIdle) {
 			return
@@ -338,7 +342,7 @@ func (s *session) command() (quit bool, err error) {
 	if p[0] != mysql.ComQuit {
 		// After a switchover: to the new primary before the command, when nothing holds the
 		// session where it is (statements also wait for one, and handle what holds it).
-		if err := s.followBetween(); err != nil {
+		if err := s.nodes.follow(&s.rs, s.settings(), s.p.topo.Snapshot()); err != nil {
 			return false, fmt.Errorf("following the new primary: %w", err)
 		}
 	}
@@ -363,9 +367,9 @@ func (s *session) command() (quit bool, err error) {
 		if err := s.homeCommand(n, respSingle); err != nil || !ok || s.failed {
 			return false, err
 		}
-		s.state.Options = option
-		if c := s.conns[s.home]; c != nil {
-			c.Adopt(&s.state)
+		s.nodes.state().Options = option
+		if c := s.nodes.at(s.nodes.home()); c != nil {
+			c.Adopt(s.nodes.state())
 		}
 		return false, nil
 	case mysql.ComResetConnection:
@@ -376,7 +380,7 @@ func (s *session) command() (quit bool, err error) {
 		if err := s.homeCommand(n, respSingle); err != nil {
 			return false, err
 		}
-		if c := s.conns[s.home]; c != nil && !s.failed {
+		if c := s.nodes.at(s.nodes.home()); c != nil && !s.failed {
 			if err := c.Guard(); err != nil {
 				return false, fmt.Errorf("node %s: restoring the read-only guard after a reset: %w", c.name, err)
 			}
@@ -508,12 +512,12 @@ func (s *session) startWatch() {
 	// often restarted next) holds nothing the session needs when it is movable: losing it is
 	// not the end of the session, which moves at its next command. (The session's own fields
 	// do not change while it is idle: the watchers may read them.)
-	movable := s.movable()
-	for i, c := range s.conns {
+	movable := s.nodes.movable(&s.rs)
+	for i, c := range s.nodes.all() {
 		if c == nil {
 			continue
 		}
-		nc, name, home := c.NetConn(), c.name, i == s.home
+		nc, name, home := c.NetConn(), c.name, i == s.nodes.home()
 		s.watch.wg.Add(1)
 		go func() {
 			defer s.watch.wg.Done()
@@ -525,7 +529,7 @@ func (s *session) startWatch() {
 			// The node sent something unasked (a disconnect notice) or closed the connection.
 			s.log.Debug("node closed the idle session's connection", "node", name, "err", err)
 			snap := s.p.topo.Snapshot()
-			if !home || (movable && (s.movesPrimary(s.modeSettings(s.ep.route.Settings()), snap) || snap.IsDraining(c.idx))) {
+			if !home || (movable && (s.nodes.movesPrimary(s.modeSettings(s.ep.route.Settings()), snap) || snap.IsDraining(c.idx))) {
 				// Another node's connection holds only replayable state: reopen it when needed.
 				c.lost.Store(true)
 				c.release(s.p.topo.Snapshot().Load[c.idx])
@@ -542,18 +546,18 @@ func (s *session) stopWatch() error {
 		return nil
 	}
 	s.watch.active = false
-	for _, c := range s.conns {
+	for _, c := range s.nodes.all() {
 		if c != nil {
 			_ = c.NetConn().SetReadDeadline(time.Unix(1, 0))
 		}
 	}
 	s.watch.wg.Wait()
-	for i, c := range s.conns {
+	for i, c := range s.nodes.all() {
 		if c == nil {
 			continue
 		}
 		if c.lost.Load() {
-			s.drop(i) // and no longer a kill target
+			s.nodes.drop(i) // and no longer a kill target
 			continue
 		}
 		_ = c.NetConn().SetReadDeadline(time.Time{})

@@ -25,17 +25,17 @@ type routeInfo struct {
 // transaction, which stays open where it is.
 func (s *session) afterStatus(set *route.Settings) {
 	switch {
-	case s.rs.InTx && s.rs.TxNode >= 0 && s.cur != s.rs.TxNode:
+	case s.rs.InTx && s.rs.TxNode >= 0 && s.nodes.cur() != s.rs.TxNode:
 	case s.status&mysql.StatusInTrans != 0:
-		s.rs.InTx, s.rs.TxNode, s.rs.TxPending = true, s.cur, false
+		s.rs.InTx, s.rs.TxNode, s.rs.TxPending = true, s.nodes.cur(), false
 	default:
 		s.rs.InTx, s.rs.TxNode = false, -1
 	}
-	if s.p.topo.Snapshot().IsPrimary(s.cur) || set.Mode == route.ReadOnly {
+	if s.p.topo.Snapshot().IsPrimary(s.nodes.cur()) || set.Mode == route.ReadOnly {
 		s.rs.Autocommit = s.status&mysql.StatusAutocommit != 0
 	}
-	if c := s.conns[s.cur]; c != nil {
-		c.Adopt(&s.state) // a USE ran there
+	if c := s.nodes.at(s.nodes.cur()); c != nil {
+		c.Adopt(s.nodes.state()) // a USE ran there
 	}
 }
 
@@ -82,7 +82,7 @@ func (s *session) after(c *classify.Result, stmt []byte, d route.Decision, set *
 	}
 	if mayTurnReadWrite(c) && d.Node >= 0 {
 		// Even when it failed: a procedure may have changed the session before its error.
-		if conn := s.conns[d.Node]; conn != nil {
+		if conn := s.nodes.at(d.Node); conn != nil {
 			if err := conn.Guard(); err != nil {
 				// The client has its answer already; a replica that cannot be made
 				// read-only again must not serve this session: it ends.
@@ -176,16 +176,16 @@ func (s *session) recordSet(c *classify.Result, stmt []byte) {
 	case c.Flags&classify.SetTransaction != 0 && c.Flags&classify.SetSession == 0:
 		return // SET TRANSACTION: only the next transaction, on this node
 	case c.Flags&(classify.UserVar|classify.UserVarAssign|classify.Multi|classify.SetAutocommit|classify.SetGlobal) != 0,
-		c.Flags&replayable == 0, bytes.IndexByte(stmt, '(') >= 0, len(s.state.Stmts) >= maxState:
+		c.Flags&replayable == 0, bytes.IndexByte(stmt, '(') >= 0, len(s.nodes.state().Stmts) >= maxState:
 		// User variables live where they were set; expressions may not give the same value
 		// elsewhere; a SET that also changes the server (SET SESSION a = 1, GLOBAL b = 2)
 		// must never be replayed on a replica: keep the session on the primary.
 		s.pin(route.PinSet, true)
 		return
 	}
-	s.state.Stmts = append(s.state.Stmts, append([]byte(nil), stmt...))
-	if cur := s.conns[s.cur]; cur != nil {
-		cur.Adopt(&s.state) // it ran there
+	s.nodes.state().Stmts = append(s.nodes.state().Stmts, append([]byte(nil), stmt...))
+	if cur := s.nodes.at(s.nodes.cur()); cur != nil {
+		cur.Adopt(s.nodes.state()) // it ran there
 	}
 }
 
@@ -194,8 +194,8 @@ func (s *session) recordSet(c *classify.Result, stmt []byte) {
 func (s *session) resetState() {
 	clear(s.stmts)
 	s.kept = 0
-	s.state.Stmts = s.state.Stmts[:0]
-	s.state.Epoch++
+	s.nodes.state().Stmts = s.nodes.state().Stmts[:0]
+	s.nodes.state().Epoch++
 	s.begin = s.begin[:0]
 	s.tempTables, s.userLocks = 0, 0
 	s.sqlMode = newSQLMode() // the global sql_mode again: learnt from the next status
@@ -207,13 +207,5 @@ func (s *session) resetState() {
 	bound := s.rs.Bound
 	s.rs = route.NewSession()
 	s.rs.Bound = bound
-	for i, c := range s.conns {
-		if c != nil && i != s.home {
-			s.closeConn(i)
-		}
-	}
-	if c := s.conns[s.home]; c != nil {
-		c.MarkReset(s.state.Epoch) // the node resets it (COM_RESET_CONNECTION), or it is replaced
-	}
-	s.updateKillTarget()
+	s.nodes.reset()
 }

@@ -119,7 +119,7 @@ func (s *session) prepare() error {
 	st := &stmt{query: append([]byte(nil), p[1:]...)}
 	st.class = s.classifyPrepared(st.query)
 	if err := s.prepareHome(st, p); err != nil {
-		return s.fail(s.home, err, nil)
+		return s.fail(s.nodes.home(), err, nil)
 	}
 	return nil
 }
@@ -127,10 +127,10 @@ func (s *session) prepare() error {
 // prepareHome prepares st (whose COM_STMT_PREPARE is p) on the session's home node and relays
 // the answer with sluice's statement id in place of the node's.
 func (s *session) prepareHome(st *stmt, p []byte) error {
-	if _, err := s.use(s.home); err != nil {
+	if _, err := s.nodes.use(s.nodes.home()); err != nil {
 		return err
 	}
-	bc := s.bc
+	bc := s.nodes.conn()
 	bc.SetSeq(0)
 	if err := bc.WritePacket(p); err != nil {
 		return &relayError{err: err}
@@ -320,7 +320,7 @@ func (s *session) stmtCommand(cmd byte, n int) error {
 	case mysql.ComStmtFetch:
 		bc := st.cursorConn
 		if bc == nil {
-			bc = s.bc
+			bc = s.nodes.conn()
 		}
 		var b *stmtBinding
 		if bc != nil {
@@ -334,8 +334,8 @@ func (s *session) stmtCommand(cmd byte, n int) error {
 		s.dropLongData(st)
 		st.longErr = nil
 		var b *stmtBinding
-		if s.bc != nil {
-			b = st.binding(s.bc)
+		if s.nodes.conn() != nil {
+			b = st.binding(s.nodes.conn())
 		}
 		if b == nil {
 			// Never prepared on this connection: nothing to reset there.
@@ -345,7 +345,7 @@ func (s *session) stmtCommand(cmd byte, n int) error {
 			s.client.SetSeq(1)
 			return s.writeOKPacket(s.status)
 		}
-		return s.forwardStmtOn(s.bc, b.id, n, respSingle)
+		return s.forwardStmtOn(s.nodes.conn(), b.id, n, respSingle)
 	}
 }
 
@@ -357,7 +357,7 @@ func (s *session) forwardStmtOn(bc *backend.Conn, id uint32, n int, kind respKin
 	if err == nil {
 		return nil
 	}
-	for i, c := range s.conns {
+	for i, c := range s.nodes.all() {
 		if c != nil && c.Conn == bc {
 			return s.fail(i, err, &r)
 		}
@@ -483,7 +483,7 @@ func (s *session) executeOn(r *request, bc *backend.Conn, b *stmtBinding) error 
 	kind := respResult
 	if len(head) > 5 && head[5]&0x0f != 0 {
 		st.cursorConn = bc // a cursor type was asked for: FETCH goes here
-		s.usedCursor.Store(true)
+		s.nodes.noteCursor()
 		kind = respCursor
 	}
 	// Parameter types: remember them when bound; supply them when this connection lacks them.

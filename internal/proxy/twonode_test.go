@@ -49,12 +49,11 @@ func newTwoNodeSession(tb testing.TB, weights []int, primary, replica net.Conn) 
 	client := &memConn{}
 	s := p.newSession(p.endpoints["rw"], client)
 	s.caps = frontCaps
-	for i, nc := range []net.Conn{primary, replica} {
-		bc := &backend.Conn{Conn: mysql.NewConn(nc, 0, 4<<10), Caps: frontCaps, Handshake: &mysql.Handshake{}}
-		s.conns[i] = &nodeConn{Conn: bc, idx: i, name: p.topo.Snapshot().Nodes[i].Name}
+	var bcs []*backend.Conn
+	for _, nc := range []net.Conn{primary, replica} {
+		bcs = append(bcs, &backend.Conn{Conn: mysql.NewConn(nc, 0, 4<<10), Caps: frontCaps, Handshake: &mysql.Handshake{}})
 	}
-	s.home, s.cur, s.node, s.bc = 0, 0, p.topo.Snapshot().Nodes[0], s.conns[0].Conn
-	s.homeNode = s.node
+	s.nodes.plant(bcs...)
 	return &twoNodeSession{s: s, client: client, primary: primary, replica: replica}
 }
 
@@ -63,9 +62,9 @@ func newTwoNodeSession(tb testing.TB, weights []int, primary, replica net.Conn) 
 func (r *twoNodeSession) addStmt(query string, params, columns uint16, onReplica bool) *stmt {
 	st := &stmt{id: 1, query: []byte(query), params: params, columns: columns}
 	st.class = classify.Classify(st.query)
-	st.on = append(st.on, stmtBinding{bc: r.s.conns[0].Conn, id: 7})
+	st.on = append(st.on, stmtBinding{bc: r.s.nodes.at(0).Conn, id: 7})
 	if onReplica {
-		st.on = append(st.on, stmtBinding{bc: r.s.conns[1].Conn, id: 8})
+		st.on = append(st.on, stmtBinding{bc: r.s.nodes.at(1).Conn, id: 8})
 	}
 	r.s.stmts[1] = st
 	r.s.nextStmtID, r.s.lastStmtID = 1, 1
