@@ -198,7 +198,7 @@ route:
 				return s.after(&r.class, r.stmt, d, set)
 			}
 			var ro *primaryReadOnly
-			if errors.As(err, &ro) && s.nodes.confirmReadOnly(d.Node, s.killedCh) {
+			if errors.As(err, &ro) && confirmReadOnly(s.nodes.at(d.Node), s.killedCh) {
 				// The primary went read-only before the monitor saw it: the statement did
 				// nothing; it waits for the new primary (switchover) and goes there, once.
 				r.redirected = true

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sluicedb/sluice/internal/backend"
 	"github.com/sluicedb/sluice/internal/mysql"
@@ -81,7 +82,7 @@ func threeNodes(tb testing.TB) *topology.Topology {
 	return topo
 }
 
-func newTestNodeSet(tb testing.TB, topo *topology.Topology) (*nodeSet, *fakeDialer) {
+func newTestNodeSet(tb testing.TB, topo Topology) (*nodeSet, *fakeDialer) {
 	d := &fakeDialer{}
 	ns := &nodeSet{}
 	ns.init(topo, slog.New(slog.NewTextHandler(io.Discard, nil)), nodeHooks{
@@ -537,5 +538,200 @@ func TestNodeSetCursorAndReset(t *testing.T) {
 	node.load(nil)
 	if _, err := ns.use(0); err != nil || len(node.out) != 0 {
 		t.Fatalf("use of the reset home: %v, sent %x", err, node.out)
+	}
+}
+
+// fakeTopo is a Topology whose snapshot the test sets (a switchover without a monitor).
+type fakeTopo struct{ snap *topology.Snapshot }
+
+func (f *fakeTopo) Snapshot() *topology.Snapshot { return f.snap }
+func (f *fakeTopo) NodeFailed(int, error)        {}
+func (f *fakeTopo) PrimaryReadOnly(int)          {}
+
+// with makes f's snapshot a copy of the current one changed by change.
+func (f *fakeTopo) with(change func(*topology.Snapshot)) *topology.Snapshot {
+	next := *f.snap
+	change(&next)
+	f.snap = &next
+	return f.snap
+}
+
+// TestNodeSetFollowPrimary: a read-write session that holds nothing on its home follows the
+// primary between commands (its old connections closed, the new one opened at first use, or
+// at once with autocommit off replayed there); one that holds a transaction stays; a switchover
+// under way moves nothing; a read-only session leaves a replica that became the primary or that
+// the monitor found errant.
+func TestNodeSetFollowPrimary(t *testing.T) {
+	ft := &fakeTopo{snap: threeNodes(t).Snapshot()}
+	ns, d := newTestNodeSet(t, ft)
+	rw := &route.Settings{Mode: route.ReadWrite, Weights: []int{0, 100, 100}, Policy: route.LeastActive{}}
+	rs := route.NewSession()
+	if _, err := ns.openHome(0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ns.use(1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ns.use(0); err != nil {
+		t.Fatal(err)
+	}
+	if ns.movesPrimary(rw, ft.snap) {
+		t.Fatal("a session on the primary moves")
+	}
+	rs.LastNode = 0
+
+	// replica1 is promoted; autocommit on: nothing opened until used.
+	snap := ft.with(func(s *topology.Snapshot) { s.Primary = 1 })
+	if !ns.movesPrimary(rw, snap) {
+		t.Fatal("a session on the old primary does not move")
+	}
+	dials := len(d.dials)
+	if err := ns.follow(&rs, rw, snap); err != nil {
+		t.Fatal(err)
+	}
+	if ns.home() != 1 || ns.cur() != 1 || ns.conn() != nil || ns.at(0) != nil || ns.at(1) != nil || rs.LastNode != -1 {
+		t.Fatalf("after following to replica1: home %d cur %d conn %v; read-only connection kept %v", ns.home(), ns.cur(), ns.conn(), ns.at(1))
+	}
+	if len(d.dials) != dials || !d.conns[0].closed || !d.conns[1].closed {
+		t.Fatal("following the primary with autocommit on dialed, or kept the old connections")
+	}
+	if ns.movesPrimary(rw, snap) {
+		t.Fatal("the session moves again")
+	}
+
+	// A transaction open on the home holds the session there.
+	rs.InTx, rs.TxNode = true, 1
+	snap = ft.with(func(s *topology.Snapshot) { s.Primary = 0 })
+	if err := ns.follow(&rs, rw, snap); err != nil || ns.home() != 1 {
+		t.Fatalf("a session in a transaction followed the primary: %v, home %d", err, ns.home())
+	}
+	rs.InTx, rs.TxNode = false, -1
+
+	// Autocommit off: the new primary's connection is opened at once, autocommit=0 replayed.
+	rs.Autocommit = false
+	d.answer = okPacket
+	if err := ns.follow(&rs, rw, snap); err != nil {
+		t.Fatal(err)
+	}
+	last := d.dials[len(d.dials)-1]
+	if ns.home() != 0 || ns.cur() != 0 || ns.conn() == nil || last.node != "primary" || last.readOnly {
+		t.Fatalf("after following with autocommit off: home %d cur %d, last dial %+v", ns.home(), ns.cur(), last)
+	}
+	if want := packets(0, append([]byte{mysql.ComQuery}, "SET autocommit=0"...)); !bytes.Equal(d.conns[len(d.conns)-1].out, want) {
+		t.Fatalf("the new primary got %q, want SET autocommit=0", d.conns[len(d.conns)-1].out)
+	}
+
+	// A switchover under way: the session is on the (old) primary; no command moves it.
+	snap = ft.with(func(s *topology.Snapshot) { s.Switching = true })
+	if !ns.movesPrimary(rw, snap) {
+		t.Fatal("a switchover under way is not looked at")
+	}
+	if err := ns.follow(&rs, rw, snap); err != nil || ns.home() != 0 || ns.conn() == nil {
+		t.Fatalf("a switchover under way moved the session: %v, home %d", err, ns.home())
+	}
+
+	// Read-only: bound to replica1, which becomes the primary, then to replica2, found errant.
+	ro := &route.Settings{Mode: route.ReadOnly, Weights: []int{0, 100, 100}, Policy: route.LeastActive{}}
+	snap = ft.with(func(s *topology.Snapshot) { s.Switching, s.Primary = false, 0 })
+	rons, _ := newTestNodeSet(t, ft)
+	rors := route.NewSession()
+	if _, err := rons.openHome(1); err != nil {
+		t.Fatal(err)
+	}
+	rors.Bound = 1
+	if rons.movesPrimary(ro, snap) {
+		t.Fatal("a read-only session on a healthy replica moves")
+	}
+	snap = ft.with(func(s *topology.Snapshot) { s.Primary = 1 })
+	if err := rons.follow(&rors, ro, snap); err != nil || rons.home() != 2 || rors.Bound != 2 {
+		t.Fatalf("a read-only session on the new primary: %v, home %d", err, rons.home())
+	}
+	snap = ft.with(func(s *topology.Snapshot) {
+		s.Primary = 0
+		s.State = []*topology.NodeState{nil, nil, {Errant: "0-1-5"}}
+	})
+	if !rons.movesPrimary(ro, snap) {
+		t.Fatal("a read-only session on an errant replica does not move")
+	}
+	if err := rons.follow(&rors, ro, snap); err != nil || rons.home() != 1 {
+		t.Fatalf("a read-only session on an errant replica: %v, home %d", err, rons.home())
+	}
+}
+
+// TestAwaitPrimary: the wait ends with the first snapshot that has a primary taking writes, at
+// its deadline, or when the session is killed.
+func TestAwaitPrimary(t *testing.T) {
+	topo := threeNodes(t)
+	ft := &fakeTopo{snap: topo.Snapshot()}
+	switching := ft.with(func(s *topology.Snapshot) { s.Switching = true })
+	if _, ok := awaitPrimary(ft, switching, time.Now().Add(20*time.Millisecond), nil); ok {
+		t.Fatal("a switchover that never ends ended")
+	}
+	stop := make(chan struct{})
+	close(stop)
+	start := time.Now()
+	if _, ok := awaitPrimary(ft, switching, time.Now().Add(time.Minute), stop); ok || time.Since(start) > 10*time.Second {
+		t.Fatal("a killed session kept waiting")
+	}
+	if got, ok := awaitPrimary(ft, topo.Snapshot(), time.Now().Add(time.Minute), nil); !ok || got.Switching {
+		t.Fatal("no switchover, yet a wait")
+	}
+}
+
+// TestProxyKillSession: KILL of another session runs on the nodes of the session killed, from
+// the killer's own connection there or a new one, and closes the session killed (not for KILL
+// QUERY, nor when a node refused).
+func TestProxyKillSession(t *testing.T) {
+	p := testProxy(t, Options{})
+	target := func(thread uint32) *session {
+		s := p.newSession(p.endpoints["rw"], &memConn{})
+		s.nodes.plant(&backend.Conn{Conn: mysql.NewConn(&memConn{}, 0, 0), Handshake: &mysql.Handshake{ConnectionID: thread}})
+		s.nodes.publish()
+		p.mu.Lock()
+		p.byID[s.id] = s
+		p.mu.Unlock()
+		return s
+	}
+	by, d := newTestNodeSet(t, p.topo)
+	d.answer = okPacket
+
+	victim := target(42)
+	got, failed, err := p.killSession(victim.id, false, by)
+	if err != nil || got != victim || failed != -1 {
+		t.Fatalf("KILL: %v, %v, %d", got, err, failed)
+	}
+	if want := packets(0, append([]byte{mysql.ComQuery}, "KILL CONNECTION 42"...)); len(d.conns) != 1 || !bytes.Equal(d.conns[0].out, want) || !d.conns[0].closed {
+		t.Fatalf("the killer's node got %q, want KILL CONNECTION 42 on a connection closed after", d.conns[0].out)
+	}
+	if !victim.killed() {
+		t.Fatal("the session killed goes on")
+	}
+
+	// KILL QUERY, from the killer's own connection to the node.
+	if _, err := by.openHome(0); err != nil {
+		t.Fatal(err)
+	}
+	own := d.conns[1]
+	own.load(okPacket)
+	busy := target(43)
+	if _, _, err := p.killSession(busy.id, true, by); err != nil {
+		t.Fatal(err)
+	}
+	if want := packets(0, append([]byte{mysql.ComQuery}, "KILL QUERY 43"...)); len(d.conns) != 2 || !bytes.Equal(own.out, want) || own.closed {
+		t.Fatalf("KILL QUERY: %d dials, own connection got %q", len(d.conns), own.out)
+	}
+	if busy.killed() {
+		t.Fatal("KILL QUERY ended the session")
+	}
+
+	// The node refuses: the error is its own, the session is not closed.
+	own.load(packets(1, mysql.AppendERR(nil, mysql.NewError(1095, "HY000", "You are not owner of thread 43"))))
+	var se *mysql.SQLError
+	if _, _, err := p.killSession(busy.id, false, by); !errors.As(err, &se) || se.Code != 1095 || busy.killed() {
+		t.Fatalf("a refused KILL: %v, killed %v", err, busy.killed())
+	}
+
+	if got, _, err := p.killSession(9999, false, by); got != nil || !errors.As(err, &se) || se.Code != mysql.ErrNoSuchThread {
+		t.Fatalf("KILL of an unknown id: %v, %v", got, err)
 	}
 }

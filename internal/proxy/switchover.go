@@ -205,19 +205,18 @@ func mayRedirect(r *request, rs *route.Session, inTx bool, i int, snap *topology
 		snap.State[i] != nil && !rs.TxPending && rs.Autocommit && !inTx
 }
 
-// confirmReadOnly asks node i, over the connection that got a read-only refusal, whether it is
-// read-only indeed: a refusal can also be raised by the application (SIGNAL ... MYSQL_ERRNO =
-// 1290 in a trigger), which must not start a switchover for every client. MariaDB enforces
-// read_only before @@global.read_only reads 1 (SET GLOBAL read_only=1 first refuses the writers
-// it held, then sets the variable): the question is asked again for up to confirmReadOnlyFor
-// before the answer counts as no, or until stop is closed.
-func (ns *nodeSet) confirmReadOnly(i int, stop <-chan struct{}) bool {
+// confirmReadOnly asks the node over c, the connection that got a read-only refusal (nil: none
+// any more), whether it is read-only indeed: a refusal can also be raised by the application
+// (SIGNAL ... MYSQL_ERRNO = 1290 in a trigger), which must not start a switchover for every
+// client. MariaDB enforces read_only before @@global.read_only reads 1 (SET GLOBAL read_only=1
+// first refuses the writers it held, then sets the variable): the question is asked again for
+// up to confirmReadOnlyFor before the answer counts as no, or until stop is closed.
+func confirmReadOnly(c *nodeConn, stop <-chan struct{}) bool {
+	if c == nil {
+		return false
+	}
 	deadline := time.Now().Add(confirmReadOnlyFor)
 	for {
-		c := ns.at(i)
-		if c == nil {
-			return false
-		}
 		rows, err := c.Query("SELECT @@global.read_only")
 		if err != nil || len(rows.Values) != 1 || len(rows.Values[0]) != 1 {
 			return false
