@@ -245,11 +245,11 @@ func TestKillRefusalNotBypassed(t *testing.T) {
 	})
 }
 
-// COM_STMT_RESET goes to s.bc, the connection of the session's last statement. When that
-// connection was dropped since (a node failure answered with 2013, the idle watch closing a
-// connection the node closed), s.bc still points at it, the reset is written to the closed
-// connection, no session connection matches it in forwardStmtOn, and the session ends. A
-// server answers OK.
+// COM_STMT_RESET goes to the session's current connection, that of its last statement. When
+// that connection was dropped since (a node failure answered with 2013, the idle watch closing a
+// connection the node closed) and the current one still points at it, the reset is written to
+// the closed connection, no session connection matches it in forwardStmtOn, and the session
+// ends. A server answers OK.
 func TestStmtResetAfterDroppedConnection(t *testing.T) {
 	primary := &memConn{}
 	primary.load(okPacket) // the reset goes to the home node's binding now

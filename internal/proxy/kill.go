@@ -58,7 +58,7 @@ func (p *Proxy) killSession(id uint32, queryOnly bool, by *nodeSet) (target *ses
 			e = c.Exec(stmt)
 		} else {
 			var bc *backend.Conn
-			if bc, e = by.hooks.dial(t.node, false, &by.st); e == nil {
+			if bc, e = by.dialSpare(t.node); e == nil {
 				e = bc.Exec(stmt)
 				bc.Close()
 			}

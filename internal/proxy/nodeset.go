@@ -129,6 +129,12 @@ func (ns *nodeSet) open(i int) (*nodeConn, error) {
 	return c, nil
 }
 
+// dialSpare opens a connection to node n as the set's client that the set does not keep (nor
+// count, nor publish): the caller uses it for one thing (a KILL) and closes it.
+func (ns *nodeSet) dialSpare(n *topology.Node) (*backend.Conn, error) {
+	return ns.hooks.dial(n, false, &ns.st)
+}
+
 // openHome opens node i as the session's home and makes it current.
 func (ns *nodeSet) openHome(i int) (*nodeConn, error) {
 	c, err := ns.open(i)
