@@ -39,7 +39,7 @@ func FuzzSessionCommand(f *testing.F) {
 		defer nodeSide.Close()
 		p := testProxy(t, Options{})
 		s := p.newSession(p.endpoints["rw"], front)
-		s.caps, s.user = frontCaps, &User{Name: "app"}
+		s.login.caps, s.login.user = frontCaps, &User{Name: "app"}
 		bc := &backend.Conn{Conn: mysql.NewConn(back, 0, 0), Caps: frontCaps, Handshake: &mysql.Handshake{}}
 		s.nodes.plant(bc)
 		go fakeNode(nodeSide)

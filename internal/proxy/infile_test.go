@@ -20,7 +20,7 @@ func infileSession(t *testing.T, node func(c *mysql.Conn)) (*session, *mysql.Con
 	t.Cleanup(func() { clientSide.Close(); nodeSide.Close(); front.Close(); back.Close() })
 	p := testProxy(t, Options{})
 	s := p.newSession(p.endpoints["rw"], front)
-	s.caps, s.user = frontCaps|mysql.ClientLocalFiles, &User{Name: "app"}
+	s.login.caps, s.login.user = frontCaps|mysql.ClientLocalFiles, &User{Name: "app"}
 	bc := &backend.Conn{Conn: mysql.NewConn(back, 0, 0), Caps: frontCaps | mysql.ClientLocalFiles, Handshake: &mysql.Handshake{}}
 	s.nodes.plant(bc)
 	go node(mysql.NewConn(nodeSide, 0, 0))

@@ -25,8 +25,6 @@ type nodeConn struct {
 	*backend.Conn
 	idx  int
 	name string
-	// lost is set by the idle watch's goroutine when the node closed the connection.
-	lost atomic.Bool
 	// released: the connection no longer counts in its node's Load.Conns (release).
 	released atomic.Bool
 	// dialect is how the node reads text (its greeting's version), when dialectKnown.
@@ -68,21 +66,12 @@ const maxState = 64
 // nodeOf returns node i of the current topology.
 func (p *Proxy) nodeOf(i int) *topology.Node { return p.topo.Snapshot().Nodes[i] }
 
-// nodeLogin is what a session's node connections log in with: the client's account and what it
-// negotiated with sluice, read at each dial (COM_CHANGE_USER changes it).
-type nodeLogin struct {
-	creds       backend.Credentials
-	charset     uint8
-	caps, mcaps uint32 // negotiated with the client
-	attrs       []byte
-	tls         bool // the client's connection is TLS
-}
-
-// dialNode connects to node n as the client of login l, with the client's capabilities,
+// dialNode connects to node n as the client of login l (read at each dial: COM_CHANGE_USER
+// changes it), with the client's capabilities,
 // starting at session state st (its schema and epoch). A connection to a node that is not the
 // primary is read-only: a statement misrouted there fails instead of forking the data. A
 // read-write connection is handed to primary (GTID tracking) before it is checked.
-func (p *Proxy) dialNode(l nodeLogin, n *topology.Node, readOnly bool, st *backend.State, primary func(*backend.Conn)) (*backend.Conn, error) {
+func (p *Proxy) dialNode(l *login, n *topology.Node, readOnly bool, st *backend.State, primary func(*backend.Conn)) (*backend.Conn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), p.connectTimeout())
 	defer cancel()
 	o := backend.Options{
@@ -122,7 +111,7 @@ func (p *Proxy) dialNode(l nodeLogin, n *topology.Node, readOnly bool, st *backe
 // replica chosen by the endpoint's policy on a read-only one) and, when report is set, tells
 // the client why it could not.
 func (s *session) connectNode(report bool) error {
-	set := s.settings()
+	set := s.settings.current()
 	snap := s.p.topo.Snapshot()
 	var lastErr error
 	for attempt := 0; attempt < len(snap.Nodes); attempt++ {

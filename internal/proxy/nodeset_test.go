@@ -703,7 +703,7 @@ func TestProxyKillSession(t *testing.T) {
 	if want := packets(0, append([]byte{mysql.ComQuery}, "KILL CONNECTION 42"...)); len(d.conns) != 1 || !bytes.Equal(d.conns[0].out, want) || !d.conns[0].closed {
 		t.Fatalf("the killer's node got %q, want KILL CONNECTION 42 on a connection closed after", d.conns[0].out)
 	}
-	if !victim.killed() {
+	if !victim.life.killed() {
 		t.Fatal("the session killed goes on")
 	}
 
@@ -720,15 +720,15 @@ func TestProxyKillSession(t *testing.T) {
 	if want := packets(0, append([]byte{mysql.ComQuery}, "KILL QUERY 43"...)); len(d.conns) != 2 || !bytes.Equal(own.out, want) || own.closed {
 		t.Fatalf("KILL QUERY: %d dials, own connection got %q", len(d.conns), own.out)
 	}
-	if busy.killed() {
+	if busy.life.killed() {
 		t.Fatal("KILL QUERY ended the session")
 	}
 
 	// The node refuses: the error is its own, the session is not closed.
 	own.load(packets(1, mysql.AppendERR(nil, mysql.NewError(1095, "HY000", "You are not owner of thread 43"))))
 	var se *mysql.SQLError
-	if _, _, err := p.killSession(busy.id, false, by); !errors.As(err, &se) || se.Code != 1095 || busy.killed() {
-		t.Fatalf("a refused KILL: %v, killed %v", err, busy.killed())
+	if _, _, err := p.killSession(busy.id, false, by); !errors.As(err, &se) || se.Code != 1095 || busy.life.killed() {
+		t.Fatalf("a refused KILL: %v, killed %v", err, busy.life.killed())
 	}
 
 	if got, _, err := p.killSession(9999, false, by); got != nil || !errors.As(err, &se) || se.Code != mysql.ErrNoSuchThread {

@@ -62,7 +62,7 @@ func (s *session) switchover(r *request, set *route.Settings, snap *topology.Sna
 				*deadline = time.Now().Add(s.p.opts.SwitchoverTimeout)
 			}
 			var ok bool
-			if snap, ok = awaitPrimary(s.p.topo, snap, *deadline, s.killedCh); !ok {
+			if snap, ok = awaitPrimary(s.p.topo, snap, *deadline, s.life.done()); !ok {
 				return snap, true, s.refuse(r, mysql.NewError(mysql.ErrOptionPreventsStm, "HY000",
 					"The MariaDB server is running with the --read-only option so it cannot execute this statement (sluice: no writable primary: %s no longer takes writes and no node that may replace it took them within monitor.switchover_timeout, %s)",
 					snap.Nodes[snap.Primary].Name, s.p.opts.SwitchoverTimeout))

@@ -48,7 +48,7 @@ func newTwoNodeSession(tb testing.TB, weights []int, primary, replica net.Conn) 
 	}
 	client := &memConn{}
 	s := p.newSession(p.endpoints["rw"], client)
-	s.caps = frontCaps
+	s.login.caps = frontCaps
 	var bcs []*backend.Conn
 	for _, nc := range []net.Conn{primary, replica} {
 		bcs = append(bcs, &backend.Conn{Conn: mysql.NewConn(nc, 0, 4<<10), Caps: frontCaps, Handshake: &mysql.Handshake{}})
