@@ -123,7 +123,7 @@ func (s *session) dial(n *topology.Node, readOnly bool) (*backend.Conn, error) {
 		return nil, err
 	}
 	if !readOnly {
-		s.trackGTIDs(bc)
+		s.reads.track(bc, s.settings().Consistency, s.log)
 	}
 	if bc.MariaDBCaps != s.mcaps {
 		// The client reads column definitions with the extended metadata block or without
