@@ -95,12 +95,12 @@ func TestReadTargetNoteOK(t *testing.T) {
 		replica  bool
 	}
 	for _, tc := range []struct {
-		name        string
-		untracked   bool
-		oks         []ok
-		unknown     bool
-		txWrote     bool
-		respGTID    bool
+		name      string
+		untracked bool
+		oks       []ok
+		unknown   bool
+		txWrote   bool
+		respGTID  bool
 	}{
 		{name: "autocommit write with its GTID", oks: []ok{{gtid: "0-1-5", affected: 1}}, respGTID: true},
 		{name: "autocommit write without", oks: []ok{{affected: 1}}, unknown: true},
