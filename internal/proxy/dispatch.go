@@ -165,14 +165,15 @@ route:
 		if set.Consistency != route.Eventual && route.MayReadReplica(&r.class, &s.rs, set, snap) {
 			// Perhaps a replica read under a consistency level: what must it see, and who
 			// has it? (Decided once: a policy's pick moves its state.)
-			d, r.await = s.reads.decide(&r.class, r.stmt, &s.rs, set, snap, &readEnv{p: s.p, killed: s.killedCh, log: s.log,
-				primary: func() (*backend.Conn, error) {
-					c, err := s.use(snap.Primary)
+			primary := snap.Primary // a copy: the closure must not take snap to the heap
+			d, r.await = s.reads.decide(&r.class, r.stmt, &s.rs, set, snap, &readEnv{p: s.p, killed: s.killedCh, log: s.log},
+				func() (*backend.Conn, error) {
+					c, err := s.use(primary)
 					if err != nil {
 						return nil, err
 					}
 					return c.Conn, nil
-				}})
+				})
 			r.waitFor = set.ConsistencyTimeout
 		} else {
 			d = route.Decide(&r.class, r.stmt, &s.rs, set, snap)

@@ -51,26 +51,27 @@ type readTarget struct {
 
 // readEnv is what deciding a read under a consistency level uses besides the session's routing
 // state: the proxy (the nodes' known positions, the shared reading of the primary's position,
-// the counters), the session's kill, its log, and its connection to the primary (opened and
-// in line with the session on demand).
+// the counters), the session's kill and its log.
 type readEnv struct {
-	p       *Proxy
-	killed  <-chan struct{}
-	log     *slog.Logger
-	primary func() (*backend.Conn, error)
+	p      *Proxy
+	killed <-chan struct{}
+	log    *slog.Logger
 }
 
 // decide routes c (its text stmt), a statement that may read on a replica (route.MayReadReplica)
 // under set's consistency level: it finds the position the read must see, and who has it
 // (rs.HasTarget, rs.Reached), and decides where it goes (decideAt). A read whose position cannot
 // be known goes to the primary. It reports whether the statement must first wait, on the
-// replica decided, for that position (route.NeedsWait).
-func (t *readTarget) decide(c *classify.Result, stmt []byte, rs *route.Session, set *route.Settings, snap *topology.Snapshot, env *readEnv) (route.Decision, bool) {
+// replica decided, for that position (route.NeedsWait). primary returns the session's
+// connection to the primary, opened and in line with the session, for a global read's position
+// (a parameter of its own, not in env: what env holds may reach the heap, a closure must not).
+func (t *readTarget) decide(c *classify.Result, stmt []byte, rs *route.Session, set *route.Settings, snap *topology.Snapshot,
+	env *readEnv, primary func() (*backend.Conn, error)) (route.Decision, bool) {
 	rs.HasTarget, rs.Reached = t.find(set.Consistency, env.p.gtidFlavor(), func(b []byte) ([]byte, error) {
 		// A reading of the primary's position begun after this read arrived, shared with
 		// the global reads that arrived with it; within connect_timeout.
 		b, err := env.p.primaryPos.get(func(b []byte) ([]byte, error) {
-			bc, err := env.primary()
+			bc, err := primary()
 			if err != nil {
 				return b, err
 			}

@@ -228,9 +228,9 @@ func TestReadTargetDecide(t *testing.T) {
 		}
 		rt := readTarget{tracked: tc.tracked, last: []byte("0-1-5")}
 		rs := route.NewSession()
-		env := &readEnv{p: p, killed: make(chan struct{}), log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			primary: func() (*backend.Conn, error) { return nil, errors.New("no primary connection in this test") }}
-		d, await := rt.decide(&c, []byte("SELECT 1"), &rs, set, snap, env)
+		env := &readEnv{p: p, killed: make(chan struct{}), log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		d, await := rt.decide(&c, []byte("SELECT 1"), &rs, set, snap, env,
+			func() (*backend.Conn, error) { return nil, errors.New("no primary connection in this test") })
 		if d != tc.want || await != tc.await || p.consistencyTimeouts.Load() != tc.timeouts {
 			t.Errorf("%s: %+v, await %v, timeouts %d; want %+v, %v, %d", tc.name, d, await, p.consistencyTimeouts.Load(),
 				tc.want, tc.await, tc.timeouts)
