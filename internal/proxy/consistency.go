@@ -15,7 +15,7 @@ import (
 
 // Consistency levels. Under session and global, a read sent to a replica must see a position:
 // the session's last commit (session: its GTID came back in the OK packet of the write or
-// COMMIT, lastGTID), or everything the primary had committed when the read arrived (global: the
+// COMMIT, readTarget.last), or everything the primary had committed when the read arrived (global: the
 // primary's position, read from it then). Before the read, the replica is asked to reach that
 // position within the endpoint's consistency_timeout (MASTER_GTID_WAIT on MariaDB,
 // WAIT_FOR_EXECUTED_GTID_SET on MySQL, over the session's connection there); when it does not,
@@ -26,6 +26,9 @@ import (
 // The wait is asked even of a replica whose known position contains the target: a node writes a
 // transaction to its binlog (which is where streams and @@gtid_current_pos see it) a moment
 // before the transaction is visible to readers; MASTER_GTID_WAIT returns once it is.
+//
+// The session's readTarget (readtarget.go) holds what this needs from one statement to the next
+// and decides with route; this file has the I/O it does over connections it is given.
 
 // errNotReached: the replica did not reach the read's position within consistency_timeout.
 var errNotReached = errors.New("the replica did not reach the position the consistency level needs")

@@ -42,7 +42,7 @@ type request struct {
 	kept, renewed bool
 	// redirected: the primary refused it as read-only once, and it went to the new one.
 	redirected bool
-	// await: before it runs on a replica, the replica must reach s.target within waitFor (a
+	// await: before it runs on a replica, the replica must reach s.reads.target within waitFor (a
 	// consistency level); otherwise it goes to the primary.
 	await   bool
 	waitFor time.Duration
