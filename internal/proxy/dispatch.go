@@ -95,7 +95,7 @@ func (s *session) query(n int) error {
 // and judges every statement by all of its text: it refuses the statement, unsent (a head
 // that reads as one SELECT may hide anything behind an open comment or string).
 func (s *session) hugeQuery(n int, p []byte) error {
-	set := s.settings()
+	set := s.settings.current()
 	if set.Mode == route.ReadOnly {
 		return s.refuseCommand(n, mysql.NewError(mysql.ErrOptionPreventsStm, "HY000",
 			"sluice: the read-only endpoint '%s' judges a statement by all of its text and holds at most %d bytes of it; this one is larger and was not run",
@@ -129,7 +129,7 @@ func (s *session) releaseCmd() {
 
 // dispatch routes r, runs it, and learns from the outcome.
 func (s *session) dispatch(r *request) error {
-	return s.dispatchWith(r, s.settings())
+	return s.dispatchWith(r, s.settings.current())
 }
 
 // dispatchWith is dispatch under the endpoint's settings set: one version of them for the whole
@@ -166,7 +166,7 @@ route:
 			// Perhaps a replica read under a consistency level: what must it see, and who
 			// has it? (Decided once: a policy's pick moves its state.)
 			primary := snap.Primary // a copy: the closure must not take snap to the heap
-			d, r.await = s.reads.decide(&r.class, r.stmt, &s.rs, set, snap, &readEnv{p: s.p, killed: s.killedCh, log: s.log},
+			d, r.await = s.reads.decide(&r.class, r.stmt, &s.rs, set, snap, &readEnv{p: s.p, killed: s.life.done(), log: s.log},
 				func() (*backend.Conn, error) {
 					c, err := s.use(primary)
 					if err != nil {
@@ -220,7 +220,7 @@ route:
 func (s *session) skip(r *request) error {
 	if r.unread {
 		r.unread = false
-		if err := s.discardCommand(r.n); err != nil {
+		if err := discardCommand(s.client, r.n); err != nil {
 			return err
 		}
 	}
@@ -319,7 +319,7 @@ func (s *session) retry(r *request, d route.Decision, err error, tries *int, set
 	var se *mysql.SQLError
 	f := route.Failed{Decision: d, Cause: route.CauseNode}
 	switch {
-	case !r.resendable() || s.responseStarted() || s.killed():
+	case !r.resendable() || s.responseStarted() || s.life.killed():
 		f.Cause = route.CauseFinal
 	case errors.Is(err, errNotReached):
 		f.Cause = route.CauseNotReached
@@ -399,7 +399,7 @@ func (s *session) fail(i int, err error, r *request) error {
 	}
 	s.node = s.nodeOf(i)
 	s.drop(i)
-	if s.killed() {
+	if s.life.killed() {
 		return err // sluice closed it (shutdown, KILL): the node is fine
 	}
 	if answered {
@@ -533,7 +533,7 @@ func (s *session) endReplicaTx() {
 // localTransaction answers a BEGIN that transaction splitting defers, or the COMMIT/ROLLBACK of
 // a transaction that never reached a node.
 func (s *session) localTransaction(r *request, d route.Decision) error {
-	s.last = routeInfo{valid: true, node: -1, reason: d.Reason}
+	s.view.routed(-1, d.Reason)
 	status := s.status &^ (mysql.StatusInTrans | mysql.StatusMoreResultsExists)
 	if r.class.Kind == classify.Begin {
 		s.begin = append(s.begin[:0], r.stmt...)

@@ -23,24 +23,20 @@ type routeInfo struct {
 // replay. A statement that may have made a replica connection read-write (mayTurnReadWrite) is
 // followed by the guard there; when that fails the session ends.
 func (s *session) after(c *classify.Result, stmt []byte, d route.Decision, set *route.Settings) error {
-	s.last = routeInfo{valid: true, node: d.Node, reason: d.Reason}
+	s.view.routed(d.Node, d.Reason)
 	snap := s.p.topo.Snapshot()
 	replay := s.rs.Learn(c, stmt, d, set, route.Outcome{Node: s.cur, Primary: snap.IsPrimary(s.cur), Status: s.status,
 		Failed: s.failed, StateFull: len(s.state.Stmts) >= maxState})
 	if c := s.conns[s.cur]; c != nil {
 		c.Adopt(&s.state) // a USE ran there
 	}
-	var took time.Duration
-	if t := s.cmdStart.Load(); t != 0 {
-		took = time.Duration(time.Now().UnixNano() - t)
-	}
-	s.countStatement(d.Node, d.Reason, took)
+	s.view.count(d.Node, d.Reason, s.view.commandTook(time.Now()), s.p.topo)
 	s.reads.learn(c, stmt, s.failed, d.Node >= 0 && snap.IsPrimary(d.Node), s.status)
 	if (c.Kind == classify.Set || c.Kind == classify.Prepare || c.Flags&classify.SetStatement != 0) && mentionsFold(stmt, "session_track") ||
 		c.Kinds&runsAnything != 0 {
 		// Nor may a change of the client character set be reported any more (or, after text
 		// that may run anything, be known to be).
-		s.sqlMode.blind = true
+		s.reader.mode.blind = true
 	}
 	if mayTurnReadWrite(c) && d.Node >= 0 {
 		// Even when it failed: a procedure may have changed the session before its error.
@@ -54,7 +50,7 @@ func (s *session) after(c *classify.Result, stmt []byte, d route.Decision, set *
 	}
 	if s.failed {
 		if mayChangeMode(c) {
-			s.sqlMode.lost() // an ERR carries no status: the mode may have changed before it
+			s.reader.mode.lost() // an ERR carries no status: the mode may have changed before it
 		}
 		return nil
 	}
@@ -100,10 +96,7 @@ func (s *session) resetState() {
 	s.state.Stmts = s.state.Stmts[:0]
 	s.state.Epoch++
 	s.begin = s.begin[:0]
-	s.sqlMode = newSQLMode() // the global sql_mode again: learnt from the next status
-	if s.charset != 0 {
-		s.sqlMode.loginCharset(s.charset) // and the login's character set (MariaDB 10.11)
-	}
+	s.reader.reset(s.login.charset) // the global sql_mode again: learnt from the next status
 	// s.reads stays: the client's connection goes on, and so does what it wrote (a read after
 	// the reset still sees it at consistency session).
 	s.rs.Reset()
