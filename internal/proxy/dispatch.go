@@ -272,7 +272,7 @@ func (s *session) send(r *request, d route.Decision, snap *topology.Snapshot) er
 			return &relayError{err: err}
 		}
 		s.reads.sentWait(r.waitFor)
-		defer s.reads.takeAwait() // not read when the command failed to go
+		defer s.reads.takeAwait() // forgotten when the command failed before its answer was read
 	}
 	load := snap.Load[d.Node]
 	load.Active.Add(1)
@@ -316,7 +316,7 @@ func (s *session) sendPacket(bc *backend.Conn, p []byte, kind respKind) error {
 func (s *session) retry(r *request, d route.Decision, err error, tries *int, set *route.Settings) (route.Decision, bool) {
 	snap := s.p.topo.Snapshot()
 	var re *relayError
-	var se *mysql.SQLError
+	var se *mysql.SQLError // both on the heap (errors.As): only after a failure
 	f := route.Failed{Decision: d, Cause: route.CauseNode}
 	switch {
 	case !r.resendable() || s.responseStarted() || s.life.killed():
