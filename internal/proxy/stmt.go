@@ -31,7 +31,7 @@ func (s *session) prepare() error {
 		return s.writeErr(e)
 	}
 	st := &stmt{query: append([]byte(nil), p[1:]...)}
-	st.class = s.classifyPrepared(st.query)
+	st.class = s.reader.classifyPrepared(st.query, s.conns, s.rs.Bound)
 	c, err := s.use(s.home)
 	if err == nil {
 		err = s.stmts.prepareRelayed(c.Conn, s.home, st, p, s.client)
@@ -54,7 +54,7 @@ func (s *session) stmtCommand(cmd byte, n int) error {
 	}
 	if len(head) < 5 {
 		if cmd == mysql.ComStmtClose || cmd == mysql.ComStmtSendLongData {
-			return s.discardCommand(n) // no answer to these
+			return discardCommand(s.client, n) // no answer to these
 		}
 		return s.refuseCommand(n, errMalformed())
 	}
@@ -62,7 +62,7 @@ func (s *session) stmtCommand(cmd byte, n int) error {
 	st := s.stmts.lookup(id)
 	switch cmd {
 	case mysql.ComStmtClose:
-		if err := s.discardCommand(n); err != nil {
+		if err := discardCommand(s.client, n); err != nil {
 			return err
 		}
 		if st != nil {
@@ -74,7 +74,7 @@ func (s *session) stmtCommand(cmd byte, n int) error {
 		// header claims, and the whole chunk (continuations included) is what it would keep.
 		// A chunk refused leaves its error for the next EXECUTE (admitLongData).
 		if !s.stmts.admitLongData(st, n) {
-			return s.discardCommand(n)
+			return discardCommand(s.client, n)
 		}
 		p, err := readKept(s.client, s.stmts.room())
 		if err != nil {
@@ -111,7 +111,7 @@ func (s *session) stmtCommand(cmd byte, n int) error {
 		}
 		if b == nil {
 			// Never prepared on this connection: nothing to reset there.
-			if err := s.discardCommand(n); err != nil {
+			if err := discardCommand(s.client, n); err != nil {
 				return err
 			}
 			s.client.SetSeq(1)
