@@ -85,12 +85,7 @@ type session struct {
 	// what the control plane lists (read from other goroutines).
 	view sessionView
 
-	stmts map[uint32]*stmt // binary prepared statements by sluice's id
-	// kept counts the bytes the session holds for its prepared statements (their texts and
-	// waiting long data), bounded by limits.max_long_data.
-	kept       int
-	nextStmtID uint32
-	lastStmtID uint32
+	stmts statements // binary prepared statements
 }
 
 // newSession makes the session of a client connection to endpoint ep.
@@ -109,13 +104,13 @@ func (p *Proxy) newSession(ep *endpoint, nc net.Conn) *session {
 		nc:       nc,
 		raw:      nc,
 		client:   mysql.NewConn(nc, 0, 0),
-		stmts:    make(map[uint32]*stmt),
 		life:     newLifecycle(),
 		rs:       route.NewSession(),
 		settings: newSessionSettings(ep.route),
 		watch:    newIdleWatch(nc, p.opts.IdleTimeout, p.opts.WriteTimeout),
 		log:      p.log.With("conn", id, "endpoint", ep.cfg.Name, "client", nc.RemoteAddr().String()),
 	}
+	s.stmts = newStatements(p.opts.MaxPreparedStatements, p.opts.MaxLongData, s.log)
 	s.reader = newReader(s.settings.mode, p.topo, &p.greeted)
 	s.nodes.init(p.topo, s.log, nodeHooks{
 		dial: func(n *topology.Node, readOnly bool, st *backend.State) (*backend.Conn, error) {
@@ -123,20 +118,9 @@ func (p *Proxy) newSession(ep *endpoint, nc net.Conn) *session {
 				s.reads.track(bc, s.settings.current().Consistency, s.log)
 			})
 		},
-		opened: func(c *nodeConn, n *topology.Node) { s.reader.opened(c, n, s.login.charset) },
-		closing: func(bc *backend.Conn) {
-			for _, st := range s.stmts {
-				st.unbind(bc)
-			}
-		},
-		cursorOn: func(bc *backend.Conn) bool {
-			for _, st := range s.stmts {
-				if st.cursorConn == bc {
-					return true
-				}
-			}
-			return false
-		},
+		opened:   func(c *nodeConn, n *topology.Node) { s.reader.opened(c, n, s.login.charset) },
+		closing:  s.stmts.unbind,
+		cursorOn: s.stmts.cursorOn,
 	})
 	s.view.init(len(s.nodes.all()))
 	s.client.SetWriteTimeout(p.opts.WriteTimeout)
