@@ -198,7 +198,7 @@ func TestSessionStateCheckDoesNotAllocate(t *testing.T) {
 	m, c := inLineSession(t)
 	s := m.s
 	assertNoAllocs(t, "sync of a connection in line", func() {
-		if _, err := s.sync(c); err != nil {
+		if _, err := s.nodes.sync(c); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -218,8 +218,8 @@ func TestSessionStateCheckDoesNotAllocate(t *testing.T) {
 				what += ", client without SESSION_TRACK"
 			}
 			assertNoAllocs(t, what, func() { m.run(t, ex) })
-			if s.state.DB != "sbtest" {
-				t.Fatalf("%s: schema changed to %q", tc.name, s.state.DB)
+			if s.nodes.state().DB != "sbtest" {
+				t.Fatalf("%s: schema changed to %q", tc.name, s.nodes.state().DB)
 			}
 		}
 	}
@@ -228,21 +228,21 @@ func TestSessionStateCheckDoesNotAllocate(t *testing.T) {
 	// After a schema change, the next statement's sync brings the connection in line once; the
 	// check allocates nothing again afterwards.
 	m.run(t, stateExchange(t, okWithState(0, trackSchema, schemaChange("other")), frontCaps))
-	if s.state.DB != "other" {
-		t.Fatalf("schema %q after a SESSION_TRACK_SCHEMA change to other", s.state.DB)
+	if s.nodes.state().DB != "other" {
+		t.Fatalf("schema %q after a SESSION_TRACK_SCHEMA change to other", s.nodes.state().DB)
 	}
-	before := s.state
+	before := *s.nodes.state()
 	before.DB = "sbtest"
 	c.Adopt(&before) // as if the change had been made on another node of the session
 	m.node.load(packets(1, []byte{0, 0, 0, 2, 0, 0, 0}))
-	if _, err := s.sync(c); err != nil {
+	if _, err := s.nodes.sync(c); err != nil {
 		t.Fatal(err)
 	}
 	if want := packets(0, append([]byte{mysql.ComInitDB}, "other"...)); !bytes.Equal(m.node.out, want) {
 		t.Fatalf("sync sent %x, want COM_INIT_DB %x", m.node.out, want)
 	}
 	assertNoAllocs(t, "sync after the schema change was replayed", func() {
-		if _, err := s.sync(c); err != nil {
+		if _, err := s.nodes.sync(c); err != nil {
 			t.Fatal(err)
 		}
 	})

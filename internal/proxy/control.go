@@ -204,8 +204,8 @@ func (p *Proxy) SessionList() []SessionInfo {
 		if !s.view.describe(&si) {
 			continue // still logging in
 		}
-		if ts := s.killTarget.Load(); ts != nil {
-			for _, t := range *ts {
+		if ts := s.nodes.killTargets(); ts != nil {
+			for _, t := range ts {
 				si.Nodes = append(si.Nodes, t.node.Name)
 			}
 		}

@@ -47,7 +47,7 @@ type request struct {
 	// redirected (mayRedirect); infile, it is a LOAD DATA LOCAL the client sent, whose file a
 	// node's LOCAL INFILE request may name (relay.Options).
 	redirect, infile bool
-	// await: before it runs on a replica, the replica must reach s.target within waitFor (a
+	// await: before it runs on a replica, the replica must reach s.reads.target within waitFor (a
 	// consistency level); otherwise it goes to the primary.
 	await   bool
 	waitFor time.Duration
@@ -120,9 +120,7 @@ func (s *session) hugeQuery(n int, p []byte) error {
 	// What the rest of the statement did is unknown: when its head shows that it may leave
 	// session state behind (a temporary table, a lock, a SET, a user variable...), the session
 	// stays on the primary from now on.
-	if classify.LeavesSessionState(&c) {
-		s.pin(route.PinMulti, true)
-	}
+	s.rs.LearnTruncated(&c)
 	return nil
 }
 
@@ -151,13 +149,8 @@ func (s *session) dispatchWith(r *request, set *route.Settings) error {
 route:
 	for {
 		snap := s.p.topo.Snapshot()
-		if snap.Draining != 0 {
-			s.leaveDraining(set, snap)
-		}
-		if snap.Nodes[s.home] != s.homeNode || snap.IsRemoved(s.home) {
-			s.leaveRemovedHome(set, snap)
-		}
-		if s.movesPrimary(set, snap) {
+		s.nodes.leave(&s.rs, set, snap)
+		if s.nodes.movesPrimary(set, snap) {
 			var handled bool
 			var err error
 			if snap, handled, err = s.switchover(r, set, snap, &switchDeadline); handled {
@@ -172,19 +165,16 @@ route:
 		if set.Consistency != route.Eventual && route.MayReadReplica(&r.class, &s.rs, set, snap) {
 			// Perhaps a replica read under a consistency level: what must it see, and who
 			// has it? (Decided once: a policy's pick moves its state.)
-			s.consistencyTarget(set, snap)
-			switch {
-			case s.targetFailed:
-				d = route.Decide(&r.class, r.stmt, &s.rs, set, snap)
-				if d.Err == nil && !d.Local && d.Node != snap.Primary {
-					d = route.Decision{Node: snap.Primary, Reason: route.ReasonConsistency, EndTx: d.EndTx}
-				}
-			case s.rs.HasTarget:
-				d = s.decideAt(r, set, snap)
-				r.await, r.waitFor = s.needsWait(d, snap), set.ConsistencyTimeout
-			default:
-				d = route.Decide(&r.class, r.stmt, &s.rs, set, snap)
-			}
+			primary := snap.Primary // a copy: the closure must not take snap to the heap
+			d, r.await = s.reads.decide(&r.class, r.stmt, &s.rs, set, snap, &readEnv{p: s.p, killed: s.life.done(), log: s.log},
+				func() (*backend.Conn, error) {
+					c, err := s.nodes.use(primary)
+					if err != nil {
+						return nil, err
+					}
+					return c.Conn, nil
+				})
+			r.waitFor = set.ConsistencyTimeout
 		} else {
 			d = route.Decide(&r.class, r.stmt, &s.rs, set, snap)
 		}
@@ -208,7 +198,7 @@ route:
 				return s.after(&r.class, r.stmt, d, set)
 			}
 			var ro *relay.ReadOnlyError
-			if errors.As(err, &ro) && s.confirmReadOnly(d.Node) {
+			if errors.As(err, &ro) && confirmReadOnly(s.nodes.at(d.Node), s.life.done()) {
 				// The primary went read-only before the monitor saw it: the statement did
 				// nothing; it waits for the new primary (switchover) and goes there, once.
 				r.redirected = true
@@ -241,19 +231,19 @@ func (s *session) skip(r *request) error {
 // send runs r on the node d chose: acquire its connection (opened and brought in line with the
 // session), open a deferred transaction there, count the statement active, relay.
 func (s *session) send(r *request, d route.Decision, snap *topology.Snapshot) error {
-	r.kept = d.Node < len(s.conns) && s.conns[d.Node] != nil
-	c, err := s.use(d.Node)
+	r.kept = s.nodes.at(d.Node) != nil
+	c, err := s.nodes.use(d.Node)
 	if err != nil {
 		return err
 	}
 	pipelined := false
-	if r.await && s.needsWait(d, snap) {
+	if r.await && route.NeedsWait(d, &s.rs, snap) {
 		// On every replica this read is tried on (a retry after a failure goes elsewhere, or
 		// on a new connection): the position must be there before the read runs. A command
-		// held whole goes in the same round trip as the wait (pipelinedWait).
-		pipelined = s.pipelinedWait(r)
+		// held whole goes in the same round trip as the wait (pipelinable).
+		pipelined = pipelinable(r, s.cmd)
 		if !pipelined {
-			reached, err := s.awaitTarget(c, r.waitFor)
+			reached, err := awaitPosition(c.Conn, s.reads.waitStmt(c.Handshake.ServerVersion, r.waitFor), r.waitFor, s.p.connectTimeout())
 			if err != nil {
 				return err
 			}
@@ -265,7 +255,7 @@ func (s *session) send(r *request, d route.Decision, snap *topology.Snapshot) er
 	}
 	var b *stmtBinding
 	if r.st != nil {
-		if b, err = s.bindOn(c, r.st); err != nil {
+		if b, err = s.stmts.bindOn(c.Conn, c.idx, c.name, r.st); err != nil {
 			return err
 		}
 	}
@@ -278,22 +268,30 @@ func (s *session) send(r *request, d route.Decision, snap *topology.Snapshot) er
 	}
 	if pipelined {
 		// Last before the read: what came before (a PREPARE there) had its own answer read.
-		if err := c.WriteQuery(s.waitStmt(c, r.waitFor)); err != nil {
+		if err := c.WriteQuery(s.reads.waitStmt(c.Handshake.ServerVersion, r.waitFor)); err != nil {
 			return &relay.Error{Err: err}
 		}
-		s.awaiting, s.awaitDeadline = true, r.waitFor
-		defer func() { s.awaiting = false }()
+		s.reads.sentWait(r.waitFor)
+		defer s.reads.takeAwait() // forgotten when the command failed before its answer was read
 	}
 	load := snap.Load[d.Node]
 	load.Active.Add(1)
 	defer load.Active.Add(-1)
-	r.redirect = s.mayRedirect(r, d.Node, snap)
+	r.redirect = mayRedirect(r, &s.rs, s.nodes.inTxOn(d.Node, &s.rs), d.Node, snap)
 	// A LOAD DATA LOCAL the client sent, as text or prepared (MariaDB prepares it: the file
 	// request then answers COM_STMT_EXECUTE; r.stmt is the prepared text, kept with it).
 	r.infile = r.class.Kind == classify.LoadData && r.class.Flags&(classify.LoadLocal|classify.Multi) == classify.LoadLocal
+	kind := relay.Statement
 	switch {
 	case r.st != nil:
-		return s.executeOn(r, c.Conn, b)
+		var err error
+		kind, err = s.stmts.sendExecute(s.client, c.Conn, b, r, s.cmd)
+		if kind == relay.Cursor {
+			s.nodes.noteCursor() // a drain leaves this session's idle connections alone
+		}
+		if err != nil {
+			return err
+		}
 	case r.held:
 		if err := relay.Send(s.client, c.Conn, s.cmd); err != nil {
 			return err
@@ -304,20 +302,19 @@ func (s *session) send(r *request, d route.Decision, snap *topology.Snapshot) er
 			return err
 		}
 	}
-	return s.respond(c.Conn, relay.Statement, r)
+	return s.respond(c.Conn, kind, r)
 }
 
 // respond relays bc's answer to the command just sent to it (relay.Send, relay.Forward, or a
 // statement command streamed with its id rewritten), after the answer to a wait pipelined
 // ahead of it (pipelinedWait), and applies what the relay saw. r is the statement whose try
-// it is (nil for a command of the session's home node): it says whether the primary's
-// read-only refusal may be redirected and which file a LOCAL INFILE request may name.
+// it is (nil for another command): it says whether the primary's read-only refusal may be
+// redirected and which file a LOCAL INFILE request may name.
 func (s *session) respond(bc *backend.Conn, kind relay.Kind, r *request) error {
-	if s.awaiting {
+	if wait, ok := s.reads.takeAwait(); ok {
 		// The wait for the read's position went first: its answer decides whether the read's
 		// answer goes to the client or is dropped (the read then runs on the primary).
-		s.awaiting = false
-		if err := s.awaitAnswer(bc); err != nil {
+		if err := awaitAnswer(bc, wait+s.p.connectTimeout(), &s.p.consistencyTimeouts); err != nil {
 			return err
 		}
 	}
@@ -329,8 +326,8 @@ func (s *session) respond(bc *backend.Conn, kind relay.Kind, r *request) error {
 		Log:         s.log,
 		Observer:    s,
 	}
-	if s.node != nil {
-		opt.Node = s.node.Name
+	if n := s.nodes.node(); n != nil {
+		opt.Node = n.Name
 	}
 	if r != nil {
 		opt.Redirect = r.redirect && !s.responseStarted()
@@ -338,7 +335,7 @@ func (s *session) respond(bc *backend.Conn, kind relay.Kind, r *request) error {
 			opt.Infile, opt.InfileName = true, r.stmt[r.class.Name[0]:r.class.Name[1]]
 		}
 	}
-	s.respGTID = false
+	s.reads.newResponse()
 	res, err := relay.Response(s.client, bc, kind, &opt)
 	if res.StatusSeen {
 		s.status = res.Status
@@ -349,57 +346,50 @@ func (s *session) respond(bc *backend.Conn, kind relay.Kind, r *request) error {
 	return err
 }
 
-// retry decides, after r failed on the node d chose, whether it goes elsewhere and where: a
-// statement whose prepared form differs on a replica, or whose session state a replica
-// refused, goes to the primary; a read whose replica failed before any byte of its answer
-// reached the client goes to another replica once, then to the primary.
+// retry decides, with route.Retry, whether r goes elsewhere after it failed on the node d chose
+// (err), and where: a statement whose prepared form differs on a replica, or whose session state
+// a replica refused, goes to the primary; a read whose replica failed before any byte of its
+// answer reached the client goes to another replica once, then to the primary.
 func (s *session) retry(r *request, d route.Decision, err error, tries *int, set *route.Settings) (route.Decision, bool) {
 	snap := s.p.topo.Snapshot()
-	primary := route.Decision{Node: snap.Primary, Reason: route.ReasonFallback}
-	if !r.resendable() || s.responseStarted() || s.life.killed() || d.Node == snap.Primary {
-		return d, false
-	}
-	switch {
-	case errors.Is(err, errNotReached):
-		// The replica did not get the read's position in time: the primary has it.
-		return route.Decision{Node: snap.Primary, Reason: route.ReasonConsistency}, true
-	case errors.Is(err, errShapeDiffers):
-		// No primary to fall back to on a read-only endpoint.
-		return primary, set.Mode != route.ReadOnly
-	case errors.Is(err, errStateSync):
-		// A replica refused the session's state: the session stays on the primary from now on.
-		s.rs.Pins |= route.PinSet
-		return route.Decision{Node: snap.Primary, Reason: route.ReasonPinned}, set.Mode != route.ReadOnly
-	}
 	var re *relay.Error
-	if d.Reason != route.ReasonRead || (errors.As(err, &re) && re.Client) {
+	var se *mysql.SQLError // both on the heap (errors.As): only after a failure
+	f := route.Failed{Decision: d, Cause: route.CauseNode}
+	switch {
+	case !r.resendable() || s.responseStarted() || s.life.killed():
+		f.Cause = route.CauseFinal
+	case errors.Is(err, errNotReached):
+		f.Cause = route.CauseNotReached
+	case errors.Is(err, errShapeDiffers):
+		f.Cause = route.CauseShape
+	case errors.Is(err, errStateSync):
+		f.Cause = route.CauseStateSync
+	case errors.As(err, &re) && re.Client:
+		f.Cause = route.CauseFinal
+	}
+	f.Renewable = r.kept && !r.renewed && !errors.As(err, &se) && nodeFault(err)
+	next, what := route.Retry(&s.rs, set, snap, f)
+	switch what {
+	case route.Stop:
 		return d, false
-	}
-	var se *mysql.SQLError
-	if r.kept && !r.renewed && !errors.As(err, &se) && nodeFault(err) {
-		// A connection the session kept from before broke: the node may have restarted since,
-		// or closed it idle. That says nothing of the node: try it again, once, on a new one.
+	case route.Renew:
+		// A connection the session kept from before broke: try the node again, once, on a
+		// new one.
 		r.renewed = true
-		s.drop(d.Node)
+		s.nodes.drop(d.Node)
 		return d, true
-	}
-	// Try the read elsewhere. A replica that failed is taken out of routing; one that answered
-	// with an error (it refused the connection: too many connections, access denied there),
-	// cannot serve this client (errCapsMismatch) or was removed meanwhile (errNodeGone) is not
-	// down.
-	if nodeFault(err) && !errors.As(err, &se) {
-		s.p.topo.NodeFailed(d.Node, unwrapRelay(err))
-	}
-	s.drop(d.Node)
-	*tries++
-	snap = s.p.topo.Snapshot()
-	if *tries == 1 {
-		next := route.Decide(&r.class, r.stmt, &s.rs, set, snap)
-		if next.Err == nil && !next.Local && next.Node != snap.Primary {
-			return next, true
+	case route.Elsewhere:
+		// A replica that failed is taken out of routing; one that answered with an error (it
+		// refused the connection: too many connections, access denied there), cannot serve
+		// this client (errCapsMismatch) or was removed meanwhile (errNodeGone) is not down.
+		if nodeFault(err) && !errors.As(err, &se) {
+			s.p.topo.NodeFailed(d.Node, unwrapRelay(err))
 		}
+		s.nodes.drop(d.Node)
+		*tries++
+		return route.Reroute(&r.class, r.stmt, &s.rs, set, s.p.topo.Snapshot(), *tries), true
 	}
-	return route.Decision{Node: snap.Primary, Reason: route.ReasonFallback}, true
+	return next, true
 }
 
 func unwrapRelay(err error) error {
@@ -438,34 +428,33 @@ func (s *session) fail(i int, err error, r *request) error {
 	case errors.Is(err, errShapeDiffers):
 		se = errNeedReprepare
 	case errors.Is(err, errStateSync):
-		se = mysql.NewError(mysql.ErrUnknown, "HY000", "sluice: node %s refused this session's state", s.nodeOf(i).Name)
+		se = mysql.NewError(mysql.ErrUnknown, "HY000", "sluice: node %s refused this session's state", s.p.nodeOf(i).Name)
 	case errors.As(err, &se):
 	}
 	if se != nil {
 		return s.refuse(r, se)
 	}
-	s.node = s.nodeOf(i)
-	s.drop(i)
+	s.nodes.dropFailed(i)
 	if s.life.killed() {
 		return err // sluice closed it (shutdown, KILL): the node is fine
 	}
 	if answered {
 		// The node refused the command in its middle and said why: the client has the node's
 		// error; the rest of the command is unread, and the session ends, as directly.
-		s.log.Info("node refused the command and closed the connection", "node", s.node.Name, "err", err)
-		return fmt.Errorf("node %s: %w", s.node.Name, err)
+		s.log.Info("node refused the command and closed the connection", "node", s.nodes.node().Name, "err", err)
+		return fmt.Errorf("node %s: %w", s.nodes.node().Name, err)
 	}
-	if i != s.home && nodeFault(err) {
+	if i != s.nodes.home() && nodeFault(err) {
 		s.p.topo.NodeFailed(i, err)
 	}
-	if i == s.home || partial || s.responseStarted() || (s.rs.InTx && s.rs.TxNode == i) {
+	if i == s.nodes.home() || partial || s.responseStarted() || (s.rs.InTx && s.rs.TxNode == i) {
 		// The session's state or transaction lived there, part of the command is still
 		// unread, or part of the answer reached the client: no error packet can stand for it.
 		return s.nodeLost(err)
 	}
 	// Another node's connection broke before it answered: the client gets the error, and the
 	// session, whose state lives on its home node, goes on.
-	return s.refuse(r, mysql.NewError(mysql.CRServerLost, "HY000", "Lost connection to backend server '%s' during query", s.node.Name))
+	return s.refuse(r, mysql.NewError(mysql.CRServerLost, "HY000", "Lost connection to backend server '%s' during query", s.nodes.node().Name))
 }
 
 // refuseCommand answers a command (n: its payload length, still in the client's buffer) with an
@@ -494,27 +483,27 @@ func (s *session) refuse(r *request, se *mysql.SQLError) error {
 // than a server error on a connection that looks healthy.
 func (s *session) nodeLost(cause error) error {
 	if errors.Is(cause, os.ErrDeadlineExceeded) {
-		s.log.Warn("node did not answer within timeouts.read; closing the session", "node", s.node.Name, "timeout", s.p.opts.ReadTimeout)
+		s.log.Warn("node did not answer within timeouts.read; closing the session", "node", s.nodes.node().Name, "timeout", s.p.opts.ReadTimeout)
 	} else {
-		s.log.Warn("lost connection to node", "node", s.node.Name, "err", cause)
+		s.log.Warn("lost connection to node", "node", s.nodes.node().Name, "err", cause)
 	}
-	return fmt.Errorf("node %s: %w", s.node.Name, cause)
+	return fmt.Errorf("node %s: %w", s.nodes.node().Name, cause)
 }
 
 // homeCommand runs a command that belongs to the session's home node (COM_PING,
 // COM_INIT_DB, COM_FIELD_LIST, ...).
 func (s *session) homeCommand(n int, kind relay.Kind) error {
-	c, err := s.use(s.home)
+	c, err := s.nodes.use(s.nodes.home())
 	if err != nil {
-		return s.fail(s.home, err, &request{n: n, unread: true})
+		return s.fail(s.nodes.home(), err, &request{n: n, unread: true})
 	}
 	if err := relay.Forward(s.client, c.Conn, n); err != nil {
-		return s.fail(s.home, err, nil)
+		return s.fail(s.nodes.home(), err, nil)
 	}
 	if err := s.respond(c.Conn, kind, nil); err != nil {
-		return s.fail(s.home, err, nil)
+		return s.fail(s.nodes.home(), err, nil)
 	}
-	c.Adopt(&s.state)
+	c.Adopt(s.nodes.state())
 	return nil
 }
 
@@ -523,14 +512,15 @@ func (s *session) homeCommand(n int, kind relay.Kind) error {
 func (s *session) endReplicaTx() {
 	i := s.rs.TxNode
 	s.rs.InTx, s.rs.TxNode = false, -1
-	if i < 0 || i >= len(s.conns) || s.conns[i] == nil {
+	c := s.nodes.at(i)
+	if c == nil {
 		return
 	}
-	if err := s.conns[i].Exec("COMMIT"); err != nil {
+	if err := c.Exec("COMMIT"); err != nil {
 		// It did not end there: the connection, whatever it holds, is not used again.
-		s.log.Debug("ending a replica's read-only transaction failed; closing that connection", "node", s.conns[i].name, "err", err)
-		if i != s.home {
-			s.drop(i)
+		s.log.Debug("ending a replica's read-only transaction failed; closing that connection", "node", c.name, "err", err)
+		if i != s.nodes.home() {
+			s.nodes.drop(i)
 		}
 	}
 }

@@ -28,7 +28,7 @@ func executeWith(id uint32, typ byte, value []byte) []byte {
 // the write fails in the middle of copying the client's command. The client may get an error
 // and the session may go on, but then the rest of the failed command must not be read as the
 // client's next command. (dispatch.go fail -> skip does nothing once send set r.unread = false;
-// before the refactor forwardStmt ended the session.)
+// before the refactor the statement send ended the session.)
 func TestStreamedExecuteToBrokenReplicaEndsSession(t *testing.T) {
 	r := newTwoNodeSession(t, []int{0, 100}, &memConn{}, &brokenConn{})
 	r.addStmt("SELECT v FROM t WHERE id = ?", 1, 1, true)
@@ -245,19 +245,21 @@ func TestKillRefusalNotBypassed(t *testing.T) {
 	})
 }
 
-// COM_STMT_RESET goes to s.bc, the connection of the session's last statement. When that
-// connection was dropped since (a node failure answered with 2013, the idle watch closing a
-// connection the node closed), s.bc still points at it, the reset is written to the closed
-// connection, no session connection matches it in forwardStmtOn, and the session ends. A
-// server answers OK.
+// COM_STMT_RESET goes to the session's current connection, that of its last statement. When
+// that connection was dropped since (a node failure answered with 2013, the idle watch closing a
+// connection the node closed) and the current one still points at it, the reset is written to
+// the closed connection, no session connection matches it when its failure is mapped, and the
+// session ends. A server answers OK.
 func TestStmtResetAfterDroppedConnection(t *testing.T) {
 	primary := &memConn{}
 	primary.load(okPacket) // the reset goes to the home node's binding now
 	r := newTwoNodeSession(t, []int{0, 100}, primary, &brokenConn{})
 	r.addStmt("SELECT v FROM t WHERE id = ?", 1, 1, true)
 	// The last statement ran on the replica; its connection is dropped afterwards.
-	r.s.cur, r.s.node, r.s.bc = 1, r.s.p.topo.Snapshot().Nodes[1], r.s.conns[1].Conn
-	r.s.drop(1)
+	if _, err := r.s.nodes.use(1); err != nil {
+		t.Fatal(err)
+	}
+	r.s.nodes.drop(1)
 	r.client.load(packets(0, []byte{mysql.ComStmtReset, 1, 0, 0, 0}))
 	if _, err := r.command(); err != nil {
 		t.Fatalf("COM_STMT_RESET ended the session: %v", err)

@@ -12,7 +12,11 @@
 //     relay, after-effects), replica retry, respond (the options the relay gets, the Result
 //     the session applies), and fail, the one place that decides what the client sees when a
 //     command fails.
-//   - nodes.go: the session's node connections (open, sync through backend.Conn.Sync, drop).
+//   - nodeset.go: nodeSet, the owner of a session's node connections (one per node, opened
+//     through a dial hook: where pools plug in), its home and current node, the session state
+//     they carry (synced through backend.Conn.Sync) and the kill targets other goroutines read;
+//     nodes.go: dialing a node as the client, the session's home connection; drain.go and
+//     switchover.go: the node set leaving drained or removed nodes and following the primary.
 //   - state.go: what a statement leaves behind (transaction state, pins, replayed SETs).
 //   - stmt.go: binary prepared statements (sluice's own ids, lazy prepare per connection,
 //     long data, cursors, bulk execute).

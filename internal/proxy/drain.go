@@ -13,45 +13,42 @@ import (
 // to it moves to another replica, its state replayed there at first use. What is left when the
 // drain's timeout ends is closed (Proxy.CloseNodeConns).
 
-// leaveDraining lets go of the session's connections to the nodes snap drains, where it can.
-func (s *session) leaveDraining(set *route.Settings, snap *topology.Snapshot) {
-	for i, c := range s.conns {
-		if c == nil || i == s.home || !snap.IsDraining(i) || s.inTxOn(i) || s.cursorOn(c) {
-			continue
+// leave lets go of what the session holds on nodes it should no longer use, where it can: its
+// connections to the nodes snap drains (not the home's), and a read-only endpoint's home that
+// is drained or left the topology (drained, then removed; its slot perhaps another node's
+// since): the session moves to another replica (rebind). Nothing is let go that holds a
+// transaction, pinned state or an open cursor. A home connection closed while the session was
+// idle (ReleaseIdle) held nothing the session needs.
+func (ns *nodeSet) leave(rs *route.Session, set *route.Settings, snap *topology.Snapshot) {
+	if snap.Draining != 0 {
+		for i, c := range ns.conns {
+			if c == nil || i == ns.homeIdx || !snap.IsDraining(i) || ns.inTxOn(i, rs) || ns.cursorOn(c) {
+				continue
+			}
+			ns.drop(i)
 		}
-		s.drop(i)
+		// A read-only endpoint's session bound to the node (its connection there perhaps
+		// closed already, while it was idle) moves to another replica.
+		if set.Mode == route.ReadOnly && snap.IsDraining(ns.homeIdx) && ns.movable(rs) {
+			if c := ns.conns[ns.homeIdx]; c == nil || !ns.cursorOn(c) {
+				ns.rebind(rs, set, snap)
+			}
+		}
 	}
-	// A read-only endpoint's session bound to the node (its connection there perhaps closed
-	// already, while it was idle) moves to another replica.
-	if set.Mode == route.ReadOnly && snap.IsDraining(s.home) && s.movable() {
-		if c := s.conns[s.home]; c == nil || !s.cursorOn(c) {
-			s.rebind(set, snap)
+	if snap.Nodes[ns.homeIdx] != ns.homeNode || snap.IsRemoved(ns.homeIdx) {
+		if set.Mode != route.ReadOnly || !ns.movable(rs) {
+			return
 		}
+		if c := ns.conns[ns.homeIdx]; c != nil && ns.cursorOn(c) {
+			return
+		}
+		ns.rebind(rs, set, snap)
 	}
 }
 
-// leaveRemovedHome moves a read-only endpoint's session whose replica left the topology
-// (drained, then removed; its slot perhaps another node's since) to another replica, as from a
-// drained one, when it holds nothing there. The node's connection, closed while the session
-// was idle (ReleaseIdle), holds nothing the session needs.
-func (s *session) leaveRemovedHome(set *route.Settings, snap *topology.Snapshot) {
-	if set.Mode != route.ReadOnly || !s.movable() {
-		return
-	}
-	if c := s.conns[s.home]; c != nil && s.cursorOn(c) {
-		return
-	}
-	s.rebind(set, snap)
-}
-
-// cursorOn reports whether a prepared statement has a cursor open on c.
-func (s *session) cursorOn(c *nodeConn) bool {
-	for _, st := range s.stmts {
-		if st.cursorConn == c.Conn {
-			return true
-		}
-	}
-	return false
+// cursorOn reports whether the session has a cursor open on c.
+func (ns *nodeSet) cursorOn(c *nodeConn) bool {
+	return ns.hooks.cursorOn != nil && ns.hooks.cursorOn(c.Conn)
 }
 
 // ReleaseIdle closes, at a drain's start, the connections idle sessions hold to node i that
@@ -68,7 +65,7 @@ func (p *Proxy) ReleaseIdle(i int) int {
 	closed := 0
 	for s := range p.sessions {
 		inTx, pinned, idleSince := s.view.held()
-		if !s.life.idle() || inTx || s.usedCursor.Load() {
+		if !s.life.idle() || inTx || s.nodes.mayHoldCursor() {
 			continue // busy, or holding a transaction or perhaps a cursor on its connections
 		}
 		if idleSince.IsZero() || time.Since(idleSince) < idleProbe+200*time.Millisecond {
@@ -77,8 +74,8 @@ func (p *Proxy) ReleaseIdle(i int) int {
 			continue
 		}
 		movableHome := s.settings.mode == route.ReadOnly && !pinned
-		if ts := s.killTarget.Load(); ts != nil {
-			for _, t := range *ts {
+		if ts := s.nodes.killTargets(); ts != nil {
+			for _, t := range ts {
 				if t.node == n && (!t.home || movableHome) {
 					t.conn.Close() // the idle watch sees it lost, and releases it
 					closed++
@@ -98,8 +95,8 @@ func (p *Proxy) CloseNodeConns(i int) int {
 	defer p.mu.Unlock()
 	closed := 0
 	for s := range p.sessions {
-		if ts := s.killTarget.Load(); ts != nil {
-			for _, t := range *ts {
+		if ts := s.nodes.killTargets(); ts != nil {
+			for _, t := range ts {
 				if t.node == n {
 					t.conn.Close()
 					closed++

@@ -22,9 +22,7 @@ func infileSession(t *testing.T, node func(c *mysql.Conn)) (*session, *mysql.Con
 	s := p.newSession(p.endpoints["rw"], front)
 	s.login.caps, s.login.user = frontCaps|mysql.ClientLocalFiles, &User{Name: "app"}
 	bc := &backend.Conn{Conn: mysql.NewConn(back, 0, 0), Caps: frontCaps | mysql.ClientLocalFiles, Handshake: &mysql.Handshake{}}
-	s.conns[0] = &nodeConn{Conn: bc, name: "primary"}
-	s.home, s.cur, s.node, s.bc = 0, 0, p.topo.Snapshot().Nodes[0], bc
-	s.homeNode = s.node
+	s.nodes.plant(bc)
 	go node(mysql.NewConn(nodeSide, 0, 0))
 	_ = clientSide.SetDeadline(time.Now().Add(10 * time.Second))
 	_ = nodeSide.SetDeadline(time.Now().Add(10 * time.Second))

@@ -32,44 +32,33 @@ func (p *Proxy) session(id uint32) *session {
 	return p.byID[id]
 }
 
-// updateKillTarget publishes the session's node threads for KILL from other sessions.
-func (s *session) updateKillTarget() {
-	var ts []killTarget
-	for i, c := range s.conns {
-		if c != nil {
-			ts = append(ts, killTarget{home: i == s.home, node: s.nodeOf(i), threadID: c.Handshake.ConnectionID, conn: c.NetConn()})
-		}
-	}
-	s.killTarget.Store(&ts)
-}
-
-// killSession runs KILL for sluice session id on behalf of s and answers the client.
-func (s *session) killSession(id uint32, queryOnly bool) error {
-	target := s.p.session(id)
+// killSession kills sluice session id's threads on its nodes (only the running statement's,
+// when queryOnly), on behalf of a session whose node set is by: from by's own connection to
+// the node where it has one (killing oneself: the node answers and closes; the session ends
+// with it), else from a new connection as by's client. When every node took a KILL CONNECTION,
+// the session killed is closed too. target is that session (nil: none has that id, err says so);
+// failed is the node of err when it is not the node's refusal.
+func (p *Proxy) killSession(id uint32, queryOnly bool, by *nodeSet) (target *session, failed int, err error) {
+	target = p.session(id)
 	var ts []killTarget
 	if target != nil {
-		if p := target.killTarget.Load(); p != nil {
-			ts = *p
-		}
+		ts = target.nodes.killTargets()
 	}
 	if len(ts) == 0 {
-		return s.writeErr(mysql.NewError(mysql.ErrNoSuchThread, "HY000", "Unknown thread id: %d", id))
+		return nil, -1, mysql.NewError(mysql.ErrNoSuchThread, "HY000", "Unknown thread id: %d", id)
 	}
-	var err error
-	failed := -1
+	failed = -1
 	for _, t := range ts {
 		stmt := "KILL CONNECTION " + strconv.FormatUint(uint64(t.threadID), 10)
 		if queryOnly {
 			stmt = "KILL QUERY " + strconv.FormatUint(uint64(t.threadID), 10)
 		}
 		var e error
-		if c := s.connTo(t.node); c != nil {
-			// From one of this session's own connections (killing oneself: the node answers
-			// and closes; the session ends with it).
+		if c := by.at(t.node.Index); c != nil {
 			e = c.Exec(stmt)
 		} else {
 			var bc *backend.Conn
-			if bc, e = s.dial(t.node, false); e == nil {
+			if bc, e = by.dialSpare(t.node); e == nil {
 				e = bc.Exec(stmt)
 				bc.Close()
 			}
@@ -78,6 +67,15 @@ func (s *session) killSession(id uint32, queryOnly bool) error {
 			err, failed = e, t.node.Index
 		}
 	}
+	if err == nil && !queryOnly {
+		target.kill()
+	}
+	return target, failed, err
+}
+
+// answerKill runs KILL for sluice session id on behalf of s and answers the client.
+func (s *session) answerKill(id uint32, queryOnly bool) error {
+	target, failed, err := s.p.killSession(id, queryOnly, &s.nodes)
 	if err != nil {
 		var se *mysql.SQLError
 		if errors.As(err, &se) {
@@ -89,11 +87,8 @@ func (s *session) killSession(id uint32, queryOnly bool) error {
 		}
 		return s.fail(failed, err, nil)
 	}
-	if !queryOnly {
-		target.kill()
-		if target == s {
-			return errKilled
-		}
+	if target == s && !queryOnly {
+		return errKilled
 	}
 	return s.writeOKPacket(s.status)
 }
@@ -112,7 +107,7 @@ func (s *session) processKill(n int) error {
 		return err
 	}
 	s.client.SetSeq(1)
-	return s.killSession(id, false)
+	return s.answerKill(id, false)
 }
 
 // killStatement answers a KILL statement (one the classifier gives kind Kill, alone, in a batch,
@@ -127,7 +122,7 @@ func (s *session) killStatement(r *request) (handled bool, err error) {
 				if err := s.skip(r); err != nil {
 					return true, err
 				}
-				return true, s.killSession(uint32(id), queryOnly)
+				return true, s.answerKill(uint32(id), queryOnly)
 			}
 			if classify.KillsUser(r.stmt) {
 				return false, nil
@@ -143,12 +138,4 @@ func (s *session) killStatement(r *request) (handled bool, err error) {
 func isKill(c *classify.Result) bool {
 	return c.Kind == classify.Kill || c.Kinds&(classify.KindSet(1)<<classify.Kill) != 0 ||
 		(c.Kind == classify.Prepare && c.Inner == classify.Kill)
-}
-
-// connTo returns the session's open connection to node n, or nil.
-func (s *session) connTo(n *topology.Node) *backend.Conn {
-	if n.Index < len(s.conns) && s.conns[n.Index] != nil {
-		return s.conns[n.Index].Conn
-	}
-	return nil
 }

@@ -158,11 +158,11 @@ func (s *session) handshake() (err error) {
 	s.p.loggedIn(s)
 	_ = s.nc.SetReadDeadline(time.Time{})
 	s.client.MaxPacket = 0 // logged in: the node's max_allowed_packet applies
-	s.state.DB = resp.Database
+	s.nodes.state().DB = resp.Database
 	if err := s.connectNode(true); err != nil {
 		return err
 	}
-	if err := s.writeOKPacket(s.bc.Status); err != nil {
+	if err := s.writeOKPacket(s.nodes.conn().Status); err != nil {
 		return err
 	}
 	if s.login.caps&mysql.ClientCompress != 0 {
@@ -268,7 +268,7 @@ func (s *session) changeUser() error {
 		// connections as that user.
 		// The client has its error: a node that cannot be reached now ends the session
 		// without a second one.
-		s.closeConns()
+		s.nodes.closeAll()
 		s.resetState()
 		s.rs = route.NewSession()
 		s.login.charset = 0
@@ -277,10 +277,10 @@ func (s *session) changeUser() error {
 	if err != nil {
 		return err
 	}
-	s.closeConns()
+	s.nodes.closeAll()
 	s.resetState()
 	s.rs = route.NewSession()
-	s.state.DB = db
+	s.nodes.state().DB = db
 	s.view.changedUser(s.login.user.Name)
 	if charset != 0 {
 		s.login.charset = charset
@@ -291,7 +291,7 @@ func (s *session) changeUser() error {
 	if err := s.connectNode(true); err != nil {
 		return err
 	}
-	return s.writeOKPacket(s.bc.Status)
+	return s.writeOKPacket(s.nodes.conn().Status)
 }
 
 // parseChangeUser decodes COM_CHANGE_USER: user, auth data (skipped), database, character set,

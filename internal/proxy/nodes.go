@@ -64,70 +64,45 @@ func nodeFault(err error) bool {
 const maxState = 64
 
 // nodeOf returns node i of the current topology.
-func (s *session) nodeOf(i int) *topology.Node { return s.p.topo.Snapshot().Nodes[i] }
+func (p *Proxy) nodeOf(i int) *topology.Node { return p.topo.Snapshot().Nodes[i] }
 
-// open dials node i for the session.
-func (s *session) open(i int) (*nodeConn, error) {
-	snap := s.p.topo.Snapshot()
-	n := snap.Nodes[i]
-	bc, err := s.dial(n, !snap.IsPrimary(i))
-	if err != nil {
-		return nil, err
-	}
-	// Counted first, then checked: a node added into a removed node's slot (Topology.AddNode)
-	// either sees this connection counted, and takes another slot, or is seen here.
-	snap.Load[i].Conns.Add(1)
-	if cur := s.p.topo.Snapshot(); cur.Nodes[i] != n || cur.IsRemoved(i) {
-		snap.Load[i].Conns.Add(-1)
-		bc.Close()
-		return nil, &backend.ConnectError{Addr: n.Address, Err: fmt.Errorf("%w: %s", errNodeGone, n.Name)}
-	}
-	c := &nodeConn{Conn: bc, idx: i, name: n.Name}
-	s.reader.opened(c, n, s.login.charset)
-	s.room(i)
-	if s.conns[i] != nil {
-		s.closeConn(i)
-	}
-	s.conns[i] = c
-	s.updateKillTarget()
-	return c, nil
-}
-
-// dial connects to node n as the session's user, with the client's capabilities. A connection
-// to a node that is not the primary is read-only: a statement misrouted there fails instead of
-// forking the data.
-func (s *session) dial(n *topology.Node, readOnly bool) (*backend.Conn, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.p.connectTimeout())
+// dialNode connects to node n as the client of login l (read at each dial: COM_CHANGE_USER
+// changes it), with the client's capabilities,
+// starting at session state st (its schema and epoch). A connection to a node that is not the
+// primary is read-only: a statement misrouted there fails instead of forking the data. A
+// read-write connection is handed to primary (GTID tracking) before it is checked.
+func (p *Proxy) dialNode(l *login, n *topology.Node, readOnly bool, st *backend.State, primary func(*backend.Conn)) (*backend.Conn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), p.connectTimeout())
 	defer cancel()
 	o := backend.Options{
 		Address:      n.Address,
-		Credentials:  s.login.creds,
-		Database:     s.state.DB,
-		Epoch:        s.state.Epoch,
-		Charset:      s.login.charset,
-		Capabilities: s.login.caps,
-		Attrs:        s.login.attrs,
+		Credentials:  l.creds,
+		Database:     st.DB,
+		Epoch:        st.Epoch,
+		Charset:      l.charset,
+		Capabilities: l.caps,
+		Attrs:        l.attrs,
 
-		MariaDBCapabilities: s.login.mcaps,
-		ConnectTimeout:      s.p.connectTimeout(),
-		WriteTimeout:        s.p.opts.WriteTimeout,
+		MariaDBCapabilities: l.mcaps,
+		ConnectTimeout:      p.connectTimeout(),
+		WriteTimeout:        p.opts.WriteTimeout,
 	}
-	o.TLS, o.TLSRequired = s.p.backendTLS(n, s.login.tls)
-	o.ServerPublicKey = s.p.opts.BackendPublicKey
-	o.Compress = s.p.opts.BackendCompress
+	o.TLS, o.TLSRequired = p.backendTLS(n, l.tls)
+	o.ServerPublicKey = p.opts.BackendPublicKey
+	o.Compress = p.opts.BackendCompress
 	o.ReadOnly = readOnly
 	bc, err := backend.Dial(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	if !readOnly {
-		s.trackGTIDs(bc)
+	if !readOnly && primary != nil {
+		primary(bc)
 	}
-	if bc.MariaDBCaps != s.login.mcaps {
+	if bc.MariaDBCaps != l.mcaps {
 		// The client reads column definitions with the extended metadata block or without
 		// it; a node that lays them out the other way would garble every result.
 		bc.Close()
-		return nil, &backend.ConnectError{Addr: n.Address, Err: fmt.Errorf("%w: node %s lacks %#x", errCapsMismatch, n.Name, s.login.mcaps&^bc.MariaDBCaps)}
+		return nil, &backend.ConnectError{Addr: n.Address, Err: fmt.Errorf("%w: node %s lacks %#x", errCapsMismatch, n.Name, l.mcaps&^bc.MariaDBCaps)}
 	}
 	return bc, nil
 }
@@ -147,11 +122,8 @@ func (s *session) connectNode(report bool) error {
 			}
 			s.rs.Bound = home
 		}
-		c, err := s.open(home)
+		c, err := s.nodes.openHome(home)
 		if err == nil {
-			s.home, s.cur, s.node, s.bc = home, home, snap.Nodes[home], c.Conn
-			s.homeNode = s.node
-			s.updateKillTarget() // open published it before its home was known
 			s.status = c.Status
 			if snap.IsPrimary(home) {
 				s.p.learnServer(c.Handshake)
@@ -183,89 +155,4 @@ func (s *session) connectNode(report bool) error {
 		_ = s.writeErr(mysql.NewError(mysql.CRConnHostError, "HY000", "sluice: cannot connect to a node for endpoint %q: %v", s.ep.cfg.Name, lastErr))
 	}
 	return lastErr
-}
-
-// use makes node i's connection current, opening it and bringing it in line with the session.
-func (s *session) use(i int) (*nodeConn, error) {
-	s.room(i)
-	c := s.conns[i]
-	if c == nil {
-		var err error
-		if c, err = s.open(i); err != nil {
-			return nil, err
-		}
-	}
-	c, err := s.sync(c)
-	if err != nil {
-		return nil, err
-	}
-	s.cur, s.node, s.bc = i, s.nodeOf(i), c.Conn
-	return c, nil
-}
-
-// room makes room in the session's connection table for node i (added to the topology
-// since the session began).
-func (s *session) room(i int) {
-	if i >= len(s.conns) {
-		s.conns = append(s.conns, make([]*nodeConn, i+1-len(s.conns))...)
-	}
-}
-
-// sync brings c in line with the session's state (only what differs is sent). A connection that
-// carries state the session has since reset is replaced by a fresh one.
-func (s *session) sync(c *nodeConn) (*nodeConn, error) {
-	err := c.Sync(&s.state)
-	if err == nil {
-		return c, nil // before errors.As, whose target would be allocated on every statement
-	}
-	if errors.Is(err, backend.ErrDiverged) {
-		s.drop(c.idx)
-		if c, err = s.open(c.idx); err != nil {
-			return nil, err
-		}
-		err = c.Sync(&s.state)
-	}
-	var se *mysql.SQLError
-	if errors.As(err, &se) {
-		return nil, errStateSync
-	}
-	return c, err
-}
-
-// drop closes node i's connection (after it failed).
-func (s *session) drop(i int) {
-	if i < len(s.conns) && s.conns[i] != nil {
-		s.closeConn(i)
-		s.updateKillTarget()
-	}
-}
-
-// closeConn closes node i's connection and forgets it, and everything that pointed at it: the
-// current connection falls back to the home node's, prepared statements lose their binding and
-// cursor there.
-func (s *session) closeConn(i int) {
-	c := s.conns[i]
-	c.Close()
-	s.conns[i] = nil
-	c.release(s.p.topo.Snapshot().Load[i])
-	if s.bc == c.Conn {
-		s.cur, s.node, s.bc = s.home, s.nodeOf(s.home), nil
-		if h := s.conns[s.home]; h != nil {
-			s.bc = h.Conn
-		}
-	}
-	for _, st := range s.stmts {
-		st.unbind(c.Conn)
-	}
-}
-
-// closeConns closes every node connection of the session.
-func (s *session) closeConns() {
-	for i, c := range s.conns {
-		if c != nil {
-			s.closeConn(i)
-		}
-	}
-	s.bc = nil
-	s.killTarget.Store(nil)
 }

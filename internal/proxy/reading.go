@@ -216,7 +216,7 @@ func (rd *reader) classifyPrepared(stmt []byte, conns []*nodeConn, bound int) cl
 
 // classify is the session's reading of stmt (reader.classify over its node connections).
 func (s *session) classify(stmt []byte) classify.Result {
-	return s.reader.classify(stmt, s.conns, s.rs.Bound)
+	return s.reader.classify(stmt, s.nodes.all(), s.rs.Bound)
 }
 
 // maxDialects bounds the distinct node dialects a statement is read under; more (a topology in

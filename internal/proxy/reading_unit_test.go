@@ -47,8 +47,8 @@ func TestSessionReadings(t *testing.T) {
 	r := newTwoNodeSession(t, []int{0, 100}, &memConn{}, &memConn{})
 	s := r.s
 	nodes := func(primary, replica classify.Dialect) {
-		s.conns[0].dialect, s.conns[0].dialectKnown = primary, primary != classify.Dialect{}
-		s.conns[1].dialect, s.conns[1].dialectKnown = replica, replica != classify.Dialect{}
+		s.nodes.at(0).dialect, s.nodes.at(0).dialectKnown = primary, primary != classify.Dialect{}
+		s.nodes.at(1).dialect, s.nodes.at(1).dialectKnown = replica, replica != classify.Dialect{}
 	}
 	const (
 		nbeTrap  = `SELECT 'x\' ; INSERT INTO t VALUES (1); SELECT '1'`
@@ -96,7 +96,7 @@ func TestSessionReadings(t *testing.T) {
 	if got := s.classify(prepared); got.Kind != classify.Select || got.Flags != 0 {
 		t.Errorf("as a query in the default mode: %v %v", got.Kind, got.Flags)
 	}
-	if got := s.reader.classifyPrepared(prepared, s.conns, s.rs.Bound); got.Kind != classify.Unknown {
+	if got := s.reader.classifyPrepared(prepared, s.nodes.all(), s.rs.Bound); got.Kind != classify.Unknown {
 		t.Errorf("as a prepared statement: %v, want Unknown", got.Kind)
 	}
 	if s.reader.mode.unsure != 0 {
@@ -194,13 +194,13 @@ func TestSessionReadingsReadOnly(t *testing.T) {
 	}
 	s.settings.mode, s.reader.readOnly = route.ReadOnly, true
 	s.rs.Bound = 1
-	s.conns[0].dialect, s.conns[0].dialectKnown = maria1011, true
-	s.conns[1].dialect, s.conns[1].dialectKnown = maria1104, true
+	s.nodes.at(0).dialect, s.nodes.at(0).dialectKnown = maria1011, true
+	s.nodes.at(1).dialect, s.nodes.at(1).dialectKnown = maria1104, true
 	s.reader.mode.observe(mysql.StatusAutocommit, true)
 	if got := s.classify([]byte(`/*!110000 SELECT 1 -- */ INSERT INTO t VALUES (1)`)); got.Kind != classify.Select {
 		t.Errorf("on an 11.4 replica: %v", got.Kind)
 	}
-	s.conns[1].dialect = maria1011
+	s.nodes.at(1).dialect = maria1011
 	if got := s.classify([]byte(`/*!110000 SELECT 1 -- */ INSERT INTO t VALUES (1)`)); got.Kind != classify.Insert {
 		t.Errorf("on a 10.11 replica: %v", got.Kind)
 	}

@@ -19,7 +19,7 @@ func (s *session) refresh(n int) error {
 		return s.refuseCommand(n, mysql.NewError(mysql.ErrOptionPreventsStm, "HY000",
 			"The sluice endpoint '%s' is read-only: COM_REFRESH (FLUSH, RESET) cannot be executed there", set.Name))
 	}
-	if snap := s.p.topo.Snapshot(); s.home != snap.Primary {
+	if snap := s.p.topo.Snapshot(); s.nodes.home() != snap.Primary {
 		// A session whose home could not follow a switchover yet (it holds state on the old
 		// primary): its home is no primary now.
 		return s.refuseCommand(n, mysql.NewError(mysql.ErrOptionPreventsStm, "HY000",

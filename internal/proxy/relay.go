@@ -11,37 +11,33 @@ import (
 
 // OK follows what an OK or EOF a node relays to the client says of the session's state
 // (relay.Observer): status flags, the session-state block (schema, character_set_client, the
-// GTID of a commit), and, on a primary connection that reports each commit's GTID, the commit
-// itself (noteCommit).
+// GTID of a commit), and the commit itself (the read target's noteOK).
 func (s *session) OK(src *backend.Conn, ok mysql.OK, classicEOF bool) {
 	if classicEOF && ok.Status&mysql.StatusSessionStateChange != 0 {
 		// The state changed (INSERT … RETURNING committed a GTID, say), but a classic EOF has
 		// no room to say how: the session's last commit is no longer known.
-		s.gtidUnknown = true
+		s.reads.stateHidden()
 	}
-	s.reader.observeStatus(ok.Status, s.conns, s.cur)
+	s.reader.observeStatus(ok.Status, s.nodes.all(), s.nodes.cur())
 	for block := ok.SessionState; len(block) > 0; {
 		sc, rest, err := mysql.NextSessionChange(block)
 		if err != nil {
 			break
 		}
 		switch {
-		case sc.Type == mysql.SessionTrackSchema && string(sc.Value) != s.state.DB:
-			s.state.DB = string(sc.Value)
+		case sc.Type == mysql.SessionTrackSchema && string(sc.Value) != s.nodes.state().DB:
+			s.nodes.state().DB = string(sc.Value)
 		case sc.Type == mysql.SessionTrackSystemVariables && string(sc.Name) == "character_set_client":
 			s.reader.mode.trackedCharset(sc.Value)
 		case sc.Type == mysql.SessionTrackGTIDs && len(sc.Value) > 0,
 			sc.Type == mysql.SessionTrackSystemVariables && string(sc.Name) == "last_gtid" && len(sc.Value) > 0:
 			// The GTID of the session's last commit (MariaDB's last_gtid, MySQL's OWN_GTID):
 			// what a read of this session must find on a replica (consistency: session).
-			s.lastGTID, s.gtidScratch = mergeGTID(s.lastGTID, s.gtidScratch, sc.Value)
-			s.gtidUnknown, s.okGTID = false, true
+			s.reads.noteGTID(sc.Value)
 		}
 		block = rest
 	}
-	if s.gtidTracked && !src.ReadOnly() {
-		s.noteCommit(ok.Status, ok.AffectedRows) // the primary's commits (a replica's commit nothing)
-	}
+	s.reads.noteOK(ok.Status, ok.AffectedRows, !src.ReadOnly()) // the primary's commits (a replica's commit nothing)
 }
 
 // keepScratch hands b, built in c's scratch buffer (mysql.Conn.Scratch), back to c for reuse

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/sluicedb/sluice/internal/backend"
-	"github.com/sluicedb/sluice/internal/gtid"
 	"github.com/sluicedb/sluice/internal/mysql"
 	"github.com/sluicedb/sluice/internal/relay"
 	"github.com/sluicedb/sluice/internal/route"
@@ -52,54 +51,23 @@ type session struct {
 	// sentAt is s.client.Sent() when the current command began (responseStarted).
 	sentAt uint64
 
-	node   *topology.Node // the node of the current (or last) statement
-	bc     *backend.Conn  // the session's connection to node
-	status uint16         // last server status reported to the client
+	status uint16 // last server status reported to the client
 	// reader reads the client's statements as the nodes will (the sql_mode it knows, the
 	// nodes' dialects).
 	reader reader
 
-	rs    route.Session
-	conns []*nodeConn // per node index; nil until first used
-	home  int         // the primary (read-write) or the bound replica (read-only)
-	// homeNode is the node that was in slot home when the session made it its home: a slot
-	// whose node was removed (and perhaps replaced) since no longer holds it.
-	homeNode *topology.Node
-	cur      int // index of node
-	// state is what every node connection of the session must carry before its next use: the
-	// schema, the COM_SET_OPTION value, the session statements (SET ..., SET NAMES) to replay.
-	state backend.State
+	rs route.Session
+	// nodes is the session's node connections, its home and current node, and the session
+	// state they carry.
+	nodes nodeSet
 	// begin is a BEGIN held back by transaction splitting until the first write.
-	begin      []byte
-	tempTables int
-	userLocks  int
-	cmd        []byte // the current statement, kept to retry a read on another node
+	begin []byte
+	cmd   []byte // the current statement, kept to retry a read on another node
 	// resp is how the current command's answer ended: the relay's Result, or Failed when
 	// sluice answered with its own error. (NodeClosing is kept until the command ends.)
 	resp relay.Result
-	// lastGTID is the GTID of the session's last commit, as the node reported it in the OK
-	// packet (session tracking); empty before its first.
-	lastGTID    []byte
-	gtidScratch []byte // mergeGTID's other buffer
-	// target is the position the current statement's read must see under the endpoint's
-	// consistency level (empty: none); targetPos its parsed form, kept while the text is the
-	// same; targetFailed: it could not be known, the read goes to the primary.
-	target       []byte
-	targetPos    gtid.Position
-	targetFailed bool
-	// gtidTracked: the session's primary connection reports each commit's GTID (trackGTIDs).
-	gtidTracked bool
-	// gtidUnknown: a commit's GTID was lost (its state change came in a classic EOF), until
-	// the next one is reported: what the session wrote is known to be only on the primary.
-	gtidUnknown bool
-	// txWrote: the transaction open on the session's node changed rows (an OK said so) and
-	// its commit must say its GTID (noteCommit); okGTID: the OK being read said one; respGTID:
-	// an OK of the current response did.
-	txWrote, okGTID, respGTID bool
-	// awaiting: the command being sent goes after a wait for s.target in the same round trip
-	// (pipelinedWait); its answer comes first, read by respond.
-	awaiting      bool
-	awaitDeadline time.Duration
+	// reads is what the session's replica reads must see under a consistency level.
+	reads readTarget
 
 	watch idleWatch
 
@@ -108,19 +76,8 @@ type session struct {
 	// view is what the session publishes of itself: its statement counts, its route, and
 	// what the control plane lists (read from other goroutines).
 	view sessionView
-	// usedCursor: an EXECUTE of the session opened a cursor (a drain leaves its idle
-	// connections alone: a FETCH may follow).
-	usedCursor atomic.Bool
 
-	// killTarget is the node thread serving this session, for KILL from other sessions.
-	killTarget atomic.Pointer[[]killTarget]
-
-	stmts map[uint32]*stmt // binary prepared statements by sluice's id
-	// kept counts the bytes the session holds for its prepared statements (their texts and
-	// waiting long data), bounded by limits.max_long_data.
-	kept       int
-	nextStmtID uint32
-	lastStmtID uint32
+	stmts statements // binary prepared statements
 }
 
 // newSession makes the session of a client connection to endpoint ep.
@@ -139,16 +96,25 @@ func (p *Proxy) newSession(ep *endpoint, nc net.Conn) *session {
 		nc:       nc,
 		raw:      nc,
 		client:   mysql.NewConn(nc, 0, 0),
-		stmts:    make(map[uint32]*stmt),
 		life:     newLifecycle(),
 		rs:       route.NewSession(),
 		settings: newSessionSettings(ep.route),
 		watch:    newIdleWatch(nc, p.opts.IdleTimeout, p.opts.WriteTimeout),
-		conns:    make([]*nodeConn, len(p.topo.Snapshot().Nodes)),
 		log:      p.log.With("conn", id, "endpoint", ep.cfg.Name, "client", nc.RemoteAddr().String()),
 	}
+	s.stmts = newStatements(p.opts.MaxPreparedStatements, p.opts.MaxLongData, s.log)
 	s.reader = newReader(s.settings.mode, p.topo, &p.greeted)
-	s.view.init(len(s.conns))
+	s.nodes.init(p.topo, s.log, nodeHooks{
+		dial: func(n *topology.Node, readOnly bool, st *backend.State) (*backend.Conn, error) {
+			return p.dialNode(&s.login, n, readOnly, st, func(bc *backend.Conn) {
+				s.reads.track(bc, s.settings.current().Consistency, s.log)
+			})
+		},
+		opened:   func(c *nodeConn, n *topology.Node) { s.reader.opened(c, n, s.login.charset) },
+		closing:  s.stmts.unbind,
+		cursorOn: s.stmts.cursorOn,
+	})
+	s.view.init(len(s.nodes.all()))
 	s.client.SetWriteTimeout(p.opts.WriteTimeout)
 	// Clients pipeline (Connector/J sends its first queries back to back).
 	s.client.SetPeerPipelines()
@@ -182,7 +148,7 @@ func (s *session) run(overLimit bool) {
 		return
 	}
 	s.view.loggedIn(s.login.user.Name, time.Now())
-	s.log.Debug("session started", "user", s.login.user.Name, "node", s.node.Name)
+	s.log.Debug("session started", "user", s.login.user.Name, "node", s.nodes.node().Name)
 	s.loop()
 }
 
@@ -192,7 +158,7 @@ func (s *session) close() {
 	// connection closes (a node's ERR that ends the session, a command finished at shutdown).
 	_ = s.client.Flush()
 	s.nc.Close()
-	s.closeConns()
+	s.nodes.closeAll()
 }
 
 // drain is called by Shutdown: an idle session closes now, a busy one after its command.
@@ -214,8 +180,8 @@ func (s *session) responseStarted() bool { return s.client.Sent() != s.sentAt }
 func (s *session) kill() {
 	s.life.kill()
 	s.raw.Close()
-	if ts := s.killTarget.Load(); ts != nil {
-		for _, t := range *ts {
+	if ts := s.nodes.killTargets(); ts != nil {
+		for _, t := range ts {
 			t.conn.Close()
 		}
 	}
@@ -235,7 +201,7 @@ func (s *session) loop() {
 	// (The session's own fields do not change while it is idle: the watchers may read them.)
 	nodes := nodeWatch{
 		conns: func(dst []net.Conn) []net.Conn {
-			for _, c := range s.conns {
+			for _, c := range s.nodes.all() {
 				var nc net.Conn
 				if c != nil {
 					nc = c.NetConn()
@@ -245,7 +211,7 @@ func (s *session) loop() {
 			return dst
 		},
 		lost: func(i int, err error) bool {
-			c := s.conns[i]
+			c := s.nodes.at(i)
 			s.log.Debug("node closed the idle session's connection", "node", c.name, "err", err)
 			// A home that is no longer where the session belongs (the old primary after a
 			// switchover, often restarted next) holds nothing the session needs when it is
@@ -253,7 +219,7 @@ func (s *session) loop() {
 			// command. Another node's connection holds only replayable state: reopened when
 			// needed.
 			snap := s.p.topo.Snapshot()
-			if i != s.home || (s.movable() && (s.movesPrimary(s.settings.shared(), snap) || snap.IsDraining(c.idx))) {
+			if i != s.nodes.home() || (s.nodes.movable(&s.rs) && (s.nodes.movesPrimary(s.settings.shared(), snap) || snap.IsDraining(c.idx))) {
 				c.release(s.p.topo.Snapshot().Load[c.idx])
 				return true
 			}
@@ -263,7 +229,7 @@ func (s *session) loop() {
 	for {
 		err := s.watch.wait(s.client, s.nc, &nodes)
 		for _, i := range s.watch.lostConns() {
-			s.drop(i) // and no longer a kill target
+			s.nodes.drop(i) // and no longer a kill target
 		}
 		if err != nil {
 			if !errors.Is(err, net.ErrClosed) {
@@ -286,11 +252,11 @@ func (s *session) loop() {
 		// session does not keep it.
 		s.client.ReleaseLarge(keepBuffer)
 		if s.resp.NodeClosing {
-			if s.cur == s.home {
+			if s.nodes.cur() == s.nodes.home() {
 				s.log.Debug("session ends: its node closed the connection")
 				return
 			}
-			s.drop(s.cur)
+			s.nodes.drop(s.nodes.cur())
 		}
 		if quit || !s.life.end() {
 			return
@@ -319,7 +285,7 @@ func (s *session) command() (quit bool, err error) {
 	if p[0] != mysql.ComQuit {
 		// After a switchover: to the new primary before the command, when nothing holds the
 		// session where it is (statements also wait for one, and handle what holds it).
-		if err := s.followBetween(); err != nil {
+		if err := s.nodes.follow(&s.rs, s.settings.current(), s.p.topo.Snapshot()); err != nil {
 			return false, fmt.Errorf("following the new primary: %w", err)
 		}
 	}
@@ -344,9 +310,9 @@ func (s *session) command() (quit bool, err error) {
 		if err := s.homeCommand(n, relay.Single); err != nil || !ok || s.resp.Failed {
 			return false, err
 		}
-		s.state.Options = option
-		if c := s.conns[s.home]; c != nil {
-			c.Adopt(&s.state)
+		s.nodes.state().Options = option
+		if c := s.nodes.at(s.nodes.home()); c != nil {
+			c.Adopt(s.nodes.state())
 		}
 		return false, nil
 	case mysql.ComResetConnection:
@@ -357,12 +323,12 @@ func (s *session) command() (quit bool, err error) {
 		if err := s.homeCommand(n, relay.Single); err != nil {
 			return false, err
 		}
-		if c := s.conns[s.home]; c != nil && !s.resp.Failed {
+		if c := s.nodes.at(s.nodes.home()); c != nil && !s.resp.Failed {
 			if err := c.Guard(); err != nil {
 				return false, fmt.Errorf("node %s: restoring the read-only guard after a reset: %w", c.name, err)
 			}
 			if !c.ReadOnly() {
-				s.trackGTIDs(c.Conn) // the reset took the session's tracked variables back to the server's
+				s.reads.track(c.Conn, s.settings.current().Consistency, s.log) // the reset took the session's tracked variables back to the server's
 			}
 		}
 		return false, nil

@@ -17,7 +17,7 @@ func BenchmarkSessionSync(b *testing.B) {
 	s := m.s
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := s.sync(c); err != nil {
+		if _, err := s.nodes.sync(c); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -50,12 +50,12 @@ func BenchmarkRelayOK(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			m := newMemSession(b)
 			s := m.s
-			s.login.caps, s.state.DB = bc.caps, "sbtest"
+			s.login.caps, s.nodes.state().DB = bc.caps, "sbtest"
 			pkts := make([][]byte, len(bc.oks))
 			for i, p := range bc.oks {
 				pkts[i] = packets(1, p)
 			}
-			node := s.bc
+			node := s.nodes.conn()
 			i := 0
 			b.ReportAllocs()
 			for b.Loop() {
@@ -81,9 +81,9 @@ func BenchmarkRelayOK(b *testing.B) {
 func inLineSession(tb testing.TB) (*memSession, *nodeConn) {
 	m := newMemSession(tb)
 	s := m.s
-	s.state.DB = "sbtest"
-	s.state.Stmts = [][]byte{[]byte("SET NAMES utf8mb4"), []byte("SET SESSION sql_mode = 'ANSI'")}
-	c := s.conns[0]
-	c.Adopt(&s.state)
+	s.nodes.state().DB = "sbtest"
+	s.nodes.state().Stmts = [][]byte{[]byte("SET NAMES utf8mb4"), []byte("SET SESSION sql_mode = 'ANSI'")}
+	c := s.nodes.at(0)
+	c.Adopt(s.nodes.state())
 	return m, c
 }

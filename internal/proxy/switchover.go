@@ -33,19 +33,14 @@ import (
 //     to another replica the same way.
 
 // movesPrimary reports whether the session must look at the switchover before routing: a
-// switchover under way, or a home that is no longer where it belongs. One comparison on the
-// hot path.
-func (s *session) movesPrimary(set *route.Settings, snap *topology.Snapshot) bool {
+// switchover under way, or a home that is no longer where it belongs (on a read-only endpoint:
+// the primary, or a replica the monitor found errant or broken, which the session leaves as it
+// would leave a node that went down). One comparison on the hot path.
+func (ns *nodeSet) movesPrimary(set *route.Settings, snap *topology.Snapshot) bool {
 	if set.Mode == route.ReadOnly {
-		return s.home == snap.Primary || s.faultyHome(snap)
+		return ns.homeIdx == snap.Primary || (ns.homeIdx < len(snap.State) && snap.State[ns.homeIdx].Faulty())
 	}
-	return snap.Switching || s.home != snap.Primary
-}
-
-// faultyHome reports whether the session's home is a replica the monitor found errant or
-// broken: a read-only endpoint's session leaves it as it would leave a node that went down.
-func (s *session) faultyHome(snap *topology.Snapshot) bool {
-	return s.home < len(snap.State) && snap.State[s.home].Faulty()
+	return snap.Switching || ns.homeIdx != snap.Primary
 }
 
 // switchover waits, when r needs the primary and none takes writes, for the new one (until
@@ -58,7 +53,7 @@ func (s *session) switchover(r *request, set *route.Settings, snap *topology.Sna
 				*deadline = time.Now().Add(s.p.opts.SwitchoverTimeout)
 			}
 			var ok bool
-			if snap, ok = s.awaitPrimary(snap, *deadline); !ok {
+			if snap, ok = awaitPrimary(s.p.topo, snap, *deadline, s.life.done()); !ok {
 				return snap, true, s.refuse(r, mysql.NewError(mysql.ErrOptionPreventsStm, "HY000",
 					"The MariaDB server is running with the --read-only option so it cannot execute this statement (sluice: no writable primary: %s no longer takes writes and no node that may replace it took them within monitor.switchover_timeout, %s)",
 					snap.Nodes[snap.Primary].Name, s.p.opts.SwitchoverTimeout))
@@ -66,162 +61,123 @@ func (s *session) switchover(r *request, set *route.Settings, snap *topology.Sna
 		}
 	}
 	if set.Mode == route.ReadOnly {
-		if (s.home == snap.Primary || s.faultyHome(snap)) && s.movable() {
-			s.rebind(set, snap)
+		if s.nodes.movesPrimary(set, snap) && s.nodes.movable(&s.rs) {
+			s.nodes.rebind(&s.rs, set, snap)
 		}
 		return snap, false, nil
 	}
-	if s.home == snap.Primary {
+	old := s.nodes.home()
+	if old == snap.Primary {
 		return snap, false, nil
 	}
-	old := s.home
 	switch {
-	case s.inTxOn(old) || (s.rs.InTx && s.rs.TxNode == snap.Primary):
+	case s.nodes.inTxOn(old, &s.rs) || (s.rs.InTx && s.rs.TxNode == snap.Primary):
 		// A transaction on the old primary, or a read-only one on the replica just promoted
-		// (whose connection, opened read-only, cannot be the primary's).
-		return snap, true, s.abortOldTx(r, snap)
+		// (whose connection, opened read-only, cannot be the primary's): it is rolled back
+		// there (its connection is closed), and the client is told so, unless it asked to
+		// roll back anyway. The session then belongs to the new primary (followPrimary: with
+		// autocommit off, that is replayed there).
+		s.log.Warn("the primary changed during a transaction: rolled back", "from", s.p.nodeOf(old).Name, "to", snap.Nodes[snap.Primary].Name)
+		s.rs.InTx, s.rs.TxNode, s.rs.TxPending, s.rs.LastNode = false, -1, false, -1
+		s.begin = s.begin[:0]
+		if err := s.nodes.followPrimary(&s.rs, snap); err != nil {
+			return snap, true, s.fail(snap.Primary, err, r)
+		}
+		s.status &^= mysql.StatusInTrans
+		if r.class.Kind == classify.Rollback {
+			if err := s.skip(r); err != nil {
+				return snap, true, err
+			}
+			return snap, true, s.writeOKPacket(s.status)
+		}
+		return snap, true, s.refuse(r, mysql.NewError(mysql.ErrLockDeadlock, "40001",
+			"sluice: the primary changed (switchover) while this transaction was open; it was rolled back: retry the transaction"))
 	case s.rs.Pins != 0:
 		s.log.Warn("the primary changed and this session's state (temporary tables, locks) cannot follow it: closing the session",
-			"from", s.nodeOf(old).Name, "to", snap.Nodes[snap.Primary].Name)
+			"from", s.p.nodeOf(old).Name, "to", snap.Nodes[snap.Primary].Name)
 		_ = s.refuse(r, mysql.NewError(mysql.ErrConnectionKilled, "70100",
 			"sluice: the primary changed; this connection's temporary tables or locks stayed on the old one, so it is closed: reconnect"))
 		return snap, true, errors.New("the primary changed under a pinned session")
 	}
-	if err := s.followPrimary(snap); err != nil {
+	if err := s.nodes.followPrimary(&s.rs, snap); err != nil {
 		return snap, true, s.fail(snap.Primary, err, r)
 	}
 	return snap, false, nil
 }
 
 // followPrimary moves a session that holds nothing on its home node (no transaction, no pinned
-// state) to the primary of snap, at once: its connection there is opened with the session's
+// state) to the primary of snap, at once: its connection there is opened with the session
 // state, autocommit included (sessions that run with autocommit off, as PyMySQL's do, must not
 // come out of a switchover in autocommit).
-func (s *session) followPrimary(snap *topology.Snapshot) error {
-	s.moveHome(snap.Primary)
-	s.rs.LastNode = -1
-	if s.rs.Autocommit {
+func (ns *nodeSet) followPrimary(rs *route.Session, snap *topology.Snapshot) error {
+	ns.moveHome(snap.Primary)
+	rs.LastNode = -1
+	if rs.Autocommit {
 		return nil // opened at first use
 	}
-	c, err := s.use(snap.Primary)
+	c, err := ns.use(snap.Primary)
 	if err == nil {
 		err = c.Exec("SET autocommit=0")
 	}
 	if err != nil {
-		s.drop(snap.Primary)
+		ns.drop(snap.Primary)
 	}
 	return err
 }
 
-// followBetween moves the session to where it belongs before a command that is not a
-// statement (COM_PING, COM_INIT_DB, COM_STMT_PREPARE, ...), when it holds nothing where it is;
-// a session that does waits for its next statement (switchover), which says why it cannot.
-func (s *session) followBetween() error {
-	snap := s.p.topo.Snapshot()
-	set := s.settings.current()
-	if snap.Draining != 0 {
-		s.leaveDraining(set, snap)
-	}
-	if snap.Nodes[s.home] != s.homeNode || snap.IsRemoved(s.home) {
-		s.leaveRemovedHome(set, snap)
-	}
-	if !s.movesPrimary(set, snap) || !s.movable() || (s.rs.InTx && s.rs.TxNode == snap.Primary) {
+// follow moves the session to where it belongs before a command that is not a statement
+// (COM_PING, COM_INIT_DB, COM_STMT_PREPARE, ...), when it holds nothing where it is; a session
+// that does waits for its next statement (session.switchover), which says why it cannot.
+func (ns *nodeSet) follow(rs *route.Session, set *route.Settings, snap *topology.Snapshot) error {
+	ns.leave(rs, set, snap)
+	if !ns.movesPrimary(set, snap) || !ns.movable(rs) || (rs.InTx && rs.TxNode == snap.Primary) {
 		return nil
 	}
 	if set.Mode == route.ReadOnly {
-		s.rebind(set, snap)
+		ns.rebind(rs, set, snap)
 		return nil
 	}
-	if s.home == snap.Primary {
+	if ns.homeIdx == snap.Primary {
 		return nil // switching: the command itself does not write
 	}
-	return s.followPrimary(snap)
+	return ns.followPrimary(rs, snap)
 }
 
-// awaitPrimary waits until a snapshot has a primary that takes writes, or deadline; ok reports
-// which.
-func (s *session) awaitPrimary(snap *topology.Snapshot, deadline time.Time) (_ *topology.Snapshot, ok bool) {
+// awaitPrimary waits until a snapshot of topo has a primary that takes writes, or deadline, or
+// stop is closed; ok reports which.
+func awaitPrimary(topo Topology, snap *topology.Snapshot, deadline time.Time, stop <-chan struct{}) (_ *topology.Snapshot, ok bool) {
 	for snap.Switching {
 		wait := time.Until(deadline)
-		if wait <= 0 || s.life.killed() {
+		if wait <= 0 {
 			return snap, false
 		}
 		t := time.NewTimer(wait)
 		select {
 		case <-snap.Changed():
 		case <-t.C:
-		case <-s.life.done():
+		case <-stop:
+			t.Stop()
+			return snap, false
 		}
 		t.Stop()
-		snap = s.p.topo.Snapshot()
+		snap = topo.Snapshot()
 	}
 	return snap, true
 }
 
 // movable reports whether the session holds nothing on its home node that another node could
 // not be given: no transaction, no pinned state.
-func (s *session) movable() bool { return !s.inTxOn(s.home) && s.rs.Pins == 0 }
-
-// inTxOn reports whether a transaction is open on node i's connection.
-func (s *session) inTxOn(i int) bool {
-	if s.rs.InTx && s.rs.TxNode == i {
-		return true
-	}
-	return i < len(s.conns) && s.conns[i] != nil && s.conns[i].Status&mysql.StatusInTrans != 0
-}
-
-// moveHome makes node i the session's home; the old home's connection is closed (whatever it
-// holds, the server drops), and i's is opened at first use, with the session's state. A
-// connection the session had to i as a replica is closed too when i is now the primary: it
-// was opened read-only.
-func (s *session) moveHome(i int) {
-	s.room(i) // i may be a node added since the session began
-	old := s.home
-	s.log.Info("moving the session", "from", s.homeNode.Name, "to", s.nodeOf(i).Name)
-	s.home, s.homeNode = i, s.nodeOf(i)
-	s.drop(old)
-	if s.p.topo.Snapshot().IsPrimary(i) {
-		s.drop(i)
-	}
-	if s.cur == old {
-		s.cur, s.node, s.bc = i, s.nodeOf(i), nil
-		if c := s.conns[i]; c != nil {
-			s.bc = c.Conn
-		}
-	}
-}
+func (ns *nodeSet) movable(rs *route.Session) bool { return !ns.inTxOn(ns.homeIdx, rs) && rs.Pins == 0 }
 
 // rebind moves a read-only endpoint's session to a replica the endpoint's policy picks: off a
 // node that became the primary, is being drained, or was removed (none: it stays, its
 // connection still read-only).
-func (s *session) rebind(set *route.Settings, snap *topology.Snapshot) {
+func (ns *nodeSet) rebind(rs *route.Session, set *route.Settings, snap *topology.Snapshot) {
 	// The same slot is a move too when another node holds it now (its node was removed).
-	if i := route.BindReplica(&s.rs, set, snap); i >= 0 && (i != s.home || snap.Nodes[i] != s.homeNode) {
-		s.rs.Bound = i
-		s.moveHome(i)
+	if i := route.BindReplica(rs, set, snap); i >= 0 && (i != ns.homeIdx || snap.Nodes[i] != ns.homeNode) {
+		rs.Bound = i
+		ns.moveHome(i)
 	}
-}
-
-// abortOldTx ends the transaction the session had open across the switchover (on the old
-// primary, or read-only on the replica promoted): it is rolled back there (its connection is
-// closed), and the client is told so, unless it asked to roll back anyway. The session then
-// belongs to the new primary (followPrimary: with autocommit off, that is replayed there).
-func (s *session) abortOldTx(r *request, snap *topology.Snapshot) error {
-	s.log.Warn("the primary changed during a transaction: rolled back", "from", s.nodeOf(s.home).Name, "to", snap.Nodes[snap.Primary].Name)
-	s.rs.InTx, s.rs.TxNode, s.rs.TxPending, s.rs.LastNode = false, -1, false, -1
-	s.begin = s.begin[:0]
-	if err := s.followPrimary(snap); err != nil {
-		return s.fail(snap.Primary, err, r)
-	}
-	s.status &^= mysql.StatusInTrans
-	if r.class.Kind == classify.Rollback {
-		if err := s.skip(r); err != nil {
-			return err
-		}
-		return s.writeOKPacket(s.status)
-	}
-	return s.refuse(r, mysql.NewError(mysql.ErrLockDeadlock, "40001",
-		"sluice: the primary changed (switchover) while this transaction was open; it was rolled back: retry the transaction"))
 }
 
 // mayRedirect reports whether a read-only refusal from node i of statement r can be kept from
@@ -229,40 +185,44 @@ func (s *session) abortOldTx(r *request, snap *topology.Snapshot) error {
 // the new one), r is held whole (a streamed one is gone once sent), was not redirected before,
 // is one plain statement that a refusal leaves undone (INSERT, UPDATE, DELETE, REPLACE, DDL:
 // not a CALL, an EXECUTE of SQL text, a batch, anything unclassified, whose earlier parts may
-// have run), and no transaction is open (the statement is all there is to redo).
-func (s *session) mayRedirect(r *request, i int, snap *topology.Snapshot) bool {
+// have run), and no transaction is open (rs's, or inTx: one on i's connection).
+func mayRedirect(r *request, rs *route.Session, inTx bool, i int, snap *topology.Snapshot) bool {
 	switch r.class.Kind {
 	case classify.Insert, classify.Update, classify.Delete, classify.Replace, classify.DDL:
 	default:
 		return false
 	}
 	return r.class.Flags&classify.Multi == 0 && !r.redirected && r.held && snap.IsPrimary(i) &&
-		snap.State[i] != nil && !s.rs.TxPending && s.rs.Autocommit && !s.inTxOn(i)
+		snap.State[i] != nil && !rs.TxPending && rs.Autocommit && !inTx
 }
 
-// confirmReadOnly asks node i, over the session's connection that got a read-only refusal,
-// whether it is read-only indeed: a refusal can also be raised by the application (SIGNAL
-// ... MYSQL_ERRNO = 1290 in a trigger), which must not start a switchover for every client.
-// MariaDB enforces read_only before @@global.read_only reads 1 (SET GLOBAL read_only=1 first
-// refuses the writers it held, then sets the variable): the question is asked again for up to
-// confirmReadOnlyFor before the answer counts as no.
-func (s *session) confirmReadOnly(i int) bool {
+// confirmReadOnly asks the node over c, the connection that got a read-only refusal (nil: none
+// any more), whether it is read-only indeed: a refusal can also be raised by the application
+// (SIGNAL ... MYSQL_ERRNO = 1290 in a trigger), which must not start a switchover for every
+// client. MariaDB enforces read_only before @@global.read_only reads 1 (SET GLOBAL read_only=1
+// first refuses the writers it held, then sets the variable): the question is asked again for
+// up to confirmReadOnlyFor before the answer counts as no, or until stop is closed.
+func confirmReadOnly(c *nodeConn, stop <-chan struct{}) bool {
+	if c == nil {
+		return false
+	}
 	deadline := time.Now().Add(confirmReadOnlyFor)
 	for {
-		if i >= len(s.conns) || s.conns[i] == nil {
-			return false
-		}
-		rows, err := s.conns[i].Query("SELECT @@global.read_only")
+		rows, err := c.Query("SELECT @@global.read_only")
 		if err != nil || len(rows.Values) != 1 || len(rows.Values[0]) != 1 {
 			return false
 		}
 		if rows.Values[0][0].S == "1" {
 			return true
 		}
-		if time.Now().After(deadline) || s.life.killed() {
+		if time.Now().After(deadline) {
 			return false
 		}
-		time.Sleep(10 * time.Millisecond)
+		select {
+		case <-stop:
+			return false
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 }
 

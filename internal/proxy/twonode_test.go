@@ -49,26 +49,25 @@ func newTwoNodeSession(tb testing.TB, weights []int, primary, replica net.Conn) 
 	client := &memConn{}
 	s := p.newSession(p.endpoints["rw"], client)
 	s.login.caps = frontCaps
-	for i, nc := range []net.Conn{primary, replica} {
-		bc := &backend.Conn{Conn: mysql.NewConn(nc, 0, 4<<10), Caps: frontCaps, Handshake: &mysql.Handshake{}}
-		s.conns[i] = &nodeConn{Conn: bc, idx: i, name: p.topo.Snapshot().Nodes[i].Name}
+	var bcs []*backend.Conn
+	for _, nc := range []net.Conn{primary, replica} {
+		bcs = append(bcs, &backend.Conn{Conn: mysql.NewConn(nc, 0, 4<<10), Caps: frontCaps, Handshake: &mysql.Handshake{}})
 	}
-	s.home, s.cur, s.node, s.bc = 0, 0, p.topo.Snapshot().Nodes[0], s.conns[0].Conn
-	s.homeNode = s.node
+	s.nodes.plant(bcs...)
 	return &twoNodeSession{s: s, client: client, primary: primary, replica: replica}
 }
 
 // addStmt registers a prepared statement (sluice id 1) as if PREPARE had run on the primary
 // (node id 7) and, when onReplica, lazily on the replica too (node id 8).
 func (r *twoNodeSession) addStmt(query string, params, columns uint16, onReplica bool) *stmt {
-	st := &stmt{id: 1, query: []byte(query), params: params, columns: columns}
+	st := &stmt{query: []byte(query), params: params, columns: columns}
 	st.class = classify.Classify(st.query)
-	st.on = append(st.on, stmtBinding{bc: r.s.conns[0].Conn, id: 7})
+	st.id = r.s.stmts.newID()
+	st.bind(r.s.nodes.at(0).Conn, 0, 7)
 	if onReplica {
-		st.on = append(st.on, stmtBinding{bc: r.s.conns[1].Conn, id: 8})
+		st.bind(r.s.nodes.at(1).Conn, 1, 8)
 	}
-	r.s.stmts[1] = st
-	r.s.nextStmtID, r.s.lastStmtID = 1, 1
+	r.s.stmts.add(st)
 	return st
 }
 
