@@ -223,12 +223,15 @@ type Proxy struct {
 	sha2Cache map[string][32]byte // guarded by sha2Mu: user -> SHA256(SHA256(password)) after a full authentication
 
 	epMu      sync.RWMutex // guards endpoints (added and removed while serving)
-	mu        sync.Mutex   // guards sessions, byID, listeners, closing, and the folds into endpoint.done
+	mu        sync.Mutex   // guards sessions, byID, listeners, and the folds into endpoint.done
 	sessions  map[*session]struct{}
 	byID      map[uint32]*session
 	listeners map[net.Listener]struct{}
-	closing   bool
-	wg        sync.WaitGroup // one per tracked session
+	// closing is set once, by Shutdown, while it holds mu: a listener or session registered
+	// under mu after checking it is one Shutdown will close. Read without mu where only the
+	// flag matters (an accept error in Serve).
+	closing atomic.Bool
+	wg      sync.WaitGroup // one per tracked session
 }
 
 // endpoint is one endpoint as the proxy runs it.
@@ -491,7 +494,7 @@ func (p *Proxy) Serve(name string, ln net.Listener) error {
 		return fmt.Errorf("proxy: no endpoint %q", name)
 	}
 	p.mu.Lock()
-	if p.closing {
+	if p.closing.Load() {
 		p.mu.Unlock()
 		ln.Close()
 		return nil
@@ -507,10 +510,7 @@ func (p *Proxy) Serve(name string, ln net.Listener) error {
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
-			p.mu.Lock()
-			closing := p.closing
-			p.mu.Unlock()
-			if closing || errors.Is(err, net.ErrClosed) {
+			if p.closing.Load() || errors.Is(err, net.ErrClosed) {
 				p.mu.Lock()
 				delete(p.listeners, ln)
 				p.mu.Unlock()
@@ -592,7 +592,7 @@ func (p *Proxy) PendingLogins() (conns, bytes int64) {
 func (p *Proxy) track(s *session) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closing {
+	if p.closing.Load() {
 		return false
 	}
 	p.sessions[s] = struct{}{}
@@ -625,10 +625,9 @@ func (p *Proxy) Sessions() int {
 // ctx ends, then closes whatever is left.
 func (p *Proxy) Shutdown(ctx context.Context) error {
 	p.mu.Lock()
-	if !p.closing {
+	if !p.closing.Swap(true) {
 		close(p.stop)
 	}
-	p.closing = true
 	for ln := range p.listeners {
 		ln.Close()
 	}
