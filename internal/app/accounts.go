@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicedb/sluice/internal/config"
 	"github.com/sluicedb/sluice/internal/mysql"
+	"github.com/sluicedb/sluice/internal/pause"
 	"github.com/sluicedb/sluice/internal/proxy"
 	"github.com/sluicedb/sluice/internal/topology"
 )
@@ -33,12 +34,8 @@ const accountsOnDemand = time.Second
 func (a *App) watchAccounts(ctx context.Context) {
 	for {
 		a.refreshAccounts(ctx, false)
-		t := time.NewTimer(a.boot.Accounts.Refresh.Duration)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !pause.For(ctx, a.boot.Accounts.Refresh.Duration) {
 			return
-		case <-t.C:
 		}
 	}
 }

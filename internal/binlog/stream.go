@@ -19,6 +19,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/replication"
 
 	"github.com/sluicedb/sluice/internal/gtid"
+	"github.com/sluicedb/sluice/internal/pause"
 	"github.com/sluicedb/sluice/internal/topology"
 )
 
@@ -152,7 +153,7 @@ func (s *stream) run(ctx context.Context) {
 			wait = minBackoff
 		}
 		s.failed(err, wait)
-		if !sleep(ctx, wait) {
+		if !pause.For(ctx, wait) {
 			return
 		}
 	}
@@ -353,18 +354,6 @@ func failureKind(err error) string {
 		return "connection lost"
 	}
 	return err.Error()
-}
-
-// sleep waits d, or until ctx ends (false).
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // conns dials the node for one session and remembers what it dialed, so that the session's

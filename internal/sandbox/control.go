@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicedb/sluice/internal/pause"
 	"github.com/sluicedb/sluice/internal/topology"
 )
 
@@ -308,13 +309,9 @@ func (c *Cluster) Start(ctx context.Context, name string) error {
 func waitPortFree(ctx context.Context, port int, d time.Duration) bool {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	t := time.NewTicker(100 * time.Millisecond)
-	defer t.Stop()
 	for !PortFree(port) {
-		select {
-		case <-ctx.Done():
+		if !pause.For(ctx, 100*time.Millisecond) {
 			return false
-		case <-t.C:
 		}
 	}
 	return true
