@@ -83,31 +83,6 @@ func ParseTLSMode(s string) (TLSMode, error) {
 	return TLSOff, fmt.Errorf("unknown tls mode %q (want off, optional or required)", s)
 }
 
-// BackendTLSMode is how node connections use TLS.
-type BackendTLSMode uint8
-
-const (
-	BackendTLSMirror    BackendTLSMode = iota // TLS to the node exactly when the client uses TLS
-	BackendTLSOff                             // never
-	BackendTLSPreferred                       // whenever the node offers it
-	BackendTLSRequired                        // always; a node without TLS is an error
-)
-
-// ParseBackendTLSMode reads backend_tls.mode as the configuration spells it.
-func ParseBackendTLSMode(s string) (BackendTLSMode, error) {
-	switch s {
-	case "", "mirror":
-		return BackendTLSMirror, nil
-	case "off":
-		return BackendTLSOff, nil
-	case "preferred":
-		return BackendTLSPreferred, nil
-	case "required":
-		return BackendTLSRequired, nil
-	}
-	return BackendTLSMirror, fmt.Errorf("unknown backend_tls mode %q (want mirror, off, preferred or required)", s)
-}
-
 // Topology is what sessions need of the nodes' state: the current snapshot to route on, and
 // where to report a node they failed to reach (the topology decides what that means). Both
 // are called from every session concurrently and must not block.
@@ -166,7 +141,7 @@ type Options struct {
 	TLS *tls.Config
 	// BackendTLS is how node connections use TLS; BackendTLSConfig is the client
 	// configuration for it.
-	BackendTLS       BackendTLSMode
+	BackendTLS       backend.TLSMode
 	BackendTLSConfig *tls.Config
 	// BackendPublicKey is the nodes' RSA public key (PEM; nil: none), for
 	// caching_sha2_password's full authentication on connections without verified TLS.
@@ -662,9 +637,9 @@ func (p *Proxy) backendTLS(n *topology.Node, clientTLS bool) (*tls.Config, bool)
 		base = &tls.Config{InsecureSkipVerify: true}
 	}
 	switch p.opts.BackendTLS {
-	case BackendTLSOff:
+	case backend.TLSOff:
 		return nil, false
-	case BackendTLSPreferred, BackendTLSRequired:
+	case backend.TLSPreferred, backend.TLSRequired:
 	default: // mirror
 		if !clientTLS {
 			return nil, false
@@ -676,5 +651,5 @@ func (p *Proxy) backendTLS(n *topology.Node, clientTLS bool) (*tls.Config, bool)
 			cfg.ServerName = host
 		}
 	}
-	return cfg, p.opts.BackendTLS == BackendTLSRequired
+	return cfg, p.opts.BackendTLS == backend.TLSRequired
 }
