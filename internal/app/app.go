@@ -444,10 +444,7 @@ func (a *App) stream(ctx context.Context, i int, n *topology.Node) {
 		}
 		snap = a.topo.Snapshot()
 	}
-	fl := gtid.MariaDB
-	if topology.FlavorOf(snap.State[i].Version) == topology.MySQL {
-		fl = gtid.MySQL
-	}
+	fl := gtid.FlavorOf(snap.State[i].Version)
 	o := binlog.Options{Address: n.Address, User: a.boot.Monitor.User, Password: a.boot.Monitor.Password, Flavor: fl,
 		PublicKey: a.pubKey, Logger: a.log.With("node", n.Name)}
 	if a.btlsMode == backend.TLSPreferred || a.btlsMode == backend.TLSRequired {

@@ -288,11 +288,7 @@ func (s *stream) position(ctx context.Context, nc *conns) (string, error) {
 		return "", err
 	}
 	defer c.Close()
-	fl := topology.MySQL
-	if s.o.Flavor == gtid.MariaDB {
-		fl = topology.MariaDB
-	}
-	r, err := c.Execute(topology.PositionQuery(fl))
+	r, err := c.Execute(topology.PositionQuery(s.o.Flavor))
 	if err != nil {
 		return "", err
 	}

@@ -22,6 +22,15 @@ const (
 	MySQL                 // uuid:interval[:interval...][,uuid:...]
 )
 
+// FlavorOf tells the family from a server's version (@@version, the handshake's): MariaDB
+// says so in it; any other is MySQL.
+func FlavorOf(version string) Flavor {
+	if strings.Contains(strings.ToLower(version), "mariadb") {
+		return MariaDB
+	}
+	return MySQL
+}
+
 // Position is what a node has applied (or written), parsed. Immutable.
 type Position struct {
 	flavor  Flavor

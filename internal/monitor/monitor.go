@@ -215,7 +215,7 @@ func (m *Monitor) check(ctx context.Context, n *topology.Node, c *Conn, prev *to
 	}
 	st.RTT = time.Since(start)
 	st.Version = ver.Values[0][0].S
-	fl := topology.FlavorOf(st.Version)
+	fl := gtid.FlavorOf(st.Version)
 	if err := m.read(*c, fl, st); err != nil {
 		if !errors.As(err, &se) {
 			(*c).Close()
@@ -228,7 +228,7 @@ func (m *Monitor) check(ctx context.Context, n *topology.Node, c *Conn, prev *to
 }
 
 // read fills st from the node's answers to the check queries.
-func (m *Monitor) read(c Conn, fl topology.Flavor, st *topology.NodeState) error {
+func (m *Monitor) read(c Conn, fl gtid.Flavor, st *topology.NodeState) error {
 	r, err := c.Query(topology.CheckQuery(fl))
 	if err != nil {
 		return err
@@ -322,9 +322,7 @@ func (m *Monitor) round(now time.Time) {
 	var primaryPos gtid.Position
 	fl := gtid.MariaDB
 	if ps := states[p]; ps != nil && ps.Version != "" {
-		if topology.FlavorOf(ps.Version) == topology.MySQL {
-			fl = gtid.MySQL
-		}
+		fl = gtid.FlavorOf(ps.Version)
 		if pos, err := gtid.Parse(fl, ps.BinlogPos); err == nil {
 			primaryPos = pos
 			m.hist.add(now, pos, m.opts.History)

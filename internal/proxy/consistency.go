@@ -165,8 +165,8 @@ func (s *session) primaryPosition(snap *topology.Snapshot, b []byte) ([]byte, er
 
 // flavor is the GTID format of the session's nodes, from the primary's version.
 func (s *session) flavor() gtid.Flavor {
-	if v := s.p.server.Load().version; v != "" && topology.FlavorOf(v) == topology.MySQL {
-		return gtid.MySQL
+	if v := s.p.server.Load().version; v != "" {
+		return gtid.FlavorOf(v)
 	}
 	return gtid.MariaDB
 }
@@ -228,7 +228,7 @@ func (s *session) awaitTarget(c *nodeConn, timeout time.Duration) (bool, error) 
 // WAIT_FOR_EXECUTED_GTID_SET on MySQL (0 reached, 1 timed out).
 func (s *session) waitStmt(c *nodeConn, timeout time.Duration) []byte {
 	s.scratch = s.scratch[:0]
-	if topology.FlavorOf(c.Handshake.ServerVersion) == topology.MySQL {
+	if gtid.FlavorOf(c.Handshake.ServerVersion) == gtid.MySQL {
 		s.scratch = append(s.scratch, "SELECT WAIT_FOR_EXECUTED_GTID_SET('"...)
 	} else {
 		s.scratch = append(s.scratch, "SELECT MASTER_GTID_WAIT('"...)
@@ -292,7 +292,7 @@ func (s *session) trackGTIDs(bc *backend.Conn) {
 	q := "SET SESSION session_track_system_variables = IF(@@session.session_track_system_variables = '*' OR " +
 		"FIND_IN_SET('last_gtid', @@session.session_track_system_variables), @@session.session_track_system_variables, " +
 		"CONCAT_WS(',', NULLIF(@@session.session_track_system_variables, ''), 'last_gtid'))"
-	if topology.FlavorOf(bc.Handshake.ServerVersion) == topology.MySQL {
+	if gtid.FlavorOf(bc.Handshake.ServerVersion) == gtid.MySQL {
 		q = "SET SESSION session_track_gtids = OWN_GTID"
 	}
 	if err := bc.Exec(q); err != nil {
