@@ -20,7 +20,6 @@ import (
 
 	"github.com/sluicedb/sluice/internal/gtid"
 	"github.com/sluicedb/sluice/internal/pause"
-	"github.com/sluicedb/sluice/internal/topology"
 )
 
 // Options configure the stream from one node.
@@ -288,7 +287,7 @@ func (s *stream) position(ctx context.Context, nc *conns) (string, error) {
 		return "", err
 	}
 	defer c.Close()
-	r, err := c.Execute(topology.PositionQuery(s.o.Flavor))
+	r, err := c.Execute(gtid.PositionQuery(s.o.Flavor))
 	if err != nil {
 		return "", err
 	}
