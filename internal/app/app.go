@@ -426,9 +426,18 @@ func (a *App) AdminAddr() string {
 	return a.adminAddr
 }
 
-// Routing returns endpoint name's routing, whose settings can be changed while it serves, or
-// nil.
-func (a *App) Routing(name string) *route.Endpoint { return a.proxy.Routing(name) }
+// EndpointSettings returns a copy of endpoint name's settings as the proxy runs them, and
+// whether there is such an endpoint; UpdateEndpoint puts changed ones in force at once
+// (proxy.UpdateEndpoint), without the file: for tests that change routing under running
+// sessions.
+func (a *App) EndpointSettings(name string) (proxy.EndpointSettings, bool) {
+	return a.proxy.EndpointSettings(name)
+}
+
+// UpdateEndpoint: see EndpointSettings.
+func (a *App) UpdateEndpoint(name string, s proxy.EndpointSettings) error {
+	return a.proxy.UpdateEndpoint(name, s)
+}
 
 // stream follows node i's binlog as the monitor account (binlog.Run), moving its known position
 // (a.positions) in real time, until ctx ends (sluice stops, or the node is removed). It starts

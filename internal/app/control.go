@@ -176,14 +176,14 @@ func (a *App) config() *config.Config {
 }
 
 // PatchEndpoint implements admin.Control: the file's text, as last applied, is edited, parsed
-// and validated whole; the endpoint's settings take effect at each session's next statement
-// (route.Endpoint.Update: a statement sees the old settings or the new, never a mix); then the
-// file is written back.
+// and validated whole; the endpoint's settings take effect as one change (proxy.UpdateEndpoint:
+// a statement sees the old routing settings or the new, never a mix); then the file is written
+// back.
 func (a *App) PatchEndpoint(name string, patch map[string]json.RawMessage) (ch admin.Change, err error) {
 	a.changeMu.Lock()
 	defer a.changeMu.Unlock()
 	defer func() { a.counted("patch_endpoint", err) }()
-	if a.proxy.Routing(name) == nil {
+	if !a.proxy.HasEndpoint(name) {
 		return admin.Change{}, admin.Errorf(admin.NotFound, "", "no endpoint is named %q", name)
 	}
 	set := map[string]any{}
@@ -353,18 +353,13 @@ func invalid(err error) error {
 	return admin.Errorf(admin.Invalid, field, "%s", strings.Join(msgs, "; "))
 }
 
-// applyEndpoint puts endpoint name's settings from next in force.
+// applyEndpoint puts endpoint name's settings from next in force, as one change.
 func (a *App) applyEndpoint(next *config.Config, name string) error {
-	e, ep, err := a.endpointIn(next, name)
+	_, ep, err := a.endpointIn(next, name)
 	if err != nil {
 		return err
 	}
-	if err := a.proxy.Routing(name).Update(ep.Routing); err != nil {
-		return err
-	}
-	a.proxy.SetMaxConnections(name, e.MaxConnections)
-	a.proxy.SetAllow(name, allowList(*e))
-	return nil
+	return a.proxy.UpdateEndpoint(name, ep.Settings())
 }
 
 // endpointIn is endpoint name of next, and as the proxy runs it.
@@ -644,7 +639,7 @@ func (a *App) CreateEndpoint(body map[string]json.RawMessage) (ch admin.Change, 
 	if err != nil {
 		return admin.Change{}, err
 	}
-	if a.proxy.Routing(name) != nil {
+	if a.proxy.HasEndpoint(name) {
 		return admin.Change{}, admin.Errorf(admin.Conflict, "name", "an endpoint is named %q already", name)
 	}
 	set := map[string]any{}
@@ -704,7 +699,7 @@ func (a *App) DeleteEndpoint(name string) (ch admin.Change, err error) {
 	a.changeMu.Lock()
 	defer a.changeMu.Unlock()
 	defer func() { a.counted("delete_endpoint", err) }()
-	if a.proxy.Routing(name) == nil {
+	if !a.proxy.HasEndpoint(name) {
 		return admin.Change{}, admin.Errorf(admin.NotFound, "", "no endpoint is named %q", name)
 	}
 	data, next, err := a.edited(config.RemoveEndpoint(a.cfg.Path, a.raw, name))

@@ -185,7 +185,7 @@ func (a *App) removeNode(i int, next *config.Config) error {
 		a.positions.Own(i, nil)
 	}
 	for _, e := range next.Endpoints {
-		if a.proxy.Routing(e.Name) == nil {
+		if !a.proxy.HasEndpoint(e.Name) {
 			continue // an endpoint the same reload starts
 		}
 		if err := a.applyEndpoint(next, e.Name); err != nil {

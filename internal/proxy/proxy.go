@@ -48,17 +48,30 @@ func (u *User) withHostDenied() *User {
 }
 
 // Endpoint is one listening address: where it listens and how clients get in. How it routes is
-// its route.Endpoint, built from Routing (the initial settings) and changeable while sessions
-// run (Proxy.Routing).
+// its route.Endpoint, built from Routing (the initial settings). MaxConnections, Allow and
+// Routing can change while sessions run (Proxy.UpdateEndpoint); Name, Listen and TLS cannot.
 type Endpoint struct {
 	Name           string
 	Listen         string
 	MaxConnections int // 0: no limit
 	// Allow lists the client networks the endpoint accepts (empty: any): a client from
-	// elsewhere gets error 1130 in place of the greeting. Changeable live (SetAllow).
+	// elsewhere gets error 1130 in place of the greeting.
 	Allow   []netip.Prefix
 	TLS     TLSMode
 	Routing route.Settings
+}
+
+// Settings are the endpoint's settings that can change while it serves.
+func (e Endpoint) Settings() EndpointSettings {
+	return EndpointSettings{MaxConnections: e.MaxConnections, Allow: e.Allow, Routing: e.Routing}
+}
+
+// EndpointSettings are what can change about an endpoint while it serves, as one value:
+// Proxy.UpdateEndpoint puts them in force together, Proxy.EndpointSettings returns a copy.
+type EndpointSettings struct {
+	MaxConnections int            // 0: no limit
+	Allow          []netip.Prefix // empty: any client
+	Routing        route.Settings
 }
 
 // TLSMode is whether an endpoint offers TLS to its clients.
@@ -214,10 +227,9 @@ type endpoint struct {
 	cfg    Endpoint
 	route  *route.Endpoint // shared by the endpoint's sessions; its settings change live
 	active atomic.Int64    // client sessions
-	// maxConns is cfg.MaxConnections, changeable live (SetMaxConnections); 0: no limit.
-	maxConns atomic.Int64
-	// allow is cfg.Allow, changeable live (SetAllow).
-	allow atomic.Pointer[[]netip.Prefix]
+	// admit is who gets in (cfg's MaxConnections and Allow at first), replaced whole by
+	// UpdateEndpoint; never nil once the endpoint is added.
+	admit atomic.Pointer[admission]
 	// ln is the listener Serve accepts on (under Proxy.mu), closed when the endpoint is removed.
 	ln net.Listener
 	// done holds the statement counts of the endpoint's sessions that ended (sessionStats);
@@ -309,9 +321,7 @@ func (p *Proxy) AddEndpoint(ep Endpoint) error {
 		return fmt.Errorf("proxy: %w", err)
 	}
 	e := &endpoint{cfg: ep, route: re}
-	e.maxConns.Store(int64(ep.MaxConnections))
-	allow := slices.Clone(ep.Allow)
-	e.allow.Store(&allow)
+	e.admit.Store(&admission{maxConns: int64(ep.MaxConnections), allow: slices.Clone(ep.Allow)})
 	e.done = newSessionStats(len(p.topo.Snapshot().Nodes))
 	p.epMu.Lock()
 	defer p.epMu.Unlock()
@@ -370,14 +380,8 @@ func (p *Proxy) endpoint(name string) *endpoint {
 	return p.endpoints[name]
 }
 
-// Routing returns endpoint name's routing, whose settings can be changed while it serves
-// (route.Endpoint.Update), or nil.
-func (p *Proxy) Routing(name string) *route.Endpoint {
-	if ep := p.endpoint(name); ep != nil {
-		return ep.route
-	}
-	return nil
-}
+// HasEndpoint reports whether there is an endpoint name.
+func (p *Proxy) HasEndpoint(name string) bool { return p.endpoint(name) != nil }
 
 // LearnPrimary reads the primary's handshake so clients see its version string and capabilities
 // from their first connection on.
@@ -528,7 +532,7 @@ func (p *Proxy) Serve(name string, ln net.Listener) error {
 			defer p.untrack(s)
 			defer ep.active.Add(-1)
 			defer p.loggedIn(s)
-			limit := ep.maxConns.Load()
+			limit := ep.admit.Load().maxConns
 			s.run(limit > 0 && n > limit)
 		}()
 	}
