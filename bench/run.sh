@@ -10,6 +10,8 @@
 #   E sluice-pa sluice-p again, with bench/adminload calling its admin API beside the load
 #               (ADMIN_RATE rounds a second of GET /v1/proxy, a PATCH written back, a /metrics scrape)
 #   D sluice-r  sluice endpoint rw with the sandbox's read weights (reads on the replicas), threads: 1
+#   F sluice-b  only with SLUICE_BASE_BIN: sluice-p's configuration run by another sluice binary (the
+#               one before a change), interleaved with the rest: a before/after pair on one machine
 #
 # Then the cost of the consistency levels: a third sluice (sluice-c, threads: 1) with three more
 # read-write endpoints, cons-eventual, cons-session and cons-global (reads on the replicas), each
@@ -38,6 +40,9 @@
 #                                  part: only the first mode, RYW_N=200
 #   OUT=path                       results JSON (default: the work directory, see README)
 #   SLUICE_BIN=path                use this sluice binary instead of building one
+#   SLUICE_BASE_BIN=path           also run system sluice-b with this binary (e.g. one built from the
+#                                  commit before a change: git worktree add /tmp/base HEAD~1 &&
+#                                  go build -o /tmp/sluice-base ./cmd/sluice in it)
 #   KEEP=1                         keep the work directory and the sandbox
 #   PROFILE_DIR=dir                write CPU profiles of the sluices there (sluice-p.cpu,
 #                                  sluice-r.cpu, sluice-c.cpu; read with 'go tool pprof BINARY FILE')
@@ -78,7 +83,13 @@ if [[ ${SMOKE:-0} == 1 ]]; then
 	cons_modes=("${modes[0]}")
 	ryw_n=${RYW_N:-200}
 fi
-readonly db=sbtest systems=(direct haproxy sluice-p sluice-pa sluice-r) levels=(eventual session global)
+systems=(direct haproxy sluice-p sluice-pa sluice-r)
+base_bin=${SLUICE_BASE_BIN:-}
+if [[ -n $base_bin ]]; then
+	[[ -x $base_bin ]] || fl_die "SLUICE_BASE_BIN=$base_bin is not an executable file"
+	systems+=(sluice-b)
+fi
+readonly db=sbtest systems levels=(eventual session global)
 
 ((${#modes[@]} > 0)) || fl_die "MODES is empty"
 for m in "${modes[@]}"; do
@@ -149,6 +160,8 @@ haproxy_pid=
 pid_p=
 admin_p=
 pid_c=
+pid_r=
+pid_b=
 idle_pid=
 idle_fd=
 fl_begin sluice-bench
@@ -169,12 +182,18 @@ bench_cleanup() {
 		fl_stop_pid "$pid_p"
 	fi
 	pid_p=
+	# With sluice-b, FL_SLUICE_PID is sluice-b's: system D's is stopped here.
+	if [[ -n $pid_r && $pid_r != "$FL_SLUICE_PID" ]]; then
+		fl_stop_pid "$pid_r"
+	fi
+	pid_r=
 	fl_stop_pid "$pid_c"
 	pid_c=
 	if [[ $status == failed ]]; then
 		fl_tail "$work/haproxy.log"
 		fl_tail "$work/sluice-p.log"
 		fl_tail "$work/sluice-r.log"
+		fl_tail "$work/sluice-b.log"
 		fl_tail "$work/idleconns.log"
 		fl_tail "$work/sluice-c.log"
 	fi
@@ -393,8 +412,31 @@ if ((want_systems)); then
 	fl_log "direct $FL_PRIMARY, haproxy $haproxy_addr (pid $haproxy_pid), sluice-p $addr_p (pid $pid_p), sluice-r $addr_r (pid $pid_r), sluice threads: $sluice_threads"
 fi
 
-declare -A addr_of=([direct]=$FL_PRIMARY [haproxy]=$haproxy_addr [sluice-p]=$addr_p [sluice-pa]=$addr_p [sluice-r]=$addr_r)
-declare -A pid_of=([direct]="" [haproxy]=$haproxy_pid [sluice-p]=$pid_p [sluice-pa]=$pid_p [sluice-r]=$pid_r)
+addr_b=""
+if ((want_systems)) && [[ -n $base_bin ]]; then
+	# F: sluice-p's configuration (reads on the primary, no admin API) on fresh ports, run by
+	# the baseline binary.
+	addr_b=127.0.0.1:$(free_port)
+	cp "$FL_SANDBOX_DIR/sluice.yaml" "$work/sluice-b.yaml"
+	pin_reads "$work/sluice-b.yaml" "$primary_name" || fl_die "cannot rewrite read_weights in sluice-b.yaml"
+	set_listen "$work/sluice-b.yaml" rw "$addr_b" || fl_die "cannot rewrite the rw listen address"
+	set_listen "$work/sluice-b.yaml" ro "127.0.0.1:$(free_port)" || fl_die "cannot rewrite the ro listen address"
+	set_threads "$work/sluice-b.yaml" "$sluice_threads"
+	FL_RW=$addr_b
+	FL_SLUICE_ARGS=()
+	if [[ -n ${PROFILE_DIR:-} ]]; then
+		FL_SLUICE_ARGS=(--cpuprofile "$PROFILE_DIR/sluice-b.cpu")
+	fi
+	own_sluice=$FL_SLUICE
+	FL_SLUICE=$base_bin
+	FIDELITY_READS=replicas fl_sluice_start "$work/sluice-b.yaml" "$work/sluice-b.log"
+	FL_SLUICE=$own_sluice
+	pid_b=$FL_SLUICE_PID
+	fl_log "sluice-b $addr_b (pid $pid_b): $base_bin"
+fi
+
+declare -A addr_of=([direct]=$FL_PRIMARY [haproxy]=$haproxy_addr [sluice-p]=$addr_p [sluice-pa]=$addr_p [sluice-r]=$addr_r [sluice-b]=$addr_b)
+declare -A pid_of=([direct]="" [haproxy]=$haproxy_pid [sluice-p]=$pid_p [sluice-pa]=$pid_p [sluice-r]=$pid_r [sluice-b]=$pid_b)
 
 # Peak RSS per run needs clear_refs (own processes, or root); without it VmHWM is the peak
 # since the proxy started.
@@ -837,8 +879,8 @@ json_medians() {
 	)" "$(jtimes "${workloads[@]}")"
 	printf ',\n  "reps": %d,\n  "tables": %d,\n  "table_size": %d,\n  "sluice_threads": %d,\n  "rss_peak_since": "%s",\n' \
 		"$reps" "$tables" "$table_size" "$sluice_threads" "$rss_peak"
-	printf '  "systems": {"direct": "%s", "haproxy": "%s", "sluice-p": "%s", "sluice-pa": "%s", "sluice-r": "%s"},\n  "admin_rate": %s,\n' \
-		"$FL_PRIMARY" "$haproxy_addr" "$addr_p" "$addr_p" "$addr_r" "$admin_rate"
+	printf '  "systems": {"direct": "%s", "haproxy": "%s", "sluice-p": "%s", "sluice-pa": "%s", "sluice-r": "%s", "sluice-b": "%s"},\n  "base_bin": "%s",\n  "admin_rate": %s,\n' \
+		"$FL_PRIMARY" "$haproxy_addr" "$addr_p" "$addr_p" "$addr_r" "$addr_b" "$base_bin" "$admin_rate"
 	printf '  "nodes": {"%s": "%s", "%s": "%s", "%s": "%s"},\n' \
 		"${node_labels[0]}" "${nodes[0]}" "${node_labels[1]}" "${nodes[1]}" "${node_labels[2]}" "${nodes[2]}"
 	printf '  "runs": [\n'

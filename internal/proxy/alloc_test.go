@@ -208,7 +208,7 @@ func TestSessionStateCheckDoesNotAllocate(t *testing.T) {
 
 	for _, tc := range stateOKs {
 		for _, caps := range []uint32{frontCaps, frontCaps &^ mysql.ClientSessionTrack} {
-			s.caps = caps
+			s.login.caps = caps
 			ex := stateExchange(t, tc.p, caps)
 			if caps&mysql.ClientSessionTrack == 0 && bytes.Equal(ex.response, ex.nodeResponse) {
 				t.Fatalf("%s: the OK is not re-encoded for a client without SESSION_TRACK", tc.name)
@@ -223,7 +223,7 @@ func TestSessionStateCheckDoesNotAllocate(t *testing.T) {
 			}
 		}
 	}
-	s.caps = frontCaps
+	s.login.caps = frontCaps
 
 	// After a schema change, the next statement's sync brings the connection in line once; the
 	// check allocates nothing again afterwards.

@@ -7,6 +7,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/sluicedb/sluice/internal/backend"
 	"github.com/sluicedb/sluice/internal/mysql"
@@ -26,37 +27,56 @@ func targetPlugin(u *User, clientPlugin string) string {
 	return mysql.AuthNativePassword
 }
 
+// authEnv is what a login is checked against and spoken over: the proxy (its users list,
+// accounts from the primary, caching_sha2_password cache, RSA key, auth block), the client's
+// connection, and the session's logger.
+type authEnv struct {
+	p   *Proxy
+	c   *mysql.Conn
+	log *slog.Logger
+}
+
+// sendErr sends the client error e, as the answer to its last packet (c's sequence continues).
+func sendErr(c *mysql.Conn, e *mysql.SQLError) error {
+	return c.WritePacketFlush(mysql.AppendERR(nil, e))
+}
+
 // authenticate verifies the client's credentials against the configuration, switching the
 // client to another plugin first when needed (always when force is set, as for
 // COM_CHANGE_USER), and applies the user's login rules (require_tls): every login, the first one
 // and each change of user, goes through it. On failure the client has been sent error 1045 and
-// no node was touched. On success it returns what sluice logs in to the nodes with.
-func (s *session) authenticate(name, clientPlugin string, resp []byte, force bool) (*User, backend.Credentials, error) {
-	u, creds, err := s.checkCredentials(name, clientPlugin, resp, force)
-	// Each 1045 is counted for the client's address (authFailed) before the client sees it: its
+// no node was touched, and l keeps its user. On success l holds the user and what sluice logs
+// in to the nodes with.
+func (l *login) authenticate(env authEnv, name, clientPlugin string, resp []byte, force bool) error {
+	u, creds, err := l.checkCredentials(env, name, clientPlugin, resp, force)
+	// Each 1045 is counted for the client's address (failed) before the client sees it: its
 	// next connection must find the count.
 	if err == nil && u.hostDenied {
-		s.authFailed()
+		l.failed(env)
 		// As the server answers: the same 1045 as for a wrong password (1130 after the right
 		// one would tell a client on any host when it guessed the password of an account
 		// meant for others). The reason goes to sluice's log.
-		_ = s.writeErr(mysql.AccessDenied(name, s.host, s.usedPassword))
+		_ = sendErr(env.c, mysql.AccessDenied(name, l.host, l.usedPassword))
 		// (Debug: a line written only after the right password would cost time a wrong one
 		// does not.)
-		s.log.Debug("login refused: no account of the user lets the client's host in", "user", name, "host", s.host)
-		return nil, backend.Credentials{}, fmt.Errorf("%w: no account of user %q lets in host %s", errAuth, u.Name, s.host)
+		env.log.Debug("login refused: no account of the user lets the client's host in", "user", name, "host", l.host)
+		return fmt.Errorf("%w: no account of user %q lets in host %s", errAuth, u.Name, l.host)
 	}
 	if err == nil && u.Locked {
 		// After the password, as the server checks it.
-		_ = s.writeErr(mysql.NewError(mysql.ErrAccountLocked, "HY000", "Access denied, this account is locked"))
-		return nil, backend.Credentials{}, fmt.Errorf("%w: user %s is locked", errAuth, u.Name)
+		_ = sendErr(env.c, mysql.NewError(mysql.ErrAccountLocked, "HY000", "Access denied, this account is locked"))
+		return fmt.Errorf("%w: user %s is locked", errAuth, u.Name)
 	}
-	if err == nil && u.RequireTLS && !s.tls {
-		s.authFailed()
-		_ = s.writeErr(mysql.AccessDenied(u.Name, s.host, true))
-		return nil, backend.Credentials{}, fmt.Errorf("%w: user %s requires TLS", errAuth, u.Name)
+	if err == nil && u.RequireTLS && !l.tls {
+		l.failed(env)
+		_ = sendErr(env.c, mysql.AccessDenied(u.Name, l.host, true))
+		return fmt.Errorf("%w: user %s requires TLS", errAuth, u.Name)
 	}
-	return u, creds, err
+	if err != nil {
+		return err
+	}
+	l.user, l.creds = u, creds
+	return nil
 }
 
 // checkCredentials is authenticate without the login rules.
@@ -66,28 +86,29 @@ func (s *session) authenticate(name, clientPlugin string, resp []byte, force boo
 // (decoyPlugin), its refusal takes the same exchange and no wait of its own (accounts are
 // reloaded in the background, not while it waits), and an account sluice cannot verify (its
 // plugin) is refused exactly as a wrong password is; the reason goes to sluice's log.
-func (s *session) checkCredentials(name, clientPlugin string, resp []byte, force bool) (*User, backend.Credentials, error) {
-	u := s.p.users[name]
+func (l *login) checkCredentials(env authEnv, name, clientPlugin string, resp []byte, force bool) (*User, backend.Credentials, error) {
+	p, c := env.p, env.c
+	u := p.users[name]
 	// hostDenied: accounts come from the primary and none of the user's lets this client's
 	// host in. The answer is 1045 whatever the password, as from the server (the password is
 	// still checked, against one of the user's accounts or the users list's, so that the
 	// refusal costs what any other does).
 	hostDenied := false
-	t := s.p.accounts.Load()
-	if s.p.opts.RefreshAccounts != nil {
+	t := p.accounts.Load()
+	if p.opts.RefreshAccounts != nil {
 		if t == nil {
 			// Not loaded yet: every login, whoever logs in, waits for the first load.
-			s.p.opts.RefreshAccounts()
-			t = s.p.accounts.Load()
+			p.opts.RefreshAccounts()
+			t = p.accounts.Load()
 		} else if u == nil && len(t.byUser[name]) == 0 {
 			// Perhaps created on the primary a moment ago: reload in the background (rate
 			// limited by the caller); this login fails now, as any unknown user's does, and
 			// the account logs in once the reload has it.
-			s.p.refreshSoon()
+			p.refreshSoon()
 		}
 	}
 	if t != nil {
-		acct, known := t.match(name, s.ip)
+		acct, known := t.match(name, l.ip)
 		switch {
 		case acct != nil && acct.User == "":
 			// An anonymous account with a more specific host takes the login, as on the
@@ -111,40 +132,39 @@ func (s *session) checkCredentials(name, clientPlugin string, resp []byte, force
 	if u != nil {
 		plugin = targetPlugin(u, clientPlugin)
 	} else {
-		plugin = s.p.decoyPlugin(name, clientPlugin)
+		plugin = p.decoyPlugin(name, clientPlugin)
 	}
 	if force || plugin != clientPlugin {
 		if !force {
-			s.nonce = newNonce()
+			l.nonce = newNonce()
 		}
 		// COM_CHANGE_USER keeps the connection's nonce: MariaDB Connector/C answers the switch
 		// with a scramble of the first one whatever the request carries.
-		s.scratch = mysql.AppendAuthSwitchRequest(s.scratch[:0], plugin, s.nonce)
-		if err := s.client.WritePacketFlush(s.scratch); err != nil {
+		if err := c.WritePacketFlush(mysql.AppendAuthSwitchRequest(nil, plugin, l.nonce)); err != nil {
 			return nil, backend.Credentials{}, err
 		}
-		p, err := s.client.ReadPacket()
+		pkt, err := c.ReadPacket()
 		if err != nil {
 			return nil, backend.Credentials{}, err
 		}
-		resp = append([]byte(nil), p...)
+		resp = append([]byte(nil), pkt...)
 	}
-	s.usedPassword = len(resp) > 0
+	l.usedPassword = len(resp) > 0
 	deny := func() (*User, backend.Credentials, error) {
-		s.authFailed()
-		_ = s.writeErr(mysql.AccessDenied(name, s.host, len(resp) > 0))
+		l.failed(env)
+		_ = sendErr(c, mysql.AccessDenied(name, l.host, len(resp) > 0))
 		return nil, backend.Credentials{}, fmt.Errorf("%w for user %q", errAuth, name)
 	}
 	if u == nil {
 		if plugin == mysql.AuthNativePassword {
 			// The check a known user's answer gets, against a hash no answer matches: the
 			// refusal costs the same.
-			mysql.VerifyNative(s.p.decoy.hash, s.nonce, resp)
+			mysql.VerifyNative(p.decoy.hash, l.nonce, resp)
 		}
 		if plugin == mysql.AuthCachingSHA2 && len(resp) > 0 {
 			// As for a known user whose password sluice has not cached: full authentication
 			// first, so the answer does not tell whether the user exists.
-			if _, err := s.fullAuth(); err != nil && !errors.Is(err, errAuth) {
+			if _, err := l.fullAuth(env); err != nil && !errors.Is(err, errAuth) {
 				return nil, backend.Credentials{}, err
 			}
 		}
@@ -153,8 +173,8 @@ func (s *session) checkCredentials(name, clientPlugin string, resp []byte, force
 	if u.Unsupported != "" {
 		// Its password cannot be proven: refused as a wrong password is (the client learns
 		// nothing of the account); the operator reads why in the log.
-		mysql.VerifyNative(s.p.decoy.hash, s.nonce, resp) // the cost of a check, as for any account
-		s.log.Info("login refused: the account cannot log in through sluice", "user", name, "reason", u.Unsupported)
+		mysql.VerifyNative(p.decoy.hash, l.nonce, resp) // the cost of a check, as for any account
+		env.log.Info("login refused: the account cannot log in through sluice", "user", name, "reason", u.Unsupported)
 		_, _, err := deny()
 		return nil, backend.Credentials{}, fmt.Errorf("%w: %s", err, u.Unsupported)
 	}
@@ -165,7 +185,7 @@ func (s *session) checkCredentials(name, clientPlugin string, resp []byte, force
 	switch plugin {
 	case mysql.AuthNativePassword:
 		if u.HasHash {
-			stage1, ok := mysql.VerifyNative(u.Hash, s.nonce, resp)
+			stage1, ok := mysql.VerifyNative(u.Hash, l.nonce, resp)
 			if !ok {
 				return deny()
 			}
@@ -178,7 +198,7 @@ func (s *session) checkCredentials(name, clientPlugin string, resp []byte, force
 			}
 			return u, creds, nil
 		}
-		if _, ok := mysql.VerifyNative(mysql.NativeHash(u.Password), s.nonce, resp); !ok {
+		if _, ok := mysql.VerifyNative(mysql.NativeHash(u.Password), l.nonce, resp); !ok {
 			return deny()
 		}
 		return u, creds, nil
@@ -197,15 +217,14 @@ func (s *session) checkCredentials(name, clientPlugin string, resp []byte, force
 		}
 		// No fast path for a host the user's accounts do not let in: its answer (fast OK, or
 		// full authentication) would tell whether the password is right.
-		if !u.hostDenied && s.p.sha2Cached(u.Name, u.Password) && mysql.VerifyCachingSHA2(u.Password, s.nonce, resp) {
+		if !u.hostDenied && p.sha2Cached(u.Name, u.Password) && mysql.VerifyCachingSHA2(u.Password, l.nonce, resp) {
 			// Fast path: the server (here sluice) has seen this password since it started.
-			s.scratch = mysql.AppendAuthMoreData(s.scratch[:0], mysql.CachingSHA2FastOK)
-			if err := s.client.WritePacket(s.scratch); err != nil {
+			if err := c.WritePacket(mysql.AppendAuthMoreData(nil, mysql.CachingSHA2FastOK)); err != nil {
 				return nil, creds, err
 			}
 			return u, creds, nil
 		}
-		password, err := s.fullAuth()
+		password, err := l.fullAuth(env)
 		if err != nil {
 			if errors.Is(err, errAuth) {
 				return deny()
@@ -216,7 +235,7 @@ func (s *session) checkCredentials(name, clientPlugin string, resp []byte, force
 			return deny()
 		}
 		if !u.hostDenied {
-			s.p.sha2Remember(u.Name, u.Password)
+			p.sha2Remember(u.Name, u.Password)
 		}
 		return u, creds, nil
 	}
@@ -226,32 +245,31 @@ func (s *session) checkCredentials(name, clientPlugin string, resp []byte, force
 // fullAuth runs caching_sha2_password's full authentication: the client sends its password, as
 // it is over TLS, else encrypted with sluice's RSA public key (which it may ask for first), since
 // a cleartext password must not cross an unencrypted connection.
-func (s *session) fullAuth() (string, error) {
-	s.scratch = mysql.AppendAuthMoreData(s.scratch[:0], mysql.CachingSHA2FullAuth)
-	if err := s.client.WritePacketFlush(s.scratch); err != nil {
+func (l *login) fullAuth(env authEnv) (string, error) {
+	c := env.c
+	if err := c.WritePacketFlush(mysql.AppendAuthMoreData(nil, mysql.CachingSHA2FullAuth)); err != nil {
 		return "", err
 	}
-	p, err := s.client.ReadPacket()
+	p, err := c.ReadPacket()
 	if err != nil {
 		return "", err
 	}
-	if s.tls {
+	if l.tls {
 		// Over TLS the client sends the password itself, NUL-terminated.
 		if n := len(p); n > 0 && p[n-1] == 0 {
 			p = p[:n-1]
 		}
 		return string(p), nil
 	}
-	key, pem, err := s.p.rsa()
+	key, pem, err := env.p.rsa()
 	if err != nil {
 		return "", err
 	}
 	if len(p) == 1 && p[0] == mysql.CachingSHA2RequestKey {
-		s.scratch = mysql.AppendAuthMoreData(s.scratch[:0], pem...)
-		if err := s.client.WritePacketFlush(s.scratch); err != nil {
+		if err := c.WritePacketFlush(mysql.AppendAuthMoreData(nil, pem...)); err != nil {
 			return "", err
 		}
-		if p, err = s.client.ReadPacket(); err != nil {
+		if p, err = c.ReadPacket(); err != nil {
 			return "", err
 		}
 	}
@@ -259,7 +277,7 @@ func (s *session) fullAuth() (string, error) {
 		// Not an RSA block: a cleartext password over an insecure connection is refused.
 		return "", errAuth
 	}
-	password, err := mysql.DecryptPassword(key, p, s.nonce)
+	password, err := mysql.DecryptPassword(key, p, l.nonce)
 	if err != nil {
 		return "", errAuth
 	}

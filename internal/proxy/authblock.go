@@ -146,19 +146,19 @@ func hostBlocked(host string) *mysql.SQLError {
 	return mysql.NewError(mysql.ErrHostIsBlocked, "HY000", "Host '%s' is temporarily blocked due to too many authentication failures", host)
 }
 
-// authFailed counts a refused login of the session's client and logs the block it causes.
-func (s *session) authFailed() {
-	if s.p.authBlock.fail(s.ip) {
-		s.log.Warn("client address blocked: too many authentication failures", "address", authKey(s.ip).String(), "failures", s.p.authBlock.max, "for", s.p.authBlock.block)
+// failed counts a refused login of the client and logs the block it causes.
+func (l *login) failed(env authEnv) {
+	if b := env.p.authBlock; b.fail(l.ip) {
+		env.log.Warn("client address blocked: too many authentication failures", "address", authKey(l.ip).String(), "failures", b.max, "for", b.block)
 	}
 }
 
-// blockedHost is the session's client address as its 1129 names it.
-func (s *session) blockedHost() string {
-	if s.ip.IsValid() {
-		return authKey(s.ip).String()
+// blockedHost is the client's address as its 1129 names it.
+func (l *login) blockedHost() string {
+	if l.ip.IsValid() {
+		return authKey(l.ip).String()
 	}
-	return s.host
+	return l.host
 }
 
 // AuthBlocked is the number of client addresses blocked so far for too many authentication

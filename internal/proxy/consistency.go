@@ -120,7 +120,7 @@ func (s *session) decideAt(r *request, set *route.Settings, snap *topology.Snaps
 			deadline = time.Now().Add(set.ConsistencyTimeout)
 		}
 		wait := time.Until(deadline)
-		if wait <= 0 || s.killed() {
+		if wait <= 0 || s.life.killed() {
 			if timer != nil {
 				timer.Stop()
 			}
@@ -135,7 +135,7 @@ func (s *session) decideAt(r *request, set *route.Settings, snap *topology.Snaps
 		select {
 		case <-moved:
 		case <-timer.C:
-		case <-s.killedCh:
+		case <-s.life.done():
 		}
 	}
 }
@@ -285,7 +285,7 @@ func (s *session) awaitAnswer(bc *backend.Conn) error {
 // levels need no GTID per commit, and a client that tracks session state itself then sees the
 // server's own list.
 func (s *session) trackGTIDs(bc *backend.Conn) {
-	if s.settings().Consistency != route.SessionConsistency {
+	if s.settings.current().Consistency != route.SessionConsistency {
 		s.gtidTracked = false // this connection reports nothing; the level may come back later
 		return
 	}

@@ -59,8 +59,8 @@ func TestReplicaReadWaitsForTheSessionsCommit(t *testing.T) {
 			if want := map[bool]string{true: "replica", false: "primary"}[tc.onReplica]; got != want {
 				t.Fatalf("the read was answered by the %s, want the %s", got, want)
 			}
-			if !tc.onReplica && r.s.last.reason != route.ReasonConsistency {
-				t.Fatalf("reason %s, want %s", r.s.last.reason, route.ReasonConsistency)
+			if !tc.onReplica && r.s.view.lastRoute().reason != route.ReasonConsistency {
+				t.Fatalf("reason %s, want %s", r.s.view.lastRoute().reason, route.ReasonConsistency)
 			}
 		})
 	}

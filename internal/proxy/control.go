@@ -71,17 +71,105 @@ func (st *sessionStats) grown(nodes int) *sessionStats {
 	return g
 }
 
-// countStatement records a statement of the session in its stats, making room for a node
-// added to the topology since the session began. The session's goroutine is the stats' only
-// writer: a fold reading the old ones meanwhile misses no count it could have seen.
-func (s *session) countStatement(node int, reason route.Reason, took time.Duration) {
-	st := s.stats.Load()
+// sessionView is what a session publishes of itself: its statement counts (EndpointStats),
+// what the control plane lists (SessionList) and what a drain asks of an idle session
+// (ReleaseIdle), and its last route (SHOW LAST ROUTE). The session's goroutine is its only
+// writer. Every method but routed and lastRoute may be called from any goroutine: they read
+// atomics, each value on its own (a reader may see inTx of one command with pins of the next).
+// routed and lastRoute belong to the session's goroutine.
+type sessionView struct {
+	stats    atomic.Pointer[sessionStats]
+	info     atomic.Pointer[sessionInfo] // nil until logged in
+	cmdStart atomic.Int64                // when the current command began (unix ns); 0: idle
+	// idleSince is when the last command ended (unix ns): past idleProbe, the idle watch
+	// reads the session's node connections (ReleaseIdle relies on it).
+	idleSince atomic.Int64
+	inTx      atomic.Bool
+	pins      atomic.Uint32
+	last      routeInfo // the previous statement's route (SHOW LAST ROUTE)
+}
+
+// init readies the view of a session begun when the topology had nodes nodes (before the
+// session is published).
+func (v *sessionView) init(nodes int) { v.stats.Store(newSessionStats(nodes)) }
+
+// loggedIn publishes the session, logged in as user at now.
+func (v *sessionView) loggedIn(user string, now time.Time) {
+	v.info.Store(&sessionInfo{user: user, started: now})
+	v.idleSince.Store(now.UnixNano())
+}
+
+// changedUser publishes the session's new user (COM_CHANGE_USER); it keeps its start.
+func (v *sessionView) changedUser(user string) {
+	v.info.Store(&sessionInfo{user: user, started: v.info.Load().started})
+}
+
+// commandStarted and commandEnded bracket a command: the session is busy in between, and
+// after it holds a transaction (inTx) and pins as the command left them.
+func (v *sessionView) commandStarted(now time.Time) { v.cmdStart.Store(now.UnixNano()) }
+
+func (v *sessionView) commandEnded(now time.Time, inTx bool, pins route.Pin) {
+	v.cmdStart.Store(0)
+	v.idleSince.Store(now.UnixNano())
+	v.inTx.Store(inTx)
+	v.pins.Store(uint32(pins))
+}
+
+// commandTook is how long the current command has run at now (0 outside a command).
+func (v *sessionView) commandTook(now time.Time) time.Duration {
+	if t := v.cmdStart.Load(); t != 0 {
+		return time.Duration(now.UnixNano() - t)
+	}
+	return 0
+}
+
+// count records a statement sent to node for reason, which took took, making room for a node
+// added to the topology since the session began (topo is asked how many it has now, only
+// then). The session's goroutine is the stats' only writer: a fold reading the old ones
+// meanwhile misses no count it could have seen. It does not allocate but to grow.
+func (v *sessionView) count(node int, reason route.Reason, took time.Duration, topo snapshots) {
+	st := v.stats.Load()
 	if node >= st.nodes {
-		st = st.grown(max(node+1, len(s.p.topo.Snapshot().Nodes)))
-		s.stats.Store(st)
+		st = st.grown(max(node+1, len(topo.Snapshot().Nodes)))
+		v.stats.Store(st)
 	}
 	st.count(node, reason, took)
 }
+
+// counts returns the session's statement counts (add them up, never change them).
+func (v *sessionView) counts() *sessionStats { return v.stats.Load() }
+
+// held reports whether the idle session holds its node connections for a reason of its
+// own (a transaction, pins), and since when it is idle (zero: busy, or not yet logged in).
+func (v *sessionView) held() (inTx, pinned bool, idleSince time.Time) {
+	if t := v.idleSince.Load(); t != 0 {
+		idleSince = time.Unix(0, t)
+	}
+	return v.inTx.Load(), v.pins.Load() != 0, idleSince
+}
+
+// describe fills in what the view knows of a session for SessionList; false while the session
+// still logs in.
+func (v *sessionView) describe(si *SessionInfo) bool {
+	info := v.info.Load()
+	if info == nil {
+		return false
+	}
+	si.User, si.Started = info.user, info.started
+	si.InTx, si.Pins = v.inTx.Load(), pinNames(route.Pin(v.pins.Load()))
+	if t := v.cmdStart.Load(); t != 0 {
+		si.Statement = time.Unix(0, t)
+	}
+	return true
+}
+
+// routed records the route of the statement that just ran (node -1: sluice answered it).
+func (v *sessionView) routed(node int, reason route.Reason) {
+	v.last = routeInfo{valid: true, node: node, reason: reason}
+}
+
+// lastRoute is the previous statement's route.
+func (v *sessionView) lastRoute() routeInfo { return v.last }
 
 // sessionInfo is what a session publishes once logged in.
 type sessionInfo struct {
@@ -113,14 +201,9 @@ func (p *Proxy) SessionList() []SessionInfo {
 	p.mu.Unlock()
 	var out []SessionInfo
 	for _, s := range ss {
-		info := s.info.Load()
-		if info == nil {
+		si := SessionInfo{ID: s.id, Client: s.raw.RemoteAddr().String(), Endpoint: s.ep.cfg.Name}
+		if !s.view.describe(&si) {
 			continue // still logging in
-		}
-		si := SessionInfo{ID: s.id, User: info.user, Client: s.raw.RemoteAddr().String(), Endpoint: s.ep.cfg.Name,
-			InTx: s.inTx.Load(), Pins: pinNames(route.Pin(s.pins.Load())), Started: info.started}
-		if t := s.cmdStart.Load(); t != 0 {
-			si.Statement = time.Unix(0, t)
 		}
 		if ts := s.killTarget.Load(); ts != nil {
 			for _, t := range *ts {
@@ -185,7 +268,7 @@ func (p *Proxy) EndpointStats(name string) EndpointStats {
 	live := make([]*sessionStats, 0, len(p.sessions))
 	for s := range p.sessions {
 		if s.ep == ep {
-			live = append(live, s.stats.Load())
+			live = append(live, s.view.counts())
 		}
 	}
 	// done is replaced, not changed, when it grows; it is added to under mu: copied here.

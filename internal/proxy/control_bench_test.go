@@ -15,7 +15,7 @@ func BenchmarkEndpointStats1000Sessions(b *testing.B) {
 	p, ep := r.s.p, r.s.ep
 	for i := range 1000 {
 		s := p.newSession(ep, &memConn{})
-		s.countStatement(i%2, route.ReasonRead, time.Millisecond)
+		s.view.count(i%2, route.ReasonRead, time.Millisecond, p.topo)
 		p.sessions[s] = struct{}{}
 	}
 	b.ReportAllocs()

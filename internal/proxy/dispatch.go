@@ -95,7 +95,7 @@ func (s *session) query(n int) error {
 // and judges every statement by all of its text: it refuses the statement, unsent (a head
 // that reads as one SELECT may hide anything behind an open comment or string).
 func (s *session) hugeQuery(n int, p []byte) error {
-	set := s.settings()
+	set := s.settings.current()
 	if set.Mode == route.ReadOnly {
 		return s.refuseCommand(n, mysql.NewError(mysql.ErrOptionPreventsStm, "HY000",
 			"sluice: the read-only endpoint '%s' judges a statement by all of its text and holds at most %d bytes of it; this one is larger and was not run",
@@ -131,7 +131,7 @@ func (s *session) releaseCmd() {
 
 // dispatch routes r, runs it, and learns from the outcome.
 func (s *session) dispatch(r *request) error {
-	return s.dispatchWith(r, s.settings())
+	return s.dispatchWith(r, s.settings.current())
 }
 
 // dispatchWith is dispatch under the endpoint's settings set: one version of them for the whole
@@ -225,7 +225,7 @@ route:
 func (s *session) skip(r *request) error {
 	if r.unread {
 		r.unread = false
-		if err := s.discardCommand(r.n); err != nil {
+		if err := discardCommand(s.client, r.n); err != nil {
 			return err
 		}
 	}
@@ -321,7 +321,7 @@ func (s *session) sendPacket(bc *backend.Conn, p []byte, kind respKind) error {
 func (s *session) retry(r *request, d route.Decision, err error, tries *int, set *route.Settings) (route.Decision, bool) {
 	snap := s.p.topo.Snapshot()
 	primary := route.Decision{Node: snap.Primary, Reason: route.ReasonFallback}
-	if !r.resendable() || s.responseStarted() || s.killed() || d.Node == snap.Primary {
+	if !r.resendable() || s.responseStarted() || s.life.killed() || d.Node == snap.Primary {
 		return d, false
 	}
 	switch {
@@ -411,7 +411,7 @@ func (s *session) fail(i int, err error, r *request) error {
 	}
 	s.node = s.nodeOf(i)
 	s.drop(i)
-	if s.killed() {
+	if s.life.killed() {
 		return err // sluice closed it (shutdown, KILL): the node is fine
 	}
 	if answered {
@@ -545,7 +545,7 @@ func (s *session) endReplicaTx() {
 // localTransaction answers a BEGIN that transaction splitting defers, or the COMMIT/ROLLBACK of
 // a transaction that never reached a node.
 func (s *session) localTransaction(r *request, d route.Decision) error {
-	s.last = routeInfo{valid: true, node: -1, reason: d.Reason}
+	s.view.routed(-1, d.Reason)
 	status := s.status &^ (mysql.StatusInTrans | mysql.StatusMoreResultsExists)
 	if r.class.Kind == classify.Begin {
 		s.begin = append(s.begin[:0], r.stmt...)

@@ -79,15 +79,16 @@ func (p *Proxy) closeConnsTo(i int, idleOnly bool) int {
 	for s := range p.sessions {
 		movableHome := true
 		if idleOnly {
-			if s.life.Load() != stateIdle || s.inTx.Load() || s.usedCursor.Load() {
+			inTx, pinned, idleSince := s.view.held()
+			if !s.life.idle() || inTx || s.usedCursor.Load() {
 				continue // busy, or holding a transaction or perhaps a cursor on its connections
 			}
-			if since := s.idleSince.Load(); since == 0 || time.Since(time.Unix(0, since)) < idleProbe+200*time.Millisecond {
+			if idleSince.IsZero() || time.Since(idleSince) < idleProbe+200*time.Millisecond {
 				// Not yet watched while idle: the connection's loss would be found only when the
 				// session next uses it. Sessions that stay idle are released at the next call.
 				continue
 			}
-			movableHome = s.mode == route.ReadOnly && s.pins.Load() == 0
+			movableHome = s.settings.mode == route.ReadOnly && !pinned
 		}
 		if ts := s.killTarget.Load(); ts != nil {
 			for _, t := range *ts {

@@ -121,7 +121,7 @@ func benchSession(tb testing.TB, client, node net.Conn) *session {
 	tb.Helper()
 	p := testProxy(tb, Options{})
 	s := p.newSession(p.endpoints["rw"], client)
-	s.caps = frontCaps
+	s.login.caps = frontCaps
 	bc := &backend.Conn{Conn: mysql.NewConn(node, 0, 4<<10), Caps: frontCaps, Handshake: &mysql.Handshake{}}
 	s.conns[0] = &nodeConn{Conn: bc, name: "primary"}
 	s.home, s.cur, s.node, s.bc = 0, 0, p.topo.Snapshot().Nodes[0], bc

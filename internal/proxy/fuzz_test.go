@@ -39,7 +39,7 @@ func FuzzSessionCommand(f *testing.F) {
 		defer nodeSide.Close()
 		p := testProxy(t, Options{})
 		s := p.newSession(p.endpoints["rw"], front)
-		s.caps, s.user = frontCaps, &User{Name: "app"}
+		s.login.caps, s.login.user = frontCaps, &User{Name: "app"}
 		bc := &backend.Conn{Conn: mysql.NewConn(back, 0, 0), Caps: frontCaps, Handshake: &mysql.Handshake{}}
 		s.conns[0] = &nodeConn{Conn: bc, name: "primary"}
 		s.home, s.cur, s.node, s.bc = 0, 0, p.topo.Snapshot().Nodes[0], bc

@@ -20,7 +20,7 @@ func infileSession(t *testing.T, node func(c *mysql.Conn)) (*session, *mysql.Con
 	t.Cleanup(func() { clientSide.Close(); nodeSide.Close(); front.Close(); back.Close() })
 	p := testProxy(t, Options{})
 	s := p.newSession(p.endpoints["rw"], front)
-	s.caps, s.user = frontCaps|mysql.ClientLocalFiles, &User{Name: "app"}
+	s.login.caps, s.login.user = frontCaps|mysql.ClientLocalFiles, &User{Name: "app"}
 	bc := &backend.Conn{Conn: mysql.NewConn(back, 0, 0), Caps: frontCaps | mysql.ClientLocalFiles, Handshake: &mysql.Handshake{}}
 	s.conns[0] = &nodeConn{Conn: bc, name: "primary"}
 	s.home, s.cur, s.node, s.bc = 0, 0, p.topo.Snapshot().Nodes[0], bc

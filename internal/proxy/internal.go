@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/sluicedb/sluice/internal/classify"
 	"github.com/sluicedb/sluice/internal/mysql"
@@ -12,35 +13,47 @@ import (
 
 // proxyCommand answers /*PROXY_INTERNAL*/ statements.
 func (s *session) proxyCommand(cmd classify.ProxyCommand) error {
+	var cols []string
+	var rows [][]cell
 	switch cmd {
 	case classify.ShowNodes:
-		return s.showNodes()
+		cols, rows = nodeRows(s.p.topo.Snapshot(), s.settings.current().MaxLag, s.p.opts.Positions)
 	case classify.ShowConsistency:
-		set := s.settings()
+		set := s.settings.current()
 		n := func(v int64) cell { return text(strconv.FormatInt(v, 10)) }
-		return s.writeResult([]string{"endpoint", "consistency", "consistency_timeout_ms", "waits", "timeouts", "primary_position_reads"},
-			[][]cell{{text(s.ep.cfg.Name), text(set.Consistency.String()), n(set.ConsistencyTimeout.Milliseconds()),
-				n(s.p.consistencyWaits.Load()), n(s.p.consistencyTimeouts.Load()), n(int64(s.p.primaryPos.readings()))}})
+		cols = []string{"endpoint", "consistency", "consistency_timeout_ms", "waits", "timeouts", "primary_position_reads"}
+		rows = [][]cell{{text(s.ep.cfg.Name), text(set.Consistency.String()), n(set.ConsistencyTimeout.Milliseconds()),
+			n(s.p.consistencyWaits.Load()), n(s.p.consistencyTimeouts.Load()), n(int64(s.p.primaryPos.readings()))}}
+	default:
+		cols, rows = lastRouteRow(s.view.lastRoute(), s.p.topo.Snapshot())
 	}
-	r := s.last
+	var err error
+	s.scratch, err = writeResult(s.client, s.scratch[:0], resultFormat{caps: s.login.caps, mcaps: s.login.mcaps, status: s.status}, cols, rows)
+	return err
+}
+
+// lastRouteRow is SHOW LAST ROUTE's answer: the node the previous statement ran on, its role
+// now, and why it went there (all empty before the session's first statement).
+func lastRouteRow(r routeInfo, snap *topology.Snapshot) ([]string, [][]cell) {
 	node, role, reason := "", "", ""
 	if r.valid {
 		reason = r.reason.String()
 		if r.node >= 0 {
-			node, role = s.nodeOf(r.node).Name, topology.Replica.String()
-			if s.p.topo.Snapshot().IsPrimary(r.node) {
+			node, role = snap.Nodes[r.node].Name, topology.Replica.String()
+			if snap.IsPrimary(r.node) {
 				role = topology.Primary.String()
 			}
 		} else {
 			node, role = "sluice", "proxy"
 		}
 	}
-	return s.writeResult([]string{"node", "role", "reason"}, [][]cell{{text(node), text(role), text(reason)}})
+	return []string{"node", "role", "reason"}, [][]cell{{text(node), text(role), text(reason)}}
 }
 
-// showNodes answers SHOW NODES: one row per node, as the topology's snapshot has it.
-func (s *session) showNodes() error {
-	snap, set := s.p.topo.Snapshot(), s.settings()
+// nodeRows is SHOW NODES's answer: one row per node, as the topology's snapshot has it (the
+// state under the lag threshold maxLag; where each node's position is learnt, from positions
+// when there is a monitor).
+func nodeRows(snap *topology.Snapshot, maxLag time.Duration, positions *topology.Positions) ([]string, [][]cell) {
 	cols := []string{"name", "address", "role", "zone", "state", "lag_ms", "seconds_behind", "gtid_position",
 		"connections", "threads_connected", "rtt_ms", "last_error", "position_source", "read_only"}
 	var rows [][]cell
@@ -52,13 +65,13 @@ func (s *session) showNodes() error {
 		if snap.IsPrimary(i) {
 			role = topology.Primary
 		}
-		row := []cell{text(n.Name), text(n.Address), text(role.String()), text(n.Zone), text(snap.StateName(i, set.MaxLag)),
+		row := []cell{text(n.Name), text(n.Address), text(role.String()), text(n.Zone), text(snap.StateName(i, maxLag)),
 			null, null, null, text(strconv.FormatInt(snap.Load[i].Conns.Load(), 10)), null, null, null, null, null}
-		if pos := s.p.opts.Positions; pos != nil {
+		if positions != nil {
 			// Where the consistency levels learn the node's position: its binlog stream (real
 			// time), or the monitor's checks.
 			row[12] = text("poll")
-			if pos.Streaming(i) {
+			if positions.Streaming(i) {
 				row[12] = text("stream")
 			}
 		}
@@ -85,7 +98,7 @@ func (s *session) showNodes() error {
 		}
 		rows = append(rows, row)
 	}
-	return s.writeResult(cols, rows)
+	return cols, rows
 }
 
 // cell is one value of a result sluice builds: text, or NULL.
@@ -98,12 +111,21 @@ func text(s string) cell { return cell{s: s} }
 
 var null = cell{null: true}
 
-// writeResult sends a text result set of string columns built by sluice itself.
-func (s *session) writeResult(cols []string, rows [][]cell) error {
-	b := s.scratch[:0]
+// resultFormat is how a result sluice builds is framed for its client: the capabilities it
+// negotiated (EOF or OK terminators, MariaDB's extended metadata) and the server status to
+// report.
+type resultFormat struct {
+	caps, mcaps uint32
+	status      uint16
+}
+
+// writeResult sends c a text result set of string columns built by sluice itself, building
+// its packets in buf, and returns buf (grown) for reuse.
+func writeResult(c *mysql.Conn, buf []byte, f resultFormat, cols []string, rows [][]cell) ([]byte, error) {
+	b := buf[:0]
 	b = mysql.AppendLenEncInt(b, uint64(len(cols)))
-	if err := s.client.WritePacket(b); err != nil {
-		return err
+	if err := c.WritePacket(b); err != nil {
+		return b, err
 	}
 	for _, name := range cols {
 		b = b[:0]
@@ -113,18 +135,18 @@ func (s *session) writeResult(cols []string, rows [][]cell) error {
 		b = mysql.AppendLenEncString(b, nil) // org_table
 		b = mysql.AppendLenEncString(b, []byte(name))
 		b = mysql.AppendLenEncString(b, []byte(name))
-		if s.mcaps&mysql.MariaDBClientExtendedMetadata != 0 {
+		if f.mcaps&mysql.MariaDBClientExtendedMetadata != 0 {
 			b = append(b, 0) // no extended type information
 		}
 		b = append(b, 0x0c, 45, 0, 0, 1, 0, 0, 0xfd, 0, 0, 0x27, 0, 0) // utf8mb4, length 256, VAR_STRING, decimals 39
-		if err := s.client.WritePacket(b); err != nil {
-			return err
+		if err := c.WritePacket(b); err != nil {
+			return b, err
 		}
 	}
-	status := s.status &^ mysql.StatusMoreResultsExists
-	if s.caps&mysql.ClientDeprecateEOF == 0 {
-		if err := s.client.WritePacket(mysql.AppendEOF(b[:0], 0, status)); err != nil {
-			return err
+	status := f.status &^ mysql.StatusMoreResultsExists
+	if f.caps&mysql.ClientDeprecateEOF == 0 {
+		if err := c.WritePacket(mysql.AppendEOF(b[:0], 0, status)); err != nil {
+			return b, err
 		}
 	}
 	for _, row := range rows {
@@ -136,18 +158,17 @@ func (s *session) writeResult(cols []string, rows [][]cell) error {
 			}
 			b = mysql.AppendLenEncString(b, []byte(v.s))
 		}
-		if err := s.client.WritePacket(b); err != nil {
-			return err
+		if err := c.WritePacket(b); err != nil {
+			return b, err
 		}
 	}
-	if s.caps&mysql.ClientDeprecateEOF == 0 {
+	if f.caps&mysql.ClientDeprecateEOF == 0 {
 		b = mysql.AppendEOF(b[:0], 0, status)
 	} else {
-		b = mysql.AppendOK(b[:0], mysql.OK{Header: 0xfe, Status: status}, s.caps)
+		b = mysql.AppendOK(b[:0], mysql.OK{Header: 0xfe, Status: status}, f.caps)
 	}
-	s.scratch = b
-	if err := s.client.WritePacket(b); err != nil {
-		return err
+	if err := c.WritePacket(b); err != nil {
+		return b, err
 	}
-	return s.client.Flush()
+	return b, c.Flush()
 }

@@ -108,7 +108,7 @@ func (s *session) processKill(n int) error {
 		return s.refuseCommand(n, errMalformed())
 	}
 	id := getUint32(p[1:])
-	if err := s.discardCommand(n); err != nil {
+	if err := discardCommand(s.client, n); err != nil {
 		return err
 	}
 	s.client.SetSeq(1)

@@ -7,15 +7,73 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"time"
 
+	"github.com/sluicedb/sluice/internal/backend"
 	"github.com/sluicedb/sluice/internal/mysql"
 	"github.com/sluicedb/sluice/internal/route"
 )
 
 // A client's login: the greeting, the optional TLS upgrade, authentication (auth.go), and the
 // session's first node connection; and COM_CHANGE_USER, a login on an open connection.
+
+// login is who a session's client is and what it negotiated: its address, the capabilities
+// and TLS of its connection, the auth exchange's nonce, and the user it logged in as with the
+// credentials, character set and attributes sluice logs in to the nodes with. The session
+// fills it while the client logs in (handshake, changeUser) through its methods, which check
+// the client's credentials (auth.go); after that it is read only. It belongs to the session's
+// goroutine.
+type login struct {
+	host  string
+	ip    netip.Addr // the client's address (invalid when it is not an IP connection)
+	caps  uint32     // negotiated with the client
+	mcaps uint32     // MariaDB extended capabilities negotiated with the client
+	tls   bool       // the client's connection is TLS
+	// tlsHeld is what the client's TLS handshake read, charged to the logins' budget until
+	// the login ends (Proxy.loggedIn).
+	tlsHeld int
+	// usedPassword: the client's last auth answer was not empty (its 1045 says "using
+	// password: YES").
+	usedPassword bool
+	nonce        []byte
+	user         *User
+	creds        backend.Credentials
+	charset      uint8
+	attrs        []byte
+}
+
+// greeting is the handshake the client is greeted with (by server info, on connection id),
+// with a new nonce; tlsOffered: it may ask for TLS.
+func (l *login) greeting(info *serverInfo, id uint32, tlsOffered bool) *mysql.Handshake {
+	l.nonce = newNonce()
+	hs := &mysql.Handshake{
+		ServerVersion: info.version,
+		ConnectionID:  id,
+		Nonce:         l.nonce,
+		Capabilities:  info.caps,
+		Charset:       info.charset,
+		Status:        mysql.StatusAutocommit,
+		AuthPlugin:    mysql.AuthNativePassword,
+
+		MariaDBCapabilities: info.mcaps,
+	}
+	if tlsOffered {
+		hs.Capabilities |= mysql.ClientSSL
+	}
+	return hs
+}
+
+// negotiate takes from the client's handshake response resp the capabilities both sides have
+// (hs: the greeting), and what the client asks its node session to be.
+func (l *login) negotiate(hs *mysql.Handshake, resp *mysql.HandshakeResponse) {
+	l.caps = resp.Capabilities & hs.Capabilities
+	if hs.Capabilities&mysql.ClientLongPassword == 0 && resp.Capabilities&mysql.ClientLongPassword == 0 {
+		l.mcaps = resp.MariaDBCapabilities & hs.MariaDBCapabilities
+	}
+	l.charset, l.attrs = resp.Charset, resp.Attrs
+}
 
 func newNonce() []byte {
 	b := make([]byte, 20)
@@ -46,36 +104,20 @@ func (s *session) handshake() (err error) {
 			_ = s.writeErr(mysql.NewError(mysql.ErrConCount, "08004", "Too many connections (connections in their login hold too much memory)"))
 		}
 	}()
-	if !s.ep.allowed(s.ip) {
+	if !s.ep.allowed(s.login.ip) {
 		// In place of the greeting, as a server refuses a host no account lets in.
 		s.client.SetSeq(0)
-		_ = s.writeErr(hostRefused(s.host))
-		return fmt.Errorf("client %s is not in endpoint %s's allow list", s.host, s.ep.cfg.Name)
+		_ = s.writeErr(hostRefused(s.login.host))
+		return fmt.Errorf("client %s is not in endpoint %s's allow list", s.login.host, s.ep.cfg.Name)
 	}
-	if s.p.authBlock.isBlocked(s.ip) {
+	if s.p.authBlock.isBlocked(s.login.ip) {
 		// As the allow list's refusal: the address guessed too many passwords.
 		s.client.SetSeq(0)
-		_ = s.writeErr(hostBlocked(s.blockedHost()))
-		return fmt.Errorf("client %s is blocked for too many authentication failures", s.host)
+		_ = s.writeErr(hostBlocked(s.login.blockedHost()))
+		return fmt.Errorf("client %s is blocked for too many authentication failures", s.login.host)
 	}
-	info := s.p.server.Load()
-	s.nonce = newNonce()
-	offered := info.caps
 	tlsOffered := s.ep.cfg.TLS != TLSOff && s.p.opts.TLS != nil
-	if tlsOffered {
-		offered |= mysql.ClientSSL
-	}
-	hs := &mysql.Handshake{
-		ServerVersion: info.version,
-		ConnectionID:  s.id,
-		Nonce:         s.nonce,
-		Capabilities:  offered,
-		Charset:       info.charset,
-		Status:        mysql.StatusAutocommit,
-		AuthPlugin:    mysql.AuthNativePassword,
-
-		MariaDBCapabilities: info.mcaps,
-	}
+	hs := s.login.greeting(s.p.server.Load(), s.id, tlsOffered)
 	// One deadline for the whole login, however the client spreads its bytes.
 	_ = s.nc.SetReadDeadline(time.Now().Add(s.p.opts.LoginTimeout))
 	s.client.SetSeq(0)
@@ -96,75 +138,76 @@ func (s *session) handshake() (err error) {
 			_ = s.writeErr(mysql.NewError(mysql.ErrHandshake, "08S01", "Bad handshake: TLS is not enabled on this endpoint"))
 			return errors.New("client asked for TLS")
 		}
-		if resp, err = s.upgradeTLS(); err != nil {
+		tc, c, tlsResp, err := s.login.upgradeTLS(s.client, s.p.opts.TLS, s.p.opts.WriteTimeout)
+		if tc != nil {
+			s.nc, s.client = tc, c
+		}
+		if err != nil {
 			return err
 		}
+		resp = tlsResp
 	}
-	if s.ep.cfg.TLS == TLSRequired && !s.tls {
+	if s.ep.cfg.TLS == TLSRequired && !s.login.tls {
 		_ = s.writeErr(mysql.NewError(mysql.ErrSecureTransportRequired, "HY000", "Connections using insecure transport are prohibited on endpoint %s (tls: required)", s.ep.cfg.Name))
 		return errors.New("client without TLS on a TLS-only endpoint")
 	}
-	s.caps = resp.Capabilities & offered
-	if offered&mysql.ClientLongPassword == 0 && resp.Capabilities&mysql.ClientLongPassword == 0 {
-		s.mcaps = resp.MariaDBCapabilities & info.mcaps
-	}
-	u, creds, err := s.authenticate(resp.User, resp.AuthPlugin, resp.AuthResponse, false)
-	if err != nil {
+	s.login.negotiate(hs, resp)
+	if err := s.login.authenticate(authEnv{p: s.p, c: s.client, log: s.log}, resp.User, resp.AuthPlugin, resp.AuthResponse, false); err != nil {
 		return err
 	}
 	s.p.loggedIn(s)
 	_ = s.nc.SetReadDeadline(time.Time{})
 	s.client.MaxPacket = 0 // logged in: the node's max_allowed_packet applies
-	s.user, s.creds = u, creds
-	s.state.DB, s.charset, s.attrs = resp.Database, resp.Charset, resp.Attrs
+	s.state.DB = resp.Database
 	if err := s.connectNode(true); err != nil {
 		return err
 	}
 	if err := s.writeOKPacket(s.bc.Status); err != nil {
 		return err
 	}
-	if s.caps&mysql.ClientCompress != 0 {
+	if s.login.caps&mysql.ClientCompress != 0 {
 		// Everything after the handshake's OK travels in compressed frames.
 		return s.client.EnableCompression(mysql.CompressServer, zlib.BestSpeed)
 	}
 	return nil
 }
 
-// upgradeTLS runs the TLS handshake after the client's SSL request and reads the handshake
-// response the client then sends over TLS.
-func (s *session) upgradeTLS() (*mysql.HandshakeResponse, error) {
-	budget := s.client.Budget()
+// upgradeTLS runs the TLS handshake with the client after its SSL request (c: its connection
+// so far) under cfg, and reads the handshake response the client then sends over TLS. It
+// returns the TLS connection, the client's Conn over it (which takes over c's logins' budget
+// and sequence), and the response.
+func (l *login) upgradeTLS(c *mysql.Conn, cfg *tls.Config, writeTimeout time.Duration) (net.Conn, *mysql.Conn, *mysql.HandshakeResponse, error) {
+	budget := c.Budget()
 	// What the client sends in its TLS handshake, which Go's TLS server buffers (a ClientHello
 	// of up to 64 KiB), is charged to the logins' budget as a plain login's packets are, until
 	// the login ends (loggedIn): the handshake's buffers live on with the connection.
-	bc := &budgetedConn{Conn: s.client.Upgradable(), budget: budget}
-	tc := tls.Server(bc, s.p.opts.TLS)
+	bc := &budgetedConn{Conn: c.Upgradable(), budget: budget}
+	tc := tls.Server(bc, cfg)
 	err := tc.Handshake()
 	bc.budget = nil // application data: charged as packets by the Conn that reads them
-	s.tlsHeld += bc.charged
+	l.tlsHeld += bc.charged
 	if err != nil {
-		return nil, fmt.Errorf("TLS handshake: %w", err)
+		return nil, c, nil, fmt.Errorf("TLS handshake: %w", err)
 	}
-	seq := s.client.Seq()
-	s.client.SetBudget(nil)
-	s.nc = tc
-	s.client = mysql.NewConn(tc, 0, 0)
-	s.client.SetBudget(budget)
-	s.client.SetWriteTimeout(s.p.opts.WriteTimeout)
-	s.client.SetPeerPipelines()
-	s.client.MaxPacket = preAuthMaxPacket
-	s.client.SetSeq(seq)
-	s.tls = true
-	p, err := s.client.ReadPacket()
+	seq := c.Seq()
+	c.SetBudget(nil)
+	tlsc := mysql.NewConn(tc, 0, 0)
+	tlsc.SetBudget(budget)
+	tlsc.SetWriteTimeout(writeTimeout)
+	tlsc.SetPeerPipelines()
+	tlsc.MaxPacket = preAuthMaxPacket
+	tlsc.SetSeq(seq)
+	l.tls = true
+	p, err := tlsc.ReadPacket()
 	if err != nil {
-		return nil, err
+		return tc, tlsc, nil, err
 	}
 	resp, err := mysql.ParseHandshakeResponse(p)
 	if err != nil || resp.SSLRequest {
-		_ = s.writeErr(mysql.NewError(mysql.ErrHandshake, "08S01", "Bad handshake"))
-		return nil, fmt.Errorf("handshake response over TLS: %v", err)
+		_ = sendErr(tlsc, mysql.NewError(mysql.ErrHandshake, "08S01", "Bad handshake"))
+		return tc, tlsc, nil, fmt.Errorf("handshake response over TLS: %v", err)
 	}
-	return resp, nil
+	return tc, tlsc, resp, nil
 }
 
 // budgetedConn charges the bytes read through it to budget (while it is set), failing the read
@@ -200,20 +243,20 @@ func (s *session) changeUser() error {
 	}
 	// The auth data in the packet is not used: sluice always answers with an auth switch (with
 	// the connection's nonce) and checks the client's answer to that.
-	name, db, charset, attrs, err := parseChangeUser(p, s.caps)
+	name, db, charset, attrs, err := parseChangeUser(p, s.login.caps)
 	if err != nil {
 		s.client.SetSeq(1)
 		return s.writeErr(mysql.NewError(mysql.ErrHandshake, "08S01", "Bad handshake"))
 	}
-	if s.p.authBlock.isBlocked(s.ip) {
+	if s.p.authBlock.isBlocked(s.login.ip) {
 		// The address failed too often (on this connection or others): refused before
 		// any password exchange, and the connection ends.
 		s.client.SetSeq(1)
-		_ = s.writeErr(hostBlocked(s.blockedHost()))
-		return fmt.Errorf("client %s is blocked for too many authentication failures", s.host)
+		_ = s.writeErr(hostBlocked(s.login.blockedHost()))
+		return fmt.Errorf("client %s is blocked for too many authentication failures", s.login.host)
 	}
-	u, creds, err := s.authenticate(name, "", nil, true)
-	if errors.Is(err, errAuth) && s.p.authBlock.isBlocked(s.ip) {
+	err = s.login.authenticate(authEnv{p: s.p, c: s.client, log: s.log}, name, "", nil, true)
+	if errors.Is(err, errAuth) && s.p.authBlock.isBlocked(s.login.ip) {
 		// This failure blocked the address: the connection ends rather than log in to a node
 		// again for a client that may not change user any more.
 		return err
@@ -228,7 +271,7 @@ func (s *session) changeUser() error {
 		s.closeConns()
 		s.resetState()
 		s.rs = route.NewSession()
-		s.charset = 0
+		s.login.charset = 0
 		return s.connectNode(false)
 	}
 	if err != nil {
@@ -237,13 +280,13 @@ func (s *session) changeUser() error {
 	s.closeConns()
 	s.resetState()
 	s.rs = route.NewSession()
-	s.user, s.creds, s.state.DB = u, creds, db
-	s.info.Store(&sessionInfo{user: u.Name, started: s.info.Load().started})
+	s.state.DB = db
+	s.view.changedUser(s.login.user.Name)
 	if charset != 0 {
-		s.charset = charset
+		s.login.charset = charset
 	}
 	if attrs != nil {
-		s.attrs = attrs
+		s.login.attrs = attrs
 	}
 	if err := s.connectNode(true); err != nil {
 		return err

@@ -25,8 +25,6 @@ type nodeConn struct {
 	*backend.Conn
 	idx  int
 	name string
-	// lost is set by the idle watch's goroutine when the node closed the connection.
-	lost atomic.Bool
 	// released: the connection no longer counts in its node's Load.Conns (release).
 	released atomic.Bool
 	// dialect is how the node reads text (its greeting's version), when dialectKnown.
@@ -85,7 +83,7 @@ func (s *session) open(i int) (*nodeConn, error) {
 		return nil, &backend.ConnectError{Addr: n.Address, Err: fmt.Errorf("%w: %s", errNodeGone, n.Name)}
 	}
 	c := &nodeConn{Conn: bc, idx: i, name: n.Name}
-	s.opened(c, n)
+	s.reader.opened(c, n, s.login.charset)
 	s.room(i)
 	if s.conns[i] != nil {
 		s.closeConn(i)
@@ -103,18 +101,18 @@ func (s *session) dial(n *topology.Node, readOnly bool) (*backend.Conn, error) {
 	defer cancel()
 	o := backend.Options{
 		Address:      n.Address,
-		Credentials:  s.creds,
+		Credentials:  s.login.creds,
 		Database:     s.state.DB,
 		Epoch:        s.state.Epoch,
-		Charset:      s.charset,
-		Capabilities: s.caps,
-		Attrs:        s.attrs,
+		Charset:      s.login.charset,
+		Capabilities: s.login.caps,
+		Attrs:        s.login.attrs,
 
-		MariaDBCapabilities: s.mcaps,
+		MariaDBCapabilities: s.login.mcaps,
 		ConnectTimeout:      s.p.connectTimeout(),
 		WriteTimeout:        s.p.opts.WriteTimeout,
 	}
-	o.TLS, o.TLSRequired = s.p.backendTLS(n, s.tls)
+	o.TLS, o.TLSRequired = s.p.backendTLS(n, s.login.tls)
 	o.ServerPublicKey = s.p.opts.BackendPublicKey
 	o.Compress = s.p.opts.BackendCompress
 	o.ReadOnly = readOnly
@@ -125,11 +123,11 @@ func (s *session) dial(n *topology.Node, readOnly bool) (*backend.Conn, error) {
 	if !readOnly {
 		s.trackGTIDs(bc)
 	}
-	if bc.MariaDBCaps != s.mcaps {
+	if bc.MariaDBCaps != s.login.mcaps {
 		// The client reads column definitions with the extended metadata block or without
 		// it; a node that lays them out the other way would garble every result.
 		bc.Close()
-		return nil, &backend.ConnectError{Addr: n.Address, Err: fmt.Errorf("%w: node %s lacks %#x", errCapsMismatch, n.Name, s.mcaps&^bc.MariaDBCaps)}
+		return nil, &backend.ConnectError{Addr: n.Address, Err: fmt.Errorf("%w: node %s lacks %#x", errCapsMismatch, n.Name, s.login.mcaps&^bc.MariaDBCaps)}
 	}
 	return bc, nil
 }
@@ -138,7 +136,7 @@ func (s *session) dial(n *topology.Node, readOnly bool) (*backend.Conn, error) {
 // replica chosen by the endpoint's policy on a read-only one) and, when report is set, tells
 // the client why it could not.
 func (s *session) connectNode(report bool) error {
-	set := s.settings()
+	set := s.settings.current()
 	snap := s.p.topo.Snapshot()
 	var lastErr error
 	for attempt := 0; attempt < len(snap.Nodes); attempt++ {

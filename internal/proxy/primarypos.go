@@ -72,7 +72,7 @@ func (pp *primaryPos) get(s *session, snap *topology.Snapshot, b []byte, wait ti
 		}
 		select {
 		case <-end:
-		case <-s.killedCh:
+		case <-s.life.done():
 			return b, errNoPosition
 		case <-timer.C:
 			return b, errNoPosition

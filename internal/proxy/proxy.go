@@ -557,8 +557,8 @@ func refuseEarly(nc net.Conn) {
 // the logins' budget. Called by the session's own goroutine; a second call does nothing.
 func (p *Proxy) loggedIn(s *session) {
 	if b := s.client.SetBudget(nil); b != nil {
-		b.Give(s.tlsHeld)
-		s.tlsHeld = 0
+		b.Give(s.login.tlsHeld)
+		s.login.tlsHeld = 0
 		p.pending.Add(-1)
 	}
 }
@@ -585,7 +585,7 @@ func (p *Proxy) untrack(s *session) {
 	delete(p.sessions, s)
 	delete(p.byID, s.id)
 	// Under mu: EndpointStats counts the session once.
-	st := s.stats.Load()
+	st := s.view.counts()
 	if st.nodes > s.ep.done.nodes {
 		s.ep.done = s.ep.done.grown(st.nodes)
 	}

@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"sync"
+
 	"github.com/sluicedb/sluice/internal/backend"
 	"github.com/sluicedb/sluice/internal/classify"
 	"github.com/sluicedb/sluice/internal/mysql"
@@ -129,54 +131,92 @@ func nodeDialect(bc *backend.Conn) (classify.Dialect, bool) {
 	return classify.ParseServerVersion(bc.Handshake.ServerVersion)
 }
 
+// snapshots is where the topology's snapshot is read now (the Proxy's Topology).
+type snapshots interface{ Snapshot() *topology.Snapshot }
+
+// reader reads a session's statements as the nodes they could run on will: it holds what the
+// session knows of its sql_mode and client character set (sqlMode), and finds the nodes'
+// dialects in the topology, in the greetings of the session's own node connections, and in the
+// greetings any session had (Proxy.greeted). The session passes its node connections (by node
+// index) and, on a read-only endpoint, its bound replica's index. It belongs to the session's
+// goroutine; its classifications do not allocate.
+type reader struct {
+	mode     sqlMode
+	readOnly bool // the session's endpoint was read-only when it began: its statements run on its bound replica
+	topo     snapshots
+	greeted  *sync.Map // *topology.Node -> classify.Dialect, shared by every session
+}
+
+// newReader returns the reader of a session in endpoint mode mode, which knows nothing yet of
+// its sql_mode.
+func newReader(mode route.Mode, topo snapshots, greeted *sync.Map) reader {
+	return reader{mode: newSQLMode(), readOnly: mode == route.ReadOnly, topo: topo, greeted: greeted}
+}
+
+// reset forgets the session's sql_mode (COM_RESET_CONNECTION, a change of user: the global
+// one again, learnt from the next status) but for the login's character set charset (0: not
+// known).
+func (rd *reader) reset(charset uint8) {
+	rd.mode = newSQLMode()
+	if charset != 0 {
+		rd.mode.loginCharset(charset) // MariaDB 10.11 keeps the login's character set
+	}
+}
+
 // opened learns from a connection to node n the session just opened: its dialect (also for
-// every session, in p.greeted), and, before the session has seen any status, the mode its
-// login reported.
-func (s *session) opened(c *nodeConn, n *topology.Node) {
+// every session, in greeted), and, before the session has seen any status, the mode its
+// login reported and the character set (the login's, charset, or else the server's default).
+func (rd *reader) opened(c *nodeConn, n *topology.Node, charset uint8) {
 	c.dialect, c.dialectKnown = nodeDialect(c.Conn)
 	if c.dialectKnown {
-		if v, ok := s.p.greeted.Load(n); !ok || v.(classify.Dialect) != c.dialect {
-			s.p.greeted.Store(n, c.dialect)
+		if v, ok := rd.greeted.Load(n); !ok || v.(classify.Dialect) != c.dialect {
+			rd.greeted.Store(n, c.dialect)
 		}
 	}
-	if !s.sqlMode.seen {
-		s.sqlMode.observe(c.Status, c.dialect.Flavor == classify.FlavorMariaDB)
-		cs := s.charset
-		if cs == 0 && c.Handshake != nil {
-			cs = c.Handshake.Charset // the server's default
+	if !rd.mode.seen {
+		rd.mode.observe(c.Status, c.dialect.Flavor == classify.FlavorMariaDB)
+		if charset == 0 && c.Handshake != nil {
+			charset = c.Handshake.Charset // the server's default
 		}
-		s.sqlMode.loginCharset(cs)
+		rd.mode.loginCharset(charset)
 	}
 }
 
-// observeStatus follows the status of an OK or EOF relayed from the session's current node.
-func (s *session) observeStatus(status uint16) {
+// observeStatus follows the status of an OK or EOF relayed from the session's connection
+// conns[cur].
+func (rd *reader) observeStatus(status uint16, conns []*nodeConn, cur int) {
 	maria := true
-	if s.cur >= 0 && s.cur < len(s.conns) && s.conns[s.cur] != nil {
-		maria = s.conns[s.cur].dialect.Flavor == classify.FlavorMariaDB
+	if cur >= 0 && cur < len(conns) && conns[cur] != nil {
+		maria = conns[cur].dialect.Flavor == classify.FlavorMariaDB
 	}
-	s.sqlMode.observe(status, maria)
+	rd.mode.observe(status, maria)
 }
 
-// classify reads stmt as the nodes it could run on would, in the session's sql_mode. It does
-// not allocate.
-func (s *session) classify(stmt []byte) classify.Result {
-	r := classify.ClassifyFor(stmt, classify.Dialect{Mode: s.sqlMode.mode})
-	if r.Depends == 0 {
-		return r
+// classify reads stmt as the nodes it could run on would, in the session's sql_mode (conns:
+// the session's node connections; bound: its replica on a read-only endpoint). It does not
+// allocate.
+func (rd *reader) classify(stmt []byte, conns []*nodeConn, bound int) classify.Result {
+	res := classify.ClassifyFor(stmt, classify.Dialect{Mode: rd.mode.mode})
+	if res.Depends == 0 {
+		return res
 	}
-	return s.readings(stmt, &r)
+	return rd.readings(stmt, &res, conns, bound)
 }
 
 // classifyPrepared reads the text of a binary prepared statement: as classify, but in every
 // mode, because the statement is prepared again on another node when it first runs there,
 // under the mode the session has then.
-func (s *session) classifyPrepared(stmt []byte) classify.Result {
-	saved := s.sqlMode
-	s.sqlMode.unsure = classify.AllModes
-	r := s.classify(stmt)
-	s.sqlMode = saved
-	return r
+func (rd *reader) classifyPrepared(stmt []byte, conns []*nodeConn, bound int) classify.Result {
+	saved := rd.mode
+	rd.mode.unsure = classify.AllModes
+	res := rd.classify(stmt, conns, bound)
+	rd.mode = saved
+	return res
+}
+
+// classify is the session's reading of stmt (reader.classify over its node connections).
+func (s *session) classify(stmt []byte) classify.Result {
+	return s.reader.classify(stmt, s.conns, s.rs.Bound)
 }
 
 // maxDialects bounds the distinct node dialects a statement is read under; more (a topology in
@@ -185,13 +225,13 @@ const maxDialects = 8
 
 // readings reads stmt, whose first reading r depends on the server or the mode, under every
 // reading it could get, and returns the one they agree on, or an Unknown that is no read.
-func (s *session) readings(stmt []byte, r *classify.Result) classify.Result {
-	unsure := s.sqlMode.unsure
+func (rd *reader) readings(stmt []byte, r *classify.Result, conns []*nodeConn, bound int) classify.Result {
+	unsure := rd.mode.unsure
 	changer := r.Flags&classify.Multi != 0 && r.Kinds&modeChangers != 0
 	if changer {
 		unsure = classify.AllModes // a statement of the batch may change the mode for the next
 	}
-	if r.Depends&classify.DependsCharset != 0 && (changer || s.sqlMode.mayTrail()) {
+	if r.Depends&classify.DependsCharset != 0 && (changer || rd.mode.mayTrail()) {
 		// The lexer reads bytes: in a character set whose characters may end in '\' or a
 		// quote, it cannot tell where this text's strings or names end.
 		return disputed(r)
@@ -203,13 +243,13 @@ func (s *session) readings(stmt []byte, r *classify.Result) classify.Result {
 	n := 1 // FlavorAny: the reading depends on no server
 	if r.Depends&classify.DependsVersion != 0 {
 		var ok bool
-		if n, ok = s.dialects(&ds); !ok {
+		if n, ok = rd.dialects(&ds, conns, bound); !ok {
 			return disputed(r)
 		}
 	} else if unsure == 0 {
 		return *r // read already under the one mode the session is in
 	}
-	known := s.sqlMode.mode &^ unsure
+	known := rd.mode.mode &^ unsure
 	var ref classify.Result
 	first := true
 	for _, d := range ds[:n] {
@@ -244,19 +284,19 @@ func disputed(r *classify.Result) classify.Result {
 // run on (a read-only endpoint's: the bound replica; otherwise every node), as the monitor last
 // saw their versions or, before it has, as a session's connection to them was greeted. ok is
 // false when one is not known, or there are more than maxDialects.
-func (s *session) dialects(ds *[maxDialects]classify.Dialect) (n int, ok bool) {
-	snap := s.p.topo.Snapshot()
+func (rd *reader) dialects(ds *[maxDialects]classify.Dialect, conns []*nodeConn, bound int) (n int, ok bool) {
+	snap := rd.topo.Snapshot()
 	add := func(i int) bool {
 		var d classify.Dialect
 		known := false
 		if i < len(snap.State) && snap.State[i] != nil && snap.State[i].Version != "" {
 			d, known = classify.ParseServerVersion(snap.State[i].Version)
 		}
-		if !known && i < len(s.conns) && s.conns[i] != nil {
-			d, known = s.conns[i].dialect, s.conns[i].dialectKnown
+		if !known && i < len(conns) && conns[i] != nil {
+			d, known = conns[i].dialect, conns[i].dialectKnown
 		}
 		if !known {
-			if v, ok := s.p.greeted.Load(snap.Nodes[i]); ok {
+			if v, ok := rd.greeted.Load(snap.Nodes[i]); ok {
 				d, known = v.(classify.Dialect), true
 			}
 		}
@@ -275,8 +315,8 @@ func (s *session) dialects(ds *[maxDialects]classify.Dialect) (n int, ok bool) {
 		n++
 		return true
 	}
-	if s.settings().Mode == route.ReadOnly {
-		if b := s.rs.Bound; b >= 0 {
+	if rd.readOnly {
+		if b := bound; b >= 0 {
 			return n, add(b)
 		}
 		return 0, false

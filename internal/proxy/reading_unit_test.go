@@ -78,9 +78,9 @@ func TestSessionReadings(t *testing.T) {
 	}
 	for _, tc := range cases {
 		nodes(tc.primary, tc.replica)
-		s.sqlMode = newSQLMode()
+		s.reader.mode = newSQLMode()
 		if tc.status != 0 {
-			s.sqlMode.observe(tc.status, true)
+			s.reader.mode.observe(tc.status, true)
 		}
 		if got := s.classify([]byte(tc.stmt)); got.Kinds != tc.kinds {
 			t.Errorf("%s: %q read as kinds %b, want %b", tc.name, tc.stmt, got.Kinds, tc.kinds)
@@ -90,42 +90,42 @@ func TestSessionReadings(t *testing.T) {
 	// A binary prepared statement is read in every mode: it is prepared again on a replica
 	// when it first runs there, under the mode of that moment.
 	nodes(maria1011, maria1011)
-	s.sqlMode = newSQLMode()
-	s.sqlMode.observe(0x0002, true)
+	s.reader.mode = newSQLMode()
+	s.reader.mode.observe(0x0002, true)
 	prepared := []byte(`SELECT 'a\' , (SELECT 1 FOR UPDATE) -- '`)
 	if got := s.classify(prepared); got.Kind != classify.Select || got.Flags != 0 {
 		t.Errorf("as a query in the default mode: %v %v", got.Kind, got.Flags)
 	}
-	if got := s.classifyPrepared(prepared); got.Kind != classify.Unknown {
+	if got := s.reader.classifyPrepared(prepared, s.conns, s.rs.Bound); got.Kind != classify.Unknown {
 		t.Errorf("as a prepared statement: %v, want Unknown", got.Kind)
 	}
-	if s.sqlMode.unsure != 0 {
-		t.Errorf("classifyPrepared changed the session's mode knowledge: %b", s.sqlMode.unsure)
+	if s.reader.mode.unsure != 0 {
+		t.Errorf("classifyPrepared changed the session's mode knowledge: %b", s.reader.mode.unsure)
 	}
 
 	// An ERR of a statement that may change the mode makes it unknown; of a SELECT, not.
 	nodes(maria1011, maria1011)
-	set := s.settings()
+	set := s.settings.current()
 	for _, tc := range []struct {
 		stmt   string
 		unsure bool
 	}{{"SELECT nope", false}, {"SET sql_mode = 'NO_BACKSLASH_ESCAPES', @x = nope()", true}, {"CALL p()", true}, {"SELECT 1; SELECT nope", true}} {
-		s.sqlMode = newSQLMode()
-		s.sqlMode.observe(0x0002, true)
+		s.reader.mode = newSQLMode()
+		s.reader.mode.observe(0x0002, true)
 		s.failed = true
 		c := s.classify([]byte(tc.stmt))
 		if err := s.after(&c, []byte(tc.stmt), route.Decision{Node: 0}, set); err != nil {
 			t.Fatal(err)
 		}
-		if got := s.sqlMode.unsure != 0; got != tc.unsure {
+		if got := s.reader.mode.unsure != 0; got != tc.unsure {
 			t.Errorf("ERR after %q: mode unsure %v, want %v", tc.stmt, got, tc.unsure)
 		}
 	}
 	s.failed = false
 
 	// The common case reads once and allocates nothing; so does a disputed statement.
-	s.sqlMode = newSQLMode()
-	s.sqlMode.observe(0x0002, true)
+	s.reader.mode = newSQLMode()
+	s.reader.mode.observe(0x0002, true)
 	nodes(maria1011, maria1104)
 	for _, stmt := range []string{"SELECT c FROM sbtest1 WHERE id=?", vcTrap, nbeTrap} {
 		b := []byte(stmt)
@@ -144,9 +144,9 @@ func TestSessionReadingsCharset(t *testing.T) {
 	trap := []byte("SELECT '\xbf\\' ; INSERT INTO t VALUES (1); SELECT '1'")
 	read := func() bool { return s.classify(trap).Kinds == 1<<classify.Select }
 	fresh := func(collation uint8) {
-		s.sqlMode = newSQLMode()
-		s.sqlMode.observe(0x0002, true)
-		s.sqlMode.loginCharset(collation)
+		s.reader.mode = newSQLMode()
+		s.reader.mode.observe(0x0002, true)
+		s.reader.mode.loginCharset(collation)
 	}
 	fresh(45) // utf8mb4_general_ci
 	if !read() {
@@ -157,11 +157,11 @@ func TestSessionReadingsCharset(t *testing.T) {
 		t.Error("gbk at login: read as one SELECT")
 	}
 	fresh(45)
-	s.sqlMode.trackedCharset([]byte("gbk"))
+	s.reader.mode.trackedCharset([]byte("gbk"))
 	if read() {
 		t.Error("gbk tracked: read as one SELECT")
 	}
-	s.sqlMode.trackedCharset([]byte("utf8mb4"))
+	s.reader.mode.trackedCharset([]byte("utf8mb4"))
 	if !read() {
 		t.Error("utf8mb4 tracked again: not read as one SELECT")
 	}
@@ -172,7 +172,7 @@ func TestSessionReadingsCharset(t *testing.T) {
 	for _, stmt := range []string{"CALL p()", "SET SESSION session_track_system_variables = ''", "EXECUTE IMMEDIATE @q"} {
 		fresh(45)
 		c := s.classify([]byte(stmt))
-		if err := s.after(&c, []byte(stmt), route.Decision{Node: 0}, s.settings()); err != nil {
+		if err := s.after(&c, []byte(stmt), route.Decision{Node: 0}, s.settings.current()); err != nil {
 			t.Fatal(err)
 		}
 		if read() {
@@ -192,11 +192,11 @@ func TestSessionReadingsReadOnly(t *testing.T) {
 	if err := s.ep.route.Update(route.Settings{Mode: route.ReadOnly, Weights: []int{0, 100}, Policy: route.LeastActive{}}); err != nil {
 		t.Fatal(err)
 	}
-	s.mode = route.ReadOnly
+	s.settings.mode, s.reader.readOnly = route.ReadOnly, true
 	s.rs.Bound = 1
 	s.conns[0].dialect, s.conns[0].dialectKnown = maria1011, true
 	s.conns[1].dialect, s.conns[1].dialectKnown = maria1104, true
-	s.sqlMode.observe(mysql.StatusAutocommit, true)
+	s.reader.mode.observe(mysql.StatusAutocommit, true)
 	if got := s.classify([]byte(`/*!110000 SELECT 1 -- */ INSERT INTO t VALUES (1)`)); got.Kind != classify.Select {
 		t.Errorf("on an 11.4 replica: %v", got.Kind)
 	}

@@ -13,7 +13,7 @@ import (
 // under read_only), and a read-write one runs it on the primary only, like FLUSH and RESET as
 // statements.
 func (s *session) refresh(n int) error {
-	set := s.settings()
+	set := s.settings.current()
 	if set.Mode == route.ReadOnly {
 		return s.refuseCommand(n, mysql.NewError(mysql.ErrOptionPreventsStm, "HY000",
 			"The sluice endpoint '%s' is read-only: COM_REFRESH (FLUSH, RESET) cannot be executed there", set.Name))

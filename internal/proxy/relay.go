@@ -291,7 +291,7 @@ func (s *session) relayOK(bc *backend.Conn, n int) (more bool, err error) {
 		return false, fromNode(err)
 	}
 	s.status = ok.Status
-	s.observeStatus(ok.Status)
+	s.reader.observeStatus(ok.Status, s.conns, s.cur)
 	if len(ok.SessionState) > 0 {
 		s.trackSessionState(ok.SessionState)
 	}
@@ -309,7 +309,7 @@ func (s *session) relayOK(bc *backend.Conn, n int) (more bool, err error) {
 	}
 	// The client gets the server's bytes, unless it does not track session state and the node
 	// sent a session-state block: then only that block and its flag are taken out.
-	rewrite := !classicEOF && s.caps&mysql.ClientSessionTrack == 0 && bc.Caps&mysql.ClientSessionTrack != 0 &&
+	rewrite := !classicEOF && s.login.caps&mysql.ClientSessionTrack == 0 && bc.Caps&mysql.ClientSessionTrack != 0 &&
 		ok.Status&mysql.StatusSessionStateChange != 0
 	switch {
 	case rewrite:
@@ -378,7 +378,7 @@ func (s *session) trackSessionState(block []byte) {
 		case sc.Type == mysql.SessionTrackSchema && string(sc.Value) != s.state.DB:
 			s.state.DB = string(sc.Value)
 		case sc.Type == mysql.SessionTrackSystemVariables && string(sc.Name) == "character_set_client":
-			s.sqlMode.trackedCharset(sc.Value)
+			s.reader.mode.trackedCharset(sc.Value)
 		case sc.Type == mysql.SessionTrackGTIDs && len(sc.Value) > 0,
 			sc.Type == mysql.SessionTrackSystemVariables && string(sc.Name) == "last_gtid" && len(sc.Value) > 0:
 			// The GTID of the session's last commit (MariaDB's last_gtid, MySQL's OWN_GTID):
@@ -403,7 +403,7 @@ func (s *session) relayLocalInfile(bc *backend.Conn, n int) error {
 	for {
 		// Each packet of the file within the stall limit: a client that stops sending in the
 		// middle must not hold the node connection forever.
-		_ = s.nc.SetReadDeadline(time.Now().Add(s.stallLimit()))
+		_ = s.nc.SetReadDeadline(time.Now().Add(s.watch.stallLimit()))
 		m, _, err := s.client.PeekHeader()
 		if err != nil {
 			return &relayError{client: true, err: err}

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"os"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -29,8 +28,9 @@ const (
 )
 
 // session is one client connection and everything it carries. Its fields belong to the
-// session's goroutine, except life and killTarget (atomics: shutdown and other sessions' KILL
-// read them) and what the idle watch's goroutines touch (documented on idleWatch).
+// session's goroutine, except life, view and killTarget (shutdown, the control plane and other
+// sessions' KILL read them: their types say how) and what the idle watch's goroutines touch
+// (documented on idleWatch).
 type session struct {
 	p  *Proxy
 	ep *endpoint
@@ -42,32 +42,21 @@ type session struct {
 	nc     net.Conn
 	client *mysql.Conn
 	log    *slog.Logger
-	host   string
-	ip     netip.Addr // the client's address (invalid when it is not an IP connection)
-	life   atomic.Int32
+	// login is who the client is and what it negotiated: its address, capabilities, TLS,
+	// user and the credentials sluice logs in to the nodes with.
+	login login
+	// life is the session's life state and kill switch.
+	life lifecycle
 
 	// sentAt is s.client.Sent() when the current command began (responseStarted).
 	sentAt uint64
-	caps   uint32 // negotiated with the client
-	mcaps  uint32 // MariaDB extended capabilities negotiated with the client
-	tls    bool   // the client's connection is TLS
-	// tlsHeld is what the client's TLS handshake read, charged to the logins' budget until
-	// the login ends (Proxy.loggedIn).
-	tlsHeld int
-	// usedPassword: the client's last auth answer was not empty (its 1045 says "using
-	// password: YES").
-	usedPassword bool
-	nonce        []byte
-	user         *User
-	creds        backend.Credentials
-	charset      uint8
-	attrs        []byte
 
 	node   *topology.Node // the node of the current (or last) statement
 	bc     *backend.Conn  // the session's connection to node
 	status uint16         // last server status reported to the client
-	// sqlMode is what the session knows of its sql_mode's bits that change how text splits.
-	sqlMode sqlMode
+	// reader reads the client's statements as the nodes will (the sql_mode it knows, the
+	// nodes' dialects).
+	reader reader
 
 	rs    route.Session
 	conns []*nodeConn // per node index; nil until first used
@@ -81,7 +70,6 @@ type session struct {
 	state backend.State
 	// begin is a BEGIN held back by transaction splitting until the first write.
 	begin      []byte
-	last       routeInfo // the previous statement's route (SHOW LAST ROUTE)
 	tempTables int
 	userLocks  int
 	cmd        []byte // the current statement, kept to retry a read on another node
@@ -119,30 +107,15 @@ type session struct {
 	// (pipelinedWait); its answer comes first, read by relayTimed.
 	awaiting      bool
 	awaitDeadline time.Duration
-	// killedCh is closed by kill, once (killOnce): a session waiting for a new primary stops.
-	killedCh chan struct{}
-	killOnce sync.Once
 
 	scratch []byte
 	watch   idleWatch
 
-	// mode is the endpoint's mode when the session began: it keeps it when the endpoint's
-	// changes (settings). setFrom, setCopy: the endpoint's settings with that mode, kept while
-	// the endpoint's are the same.
-	mode    route.Mode
-	setFrom *route.Settings
-	setCopy route.Settings
-
-	// stats counts the session's statements; info, cmdStart, inTx and pins describe it to
-	// the control plane (Proxy.SessionList), which reads them from another goroutine.
-	stats    atomic.Pointer[sessionStats]
-	info     atomic.Pointer[sessionInfo]
-	cmdStart atomic.Int64 // when the current command began (unix ns); 0: idle
-	// idleSince is when the last command ended (unix ns): past idleProbe, the idle watch
-	// reads the session's node connections (ReleaseIdle relies on it).
-	idleSince atomic.Int64
-	inTx      atomic.Bool
-	pins      atomic.Uint32
+	// settings are the endpoint's settings under the mode the session began with.
+	settings sessionSettings
+	// view is what the session publishes of itself: its statement counts, its route, and
+	// what the control plane lists (read from other goroutines).
+	view sessionView
 	// usedCursor: an EXECUTE of the session opened a cursor (a drain leaves its idle
 	// connections alone: a FETCH may follow).
 	usedCursor atomic.Bool
@@ -167,23 +140,23 @@ func (p *Proxy) newSession(ep *endpoint, nc net.Conn) *session {
 	}
 	ip, _ := netip.ParseAddr(host)
 	s := &session{
-		ip:       ip.Unmap(),
+		login:    login{host: host, ip: ip.Unmap()},
 		p:        p,
 		ep:       ep,
 		id:       id,
 		nc:       nc,
 		raw:      nc,
 		client:   mysql.NewConn(nc, 0, 0),
-		host:     host,
 		stmts:    make(map[uint32]*stmt),
-		killedCh: make(chan struct{}),
+		life:     newLifecycle(),
 		rs:       route.NewSession(),
-		sqlMode:  newSQLMode(),
-		mode:     ep.route.Settings().Mode,
+		settings: newSessionSettings(ep.route),
+		watch:    newIdleWatch(nc, p.opts.IdleTimeout, p.opts.WriteTimeout),
 		conns:    make([]*nodeConn, len(p.topo.Snapshot().Nodes)),
 		log:      p.log.With("conn", id, "endpoint", ep.cfg.Name, "client", nc.RemoteAddr().String()),
 	}
-	s.stats.Store(newSessionStats(len(s.conns)))
+	s.reader = newReader(s.settings.mode, p.topo, &p.greeted)
+	s.view.init(len(s.conns))
 	s.client.SetWriteTimeout(p.opts.WriteTimeout)
 	// Clients pipeline (Connector/J sends its first queries back to back).
 	s.client.SetPeerPipelines()
@@ -216,14 +189,13 @@ func (s *session) run(overLimit bool) {
 		s.log.Debug("handshake failed", "err", err)
 		return
 	}
-	s.info.Store(&sessionInfo{user: s.user.Name, started: time.Now()})
-	s.idleSince.Store(time.Now().UnixNano())
-	s.log.Debug("session started", "user", s.user.Name, "node", s.node.Name)
+	s.view.loggedIn(s.login.user.Name, time.Now())
+	s.log.Debug("session started", "user", s.login.user.Name, "node", s.node.Name)
 	s.loop()
 }
 
 func (s *session) close() {
-	s.life.Store(stateClosed)
+	s.life.close()
 	// A response may still wait in the buffer for the next read (finish): send it before the
 	// connection closes (a node's ERR that ends the session, a command finished at shutdown).
 	_ = s.client.Flush()
@@ -233,11 +205,9 @@ func (s *session) close() {
 
 // drain is called by Shutdown: an idle session closes now, a busy one after its command.
 func (s *session) drain() {
-	if s.life.CompareAndSwap(stateIdle, stateClosed) {
+	if s.life.drain() {
 		s.raw.Close()
-		return
 	}
-	s.life.CompareAndSwap(stateBusy, stateDraining)
 }
 
 // responseStarted reports whether any byte of an answer to the current command was written
@@ -245,17 +215,12 @@ func (s *session) drain() {
 // (a retry elsewhere, an error packet), and a failure can only close the connection.
 func (s *session) responseStarted() bool { return s.client.Sent() != s.sentAt }
 
-// killed reports whether the session was killed (shutdown past its grace period, KILL
-// CONNECTION): a node connection that fails then was closed by sluice, not by the node.
-func (s *session) killed() bool { return s.life.Load() == stateClosed }
-
 // kill closes the session's connections whatever it is doing: the client's, and its node
 // connections, so that a session waiting on a node that never answers ends too. (Safe from
 // another goroutine: closing a net.Conn is, and the node connections are read from the
 // session's published kill targets.)
 func (s *session) kill() {
-	s.life.Store(stateClosed)
-	s.killOnce.Do(func() { close(s.killedCh) })
+	s.life.kill()
 	s.raw.Close()
 	if ts := s.killTarget.Load(); ts != nil {
 		for _, t := range *ts {
@@ -270,29 +235,59 @@ func (s *session) writeErr(e *mysql.SQLError) error {
 }
 
 func (s *session) writeOKPacket(status uint16) error {
-	s.scratch = mysql.AppendOK(s.scratch[:0], mysql.OK{Status: status}, s.caps)
+	s.scratch = mysql.AppendOK(s.scratch[:0], mysql.OK{Status: status}, s.login.caps)
 	return s.client.WritePacketFlush(s.scratch)
 }
 
 // loop reads and runs the client's commands.
 func (s *session) loop() {
+	// What the idle watch reads of the session's node connections while the client is idle.
+	// (The session's own fields do not change while it is idle: the watchers may read them.)
+	nodes := nodeWatch{
+		conns: func(dst []net.Conn) []net.Conn {
+			for _, c := range s.conns {
+				var nc net.Conn
+				if c != nil {
+					nc = c.NetConn()
+				}
+				dst = append(dst, nc)
+			}
+			return dst
+		},
+		lost: func(i int, err error) bool {
+			c := s.conns[i]
+			s.log.Debug("node closed the idle session's connection", "node", c.name, "err", err)
+			// A home that is no longer where the session belongs (the old primary after a
+			// switchover, often restarted next) holds nothing the session needs when it is
+			// movable: losing it is not the end of the session, which moves at its next
+			// command. Another node's connection holds only replayable state: reopened when
+			// needed.
+			snap := s.p.topo.Snapshot()
+			if i != s.home || (s.movable() && (s.movesPrimary(s.settings.shared(), snap) || snap.IsDraining(c.idx))) {
+				c.release(s.p.topo.Snapshot().Load[c.idx])
+				return true
+			}
+			return false
+		},
+	}
 	for {
-		if err := s.waitCommand(); err != nil {
+		err := s.watch.wait(s.client, s.nc, &nodes)
+		for _, i := range s.watch.lostConns() {
+			s.drop(i) // and no longer a kill target
+		}
+		if err != nil {
 			if !errors.Is(err, net.ErrClosed) {
 				s.log.Debug("session ends", "reason", err)
 			}
 			return
 		}
-		if !s.life.CompareAndSwap(stateIdle, stateBusy) {
+		if !s.life.begin() {
 			return // shutdown closed us while the command arrived
 		}
 		s.sentAt, s.failed = s.client.Sent(), false
-		s.cmdStart.Store(time.Now().UnixNano())
+		s.view.commandStarted(time.Now())
 		quit, err := s.command()
-		s.cmdStart.Store(0)
-		s.idleSince.Store(time.Now().UnixNano())
-		s.inTx.Store(s.rs.InTx)
-		s.pins.Store(uint32(s.rs.Pins))
+		s.view.commandEnded(time.Now(), s.rs.InTx, s.rs.Pins)
 		if err != nil {
 			s.log.Debug("session ends", "reason", err)
 			return
@@ -311,7 +306,7 @@ func (s *session) loop() {
 			}
 			s.drop(s.cur)
 		}
-		if quit || !s.life.CompareAndSwap(stateBusy, stateIdle) {
+		if quit || !s.life.end() {
 			return
 		}
 	}
@@ -411,182 +406,110 @@ func unsupported(cmd byte) *mysql.SQLError {
 	}
 }
 
-// discardCommand drops a command packet (and its continuations) unread.
-func (s *session) discardCommand(n int) error {
+// discardCommand drops the client's command packet of n bytes (and its continuations) unread
+// from c.
+func discardCommand(c *mysql.Conn, n int) error {
 	for {
-		if err := s.client.Discard(4 + n); err != nil {
+		if err := c.Discard(4 + n); err != nil {
 			return err
 		}
 		if n < mysql.MaxPacketPayload {
 			return nil
 		}
 		var err error
-		if n, _, err = s.client.PeekHeader(); err != nil {
+		if n, _, err = c.PeekHeader(); err != nil {
 			return err
 		}
 	}
 }
 
-// stallLimit bounds how long a client may stall in the middle of a command (a packet, LOAD DATA
-// LOCAL's file): timeouts.write, which bounds a stalled transfer the other way, or 30 s.
-func (s *session) stallLimit() time.Duration {
-	if t := s.p.opts.WriteTimeout; t > 0 {
-		return t
-	}
-	return 30 * time.Second
+// lifecycle is a session's life state and its kill switch. Its state changes by
+// compare-and-swap, so that shutdown (drain, kill), KILL from other sessions and the session's
+// own goroutine agree on who closes the connection. Safe for any goroutine.
+type lifecycle struct {
+	state atomic.Int32
+	// killedCh is closed by kill, once (killOnce): a session waiting (for a new primary, a
+	// replica's position) stops.
+	killedCh chan struct{}
+	killOnce sync.Once
 }
 
-// idleWatch notices, while the client is idle, that a node closed the session's connection
-// (wait_timeout, a restart), and then closes the client's connection at once, as the server
-// would have: drivers check for that before reusing a pooled connection.
-type idleWatch struct {
-	active bool
-	dead   atomic.Bool
-	wg     sync.WaitGroup
+func newLifecycle() lifecycle { return lifecycle{killedCh: make(chan struct{})} }
+
+// begin marks the session busy with a command; false: it was closed meanwhile (shutdown).
+func (l *lifecycle) begin() bool { return l.state.CompareAndSwap(stateIdle, stateBusy) }
+
+// end marks the session idle after its command; false: shutdown asked it to stop meanwhile.
+func (l *lifecycle) end() bool { return l.state.CompareAndSwap(stateBusy, stateIdle) }
+
+// idle reports whether the session waits for the client's next command (or still logs in).
+func (l *lifecycle) idle() bool { return l.state.Load() == stateIdle }
+
+// drain is shutdown's request: an idle session is closed now (drain reports true: its caller
+// closes the connection), a busy one stops after its command.
+func (l *lifecycle) drain() (closeNow bool) {
+	if l.state.CompareAndSwap(stateIdle, stateClosed) {
+		return true
+	}
+	l.state.CompareAndSwap(stateBusy, stateDraining)
+	return false
 }
 
-// idleProbe is how long a client may be idle before the session starts watching its node.
-const idleProbe = time.Second
+// close marks the session closed: it has ended.
+func (l *lifecycle) close() { l.state.Store(stateClosed) }
 
-// waitCommand waits for the client's next command, watching the node and the idle timeout.
-func (s *session) waitCommand() error {
-	if b := s.client.Buffered(); b > 0 {
-		// Pipelined: the next command, or part of it, is already here. What is missing must
-		// come within the stall limit, as for a command that arrives in pieces.
-		if b >= 4 {
-			if n, _, err := s.client.PeekHeader(); err == nil && b >= 4+n {
-				_ = s.nc.SetReadDeadline(time.Time{})
-				return nil
-			}
-		}
-		_ = s.nc.SetReadDeadline(time.Now().Add(s.stallLimit()))
-		return nil
-	}
-	idleLimit := s.p.opts.IdleTimeout
-	start := time.Now()
-	wait := idleProbe
-	if idleLimit > 0 && idleLimit < wait {
-		wait = idleLimit
-	}
-	_ = s.nc.SetReadDeadline(start.Add(wait))
-	for {
-		n, _, err := s.client.PeekHeader()
-		if err == nil {
-			if s.client.Buffered() >= 4+n {
-				_ = s.nc.SetReadDeadline(time.Time{})
-			} else {
-				// The rest of the command is still on its way: a client that stalls in the
-				// middle of it must not hold the session's node connection forever.
-				_ = s.nc.SetReadDeadline(time.Now().Add(s.stallLimit()))
-			}
-			return s.stopWatch()
-		}
-		if !errors.Is(err, os.ErrDeadlineExceeded) {
-			s.stopWatch()
-			return err
-		}
-		idle := time.Since(start)
-		if idleLimit > 0 && idle >= idleLimit {
-			s.stopWatch()
-			return fmt.Errorf("idle for %s (timeouts.idle)", idle.Round(time.Second))
-		}
-		if !s.watch.active {
-			s.startWatch()
-		}
-		if idleLimit > 0 {
-			_ = s.nc.SetReadDeadline(start.Add(idleLimit))
-		} else {
-			_ = s.nc.SetReadDeadline(time.Time{})
-		}
-	}
+// kill marks the session closed whatever it is doing, and wakes whatever waits on done.
+func (l *lifecycle) kill() {
+	l.state.Store(stateClosed)
+	l.killOnce.Do(func() { close(l.killedCh) })
 }
 
-func (s *session) startWatch() {
-	s.watch.active = true
-	s.watch.dead.Store(false)
-	// A home that is no longer where the session belongs (the old primary after a switchover,
-	// often restarted next) holds nothing the session needs when it is movable: losing it is
-	// not the end of the session, which moves at its next command. (The session's own fields
-	// do not change while it is idle: the watchers may read them.)
-	movable := s.movable()
-	for i, c := range s.conns {
-		if c == nil {
-			continue
-		}
-		nc, name, home := c.NetConn(), c.name, i == s.home
-		s.watch.wg.Add(1)
-		go func() {
-			defer s.watch.wg.Done()
-			var b [1]byte
-			_, err := nc.Read(b[:])
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				return
-			}
-			// The node sent something unasked (a disconnect notice) or closed the connection.
-			s.log.Debug("node closed the idle session's connection", "node", name, "err", err)
-			snap := s.p.topo.Snapshot()
-			if !home || (movable && (s.movesPrimary(s.modeSettings(s.ep.route.Settings()), snap) || snap.IsDraining(c.idx))) {
-				// Another node's connection holds only replayable state: reopen it when needed.
-				c.lost.Store(true)
-				c.release(s.p.topo.Snapshot().Load[c.idx])
-				return
-			}
-			s.watch.dead.Store(true)
-			s.raw.Close()
-		}()
-	}
-}
+// killed reports whether the session was killed (shutdown past its grace period, KILL
+// CONNECTION): a node connection that fails then was closed by sluice, not by the node.
+func (l *lifecycle) killed() bool { return l.state.Load() == stateClosed }
 
-func (s *session) stopWatch() error {
-	if !s.watch.active {
-		return nil
-	}
-	s.watch.active = false
-	for _, c := range s.conns {
-		if c != nil {
-			_ = c.NetConn().SetReadDeadline(time.Unix(1, 0))
-		}
-	}
-	s.watch.wg.Wait()
-	for i, c := range s.conns {
-		if c == nil {
-			continue
-		}
-		if c.lost.Load() {
-			s.drop(i) // and no longer a kill target
-			continue
-		}
-		_ = c.NetConn().SetReadDeadline(time.Time{})
-	}
-	if s.watch.dead.Load() {
-		return errors.New("node closed the connection while the client was idle")
-	}
-	return nil
-}
+// done is closed once the session is killed.
+func (l *lifecycle) done() <-chan struct{} { return l.killedCh }
 
-// settings returns the endpoint's settings in force, under the mode the session began with:
-// a change of the endpoint's mode applies to the connections it accepts from then on (a
+// sessionSettings holds the endpoint's settings under the mode the session began with: a
+// change of the endpoint's mode applies to the connections it accepts from then on (a
 // read-only session is bound to its replica, a read-write one holds its primary connection),
-// every other setting to every session at its next statement.
-func (s *session) settings() *route.Settings {
-	set := s.ep.route.Settings()
-	if set.Mode == s.mode {
+// every other setting to every session at its next statement. current belongs to the
+// session's goroutine; mode never changes, and apply may be called from any goroutine.
+type sessionSettings struct {
+	ep   *route.Endpoint
+	mode route.Mode
+	// from, copy: the endpoint's settings under mode, kept while the endpoint's are the same.
+	from *route.Settings
+	copy route.Settings
+}
+
+func newSessionSettings(ep *route.Endpoint) sessionSettings {
+	return sessionSettings{ep: ep, mode: ep.Settings().Mode}
+}
+
+// current returns the endpoint's settings in force, under the session's mode. It does not
+// allocate.
+func (ss *sessionSettings) current() *route.Settings {
+	set := ss.ep.Settings()
+	if set.Mode == ss.mode {
 		return set
 	}
-	if s.setFrom != set {
-		s.setCopy, s.setFrom = *set, set
-		s.setCopy.Mode = s.mode
+	if ss.from != set {
+		ss.copy, ss.from = *set, set
+		ss.copy.Mode = ss.mode
 	}
-	return &s.setCopy
+	return &ss.copy
 }
 
-// modeSettings is settings for another goroutine (the idle watch): set, under the session's
-// mode, without touching the session.
-func (s *session) modeSettings(set *route.Settings) *route.Settings {
-	if set.Mode == s.mode {
+// shared is current for another goroutine (the idle watch): the endpoint's settings under
+// the session's mode, without touching the holder (a copy when the modes differ).
+func (ss *sessionSettings) shared() *route.Settings {
+	set := ss.ep.Settings()
+	if set.Mode == ss.mode {
 		return set
 	}
 	cp := *set
-	cp.Mode = s.mode
+	cp.Mode = ss.mode
 	return &cp
 }

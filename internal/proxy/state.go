@@ -43,14 +43,10 @@ func (s *session) afterStatus(set *route.Settings) {
 // A statement that may have made a replica connection read-write (mayTurnReadWrite) is
 // followed by the guard there; when that fails the session ends.
 func (s *session) after(c *classify.Result, stmt []byte, d route.Decision, set *route.Settings) error {
-	s.last = routeInfo{valid: true, node: d.Node, reason: d.Reason}
+	s.view.routed(d.Node, d.Reason)
 	s.rs.LastNode = d.Node
 	s.afterStatus(set)
-	var took time.Duration
-	if t := s.cmdStart.Load(); t != 0 {
-		took = time.Duration(time.Now().UnixNano() - t)
-	}
-	s.countStatement(d.Node, d.Reason, took)
+	s.view.count(d.Node, d.Reason, s.view.commandTook(time.Now()), s.p.topo)
 	if s.gtidTracked && (c.Kind == classify.Set || c.Kind == classify.Prepare || c.Flags&classify.SetStatement != 0) &&
 		mentionsFold(stmt, "session_track") {
 		// The client set the tracked variables itself (or prepared that): commits may no
@@ -72,7 +68,7 @@ func (s *session) after(c *classify.Result, stmt []byte, d route.Decision, set *
 		c.Kinds&runsAnything != 0 {
 		// Nor may a change of the client character set be reported any more (or, after text
 		// that may run anything, be known to be).
-		s.sqlMode.blind = true
+		s.reader.mode.blind = true
 	}
 	if s.failed && d.Node >= 0 && s.p.topo.Snapshot().IsPrimary(d.Node) && mayCommit(c) {
 		// The primary answered with an error, but a statement that can commit may have done
@@ -92,7 +88,7 @@ func (s *session) after(c *classify.Result, stmt []byte, d route.Decision, set *
 	}
 	if s.failed {
 		if mayChangeMode(c) {
-			s.sqlMode.lost() // an ERR carries no status: the mode may have changed before it
+			s.reader.mode.lost() // an ERR carries no status: the mode may have changed before it
 		}
 		return nil
 	}
@@ -198,10 +194,7 @@ func (s *session) resetState() {
 	s.state.Epoch++
 	s.begin = s.begin[:0]
 	s.tempTables, s.userLocks = 0, 0
-	s.sqlMode = newSQLMode() // the global sql_mode again: learnt from the next status
-	if s.charset != 0 {
-		s.sqlMode.loginCharset(s.charset) // and the login's character set (MariaDB 10.11)
-	}
+	s.reader.reset(s.login.charset) // the global sql_mode again: learnt from the next status
 	// s.lastGTID stays: the client's connection goes on, and so does what it wrote (a read
 	// after the reset still sees it at consistency session).
 	bound := s.rs.Bound

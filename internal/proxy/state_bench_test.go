@@ -49,7 +49,7 @@ func BenchmarkRelayOK(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			m := newMemSession(b)
 			s := m.s
-			s.caps, s.state.DB = bc.caps, "sbtest"
+			s.login.caps, s.state.DB = bc.caps, "sbtest"
 			pkts := make([][]byte, len(bc.oks))
 			for i, p := range bc.oks {
 				pkts[i] = packets(1, p)

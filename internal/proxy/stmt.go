@@ -117,7 +117,7 @@ func (s *session) prepare() error {
 		return s.writeErr(mysql.NewError(mysql.ErrMaxPreparedStmtCount, "42000", "Can't create more than max_prepared_stmt_count statements (current value: %d)", s.maxStatements()))
 	}
 	st := &stmt{query: append([]byte(nil), p[1:]...)}
-	st.class = s.classifyPrepared(st.query)
+	st.class = s.reader.classifyPrepared(st.query, s.conns, s.rs.Bound)
 	if err := s.prepareHome(st, p); err != nil {
 		return s.fail(s.home, err, nil)
 	}
@@ -291,7 +291,7 @@ func (s *session) stmtCommand(cmd byte, n int) error {
 	}
 	if len(head) < 5 {
 		if cmd == mysql.ComStmtClose || cmd == mysql.ComStmtSendLongData {
-			return s.discardCommand(n) // no answer to these
+			return discardCommand(s.client, n) // no answer to these
 		}
 		return s.refuseCommand(n, errMalformed())
 	}
@@ -299,7 +299,7 @@ func (s *session) stmtCommand(cmd byte, n int) error {
 	st := s.lookupStmt(id)
 	switch cmd {
 	case mysql.ComStmtClose:
-		if err := s.discardCommand(n); err != nil {
+		if err := discardCommand(s.client, n); err != nil {
 			return err
 		}
 		if st != nil {
@@ -339,7 +339,7 @@ func (s *session) stmtCommand(cmd byte, n int) error {
 		}
 		if b == nil {
 			// Never prepared on this connection: nothing to reset there.
-			if err := s.discardCommand(n); err != nil {
+			if err := discardCommand(s.client, n); err != nil {
 				return err
 			}
 			s.client.SetSeq(1)
@@ -390,7 +390,7 @@ func (s *session) sendLongData(st *stmt, n int) error {
 		if st != nil && st.longErr == nil {
 			s.longDataTooLarge(st)
 		}
-		return s.discardCommand(n)
+		return discardCommand(s.client, n)
 	}
 	p, err := s.readKept()
 	if err != nil {

@@ -127,7 +127,7 @@ func (s *session) followPrimary(snap *topology.Snapshot) error {
 // a session that does waits for its next statement (switchover), which says why it cannot.
 func (s *session) followBetween() error {
 	snap := s.p.topo.Snapshot()
-	set := s.settings()
+	set := s.settings.current()
 	if snap.Draining != 0 {
 		s.leaveDraining(set, snap)
 	}
@@ -152,14 +152,14 @@ func (s *session) followBetween() error {
 func (s *session) awaitPrimary(snap *topology.Snapshot, deadline time.Time) (_ *topology.Snapshot, ok bool) {
 	for snap.Switching {
 		wait := time.Until(deadline)
-		if wait <= 0 || s.killed() {
+		if wait <= 0 || s.life.killed() {
 			return snap, false
 		}
 		t := time.NewTimer(wait)
 		select {
 		case <-snap.Changed():
 		case <-t.C:
-		case <-s.killedCh:
+		case <-s.life.done():
 		}
 		t.Stop()
 		snap = s.p.topo.Snapshot()
@@ -268,7 +268,7 @@ func (s *session) confirmReadOnly(i int) bool {
 		if rows.Values[0][0].S == "1" {
 			return true
 		}
-		if time.Now().After(deadline) || s.killed() {
+		if time.Now().After(deadline) || s.life.killed() {
 			return false
 		}
 		time.Sleep(10 * time.Millisecond)

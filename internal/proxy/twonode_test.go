@@ -48,7 +48,7 @@ func newTwoNodeSession(tb testing.TB, weights []int, primary, replica net.Conn) 
 	}
 	client := &memConn{}
 	s := p.newSession(p.endpoints["rw"], client)
-	s.caps = frontCaps
+	s.login.caps = frontCaps
 	for i, nc := range []net.Conn{primary, replica} {
 		bc := &backend.Conn{Conn: mysql.NewConn(nc, 0, 4<<10), Caps: frontCaps, Handshake: &mysql.Handshake{}}
 		s.conns[i] = &nodeConn{Conn: bc, idx: i, name: p.topo.Snapshot().Nodes[i].Name}

@@ -1,0 +1,188 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicedb/sluice/internal/mysql"
+)
+
+// idleProbe is how long a client may be idle before the session starts watching its node.
+const idleProbe = time.Second
+
+// idleWatch waits for the client's next command and bounds how long that may take: a client
+// idle past timeouts.idle is let go, and one that stalls in the middle of a command is held
+// to the stall limit. While the client is idle (past idleProbe) it also watches the session's
+// node connections, so that a node that closes one (wait_timeout, a restart) is noticed at
+// once: the session either lets that connection go (it held only state sluice can replay) or
+// closes the client's connection, as the server would have closed it — drivers check for
+// that before reusing a pooled connection.
+//
+// Its methods are called by the session's goroutine only. The watchers it starts run only
+// while the session is idle (wait returns after they have ended); they write their own slot
+// of lost, dead, and the client's raw connection (Close, safe from any goroutine), and call
+// the session's nodeWatch.lost, which may read the session's fields (they do not change
+// while it is idle).
+type idleWatch struct {
+	raw   net.Conn      // the client's TCP connection, closed when the session's node is lost
+	idle  time.Duration // timeouts.idle; 0: no limit
+	stall time.Duration // see stallLimit
+
+	active  bool
+	watched []net.Conn // by node index; nil: not watched
+	lost    []bool     // by node index: its watcher let the connection go (written by that watcher)
+	dropped []int      // what lostConns returns (reused)
+	dead    atomic.Bool
+	wg      sync.WaitGroup
+}
+
+// nodeWatch is what the idle watch needs of the session's node connections.
+type nodeWatch struct {
+	// conns appends to dst the session's node connections by node index (nil where it has
+	// none). Called on the session's goroutine.
+	conns func(dst []net.Conn) []net.Conn
+	// lost is called on node i's watcher's goroutine when the node closed its connection (or
+	// sent something unasked: a disconnect notice), with the read's error. It reports whether
+	// the session lives on without it (the connection was let go, and the session drops it
+	// once the client speaks) or not (the client's connection is closed).
+	lost func(i int, err error) bool
+}
+
+// newIdleWatch returns the watch of the client connection raw, under timeouts.idle and
+// timeouts.write.
+func newIdleWatch(raw net.Conn, idle, writeTimeout time.Duration) idleWatch {
+	return idleWatch{raw: raw, idle: idle, stall: stallLimit(writeTimeout)}
+}
+
+// stallLimit bounds how long a client may stall in the middle of a command (a packet, LOAD DATA
+// LOCAL's file): timeouts.write, which bounds a stalled transfer the other way, or 30 s.
+func stallLimit(writeTimeout time.Duration) time.Duration {
+	if writeTimeout > 0 {
+		return writeTimeout
+	}
+	return 30 * time.Second
+}
+
+// stallLimit is the watch's stall limit (see the function of that name).
+func (w *idleWatch) stallLimit() time.Duration { return w.stall }
+
+// wait waits for the client's next command on c, which reads nc (the client's connection, TLS
+// once upgraded), watching the nodes past idleProbe and the idle timeout. On return (whatever
+// the error) no watcher runs; lostConns says which node connections the session must drop.
+func (w *idleWatch) wait(c *mysql.Conn, nc net.Conn, nodes *nodeWatch) error {
+	w.dropped = w.dropped[:0]
+	if b := c.Buffered(); b > 0 {
+		// Pipelined: the next command, or part of it, is already here. What is missing must
+		// come within the stall limit, as for a command that arrives in pieces.
+		if b >= 4 {
+			if n, _, err := c.PeekHeader(); err == nil && b >= 4+n {
+				_ = nc.SetReadDeadline(time.Time{})
+				return nil
+			}
+		}
+		_ = nc.SetReadDeadline(time.Now().Add(w.stall))
+		return nil
+	}
+	start := time.Now()
+	wait := idleProbe
+	if w.idle > 0 && w.idle < wait {
+		wait = w.idle
+	}
+	_ = nc.SetReadDeadline(start.Add(wait))
+	for {
+		n, _, err := c.PeekHeader()
+		if err == nil {
+			if c.Buffered() >= 4+n {
+				_ = nc.SetReadDeadline(time.Time{})
+			} else {
+				// The rest of the command is still on its way: a client that stalls in the
+				// middle of it must not hold the session's node connection forever.
+				_ = nc.SetReadDeadline(time.Now().Add(w.stall))
+			}
+			return w.stop()
+		}
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			_ = w.stop()
+			return err
+		}
+		idle := time.Since(start)
+		if w.idle > 0 && idle >= w.idle {
+			_ = w.stop()
+			return fmt.Errorf("idle for %s (timeouts.idle)", idle.Round(time.Second))
+		}
+		if !w.active {
+			w.start(nodes)
+		}
+		if w.idle > 0 {
+			_ = nc.SetReadDeadline(start.Add(w.idle))
+		} else {
+			_ = nc.SetReadDeadline(time.Time{})
+		}
+	}
+}
+
+// lostConns returns the node indexes whose connections the last wait let go: the session
+// drops them (they are no longer kill targets). Valid until the next wait.
+func (w *idleWatch) lostConns() []int { return w.dropped }
+
+func (w *idleWatch) start(nodes *nodeWatch) {
+	w.active = true
+	w.dead.Store(false)
+	w.watched = nodes.conns(w.watched[:0])
+	w.lost = append(w.lost[:0], make([]bool, len(w.watched))...)
+	for i, nc := range w.watched {
+		if nc == nil {
+			continue
+		}
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			var b [1]byte
+			_, err := nc.Read(b[:])
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				return // stop ended the watch
+			}
+			if nodes.lost(i, err) {
+				w.lost[i] = true
+				return
+			}
+			w.dead.Store(true)
+			w.raw.Close()
+		}()
+	}
+}
+
+// stop ends the watch (a deadline in the past ends every watcher's read) and reports a node
+// loss the session does not survive.
+func (w *idleWatch) stop() error {
+	if !w.active {
+		return nil
+	}
+	w.active = false
+	for _, nc := range w.watched {
+		if nc != nil {
+			_ = nc.SetReadDeadline(time.Unix(1, 0))
+		}
+	}
+	w.wg.Wait()
+	for i, nc := range w.watched {
+		if nc == nil {
+			continue
+		}
+		if w.lost[i] {
+			w.dropped = append(w.dropped, i)
+			continue
+		}
+		_ = nc.SetReadDeadline(time.Time{})
+	}
+	clear(w.watched) // no reference to connections the session may close meanwhile
+	if w.dead.Load() {
+		return errors.New("node closed the connection while the client was idle")
+	}
+	return nil
+}

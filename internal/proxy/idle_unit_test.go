@@ -1,0 +1,140 @@
+package proxy
+
+import (
+	"errors"
+	"net"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sluicedb/sluice/internal/mysql"
+)
+
+// idleRig is an idle watch over in-memory pipes: the client's connection and two node
+// connections, with the ends the test plays.
+type idleRig struct {
+	w              idleWatch
+	c              *mysql.Conn
+	server, client net.Conn    // the client's connection: sluice's end, the client's
+	nodes, peers   [2]net.Conn // node connections: sluice's ends, the nodes'
+	lost           atomic.Int32
+	calls          atomic.Int32
+	keep           bool // what nodeWatch.lost answers
+	watch          nodeWatch
+}
+
+func newIdleRig(t *testing.T, idle time.Duration, keep bool) *idleRig {
+	r := &idleRig{keep: keep}
+	r.server, r.client = net.Pipe()
+	for i := range r.nodes {
+		r.nodes[i], r.peers[i] = net.Pipe()
+	}
+	t.Cleanup(func() {
+		r.server.Close()
+		r.client.Close()
+		for i := range r.nodes {
+			r.nodes[i].Close()
+			r.peers[i].Close()
+		}
+	})
+	r.w = newIdleWatch(r.server, idle, 0)
+	r.c = mysql.NewConn(r.server, 0, 0)
+	r.watch = nodeWatch{
+		conns: func(dst []net.Conn) []net.Conn {
+			r.calls.Add(1)
+			return append(dst, r.nodes[0], r.nodes[1])
+		},
+		lost: func(i int, err error) bool {
+			r.lost.Store(int32(i) + 1)
+			return r.keep
+		},
+	}
+	return r
+}
+
+// send writes a COM_PING from the client.
+func (r *idleRig) send() {
+	go func() { _, _ = r.client.Write([]byte{1, 0, 0, 0, mysql.ComPing}) }()
+}
+
+func TestIdleWatchCommandInTime(t *testing.T) {
+	r := newIdleRig(t, 0, true)
+	r.send()
+	if err := r.w.wait(r.c, r.server, &r.watch); err != nil {
+		t.Fatal(err)
+	}
+	if r.calls.Load() != 0 || len(r.w.lostConns()) != 0 {
+		t.Fatal("a command within idleProbe started the watch")
+	}
+	w := newIdleWatch(nil, 0, 5*time.Second)
+	if r.w.stallLimit() != 30*time.Second || w.stallLimit() != 5*time.Second {
+		t.Fatal("stall limit: timeouts.write, or 30 s")
+	}
+}
+
+// A node that closes its connection while the client is idle: a connection the session can
+// do without is let go (dropped once the client speaks), the others stay watched and usable.
+func TestIdleWatchNodeLostKept(t *testing.T) {
+	r := newIdleRig(t, 0, true)
+	done := make(chan error, 1)
+	go func() { done <- r.w.wait(r.c, r.server, &r.watch) }()
+	time.Sleep(idleProbe + 200*time.Millisecond)
+	if r.calls.Load() != 1 {
+		t.Fatalf("watch started %d times after idleProbe", r.calls.Load())
+	}
+	r.peers[1].Close()
+	waitFor(t, "the watcher to see node 1 lost", func() bool { return r.lost.Load() == 2 })
+	r.send()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := r.w.lostConns(); !slices.Equal(got, []int{1}) {
+		t.Fatalf("lost connections %v, want [1]", got)
+	}
+	// Node 0's connection is usable again: no deadline left on it.
+	go func() { _, _ = r.peers[0].Write([]byte{7}) }()
+	var b [1]byte
+	if _, err := r.nodes[0].Read(b[:]); err != nil || b[0] != 7 {
+		t.Fatalf("node 0 after the watch: %v", err)
+	}
+}
+
+// A node connection the session cannot do without: the client's connection is closed.
+func TestIdleWatchNodeLostFatal(t *testing.T) {
+	r := newIdleRig(t, 0, false)
+	done := make(chan error, 1)
+	go func() { done <- r.w.wait(r.c, r.server, &r.watch) }()
+	time.Sleep(idleProbe + 200*time.Millisecond)
+	r.peers[0].Close()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("the session lives on without its node")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the client's connection was not closed")
+	}
+	if _, err := r.client.Write([]byte{0}); err == nil {
+		t.Fatal("the client's connection is still open")
+	}
+}
+
+func TestIdleWatchIdleTimeout(t *testing.T) {
+	r := newIdleRig(t, 100*time.Millisecond, true)
+	start := time.Now()
+	err := r.w.wait(r.c, r.server, &r.watch)
+	if err == nil || !strings.Contains(err.Error(), "timeouts.idle") {
+		t.Fatalf("err %v", err)
+	}
+	if took := time.Since(start); took < 100*time.Millisecond || took > 2*time.Second {
+		t.Fatalf("idle timeout after %v", took)
+	}
+	if r.calls.Load() != 0 {
+		t.Fatal("watched before idleProbe")
+	}
+	if errors.Is(err, net.ErrClosed) {
+		t.Fatal("closed, not timed out")
+	}
+}

@@ -1,0 +1,125 @@
+package proxy
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/sluicedb/sluice/internal/mysql"
+	"github.com/sluicedb/sluice/internal/route"
+)
+
+// readResult reads a text result set of n columns from what writeResult wrote: the column
+// names, the rows (nil for NULL) and the terminator's status.
+func readResult(t *testing.T, out []byte, deprecateEOF bool) (cols []string, rows [][]*string, status uint16) {
+	t.Helper()
+	c := mysql.NewConn(&memConn{in: out}, 0, 0)
+	next := func() []byte {
+		p, err := c.ReadPacket()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	n := int(next()[0])
+	for range n {
+		p := next()
+		for range 4 { // catalog, schema, table, org_table
+			_, k, err := mysql.ReadLenEncString(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p = p[k:]
+		}
+		name, _, err := mysql.ReadLenEncString(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols = append(cols, string(name))
+	}
+	if !deprecateEOF {
+		if p := next(); p[0] != 0xfe || len(p) != 5 {
+			t.Fatalf("no EOF after the columns: % x", p)
+		}
+	}
+	for {
+		p := next()
+		if p[0] == 0xfe && len(p) < 9 {
+			if deprecateEOF {
+				ok, err := mysql.ParseOK(p, mysql.ClientProtocol41|mysql.ClientDeprecateEOF)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return cols, rows, ok.Status
+			}
+			return cols, rows, uint16(p[3]) | uint16(p[4])<<8
+		}
+		var row []*string
+		for range n {
+			if p[0] == 0xfb {
+				row, p = append(row, nil), p[1:]
+				continue
+			}
+			v, k, err := mysql.ReadLenEncString(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := string(v)
+			row, p = append(row, &s), p[k:]
+		}
+		rows = append(rows, row)
+	}
+}
+
+// TestWriteResult: a result sluice builds, over a bare client connection, in both EOF styles;
+// MORE_RESULTS never set on it.
+func TestWriteResult(t *testing.T) {
+	for _, deprecate := range []bool{false, true} {
+		caps := uint32(mysql.ClientProtocol41)
+		if deprecate {
+			caps |= mysql.ClientDeprecateEOF
+		}
+		mc := &memConn{}
+		c := mysql.NewConn(mc, 0, 0)
+		status := mysql.StatusAutocommit | mysql.StatusInTrans | mysql.StatusMoreResultsExists
+		buf, err := writeResult(c, nil, resultFormat{caps: caps, status: status}, []string{"a", "b"},
+			[][]cell{{text("1"), null}, {text(""), text("x")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(buf) == 0 {
+			t.Error("the buffer is not handed back")
+		}
+		cols, rows, st := readResult(t, mc.out, deprecate)
+		if !slices.Equal(cols, []string{"a", "b"}) || len(rows) != 2 || *rows[0][0] != "1" || rows[0][1] != nil ||
+			*rows[1][0] != "" || *rows[1][1] != "x" {
+			t.Fatalf("deprecate EOF %v: columns %q rows %d", deprecate, cols, len(rows))
+		}
+		if st != mysql.StatusAutocommit|mysql.StatusInTrans {
+			t.Errorf("deprecate EOF %v: status %#x", deprecate, st)
+		}
+	}
+}
+
+// TestNodeRowsAndLastRoute: SHOW NODES and SHOW LAST ROUTE built from a snapshot alone.
+func TestNodeRowsAndLastRoute(t *testing.T) {
+	snap := testTopology(t, 2).Snapshot()
+	cols, rows := nodeRows(snap, 0, nil)
+	if len(cols) != 14 || len(rows) != 2 {
+		t.Fatalf("%d columns, %d rows", len(cols), len(rows))
+	}
+	if rows[0][0].s != "primary" || rows[0][2].s != "primary" || rows[1][2].s != "replica" || !rows[0][12].null {
+		t.Errorf("rows %+v", rows)
+	}
+	_, rows = lastRouteRow(routeInfo{}, snap)
+	if rows[0][0].s != "" || rows[0][2].s != "" {
+		t.Errorf("before any statement: %+v", rows)
+	}
+	_, rows = lastRouteRow(routeInfo{valid: true, node: 1, reason: route.ReasonRead}, snap)
+	if rows[0][0].s != "replica1" || rows[0][1].s != "replica" || rows[0][2].s != route.ReasonRead.String() {
+		t.Errorf("a read: %+v", rows)
+	}
+	_, rows = lastRouteRow(routeInfo{valid: true, node: -1, reason: route.ReasonRead}, snap)
+	if rows[0][0].s != "sluice" || rows[0][1].s != "proxy" {
+		t.Errorf("answered by sluice: %+v", rows)
+	}
+}
