@@ -3,21 +3,18 @@ package proxy
 import (
 	"bytes"
 	"errors"
+	"sync/atomic"
+	"time"
 
 	"github.com/sluicedb/sluice/internal/backend"
 	"github.com/sluicedb/sluice/internal/classify"
-	"strconv"
-	"time"
-
 	"github.com/sluicedb/sluice/internal/gtid"
 	"github.com/sluicedb/sluice/internal/mysql"
-	"github.com/sluicedb/sluice/internal/route"
-	"github.com/sluicedb/sluice/internal/topology"
 )
 
 // Consistency levels. Under session and global, a read sent to a replica must see a position:
 // the session's last commit (session: its GTID came back in the OK packet of the write or
-// COMMIT, lastGTID), or everything the primary had committed when the read arrived (global: the
+// COMMIT, readTarget.last), or everything the primary had committed when the read arrived (global: the
 // primary's position, read from it then). Before the read, the replica is asked to reach that
 // position within the endpoint's consistency_timeout (MASTER_GTID_WAIT on MariaDB,
 // WAIT_FOR_EXECUTED_GTID_SET on MySQL, over the session's connection there); when it does not,
@@ -28,132 +25,23 @@ import (
 // The wait is asked even of a replica whose known position contains the target: a node writes a
 // transaction to its binlog (which is where streams and @@gtid_current_pos see it) a moment
 // before the transaction is visible to readers; MASTER_GTID_WAIT returns once it is.
+//
+// The session's readTarget (readtarget.go) holds what this needs from one statement to the next
+// and decides with route; this file has the I/O it does over connections it is given.
 
 // errNotReached: the replica did not reach the read's position within consistency_timeout.
 var errNotReached = errors.New("the replica did not reach the position the consistency level needs")
 
-// consistencyTarget sets, before a statement is routed under set's consistency level, the
-// position its read must see (s.target, its text; empty: none) and which nodes are known to
-// have it (s.rs.HasTarget, s.rs.Reached). A global read whose position cannot be read goes to
-// the primary (s.targetFailed).
-func (s *session) consistencyTarget(set *route.Settings, snap *topology.Snapshot) {
-	s.rs.HasTarget, s.rs.Reached, s.targetFailed = false, 0, false
-	s.target = s.target[:0]
-	if set.Consistency == route.Eventual {
-		return
-	}
-	var err error
-	switch set.Consistency {
-	case route.SessionConsistency:
-		if !s.gtidTracked || s.gtidUnknown {
-			// The primary does not say which GTID each commit got: what this session wrote
-			// is known to be only there.
-			s.targetFailed = true
-			return
-		}
-		if len(s.lastGTID) == 0 {
-			return // nothing committed yet: nothing to see
-		}
-		s.target = append(s.target, s.lastGTID...)
-	case route.Global:
-		// A reading of the primary's position begun after this read arrived, shared with
-		// the global reads that arrived with it; within connect_timeout.
-		if s.target, err = s.p.primaryPos.get(s, snap, s.target, s.p.connectTimeout()); err != nil {
-			s.log.Debug("reading the primary's position failed; the read goes to the primary", "err", err)
-			s.targetFailed = true
-			return
-		}
-	}
-	if !gtidText(s.target) {
-		s.targetFailed = true
-		return
-	}
-	s.rs.HasTarget = true
-	if string(s.target) != s.targetPos.String() {
-		if s.targetPos, err = gtid.Parse(s.flavor(), string(s.target)); err != nil {
-			s.targetPos = gtid.Position{} // no node is known to have it
-		}
-	}
-}
-
-// markReached sets s.rs.Reached: the nodes known to have applied the read's position.
-func (s *session) markReached(snap *topology.Snapshot) {
-	s.rs.Reached = 0
-	positions := s.p.opts.Positions
-	if positions == nil || s.targetPos.IsZero() {
-		return
-	}
-	for i := range snap.Nodes {
-		if i < 64 && positions.Reached(i, s.targetPos) {
-			s.rs.Reached |= 1 << i
-		}
-	}
-}
-
-// decideAt routes r, a read that must see s.target: to a replica known to have it, preferred by
-// route.Decide; when the one decided is not known to have it and its binlog stream runs (its
-// position is real time), r waits, woken by every move of a node's position, until one is (then
-// it is decided again), or until set's consistency timeout, when it goes to the primary. A
-// replica without a stream is asked to wait itself (awaitTarget).
-func (s *session) decideAt(r *request, set *route.Settings, snap *topology.Snapshot) route.Decision {
-	positions := s.p.opts.Positions
-	var timer *time.Timer
-	var deadline time.Time
-	for {
-		var moved <-chan struct{}
-		if positions != nil {
-			moved = positions.Changed() // before reading the positions: no move is missed
-		}
-		s.markReached(snap)
-		d := route.Decide(&r.class, r.stmt, &s.rs, set, snap)
-		// Known to have it, or no stream to tell when it will: the read goes there, and waits on
-		// the node itself (awaitTarget).
-		if d.Err != nil || d.Local || d.Node == snap.Primary || !s.needsWait(d, snap) ||
-			(d.Node < 64 && s.rs.Reached&(1<<d.Node) != 0) || positions == nil || !positions.Streaming(d.Node) {
-			if timer != nil {
-				timer.Stop()
-			}
-			return d
-		}
-		if deadline.IsZero() {
-			s.p.consistencyWaits.Add(1)
-			deadline = time.Now().Add(set.ConsistencyTimeout)
-		}
-		wait := time.Until(deadline)
-		if wait <= 0 || s.life.killed() {
-			if timer != nil {
-				timer.Stop()
-			}
-			s.p.consistencyTimeouts.Add(1)
-			return route.Decision{Node: snap.Primary, Reason: route.ReasonConsistency, EndTx: d.EndTx}
-		}
-		if timer == nil {
-			timer = time.NewTimer(wait)
-		} else {
-			timer.Reset(wait)
-		}
-		select {
-		case <-moved:
-		case <-timer.C:
-		case <-s.life.done():
-		}
-	}
-}
-
-// primaryPosition appends the primary's current position (what it has committed) to b, read
-// over the session's connection to it.
-func (s *session) primaryPosition(snap *topology.Snapshot, b []byte) ([]byte, error) {
-	c, err := s.use(snap.Primary)
-	if err != nil {
-		return b, err
-	}
+// primaryPosition appends the primary's current position (what it has committed), in flavor's
+// words, to b, read over bc, the session's connection to it, within timeout.
+func primaryPosition(bc *backend.Conn, flavor gtid.Flavor, timeout time.Duration, b []byte) ([]byte, error) {
 	q := "SELECT @@global.gtid_binlog_pos"
-	if s.flavor() == gtid.MySQL {
+	if flavor == gtid.MySQL {
 		q = "SELECT @@global.gtid_executed"
 	}
-	_ = c.NetConn().SetReadDeadline(time.Now().Add(s.p.connectTimeout()))
-	rows, err := c.Query(q)
-	_ = c.NetConn().SetReadDeadline(time.Time{})
+	_ = bc.NetConn().SetReadDeadline(time.Now().Add(timeout))
+	rows, err := bc.Query(q)
+	_ = bc.NetConn().SetReadDeadline(time.Time{})
 	if err != nil {
 		return b, err
 	}
@@ -163,9 +51,9 @@ func (s *session) primaryPosition(snap *topology.Snapshot, b []byte) ([]byte, er
 	return append(b, rows.Values[0][0].S...), nil
 }
 
-// flavor is the GTID format of the session's nodes, from the primary's version.
-func (s *session) flavor() gtid.Flavor {
-	if v := s.p.server.Load().version; v != "" {
+// gtidFlavor is the GTID format of the proxy's nodes, from the primary's version.
+func (p *Proxy) gtidFlavor() gtid.Flavor {
+	if v := p.server.Load().version; v != "" {
 		return gtid.FlavorOf(v)
 	}
 	return gtid.MariaDB
@@ -188,26 +76,14 @@ func gtidText(b []byte) bool {
 	return true
 }
 
-// needsWait reports whether a statement decided as d must first wait, on its replica, for the
-// read's position.
-func (s *session) needsWait(d route.Decision, snap *topology.Snapshot) bool {
-	if !s.rs.HasTarget || d.Node == snap.Primary {
-		return false
-	}
-	switch d.Reason {
-	case route.ReasonRead, route.ReasonReadOnlyTx:
-		return true
-	}
-	return false // a hint's replica (FORCE_SLAVE asks for any), a transaction already checked
-}
-
-// awaitTarget asks replica connection c to reach s.target within timeout, and reports whether
-// it did (its own round trip; pipelinedWait says when the wait goes with the read instead).
-func (s *session) awaitTarget(c *nodeConn, timeout time.Duration) (bool, error) {
-	stmt := s.waitStmt(c, timeout)
+// awaitPosition asks replica connection c to reach a read's position within timeout, with
+// stmt, the wait's text (readTarget.waitStmt), and reports whether it did (its own round trip;
+// pipelinable says when the wait goes with the read instead). grace is how much longer than
+// the wait the node may take to answer.
+func awaitPosition(c *backend.Conn, stmt []byte, timeout, grace time.Duration) (bool, error) {
 	// The node answers within the wait's own timeout; a node that stops answering altogether
 	// must not hold the session.
-	_ = c.NetConn().SetReadDeadline(time.Now().Add(timeout + s.p.connectTimeout()))
+	_ = c.NetConn().SetReadDeadline(time.Now().Add(timeout + grace))
 	defer c.NetConn().SetReadDeadline(time.Time{})
 	if err := c.WriteQuery(stmt); err != nil {
 		return false, err
@@ -223,45 +99,26 @@ func (s *session) awaitTarget(c *nodeConn, timeout time.Duration) (bool, error) 
 	return reached, err
 }
 
-// waitStmt builds, in s.scratch, the statement that makes replica connection c wait up to
-// timeout for s.target: MASTER_GTID_WAIT on MariaDB (0 reached, -1 timed out),
-// WAIT_FOR_EXECUTED_GTID_SET on MySQL (0 reached, 1 timed out).
-func (s *session) waitStmt(c *nodeConn, timeout time.Duration) []byte {
-	s.scratch = s.scratch[:0]
-	if gtid.FlavorOf(c.Handshake.ServerVersion) == gtid.MySQL {
-		s.scratch = append(s.scratch, "SELECT WAIT_FOR_EXECUTED_GTID_SET('"...)
-	} else {
-		s.scratch = append(s.scratch, "SELECT MASTER_GTID_WAIT('"...)
-	}
-	for _, b := range s.target {
-		if b != '\n' && b != '\r' && b != '\t' {
-			s.scratch = append(s.scratch, b)
-		}
-	}
-	s.scratch = append(s.scratch, "', "...)
-	s.scratch = strconv.AppendFloat(s.scratch, timeout.Seconds(), 'f', 6, 64)
-	return append(s.scratch, ')')
-}
-
-// pipelinedWait reports whether read r, which must wait for s.target on its replica, can be
-// sent in the same round trip as the wait: the wait first, then r; when the wait times out, r's
-// answer is read and dropped, and r runs on the primary. That needs r held whole (to send it
-// again) and an answer sluice can read to its end unrelayed: not a cursor's, not a bulk one.
-func (s *session) pipelinedWait(r *request) bool {
+// pipelinable reports whether read r (cmd: the command, when held), which must wait for its
+// position on its replica, can be sent in the same round trip as the wait: the wait first, then
+// r; when the wait times out, r's answer is read and dropped, and r runs on the primary. That
+// needs r held whole (to send it again) and an answer sluice can read to its end unrelayed: not
+// a cursor's, not a bulk one.
+func pipelinable(r *request, cmd []byte) bool {
 	if !r.held || r.bulk {
 		return false
 	}
 	if r.st != nil {
-		return len(s.cmd) > 5 && s.cmd[5]&0x0f == 0 && len(r.st.longData) == 0
+		return len(cmd) > 5 && cmd[5]&0x0f == 0 && len(r.st.longData) == 0
 	}
 	return true
 }
 
-// awaitAnswer reads the answer to the wait sent ahead of the read (pipelinedWait) on bc. When
-// the replica did not reach the position, the read's answer is read and dropped, and the read
-// goes to the primary (errNotReached).
-func (s *session) awaitAnswer(bc *backend.Conn) error {
-	_ = bc.NetConn().SetReadDeadline(time.Now().Add(s.awaitDeadline + s.p.connectTimeout()))
+// awaitAnswer reads the answer to the wait sent ahead of the read (pipelinable) on bc, within
+// wait. When the replica did not reach the position, the read's answer is read and dropped, the
+// timeout counted, and the read goes to the primary (errNotReached).
+func awaitAnswer(bc *backend.Conn, wait time.Duration, timeouts *atomic.Int64) error {
+	_ = bc.NetConn().SetReadDeadline(time.Now().Add(wait))
 	defer bc.NetConn().SetReadDeadline(time.Time{})
 	reached, err := bc.ReadScalarIs("0")
 	var se *mysql.SQLError
@@ -274,61 +131,23 @@ func (s *session) awaitAnswer(bc *backend.Conn) error {
 	if err := bc.DiscardResults(); err != nil && !errors.As(err, &se) {
 		return &relayError{err: err}
 	}
-	s.p.consistencyTimeouts.Add(1)
+	timeouts.Add(1)
 	return errNotReached
 }
 
-// trackGTIDs makes a primary connection report the GTID of each commit in its OK packets (the
+// trackGTIDs makes primary connection bc report the GTID of each commit in its OK packets (the
 // session level's target): MariaDB's last_gtid added to session_track_system_variables (unless
-// the list has it, as the sandbox's servers do), MySQL's session_track_gtids=OWN_GTID. It
-// records whether that worked (s.gtidTracked). Only for endpoints at the session level: other
-// levels need no GTID per commit, and a client that tracks session state itself then sees the
-// server's own list.
-func (s *session) trackGTIDs(bc *backend.Conn) {
-	if s.settings.current().Consistency != route.SessionConsistency {
-		s.gtidTracked = false // this connection reports nothing; the level may come back later
-		return
-	}
+// the list has it, as the sandbox's servers do), MySQL's session_track_gtids=OWN_GTID. Only for
+// endpoints at the session level (readTarget.track): other levels need no GTID per commit, and
+// a client that tracks session state itself then sees the server's own list.
+func trackGTIDs(bc *backend.Conn) error {
 	q := "SET SESSION session_track_system_variables = IF(@@session.session_track_system_variables = '*' OR " +
 		"FIND_IN_SET('last_gtid', @@session.session_track_system_variables), @@session.session_track_system_variables, " +
 		"CONCAT_WS(',', NULLIF(@@session.session_track_system_variables, ''), 'last_gtid'))"
 	if gtid.FlavorOf(bc.Handshake.ServerVersion) == gtid.MySQL {
 		q = "SET SESSION session_track_gtids = OWN_GTID"
 	}
-	if err := bc.Exec(q); err != nil {
-		s.log.Warn("the primary cannot report the GTID of each commit: session-level reads go to the primary", "err", err)
-		s.gtidTracked = false
-		return
-	}
-	s.gtidTracked = true
-}
-
-// noteCommit follows, OK by OK, whether every commit of the session said its GTID, judging by
-// what the server answered rather than by the statement's text (dynamic SQL such as EXECUTE
-// IMMEDIATE CONCAT('SET SESSION session_tr', 'ack_system_variables = …') turns tracking off
-// unseen). A commit that changed rows — an OK outside a transaction that counts affected rows,
-// or the end of a transaction one of whose OKs did — and says no GTID leaves the session's
-// last commit unknown: its reads at consistency session go to the primary until an OK says a
-// GTID again (trackSessionState). Statements that change nothing (reads, SET, an UPDATE that
-// matched no row) carry no GTID and change nothing here. The end of a transaction that changed
-// rows but was rolled back also says none: the session then reads from the primary until its
-// next commit, the safe side. status and affected are the OK's.
-func (s *session) noteCommit(status uint16, affected uint64) {
-	gtid := s.okGTID
-	s.okGTID = false
-	if gtid {
-		s.txWrote, s.respGTID = false, true
-	}
-	if status&mysql.StatusInTrans != 0 {
-		if affected > 0 {
-			s.txWrote = true // its GTID comes with the commit
-		}
-		return
-	}
-	if !gtid && (affected > 0 || s.txWrote) {
-		s.gtidUnknown = true
-	}
-	s.txWrote = false
+	return bc.Exec(q)
 }
 
 // mentionsFold reports whether stmt contains word, ASCII case-insensitively (word is lower case).

@@ -39,8 +39,8 @@ func TestReplicaReadWaitsForTheSessionsCommit(t *testing.T) {
 				t.Fatal(err)
 			}
 			r.s.conns[1].Handshake.ServerVersion = tc.version
-			r.s.gtidTracked = true
-			r.s.lastGTID = append(r.s.lastGTID[:0], tc.last...)
+			r.s.reads.tracked = true
+			r.s.reads.last = append(r.s.reads.last[:0], tc.last...)
 			replica.load(append(oneValue(tc.reached), oneValue("replica")...))
 			primary.load(oneValue("primary"))
 			r.client.load(packets(0, append([]byte{mysql.ComQuery}, "SELECT v FROM t"...)))

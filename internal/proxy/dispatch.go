@@ -42,7 +42,7 @@ type request struct {
 	kept, renewed bool
 	// redirected: the primary refused it as read-only once, and it went to the new one.
 	redirected bool
-	// await: before it runs on a replica, the replica must reach s.target within waitFor (a
+	// await: before it runs on a replica, the replica must reach s.reads.target within waitFor (a
 	// consistency level); otherwise it goes to the primary.
 	await   bool
 	waitFor time.Duration
@@ -115,9 +115,7 @@ func (s *session) hugeQuery(n int, p []byte) error {
 	// What the rest of the statement did is unknown: when its head shows that it may leave
 	// session state behind (a temporary table, a lock, a SET, a user variable...), the session
 	// stays on the primary from now on.
-	if classify.LeavesSessionState(&c) {
-		s.pin(route.PinMulti, true)
-	}
+	s.rs.LearnTruncated(&c)
 	return nil
 }
 
@@ -167,19 +165,16 @@ route:
 		if set.Consistency != route.Eventual && route.MayReadReplica(&r.class, &s.rs, set, snap) {
 			// Perhaps a replica read under a consistency level: what must it see, and who
 			// has it? (Decided once: a policy's pick moves its state.)
-			s.consistencyTarget(set, snap)
-			switch {
-			case s.targetFailed:
-				d = route.Decide(&r.class, r.stmt, &s.rs, set, snap)
-				if d.Err == nil && !d.Local && d.Node != snap.Primary {
-					d = route.Decision{Node: snap.Primary, Reason: route.ReasonConsistency, EndTx: d.EndTx}
-				}
-			case s.rs.HasTarget:
-				d = s.decideAt(r, set, snap)
-				r.await, r.waitFor = s.needsWait(d, snap), set.ConsistencyTimeout
-			default:
-				d = route.Decide(&r.class, r.stmt, &s.rs, set, snap)
-			}
+			primary := snap.Primary // a copy: the closure must not take snap to the heap
+			d, r.await = s.reads.decide(&r.class, r.stmt, &s.rs, set, snap, &readEnv{p: s.p, killed: s.life.done(), log: s.log},
+				func() (*backend.Conn, error) {
+					c, err := s.use(primary)
+					if err != nil {
+						return nil, err
+					}
+					return c.Conn, nil
+				})
+			r.waitFor = set.ConsistencyTimeout
 		} else {
 			d = route.Decide(&r.class, r.stmt, &s.rs, set, snap)
 		}
@@ -242,13 +237,13 @@ func (s *session) send(r *request, d route.Decision, snap *topology.Snapshot) er
 		return err
 	}
 	pipelined := false
-	if r.await && s.needsWait(d, snap) {
+	if r.await && route.NeedsWait(d, &s.rs, snap) {
 		// On every replica this read is tried on (a retry after a failure goes elsewhere, or
 		// on a new connection): the position must be there before the read runs. A command
-		// held whole goes in the same round trip as the wait (pipelinedWait).
-		pipelined = s.pipelinedWait(r)
+		// held whole goes in the same round trip as the wait (pipelinable).
+		pipelined = pipelinable(r, s.cmd)
 		if !pipelined {
-			reached, err := s.awaitTarget(c, r.waitFor)
+			reached, err := awaitPosition(c.Conn, s.reads.waitStmt(c.Handshake.ServerVersion, r.waitFor), r.waitFor, s.p.connectTimeout())
 			if err != nil {
 				return err
 			}
@@ -273,11 +268,11 @@ func (s *session) send(r *request, d route.Decision, snap *topology.Snapshot) er
 	}
 	if pipelined {
 		// Last before the read: what came before (a PREPARE there) had its own answer read.
-		if err := c.WriteQuery(s.waitStmt(c, r.waitFor)); err != nil {
+		if err := c.WriteQuery(s.reads.waitStmt(c.Handshake.ServerVersion, r.waitFor)); err != nil {
 			return &relayError{err: err}
 		}
-		s.awaiting, s.awaitDeadline = true, r.waitFor
-		defer func() { s.awaiting = false }()
+		s.reads.sentWait(r.waitFor)
+		defer s.reads.takeAwait() // forgotten when the command failed before its answer was read
 	}
 	load := snap.Load[d.Node]
 	load.Active.Add(1)
@@ -314,57 +309,50 @@ func (s *session) sendPacket(bc *backend.Conn, p []byte, kind respKind) error {
 	return s.relayTimed(bc, kind)
 }
 
-// retry decides, after r failed on the node d chose, whether it goes elsewhere and where: a
-// statement whose prepared form differs on a replica, or whose session state a replica
-// refused, goes to the primary; a read whose replica failed before any byte of its answer
-// reached the client goes to another replica once, then to the primary.
+// retry decides, with route.Retry, whether r goes elsewhere after it failed on the node d chose
+// (err), and where: a statement whose prepared form differs on a replica, or whose session state
+// a replica refused, goes to the primary; a read whose replica failed before any byte of its
+// answer reached the client goes to another replica once, then to the primary.
 func (s *session) retry(r *request, d route.Decision, err error, tries *int, set *route.Settings) (route.Decision, bool) {
 	snap := s.p.topo.Snapshot()
-	primary := route.Decision{Node: snap.Primary, Reason: route.ReasonFallback}
-	if !r.resendable() || s.responseStarted() || s.life.killed() || d.Node == snap.Primary {
-		return d, false
-	}
-	switch {
-	case errors.Is(err, errNotReached):
-		// The replica did not get the read's position in time: the primary has it.
-		return route.Decision{Node: snap.Primary, Reason: route.ReasonConsistency}, true
-	case errors.Is(err, errShapeDiffers):
-		// No primary to fall back to on a read-only endpoint.
-		return primary, set.Mode != route.ReadOnly
-	case errors.Is(err, errStateSync):
-		// A replica refused the session's state: the session stays on the primary from now on.
-		s.rs.Pins |= route.PinSet
-		return route.Decision{Node: snap.Primary, Reason: route.ReasonPinned}, set.Mode != route.ReadOnly
-	}
 	var re *relayError
-	if d.Reason != route.ReasonRead || (errors.As(err, &re) && re.client) {
-		return d, false
+	var se *mysql.SQLError // both on the heap (errors.As): only after a failure
+	f := route.Failed{Decision: d, Cause: route.CauseNode}
+	switch {
+	case !r.resendable() || s.responseStarted() || s.life.killed():
+		f.Cause = route.CauseFinal
+	case errors.Is(err, errNotReached):
+		f.Cause = route.CauseNotReached
+	case errors.Is(err, errShapeDiffers):
+		f.Cause = route.CauseShape
+	case errors.Is(err, errStateSync):
+		f.Cause = route.CauseStateSync
+	case errors.As(err, &re) && re.client:
+		f.Cause = route.CauseFinal
 	}
-	var se *mysql.SQLError
-	if r.kept && !r.renewed && !errors.As(err, &se) && nodeFault(err) {
-		// A connection the session kept from before broke: the node may have restarted since,
-		// or closed it idle. That says nothing of the node: try it again, once, on a new one.
+	f.Renewable = r.kept && !r.renewed && !errors.As(err, &se) && nodeFault(err)
+	next, what := route.Retry(&s.rs, set, snap, f)
+	switch what {
+	case route.Stop:
+		return d, false
+	case route.Renew:
+		// A connection the session kept from before broke: try the node again, once, on a
+		// new one.
 		r.renewed = true
 		s.drop(d.Node)
 		return d, true
-	}
-	// Try the read elsewhere. A replica that failed is taken out of routing; one that answered
-	// with an error (it refused the connection: too many connections, access denied there),
-	// cannot serve this client (errCapsMismatch) or was removed meanwhile (errNodeGone) is not
-	// down.
-	if nodeFault(err) && !errors.As(err, &se) {
-		s.p.topo.NodeFailed(d.Node, unwrapRelay(err))
-	}
-	s.drop(d.Node)
-	*tries++
-	snap = s.p.topo.Snapshot()
-	if *tries == 1 {
-		next := route.Decide(&r.class, r.stmt, &s.rs, set, snap)
-		if next.Err == nil && !next.Local && next.Node != snap.Primary {
-			return next, true
+	case route.Elsewhere:
+		// A replica that failed is taken out of routing; one that answered with an error (it
+		// refused the connection: too many connections, access denied there), cannot serve
+		// this client (errCapsMismatch) or was removed meanwhile (errNodeGone) is not down.
+		if nodeFault(err) && !errors.As(err, &se) {
+			s.p.topo.NodeFailed(d.Node, unwrapRelay(err))
 		}
+		s.drop(d.Node)
+		*tries++
+		return route.Reroute(&r.class, r.stmt, &s.rs, set, s.p.topo.Snapshot(), *tries), true
 	}
-	return route.Decision{Node: snap.Primary, Reason: route.ReasonFallback}, true
+	return next, true
 }
 
 func unwrapRelay(err error) error {

@@ -27,13 +27,13 @@ func TestLastGTIDFromOK(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			primary := &memConn{}
 			r := newTwoNodeSession(t, []int{100, 0}, primary, &memConn{})
-			r.s.lastGTID = append(r.s.lastGTID[:0], "0-1-20"...)
+			r.s.reads.last = append(r.s.reads.last[:0], "0-1-20"...)
 			primary.load(packets(1, tc.ok))
 			r.client.load(packets(0, append([]byte{mysql.ComQuery}, "INSERT INTO t VALUES (1)"...)))
 			if _, err := r.command(); err != nil {
 				t.Fatal(err)
 			}
-			if got := string(r.s.lastGTID); got != tc.want {
+			if got := string(r.s.reads.last); got != tc.want {
 				t.Fatalf("last GTID %q, want %q", got, tc.want)
 			}
 		})
@@ -48,8 +48,8 @@ func TestLastGTIDLostInClassicEOF(t *testing.T) {
 	primary := &memConn{}
 	r := newTwoNodeSession(t, []int{100, 0}, primary, &memConn{})
 	r.s.conns[0].Caps &^= mysql.ClientDeprecateEOF
-	r.s.gtidTracked = true
-	r.s.lastGTID = append(r.s.lastGTID[:0], "0-1-24"...)
+	r.s.reads.tracked = true
+	r.s.reads.last = append(r.s.reads.last[:0], "0-1-24"...)
 	// One column, its definition, the classic EOF after it, one row, the final EOF with
 	// status 0x4002 (autocommit, session state changed).
 	primary.load(packets(1, []byte{1}, benchColumn, []byte{0xfe, 0, 0, 2, 0}, []byte("\x011"), []byte{0xfe, 0, 0, 2, 0x40}))
@@ -57,7 +57,7 @@ func TestLastGTIDLostInClassicEOF(t *testing.T) {
 	if _, err := r.command(); err != nil {
 		t.Fatal(err)
 	}
-	if !r.s.gtidUnknown {
+	if !r.s.reads.unknown {
 		t.Fatal("the GTID of a commit answered by a classic EOF is not marked unknown")
 	}
 	primary.load(packets(1, []byte("\x00\x01\x0b\x02\x40\x00\x00\x00\x13\x00\x11\x09last_gtid\x060-1-26")))
@@ -65,8 +65,8 @@ func TestLastGTIDLostInClassicEOF(t *testing.T) {
 	if _, err := r.command(); err != nil {
 		t.Fatal(err)
 	}
-	if r.s.gtidUnknown || string(r.s.lastGTID) != "0-1-26" {
-		t.Fatalf("after a commit that says its GTID: unknown %v, last %q", r.s.gtidUnknown, r.s.lastGTID)
+	if r.s.reads.unknown || string(r.s.reads.last) != "0-1-26" {
+		t.Fatalf("after a commit that says its GTID: unknown %v, last %q", r.s.reads.unknown, r.s.reads.last)
 	}
 }
 
@@ -109,14 +109,14 @@ func TestFailedStatementMayHaveCommitted(t *testing.T) {
 	} {
 		primary := &memConn{}
 		r := newTwoNodeSession(t, []int{100, 0}, primary, &memConn{})
-		r.s.gtidTracked = true
+		r.s.reads.tracked = true
 		primary.load(packets(1, []byte("\xff\x1a\x04#42S01Table 't' already exists")))
 		r.client.load(packets(0, append([]byte{mysql.ComQuery}, tc.stmt...)))
 		if _, err := r.command(); err != nil {
 			t.Fatal(err)
 		}
-		if r.s.gtidUnknown != tc.unknown {
-			t.Errorf("%s answered by an ERR: last commit unknown %v, want %v", tc.stmt, r.s.gtidUnknown, tc.unknown)
+		if r.s.reads.unknown != tc.unknown {
+			t.Errorf("%s answered by an ERR: last commit unknown %v, want %v", tc.stmt, r.s.reads.unknown, tc.unknown)
 		}
 	}
 }
@@ -199,15 +199,15 @@ func TestCommitWithoutGTID(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			primary := &memConn{}
 			r := newTwoNodeSession(t, []int{100, 0}, primary, &memConn{})
-			r.s.gtidTracked = true
+			r.s.reads.tracked = true
 			for _, st := range tc.steps {
 				primary.load(packets(1, st.ok))
 				r.client.load(packets(0, append([]byte{mysql.ComQuery}, st.stmt...)))
 				if _, err := r.command(); err != nil {
 					t.Fatalf("%s: %v", st.stmt, err)
 				}
-				if r.s.gtidUnknown != st.unknown {
-					t.Fatalf("after %s (OK % x): last commit unknown %v, want %v", st.stmt, st.ok, r.s.gtidUnknown, st.unknown)
+				if r.s.reads.unknown != st.unknown {
+					t.Fatalf("after %s (OK % x): last commit unknown %v, want %v", st.stmt, st.ok, r.s.reads.unknown, st.unknown)
 				}
 			}
 		})

@@ -121,7 +121,7 @@ func (s *session) dial(n *topology.Node, readOnly bool) (*backend.Conn, error) {
 		return nil, err
 	}
 	if !readOnly {
-		s.trackGTIDs(bc)
+		s.reads.track(bc, s.settings.current().Consistency, s.log)
 	}
 	if bc.MariaDBCaps != s.login.mcaps {
 		// The client reads column definitions with the extended metadata block or without

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"sync"
 	"time"
-
-	"github.com/sluicedb/sluice/internal/topology"
 )
 
 // primaryPos shares reads of the primary's position among the global-level reads that arrive
@@ -27,10 +25,11 @@ type primaryPos struct {
 
 var errNoPosition = errors.New("the primary's position could not be read")
 
-// get appends to b the primary's position as read after the call began, read by s (on its
-// primary connection) when no reading that s can use is under way. It gives up at s's kill or
-// after wait.
-func (pp *primaryPos) get(s *session, snap *topology.Snapshot, b []byte, wait time.Duration) ([]byte, error) {
+// get appends to b the primary's position as read after the call began, read by read (which
+// appends it to its argument, over the caller's primary connection) when no reading that the
+// caller can use is under way. It gives up when killed is closed (the caller's session was
+// killed) or after wait.
+func (pp *primaryPos) get(read func([]byte) ([]byte, error), killed <-chan struct{}, b []byte, wait time.Duration) ([]byte, error) {
 	pp.mu.Lock()
 	want := pp.started + 1 // one under way began before this read arrived
 	var timer *time.Timer
@@ -54,7 +53,7 @@ func (pp *primaryPos) get(s *session, snap *topology.Snapshot, b []byte, wait ti
 			pp.reads++
 			pp.mu.Unlock()
 			start := len(b)
-			got, err := s.primaryPosition(snap, b)
+			got, err := read(b)
 			pp.mu.Lock()
 			pp.done, pp.running = pp.started, false
 			pp.failed = err != nil
@@ -72,7 +71,7 @@ func (pp *primaryPos) get(s *session, snap *topology.Snapshot, b []byte, wait ti
 		}
 		select {
 		case <-end:
-		case <-s.life.done():
+		case <-killed:
 			return b, errNoPosition
 		case <-timer.C:
 			return b, errNoPosition

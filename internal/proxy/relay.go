@@ -67,11 +67,10 @@ func fromNode(err error) error {
 
 // relayTimed relays under the configured read timeout.
 func (s *session) relayTimed(bc *backend.Conn, kind respKind) error {
-	if s.awaiting {
+	if wait, ok := s.reads.takeAwait(); ok {
 		// The wait for the read's position went first: its answer decides whether the read's
 		// answer goes to the client or is dropped (the read then runs on the primary).
-		s.awaiting = false
-		if err := s.awaitAnswer(bc); err != nil {
+		if err := awaitAnswer(bc, wait+s.p.connectTimeout(), &s.p.consistencyTimeouts); err != nil {
 			return err
 		}
 	}
@@ -85,7 +84,8 @@ func (s *session) relayTimed(bc *backend.Conn, kind respKind) error {
 // relay reads the node's response to one command and writes it to the client, packet by packet,
 // without decoding rows, then flushes once. It records the final server status in s.status.
 func (s *session) relay(bc *backend.Conn, kind respKind) error {
-	s.failed, s.respGTID = false, false
+	s.failed = false
+	s.reads.newResponse()
 	state := stFirst
 	if kind == respRows {
 		state = stRows
@@ -285,7 +285,7 @@ func (s *session) relayOK(bc *backend.Conn, n int) (more bool, err error) {
 		if ok.Status&mysql.StatusSessionStateChange != 0 {
 			// The state changed (INSERT … RETURNING committed a GTID, say), but a classic
 			// EOF has no room to say how: the session's last commit is no longer known.
-			s.gtidUnknown = true
+			s.reads.stateHidden()
 		}
 	} else if ok, err = mysql.ParseOK(p, bc.Caps); err != nil {
 		return false, fromNode(err)
@@ -295,9 +295,7 @@ func (s *session) relayOK(bc *backend.Conn, n int) (more bool, err error) {
 	if len(ok.SessionState) > 0 {
 		s.trackSessionState(ok.SessionState)
 	}
-	if s.gtidTracked && !bc.ReadOnly() {
-		s.noteCommit(ok.Status, ok.AffectedRows) // the primary's commits (a replica's commit nothing)
-	}
+	s.reads.noteOK(ok.Status, ok.AffectedRows, !bc.ReadOnly()) // the primary's commits (a replica's commit nothing)
 	more = ok.Status&mysql.StatusMoreResultsExists != 0
 	if s.rs.TxPending && ok.Status&mysql.StatusInTrans == 0 {
 		// Transaction splitting: the client's transaction is open (sluice holds its BEGIN)
@@ -383,8 +381,7 @@ func (s *session) trackSessionState(block []byte) {
 			sc.Type == mysql.SessionTrackSystemVariables && string(sc.Name) == "last_gtid" && len(sc.Value) > 0:
 			// The GTID of the session's last commit (MariaDB's last_gtid, MySQL's OWN_GTID):
 			// what a read of this session must find on a replica (consistency: session).
-			s.lastGTID, s.gtidScratch = mergeGTID(s.lastGTID, s.gtidScratch, sc.Value)
-			s.gtidUnknown, s.okGTID = false, true
+			s.reads.noteGTID(sc.Value)
 		}
 		block = rest
 	}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/sluicedb/sluice/internal/backend"
-	"github.com/sluicedb/sluice/internal/gtid"
 	"github.com/sluicedb/sluice/internal/mysql"
 	"github.com/sluicedb/sluice/internal/route"
 	"github.com/sluicedb/sluice/internal/topology"
@@ -69,11 +68,9 @@ type session struct {
 	// schema, the COM_SET_OPTION value, the session statements (SET ..., SET NAMES) to replay.
 	state backend.State
 	// begin is a BEGIN held back by transaction splitting until the first write.
-	begin      []byte
-	tempTables int
-	userLocks  int
-	cmd        []byte // the current statement, kept to retry a read on another node
-	failed     bool   // the last response ended with an ERR
+	begin  []byte
+	cmd    []byte // the current statement, kept to retry a read on another node
+	failed bool   // the last response ended with an ERR
 	// nodeClosing: the last response's ERR announced that its node closes the connection.
 	nodeClosing bool
 	// redirect: the statement being relayed may be sent again to a new primary should the
@@ -84,29 +81,8 @@ type session struct {
 	// does a node's LOCAL INFILE request reach the client (refuseInfile).
 	loadLocal bool
 	loadName  []byte
-	// lastGTID is the GTID of the session's last commit, as the node reported it in the OK
-	// packet (session tracking); empty before its first.
-	lastGTID    []byte
-	gtidScratch []byte // mergeGTID's other buffer
-	// target is the position the current statement's read must see under the endpoint's
-	// consistency level (empty: none); targetPos its parsed form, kept while the text is the
-	// same; targetFailed: it could not be known, the read goes to the primary.
-	target       []byte
-	targetPos    gtid.Position
-	targetFailed bool
-	// gtidTracked: the session's primary connection reports each commit's GTID (trackGTIDs).
-	gtidTracked bool
-	// gtidUnknown: a commit's GTID was lost (its state change came in a classic EOF), until
-	// the next one is reported: what the session wrote is known to be only on the primary.
-	gtidUnknown bool
-	// txWrote: the transaction open on the session's node changed rows (an OK said so) and
-	// its commit must say its GTID (noteCommit); okGTID: the OK being read said one; respGTID:
-	// an OK of the current response did.
-	txWrote, okGTID, respGTID bool
-	// awaiting: the command being sent goes after a wait for s.target in the same round trip
-	// (pipelinedWait); its answer comes first, read by relayTimed.
-	awaiting      bool
-	awaitDeadline time.Duration
+	// reads is what the session's replica reads must see under a consistency level.
+	reads readTarget
 
 	scratch []byte
 	watch   idleWatch
@@ -376,7 +352,7 @@ func (s *session) command() (quit bool, err error) {
 				return false, fmt.Errorf("node %s: restoring the read-only guard after a reset: %w", c.name, err)
 			}
 			if !c.ReadOnly() {
-				s.trackGTIDs(c.Conn) // the reset took the session's tracked variables back to the server's
+				s.reads.track(c.Conn, s.settings.current().Consistency, s.log) // the reset took the session's tracked variables back to the server's
 			}
 		}
 		return false, nil

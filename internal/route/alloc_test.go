@@ -81,3 +81,36 @@ func TestDecideDoesNotAllocate(t *testing.T) {
 		}
 	}
 }
+
+// TestLearnAndRetryDoNotAllocate: Learn runs after every statement, Retry and Reroute after
+// every failed try: none of them may allocate.
+func TestLearnAndRetryDoNotAllocate(t *testing.T) {
+	stmts := [][]byte{
+		[]byte("SELECT c FROM sbtest1 WHERE id=42"),
+		[]byte("UPDATE sbtest1 SET k=k+1 WHERE id=42"),
+		[]byte("SET NAMES utf8mb4"),
+		[]byte("CREATE TEMPORARY TABLE t (a INT)"),
+		[]byte("DROP TEMPORARY TABLE t"),
+		[]byte("SELECT GET_LOCK('a', 1)"),
+		[]byte("SELECT RELEASE_LOCK('a')"),
+	}
+	cs := make([]classify.Result, len(stmts))
+	for i, s := range stmts {
+		cs[i] = classify.Classify(s)
+	}
+	ep, snap := rw(), cluster()
+	s := NewSession()
+	read := cs[0]
+	run := func() {
+		for i := range stmts {
+			s.Learn(&cs[i], stmts[i], Decision{Node: 0}, ep, Outcome{Node: 0, Primary: true, Status: 2})
+		}
+		Retry(&s, ep, snap, Failed{Decision: Decision{Node: 1, Reason: ReasonRead}})
+		Retry(&s, ep, snap, Failed{Decision: Decision{Node: 1, Reason: ReasonRead}, Cause: CauseNotReached})
+		Reroute(&read, stmts[0], &s, ep, snap, 1)
+	}
+	run()
+	if a := testing.AllocsPerRun(100, run); a != 0 {
+		t.Errorf("%v allocations per pass, want 0", a)
+	}
+}

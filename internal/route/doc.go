@@ -2,6 +2,14 @@
 // statement's classification, the session's routing state, the endpoint's policy and an
 // immutable topology snapshot. It does no I/O, so every routing rule is a table test.
 //
+// Every decision of where a statement goes is made here: the first (Decide), and the ones after
+// a try failed (Retry, given the failed try and why: a node that failed it, a consistency wait
+// that timed out, a replica that refused the statement's prepared form or the session's state;
+// Reroute for a read whose replica failed). The session's routing state (Session) learns from
+// each statement's outcome (Learn): the transaction its node reports, and the pins that keep it
+// on the primary (temporary tables, LOCK TABLES, GET_LOCK, SETs that cannot be replayed,
+// batches). The proxy reports outcomes and carries decisions out; it builds no Decision itself.
+//
 // Nothing that can change a node goes to a replica, whatever wraps it (a batch behind START
 // TRANSACTION READ ONLY or FOUND_ROWS(), SET STATEMENT … FOR, EXECUTE IMMEDIATE, PREPARE, a
 // hint) and whatever the session holds (a read-only transaction on a replica takes only reads

@@ -209,35 +209,6 @@ const (
 	PinMulti                      // a multi-statement batch, or a statement too large to read whole, that may have left state behind
 )
 
-// Session is the routing state of one client session.
-type Session struct {
-	// InTx: the server reported a transaction open (SERVER_STATUS_IN_TRANS) on TxNode.
-	InTx   bool
-	TxNode int
-	// TxPending: transaction splitting deferred the client's BEGIN (the session keeps its
-	// text) until the first write.
-	TxPending bool
-	// Autocommit is false after SET autocommit=0: every statement is part of a transaction.
-	Autocommit bool
-	// HasTarget: the statement's read must see a position (a consistency level); Reached has
-	// bit i set when node i is known to have applied it. Replicas that reached it are
-	// preferred; when none has, any may be picked, and the read waits there (the proxy's
-	// guard) or goes to the primary. Set by the proxy before each Decide.
-	HasTarget bool
-	Reached   uint64
-	Pins      Pin
-	LastNode  int // node of the previous statement, -1 before the first
-	Bound     int // read-only endpoint: the replica the session is bound to
-
-	// scratch for the candidate lists, reused so that a decision does not allocate.
-	cand, wts []int
-}
-
-// NewSession returns the state of a session that just connected.
-func NewSession() Session {
-	return Session{TxNode: -1, Autocommit: true, LastNode: -1, Bound: -1}
-}
-
 // Reason says why a statement went where it went.
 type Reason uint8
 

@@ -1,0 +1,174 @@
+package route
+
+import (
+	"bytes"
+
+	"github.com/sluicedb/sluice/internal/classify"
+	"github.com/sluicedb/sluice/internal/mysql"
+)
+
+// Session is the routing state of one client session: what Decide and Retry read, and what
+// Learn keeps up to date from each statement's outcome. It belongs to the session's goroutine
+// (the proxy publishes copies of InTx and Pins for the control plane).
+type Session struct {
+	// InTx: the server reported a transaction open (SERVER_STATUS_IN_TRANS) on TxNode.
+	InTx   bool
+	TxNode int
+	// TxPending: transaction splitting deferred the client's BEGIN (the session keeps its
+	// text) until the first write.
+	TxPending bool
+	// Autocommit is false after SET autocommit=0: every statement is part of a transaction.
+	Autocommit bool
+	// HasTarget: the statement's read must see a position (a consistency level); Reached has
+	// bit i set when node i is known to have applied it. Replicas that reached it are
+	// preferred; when none has, any may be picked, and the read waits there (the proxy's
+	// guard) or goes to the primary. Set by the proxy before each Decide.
+	HasTarget bool
+	Reached   uint64
+	Pins      Pin
+	LastNode  int // node of the previous statement, -1 before the first
+	Bound     int // read-only endpoint: the replica the session is bound to
+
+	// tempTables and userLocks count what holds PinTempTable and PinGetLock (Learn): the
+	// temporary tables the session created and has not dropped, the GET_LOCK locks it holds.
+	tempTables, userLocks int
+
+	// scratch for the candidate lists, reused so that a decision does not allocate.
+	cand, wts []int
+}
+
+// NewSession returns the state of a session that just connected.
+func NewSession() Session {
+	return Session{TxNode: -1, Autocommit: true, LastNode: -1, Bound: -1}
+}
+
+// Reset makes s the state of a session that just connected (COM_RESET_CONNECTION,
+// COM_CHANGE_USER: the node dropped the session's state), but for the replica it is bound to.
+func (s *Session) Reset() {
+	bound, cand, wts := s.Bound, s.cand, s.wts
+	*s = NewSession()
+	s.Bound, s.cand, s.wts = bound, cand[:0], wts[:0]
+}
+
+// Outcome is what the proxy saw of one statement's run, for Learn.
+type Outcome struct {
+	Node    int    // the node it ran on (the session's current node)
+	Primary bool   // Node is the primary
+	Status  uint16 // the server status the node reported last (an ERR reports none)
+	// Failed: it ended with an ERR. What it did before is unknown, so it pins nothing and
+	// releases nothing.
+	Failed bool
+	// StateFull: the session holds as many session statements to replay as it may: a SET that
+	// would be replayed pins the session to the primary instead.
+	StateFull bool
+}
+
+// Learn follows what statement c (its text stmt), decided as d under ep, left behind: the
+// transaction state its node reported, and the pins that keep the session on the primary
+// (temporary tables, LOCK TABLES, GET_LOCK, a SET that cannot be replayed elsewhere, a batch
+// that may leave state behind). It reports whether c is session state the proxy must replay on
+// the session's other node connections (a successful, replayable SET).
+func (s *Session) Learn(c *classify.Result, stmt []byte, d Decision, ep *Settings, o Outcome) (replay bool) {
+	s.LastNode = d.Node
+	switch {
+	case s.InTx && s.TxNode >= 0 && o.Node != s.TxNode:
+		// It ran on another node than the session's open transaction (a hint sent it
+		// elsewhere): it says nothing of that transaction, which stays open where it is.
+	case o.Status&mysql.StatusInTrans != 0:
+		s.InTx, s.TxNode, s.TxPending = true, o.Node, false
+	default:
+		s.InTx, s.TxNode = false, -1
+	}
+	if o.Primary || ep.Mode == ReadOnly {
+		// A replica connection of a read-write endpoint stays in autocommit whatever the
+		// session set: only its primary's (or its own replica's) status tells.
+		s.Autocommit = o.Status&mysql.StatusAutocommit != 0
+	}
+	if o.Failed {
+		return false
+	}
+	switch c.Kind {
+	case classify.Set:
+		switch setEffect(c, stmt, o.StateFull) {
+		case setReplay:
+			replay = true
+		case setPin:
+			s.Pins |= PinSet
+		}
+	case classify.DDL:
+		if c.Flags&classify.TempTable != 0 {
+			// In doubt a create (SET STATEMENT … FOR CREATE TEMPORARY …, EXECUTE IMMEDIATE):
+			// a session kept on the primary too long is safe, one released too early is not.
+			if !classify.FirstWordIs(stmt, "DROP") {
+				s.tempTables++
+			} else if s.tempTables > 0 {
+				s.tempTables--
+			}
+			s.pin(PinTempTable, s.tempTables > 0)
+		}
+	case classify.LockTables:
+		s.pin(PinLockTables, true)
+	case classify.UnlockTables:
+		s.pin(PinLockTables, false)
+	}
+	if c.Flags&classify.LockFunction != 0 {
+		s.userLocks++
+	}
+	if c.Flags&classify.ReleaseLock != 0 {
+		if classify.ReleasesAllLocks(stmt) {
+			s.userLocks = 0
+		} else if s.userLocks > 0 {
+			s.userLocks--
+		}
+	}
+	s.pin(PinGetLock, s.userLocks > 0)
+	if c.Flags&classify.Multi != 0 && (ep.StrictMulti || classify.LeavesSessionState(c)) {
+		s.pin(PinMulti, true)
+	}
+	return replay
+}
+
+// LearnTruncated follows a statement that ran but of which only the head was seen (too large
+// to hold), head classified: what the rest did is unknown, so when the head shows that it may
+// leave session state behind (a temporary table, a lock, a SET, a user variable...), the session
+// stays on the primary from now on. Learn ran for it first, as for an unclassified statement.
+func (s *Session) LearnTruncated(head *classify.Result) {
+	if classify.LeavesSessionState(head) {
+		s.pin(PinMulti, true)
+	}
+}
+
+func (s *Session) pin(p Pin, on bool) {
+	if on {
+		s.Pins |= p
+	} else {
+		s.Pins &^= p
+	}
+}
+
+// What a successful SET means for the session's other node connections.
+const (
+	setNone   = iota // not session state there: nothing to replay, nothing held
+	setReplay        // session state the proxy replays on them before their next use
+	setPin           // session state that cannot be replayed: the session stays on the primary
+)
+
+// setEffect judges a successful SET (full: the session's replay list is full).
+func setEffect(c *classify.Result, stmt []byte, full bool) int {
+	const replayable = classify.SetSession | classify.SetNames | classify.SetRole
+	switch {
+	case c.Flags&classify.SetGlobal != 0 && c.Flags&replayable == 0:
+		return setNone // server-wide, not session state
+	case c.Flags&classify.SetAutocommit != 0 && c.Flags&^(classify.SetAutocommit|classify.SetSession) == 0:
+		return setNone // followed through the server's status flags; replicas stay in autocommit
+	case c.Flags&classify.SetTransaction != 0 && c.Flags&classify.SetSession == 0:
+		return setNone // SET TRANSACTION: only the next transaction, on this node
+	case c.Flags&(classify.UserVar|classify.UserVarAssign|classify.Multi|classify.SetAutocommit|classify.SetGlobal) != 0,
+		c.Flags&replayable == 0, bytes.IndexByte(stmt, '(') >= 0, full:
+		// User variables live where they were set; expressions may not give the same value
+		// elsewhere; a SET that also changes the server (SET SESSION a = 1, GLOBAL b = 2)
+		// must never be replayed on a replica: keep the session on the primary.
+		return setPin
+	}
+	return setReplay
+}
