@@ -255,7 +255,7 @@ func (s *session) send(r *request, d route.Decision, snap *topology.Snapshot) er
 	}
 	var b *stmtBinding
 	if r.st != nil {
-		if b, err = s.bindOn(c, r.st); err != nil {
+		if b, err = s.stmts.bindOn(c.Conn, c.idx, c.name, r.st); err != nil {
 			return err
 		}
 	}
@@ -286,7 +286,14 @@ func (s *session) send(r *request, d route.Decision, snap *topology.Snapshot) er
 	defer func() { s.redirect, s.loadLocal, s.loadName = false, false, nil }()
 	switch {
 	case r.st != nil:
-		return s.executeOn(r, c.Conn, b)
+		kind, err := s.stmts.sendExecute(s.client, c.Conn, b, r, s.cmd)
+		if kind == respCursor {
+			s.usedCursor.Store(true) // a drain leaves this session's idle connections alone
+		}
+		if err != nil {
+			return err
+		}
+		return s.relayTimed(c.Conn, kind)
 	case r.held:
 		return s.sendPacket(c.Conn, s.cmd, respResult)
 	default:

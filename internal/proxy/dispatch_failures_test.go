@@ -28,7 +28,7 @@ func executeWith(id uint32, typ byte, value []byte) []byte {
 // the write fails in the middle of copying the client's command. The client may get an error
 // and the session may go on, but then the rest of the failed command must not be read as the
 // client's next command. (dispatch.go fail -> skip does nothing once send set r.unread = false;
-// before the refactor forwardStmt ended the session.)
+// before the refactor the statement send ended the session.)
 func TestStreamedExecuteToBrokenReplicaEndsSession(t *testing.T) {
 	r := newTwoNodeSession(t, []int{0, 100}, &memConn{}, &brokenConn{})
 	r.addStmt("SELECT v FROM t WHERE id = ?", 1, 1, true)
@@ -248,7 +248,7 @@ func TestKillRefusalNotBypassed(t *testing.T) {
 // COM_STMT_RESET goes to s.bc, the connection of the session's last statement. When that
 // connection was dropped since (a node failure answered with 2013, the idle watch closing a
 // connection the node closed), s.bc still points at it, the reset is written to the closed
-// connection, no session connection matches it in forwardStmtOn, and the session ends. A
+// connection, no session connection matches it when its failure is mapped, and the session ends. A
 // server answers OK.
 func TestStmtResetAfterDroppedConnection(t *testing.T) {
 	primary := &memConn{}

@@ -46,12 +46,7 @@ func (s *session) leaveRemovedHome(set *route.Settings, snap *topology.Snapshot)
 
 // cursorOn reports whether a prepared statement has a cursor open on c.
 func (s *session) cursorOn(c *nodeConn) bool {
-	for _, st := range s.stmts {
-		if st.cursorConn == c.Conn {
-			return true
-		}
-	}
-	return false
+	return s.stmts.cursorOn(c.Conn)
 }
 
 // ReleaseIdle closes, at a drain's start, the connections idle sessions hold to node i that

@@ -254,9 +254,7 @@ func (s *session) closeConn(i int) {
 			s.bc = h.Conn
 		}
 	}
-	for _, st := range s.stmts {
-		st.unbind(c.Conn)
-	}
+	s.stmts.unbind(c.Conn)
 }
 
 // closeConns closes every node connection of the session.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicedb/sluice/internal/config"
 	"github.com/sluicedb/sluice/internal/testutil"
@@ -37,10 +38,14 @@ func monitored(t *testing.T, db *sql.DB) {
 	})
 }
 
-// replicaRows counts table's rows on every replica, directly.
+// replicaRows counts table's rows on every replica, directly, once the replicas have
+// replicated all the primary wrote (a CREATE TABLE just run there, say).
 func replicaRows(t *testing.T, table string) map[string]int {
 	t.Helper()
 	cl := testutil.Cluster(t)
+	if err := cl.WaitCaughtUp(context.Background(), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	rows := map[string]int{}
 	for _, r := range cl.Replicas() {
 		db, err := cl.AdminDB(r.Name)

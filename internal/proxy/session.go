@@ -99,12 +99,7 @@ type session struct {
 	// killTarget is the node thread serving this session, for KILL from other sessions.
 	killTarget atomic.Pointer[[]killTarget]
 
-	stmts map[uint32]*stmt // binary prepared statements by sluice's id
-	// kept counts the bytes the session holds for its prepared statements (their texts and
-	// waiting long data), bounded by limits.max_long_data.
-	kept       int
-	nextStmtID uint32
-	lastStmtID uint32
+	stmts statements // binary prepared statements
 }
 
 // newSession makes the session of a client connection to endpoint ep.
@@ -123,7 +118,6 @@ func (p *Proxy) newSession(ep *endpoint, nc net.Conn) *session {
 		nc:       nc,
 		raw:      nc,
 		client:   mysql.NewConn(nc, 0, 0),
-		stmts:    make(map[uint32]*stmt),
 		life:     newLifecycle(),
 		rs:       route.NewSession(),
 		settings: newSessionSettings(ep.route),
@@ -131,6 +125,7 @@ func (p *Proxy) newSession(ep *endpoint, nc net.Conn) *session {
 		conns:    make([]*nodeConn, len(p.topo.Snapshot().Nodes)),
 		log:      p.log.With("conn", id, "endpoint", ep.cfg.Name, "client", nc.RemoteAddr().String()),
 	}
+	s.stmts = newStatements(p.opts.MaxPreparedStatements, p.opts.MaxLongData, s.log)
 	s.reader = newReader(s.settings.mode, p.topo, &p.greeted)
 	s.view.init(len(s.conns))
 	s.client.SetWriteTimeout(p.opts.WriteTimeout)

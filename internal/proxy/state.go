@@ -91,8 +91,7 @@ func mayTurnReadWrite(c *classify.Result) bool {
 // resetState forgets the session state (COM_RESET_CONNECTION, COM_CHANGE_USER): other nodes'
 // connections are closed and will be opened clean when needed.
 func (s *session) resetState() {
-	clear(s.stmts)
-	s.kept = 0
+	s.stmts.reset()
 	s.state.Stmts = s.state.Stmts[:0]
 	s.state.Epoch++
 	s.begin = s.begin[:0]

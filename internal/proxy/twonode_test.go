@@ -61,14 +61,14 @@ func newTwoNodeSession(tb testing.TB, weights []int, primary, replica net.Conn) 
 // addStmt registers a prepared statement (sluice id 1) as if PREPARE had run on the primary
 // (node id 7) and, when onReplica, lazily on the replica too (node id 8).
 func (r *twoNodeSession) addStmt(query string, params, columns uint16, onReplica bool) *stmt {
-	st := &stmt{id: 1, query: []byte(query), params: params, columns: columns}
+	st := &stmt{query: []byte(query), params: params, columns: columns}
 	st.class = classify.Classify(st.query)
-	st.on = append(st.on, stmtBinding{bc: r.s.conns[0].Conn, id: 7})
+	st.id = r.s.stmts.newID()
+	st.bind(r.s.conns[0].Conn, 0, 7)
 	if onReplica {
-		st.on = append(st.on, stmtBinding{bc: r.s.conns[1].Conn, id: 8})
+		st.bind(r.s.conns[1].Conn, 1, 8)
 	}
-	r.s.stmts[1] = st
-	r.s.nextStmtID, r.s.lastStmtID = 1, 1
+	r.s.stmts.add(st)
 	return st
 }
 
