@@ -12,7 +12,6 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -151,27 +150,6 @@ type Change struct {
 	Restart []string `json:"restart,omitempty"`
 }
 
-// Error is an API error: Status is the HTTP status; Code a short word (bad_request, not_found,
-// unauthorized, invalid, conflict, ...); Field the setting at fault, when one is.
-type Error struct {
-	Status  int    `json:"-"`
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Field   string `json:"field,omitempty"`
-}
-
-func (e *Error) Error() string {
-	if e.Field != "" {
-		return e.Field + ": " + e.Message
-	}
-	return e.Message
-}
-
-// Errorf makes an Error.
-func Errorf(status int, code, field, format string, args ...any) *Error {
-	return &Error{Status: status, Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
-}
-
 // Options configure a Server.
 type Options struct {
 	Control Control
@@ -256,7 +234,7 @@ func New(o Options) *Server {
 				return
 			}
 		}
-		writeError(w, Errorf(http.StatusNotFound, "not_found", "", "no node is named %q", r.PathValue("name")))
+		writeError(w, Errorf(NotFound, "", "no node is named %q", r.PathValue("name")))
 	}))
 	mux.HandleFunc("POST /v1/nodes", s.auth(s.create(o.Control.CreateNode)))
 	mux.HandleFunc("DELETE /v1/nodes/{name}", s.auth(s.remove(o.Control.DeleteNode)))
@@ -277,7 +255,7 @@ func New(o Options) *Server {
 			writeJSON(w, http.StatusOK, e)
 			return
 		}
-		writeError(w, Errorf(http.StatusNotFound, "not_found", "", "no endpoint is named %q", r.PathValue("name")))
+		writeError(w, Errorf(NotFound, "", "no endpoint is named %q", r.PathValue("name")))
 	}))
 	mux.HandleFunc("PATCH /v1/endpoints/{name}", s.auth(s.patchEndpoint))
 	mux.HandleFunc("POST /v1/endpoints", s.auth(s.create(o.Control.CreateEndpoint)))
@@ -288,11 +266,11 @@ func New(o Options) *Server {
 	mux.HandleFunc("DELETE /v1/sessions/{id}", s.auth(func(w http.ResponseWriter, r *http.Request) {
 		id, err := strconv.ParseUint(r.PathValue("id"), 10, 64)
 		if err != nil {
-			writeError(w, Errorf(http.StatusBadRequest, "bad_request", "id", "invalid session id %q (want a number)", r.PathValue("id")))
+			writeError(w, Errorf(BadRequest, "id", "invalid session id %q (want a number)", r.PathValue("id")))
 			return
 		}
 		if !o.Control.KillSession(id) {
-			writeError(w, Errorf(http.StatusNotFound, "not_found", "", "no session has id %d", id))
+			writeError(w, Errorf(NotFound, "", "no session has id %d", id))
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"killed": id})
@@ -312,7 +290,7 @@ func New(o Options) *Server {
 	mux.HandleFunc("GET /debug/pprof/symbol", s.auth(pprof.Symbol))
 	mux.HandleFunc("GET /debug/pprof/trace", s.auth(pprof.Trace))
 	mux.HandleFunc("/", s.auth(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, Errorf(http.StatusNotFound, "not_found", "", "no such resource: %s %s", r.Method, r.URL.Path))
+		writeError(w, Errorf(NotFound, "", "no such resource: %s %s", r.Method, r.URL.Path))
 	}))
 	// Browsers: a page the operator visits must not drive the API (cross-site requests are
 	// refused, GETs too: a GET of /debug/pprof/profile or /trace costs the process CPU for as
@@ -375,7 +353,7 @@ func sameOriginOnly(h http.Handler) http.Handler {
 			check.Method = http.MethodPost
 		}
 		if err := cop.Check(check); err != nil {
-			writeError(w, Errorf(http.StatusForbidden, "forbidden", "", "cross-origin request refused: %v", err))
+			writeError(w, Errorf(Forbidden, "", "cross-origin request refused: %v", err))
 			return
 		}
 		h.ServeHTTP(w, r)
@@ -391,7 +369,7 @@ func loopbackHostOnly(h http.Handler) http.Handler {
 		}
 		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
 		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-			writeError(w, Errorf(http.StatusForbidden, "forbidden", "", "without admin.token the API answers only requests to a loopback address (Host %q)", r.Host))
+			writeError(w, Errorf(Forbidden, "", "without admin.token the API answers only requests to a loopback address (Host %q)", r.Host))
 			return
 		}
 		h.ServeHTTP(w, r)
@@ -410,7 +388,7 @@ func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
 		got := sha256.Sum256([]byte(r.Header.Get("Authorization")))
 		if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="sluice"`)
-			writeError(w, Errorf(http.StatusUnauthorized, "unauthorized", "", "this request needs the admin token (Authorization: Bearer TOKEN)"))
+			writeError(w, Errorf(Unauthorized, "", "this request needs the admin token (Authorization: Bearer TOKEN)"))
 			return
 		}
 		h(w, r)
@@ -424,7 +402,7 @@ func (s *Server) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(patch) == 0 {
-		writeError(w, Errorf(http.StatusBadRequest, "bad_request", "", "the body names no setting to change"))
+		writeError(w, Errorf(BadRequest, "", "the body names no setting to change"))
 		return
 	}
 	ch, err := s.o.Control.PatchEndpoint(r.PathValue("name"), patch)
@@ -455,7 +433,7 @@ func (s *Server) drain(w http.ResponseWriter, r *http.Request) {
 		if body.Timeout != "" {
 			d, err := time.ParseDuration(body.Timeout)
 			if err != nil || d <= 0 || d > MaxDrainTimeout {
-				writeError(w, Errorf(http.StatusBadRequest, "invalid", "timeout", "invalid value %q (want a duration from 1ms to %s, such as 30s)", body.Timeout, MaxDrainTimeout))
+				writeError(w, Errorf(Invalid, "timeout", "invalid value %q (want a duration from 1ms to %s, such as 30s)", body.Timeout, MaxDrainTimeout))
 				return
 			}
 			timeout = d
@@ -481,17 +459,17 @@ func findEndpoint(es []Endpoint, name string) (Endpoint, bool) {
 // readJSON decodes r's body, a JSON object of at most maxBody bytes, into v.
 func readJSON(r *http.Request, v any) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		return Errorf(http.StatusUnsupportedMediaType, "bad_request", "", "the body must be JSON (Content-Type: application/json), not %s", ct)
+		return Errorf(NotJSON, "", "the body must be JSON (Content-Type: application/json), not %s", ct)
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	if err != nil {
-		return Errorf(http.StatusBadRequest, "bad_request", "", "reading the body: %v", err)
+		return Errorf(BadRequest, "", "reading the body: %v", err)
 	}
 	if len(body) > maxBody {
-		return Errorf(http.StatusRequestEntityTooLarge, "bad_request", "", "the body is larger than %d bytes", maxBody)
+		return Errorf(TooLarge, "", "the body is larger than %d bytes", maxBody)
 	}
 	if err := json.Unmarshal(body, v); err != nil {
-		return Errorf(http.StatusBadRequest, "bad_request", "", "the body is not a JSON object: %v", err)
+		return Errorf(BadRequest, "", "the body is not a JSON object: %v", err)
 	}
 	return nil
 }
@@ -508,7 +486,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func writeError(w http.ResponseWriter, err error) {
 	var e *Error
 	if !errors.As(err, &e) {
-		e = Errorf(http.StatusInternalServerError, "internal", "", "%v", err)
+		e = Errorf(Internal, "", "%v", err)
 	}
-	writeJSON(w, e.Status, map[string]*Error{"error": e})
+	writeJSON(w, httpStatus(e.Kind), map[string]*Error{"error": e})
 }

@@ -29,17 +29,17 @@ func (f *fake) Endpoints() []Endpoint {
 }
 func (f *fake) PatchEndpoint(name string, patch map[string]json.RawMessage) (Change, error) {
 	if name != "rw" {
-		return Change{}, Errorf(http.StatusNotFound, "not_found", "", "no endpoint is named %q", name)
+		return Change{}, Errorf(NotFound, "", "no endpoint is named %q", name)
 	}
 	if _, ok := patch["balance"]; ok && string(patch["balance"]) == `"fastest"` {
-		return Change{}, Errorf(http.StatusBadRequest, "invalid", "balance", `invalid value "fastest"`)
+		return Change{}, Errorf(Invalid, "balance", `invalid value "fastest"`)
 	}
 	f.patched = patch
 	return Change{Changed: []string{"balance"}, Persisted: true}, nil
 }
 func (f *fake) DrainNode(name string, timeout time.Duration) (Node, error) {
 	if name != "primary" {
-		return Node{}, Errorf(http.StatusNotFound, "not_found", "", "no node is named %q", name)
+		return Node{}, Errorf(NotFound, "", "no node is named %q", name)
 	}
 	f.drained = timeout
 	return Node{Name: name, State: "draining"}, nil
@@ -47,25 +47,25 @@ func (f *fake) DrainNode(name string, timeout time.Duration) (Node, error) {
 func (f *fake) UndrainNode(name string) (Node, error) { return Node{Name: name, State: "up"}, nil }
 func (f *fake) CreateEndpoint(body map[string]json.RawMessage) (Change, error) {
 	if _, ok := body["name"]; !ok {
-		return Change{}, Errorf(http.StatusBadRequest, "invalid", "name", "required")
+		return Change{}, Errorf(Invalid, "name", "required")
 	}
 	return Change{Changed: []string{"endpoints.x (new)"}, Persisted: true}, nil
 }
 func (f *fake) DeleteEndpoint(name string) (Change, error) {
 	if name != "rw" {
-		return Change{}, Errorf(http.StatusNotFound, "not_found", "", "no endpoint is named %q", name)
+		return Change{}, Errorf(NotFound, "", "no endpoint is named %q", name)
 	}
 	return Change{Changed: []string{"endpoints.rw (removed)"}, Persisted: true}, nil
 }
 func (f *fake) CreateNode(body map[string]json.RawMessage) (Change, error) {
 	if _, ok := body["address"]; !ok {
-		return Change{}, Errorf(http.StatusBadRequest, "invalid", "address", "required")
+		return Change{}, Errorf(Invalid, "address", "required")
 	}
 	return Change{Changed: []string{"backends.replica3 (new)"}, Node: &Node{Name: "replica3", State: "down"}, Persisted: true}, nil
 }
 func (f *fake) DeleteNode(name string) (Change, error) {
 	if name != "replica3" {
-		return Change{}, Errorf(http.StatusConflict, "conflict", "", "%s is in service: drain it first", name)
+		return Change{}, Errorf(Conflict, "", "%s is in service: drain it first", name)
 	}
 	return Change{Changed: []string{"backends.replica3 (removed)"}, Persisted: true}, nil
 }

@@ -9,9 +9,10 @@ import (
 	"time"
 
 	"github.com/sluicedb/sluice/internal/config"
+	"github.com/sluicedb/sluice/internal/gtid"
 	"github.com/sluicedb/sluice/internal/mysql"
+	"github.com/sluicedb/sluice/internal/pause"
 	"github.com/sluicedb/sluice/internal/proxy"
-	"github.com/sluicedb/sluice/internal/topology"
 )
 
 // accounts.from_primary: the primary's accounts, read with the monitor account every
@@ -33,12 +34,8 @@ const accountsOnDemand = time.Second
 func (a *App) watchAccounts(ctx context.Context) {
 	for {
 		a.refreshAccounts(ctx, false)
-		t := time.NewTimer(a.boot.Accounts.Refresh.Duration)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !pause.For(ctx, a.boot.Accounts.Refresh.Duration) {
 			return
-		case <-t.C:
 		}
 	}
 }
@@ -80,7 +77,7 @@ func (a *App) loadAccounts(ctx context.Context) ([]proxy.Account, proxy.HostRule
 	}
 	defer c.Close()
 	q := mariadbAccounts
-	mysqlFlavor := topology.FlavorOf(c.Handshake.ServerVersion) == topology.MySQL
+	mysqlFlavor := gtid.FlavorOf(c.Handshake.ServerVersion) == gtid.MySQL
 	if mysqlFlavor {
 		q = mysqlAccounts
 		rules.CIDR = cidrHosts(c.Handshake.ServerVersion)

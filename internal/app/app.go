@@ -44,7 +44,7 @@ type App struct {
 	// pubKey is backend_tls.server_public_key's PEM (nil: none): where caching_sha2_password's
 	// full authentication may send a password without verified TLS.
 	pubKey   []byte
-	btlsMode proxy.BackendTLSMode
+	btlsMode backend.TLSMode
 
 	mu    sync.Mutex
 	addrs map[string]string // endpoint name -> bound address, once listening
@@ -81,7 +81,7 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	btlsMode, err := proxy.ParseBackendTLSMode(cfg.BackendTLS.Mode)
+	btlsMode, err := backend.ParseTLSMode(cfg.BackendTLS.Mode)
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +226,7 @@ func newTopology(cfg *config.Config, log *slog.Logger) (*topology.Topology, erro
 // newMonitor returns the monitor of topo's nodes, logging in as the monitor account with TLS as
 // backend_tls says for a client without TLS (preferred and required: TLS); nil without a
 // monitor account.
-func newMonitor(cfg *config.Config, topo *topology.Topology, positions *topology.Positions, log *slog.Logger, btls *tls.Config, mode proxy.BackendTLSMode, pubKey []byte) *monitor.Monitor {
+func newMonitor(cfg *config.Config, topo *topology.Topology, positions *topology.Positions, log *slog.Logger, btls *tls.Config, mode backend.TLSMode, pubKey []byte) *monitor.Monitor {
 	m := cfg.Monitor
 	if m.User == "" {
 		return nil
@@ -249,11 +249,11 @@ func newMonitor(cfg *config.Config, topo *topology.Topology, positions *topology
 
 // dialMonitor connects to node n as the monitor account, with TLS as backend_tls says for a
 // client without TLS (preferred and required: TLS).
-func dialMonitor(ctx context.Context, cfg *config.Config, btls *tls.Config, mode proxy.BackendTLSMode, pubKey []byte, n *topology.Node) (*backend.Conn, error) {
+func dialMonitor(ctx context.Context, cfg *config.Config, btls *tls.Config, mode backend.TLSMode, pubKey []byte, n *topology.Node) (*backend.Conn, error) {
 	creds := backend.Credentials{User: cfg.Monitor.User, Password: cfg.Monitor.Password, HasPassword: true}
 	o := backend.Options{Address: n.Address, Credentials: creds, ConnectTimeout: cfg.Timeouts.Connect.Duration, ServerPublicKey: pubKey}
-	if mode == proxy.BackendTLSPreferred || mode == proxy.BackendTLSRequired {
-		o.TLS, o.TLSRequired = btls.Clone(), mode == proxy.BackendTLSRequired
+	if mode == backend.TLSPreferred || mode == backend.TLSRequired {
+		o.TLS, o.TLSRequired = btls.Clone(), mode == backend.TLSRequired
 		if o.TLS.ServerName == "" {
 			o.TLS.ServerName, _, _ = net.SplitHostPort(n.Address)
 		}
@@ -426,9 +426,18 @@ func (a *App) AdminAddr() string {
 	return a.adminAddr
 }
 
-// Routing returns endpoint name's routing, whose settings can be changed while it serves, or
-// nil.
-func (a *App) Routing(name string) *route.Endpoint { return a.proxy.Routing(name) }
+// EndpointSettings returns a copy of endpoint name's settings as the proxy runs them, and
+// whether there is such an endpoint; UpdateEndpoint puts changed ones in force at once
+// (proxy.UpdateEndpoint), without the file: for tests that change routing under running
+// sessions.
+func (a *App) EndpointSettings(name string) (proxy.EndpointSettings, bool) {
+	return a.proxy.EndpointSettings(name)
+}
+
+// UpdateEndpoint: see EndpointSettings.
+func (a *App) UpdateEndpoint(name string, s proxy.EndpointSettings) error {
+	return a.proxy.UpdateEndpoint(name, s)
+}
 
 // stream follows node i's binlog as the monitor account (binlog.Run), moving its known position
 // (a.positions) in real time, until ctx ends (sluice stops, or the node is removed). It starts
@@ -444,13 +453,10 @@ func (a *App) stream(ctx context.Context, i int, n *topology.Node) {
 		}
 		snap = a.topo.Snapshot()
 	}
-	fl := gtid.MariaDB
-	if topology.FlavorOf(snap.State[i].Version) == topology.MySQL {
-		fl = gtid.MySQL
-	}
+	fl := gtid.FlavorOf(snap.State[i].Version)
 	o := binlog.Options{Address: n.Address, User: a.boot.Monitor.User, Password: a.boot.Monitor.Password, Flavor: fl,
 		PublicKey: a.pubKey, Logger: a.log.With("node", n.Name)}
-	if a.btlsMode == proxy.BackendTLSPreferred || a.btlsMode == proxy.BackendTLSRequired {
+	if a.btlsMode == backend.TLSPreferred || a.btlsMode == backend.TLSRequired {
 		o.TLS = a.btls.Clone()
 		if o.TLS.ServerName == "" {
 			o.TLS.ServerName, _, _ = net.SplitHostPort(n.Address)

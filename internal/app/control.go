@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/http"
 	"os"
 	"reflect"
 	"slices"
@@ -177,15 +176,15 @@ func (a *App) config() *config.Config {
 }
 
 // PatchEndpoint implements admin.Control: the file's text, as last applied, is edited, parsed
-// and validated whole; the endpoint's settings take effect at each session's next statement
-// (route.Endpoint.Update: a statement sees the old settings or the new, never a mix); then the
-// file is written back.
+// and validated whole; the endpoint's settings take effect as one change (proxy.UpdateEndpoint:
+// a statement sees the old routing settings or the new, never a mix); then the file is written
+// back.
 func (a *App) PatchEndpoint(name string, patch map[string]json.RawMessage) (ch admin.Change, err error) {
 	a.changeMu.Lock()
 	defer a.changeMu.Unlock()
 	defer func() { a.counted("patch_endpoint", err) }()
-	if a.proxy.Routing(name) == nil {
-		return admin.Change{}, admin.Errorf(http.StatusNotFound, "not_found", "", "no endpoint is named %q", name)
+	if !a.proxy.HasEndpoint(name) {
+		return admin.Change{}, admin.Errorf(admin.NotFound, "", "no endpoint is named %q", name)
 	}
 	set := map[string]any{}
 	var keys []string
@@ -195,7 +194,7 @@ func (a *App) PatchEndpoint(name string, patch map[string]json.RawMessage) (ch a
 			if k == "name" || k == "listen" || k == "tls" {
 				msg = "cannot change while the endpoint listens (create a new endpoint, or change the file and restart)"
 			}
-			return admin.Change{}, admin.Errorf(http.StatusBadRequest, "invalid", k, "%s; these can: %s", msg, strings.Join(patchable, ", "))
+			return admin.Change{}, admin.Errorf(admin.Invalid, k, "%s; these can: %s", msg, strings.Join(patchable, ", "))
 		}
 		v, err := patchValue(k, raw)
 		if err != nil {
@@ -210,7 +209,7 @@ func (a *App) PatchEndpoint(name string, patch map[string]json.RawMessage) (ch a
 		return admin.Change{}, err
 	}
 	if err := a.applyEndpoint(next, name); err != nil {
-		return admin.Change{}, admin.Errorf(http.StatusBadRequest, "invalid", "", "%v", err)
+		return admin.Change{}, admin.Errorf(admin.Invalid, "", "%v", err)
 	}
 	ch = admin.Change{Changed: keys}
 	ch.Persisted, ch.PersistError = a.persist(data)
@@ -230,7 +229,7 @@ func (a *App) PatchEndpoint(name string, patch map[string]json.RawMessage) (ch a
 func patchValue(k string, raw json.RawMessage) (any, error) {
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return nil, admin.Errorf(http.StatusBadRequest, "invalid", k, "not a JSON value: %v", err)
+		return nil, admin.Errorf(admin.Invalid, k, "not a JSON value: %v", err)
 	}
 	var hasDollar func(any) bool
 	hasDollar = func(v any) bool {
@@ -249,7 +248,7 @@ func patchValue(k string, raw json.RawMessage) (any, error) {
 		return false
 	}
 	if hasDollar(v) {
-		return nil, admin.Errorf(http.StatusBadRequest, "invalid", k, "a value from the API may not contain \"$\" (environment references belong in the file)")
+		return nil, admin.Errorf(admin.Invalid, k, "a value from the API may not contain \"$\" (environment references belong in the file)")
 	}
 	return v, nil
 }
@@ -259,7 +258,7 @@ func patchValue(k string, raw json.RawMessage) (any, error) {
 func newName(body map[string]json.RawMessage, thing string) (string, error) {
 	raw, ok := body["name"]
 	if !ok {
-		return "", admin.Errorf(http.StatusBadRequest, "invalid", "name", "required: the new %s's name", thing)
+		return "", admin.Errorf(admin.Invalid, "name", "required: the new %s's name", thing)
 	}
 	v, err := patchValue("name", raw)
 	if err != nil {
@@ -267,10 +266,10 @@ func newName(body map[string]json.RawMessage, thing string) (string, error) {
 	}
 	name, ok := v.(string)
 	if !ok || name == "" {
-		return "", admin.Errorf(http.StatusBadRequest, "invalid", "name", "required: the new %s's name (a string)", thing)
+		return "", admin.Errorf(admin.Invalid, "name", "required: the new %s's name (a string)", thing)
 	}
 	if err := config.CheckName(name); err != nil {
-		return "", admin.Errorf(http.StatusBadRequest, "invalid", "name", "%v", err)
+		return "", admin.Errorf(admin.Invalid, "name", "%v", err)
 	}
 	return name, nil
 }
@@ -284,10 +283,10 @@ func (a *App) unchangedOnDisk() error {
 	}
 	onDisk, err := os.ReadFile(a.cfg.Path)
 	if err != nil {
-		return admin.Errorf(http.StatusInternalServerError, "unreadable", "", "reading %s: %v", a.cfg.Path, err)
+		return admin.Errorf(admin.Unreadable, "", "reading %s: %v", a.cfg.Path, err)
 	}
 	if !bytes.Equal(onDisk, a.disk) {
-		return admin.Errorf(http.StatusConflict, "conflict", "", "%s changed on disk since sluice read it: reload it (POST /v1/reload) first; nothing was changed", a.cfg.Path)
+		return admin.Errorf(admin.Conflict, "", "%s changed on disk since sluice read it: reload it (POST /v1/reload) first; nothing was changed", a.cfg.Path)
 	}
 	return nil
 }
@@ -296,7 +295,7 @@ func (a *App) unchangedOnDisk() error {
 // API's errors for a text the edit could not make (409) or that does not validate (400).
 func (a *App) edited(data []byte, err error) ([]byte, *config.Config, error) {
 	if err != nil {
-		return nil, nil, admin.Errorf(http.StatusConflict, "conflict", "", "the configuration file cannot take the change: %v", err)
+		return nil, nil, admin.Errorf(admin.Conflict, "", "the configuration file cannot take the change: %v", err)
 	}
 	next, err := a.parse(data)
 	if err != nil {
@@ -351,21 +350,16 @@ func invalid(err error) error {
 			msgs[i] = rest
 		}
 	}
-	return admin.Errorf(http.StatusBadRequest, "invalid", field, "%s", strings.Join(msgs, "; "))
+	return admin.Errorf(admin.Invalid, field, "%s", strings.Join(msgs, "; "))
 }
 
-// applyEndpoint puts endpoint name's settings from next in force.
+// applyEndpoint puts endpoint name's settings from next in force, as one change.
 func (a *App) applyEndpoint(next *config.Config, name string) error {
-	e, ep, err := a.endpointIn(next, name)
+	_, ep, err := a.endpointIn(next, name)
 	if err != nil {
 		return err
 	}
-	if err := a.proxy.Routing(name).Update(ep.Routing); err != nil {
-		return err
-	}
-	a.proxy.SetMaxConnections(name, e.MaxConnections)
-	a.proxy.SetAllow(name, allowList(*e))
-	return nil
+	return a.proxy.UpdateEndpoint(name, ep.Settings())
 }
 
 // endpointIn is endpoint name of next, and as the proxy runs it.
@@ -408,7 +402,7 @@ func (a *App) Reload() (ch admin.Change, err error) {
 	defer func() { a.counted("reload", err) }()
 	data, err := os.ReadFile(a.cfg.Path)
 	if err != nil {
-		return admin.Change{}, admin.Errorf(http.StatusInternalServerError, "unreadable", "", "reading %s: %v", a.cfg.Path, err)
+		return admin.Change{}, admin.Errorf(admin.Unreadable, "", "reading %s: %v", a.cfg.Path, err)
 	}
 	next, err := a.parse(data)
 	if err != nil {
@@ -441,7 +435,7 @@ func (a *App) Reload() (ch admin.Change, err error) {
 	for _, e := range next.Endpoints {
 		if slices.Contains(update, e.Name) || slices.Contains(start, e.Name) {
 			if _, err := a.routingOf(next, e); err != nil {
-				return admin.Change{}, admin.Errorf(http.StatusBadRequest, "invalid", "", "endpoint %s: %v", e.Name, err)
+				return admin.Change{}, admin.Errorf(admin.Invalid, "", "endpoint %s: %v", e.Name, err)
 			}
 		}
 	}
@@ -570,10 +564,10 @@ func (a *App) DrainNode(name string, timeout time.Duration) (n admin.Node, err e
 	defer func() { a.counted("drain_node", err) }()
 	i := a.nodeIndex(name)
 	if i < 0 {
-		return admin.Node{}, admin.Errorf(http.StatusNotFound, "not_found", "", "no node is named %q", name)
+		return admin.Node{}, admin.Errorf(admin.NotFound, "", "no node is named %q", name)
 	}
 	if err := a.topo.SetDraining(i, true); err != nil {
-		return admin.Node{}, admin.Errorf(http.StatusConflict, "conflict", "", "%v", err)
+		return admin.Node{}, admin.Errorf(admin.Conflict, "", "%v", err)
 	}
 	if t := a.drainTimers[i]; t != nil {
 		t.Stop()
@@ -612,14 +606,14 @@ func (a *App) UndrainNode(name string) (n admin.Node, err error) {
 	defer func() { a.counted("undrain_node", err) }()
 	i := a.nodeIndex(name)
 	if i < 0 {
-		return admin.Node{}, admin.Errorf(http.StatusNotFound, "not_found", "", "no node is named %q", name)
+		return admin.Node{}, admin.Errorf(admin.NotFound, "", "no node is named %q", name)
 	}
 	if t := a.drainTimers[i]; t != nil {
 		t.Stop()
 		delete(a.drainTimers, i)
 	}
 	if err := a.topo.SetDraining(i, false); err != nil {
-		return admin.Node{}, admin.Errorf(http.StatusConflict, "conflict", "", "%v", err)
+		return admin.Node{}, admin.Errorf(admin.Conflict, "", "%v", err)
 	}
 	return a.nodesOf(a.cfg)[i], nil
 }
@@ -645,8 +639,8 @@ func (a *App) CreateEndpoint(body map[string]json.RawMessage) (ch admin.Change, 
 	if err != nil {
 		return admin.Change{}, err
 	}
-	if a.proxy.Routing(name) != nil {
-		return admin.Change{}, admin.Errorf(http.StatusConflict, "conflict", "name", "an endpoint is named %q already", name)
+	if a.proxy.HasEndpoint(name) {
+		return admin.Change{}, admin.Errorf(admin.Conflict, "name", "an endpoint is named %q already", name)
 	}
 	set := map[string]any{}
 	for k, raw := range body {
@@ -654,7 +648,7 @@ func (a *App) CreateEndpoint(body map[string]json.RawMessage) (ch admin.Change, 
 			continue
 		}
 		if k != "listen" && k != "tls" && !slices.Contains(patchable, k) {
-			return admin.Change{}, admin.Errorf(http.StatusBadRequest, "invalid", k, "unknown setting")
+			return admin.Change{}, admin.Errorf(admin.Invalid, k, "unknown setting")
 		}
 		v, err := patchValue(k, raw)
 		if err != nil {
@@ -667,7 +661,7 @@ func (a *App) CreateEndpoint(body map[string]json.RawMessage) (ch admin.Change, 
 		return admin.Change{}, err
 	}
 	if err := a.startEndpoint(next, name); err != nil {
-		return admin.Change{}, admin.Errorf(http.StatusConflict, "conflict", "listen", "%v", err)
+		return admin.Change{}, admin.Errorf(admin.Conflict, "listen", "%v", err)
 	}
 	ch = admin.Change{Changed: []string{"endpoints." + name + " (new)"}}
 	ch.Persisted, ch.PersistError = a.persist(data)
@@ -705,8 +699,8 @@ func (a *App) DeleteEndpoint(name string) (ch admin.Change, err error) {
 	a.changeMu.Lock()
 	defer a.changeMu.Unlock()
 	defer func() { a.counted("delete_endpoint", err) }()
-	if a.proxy.Routing(name) == nil {
-		return admin.Change{}, admin.Errorf(http.StatusNotFound, "not_found", "", "no endpoint is named %q", name)
+	if !a.proxy.HasEndpoint(name) {
+		return admin.Change{}, admin.Errorf(admin.NotFound, "", "no endpoint is named %q", name)
 	}
 	data, next, err := a.edited(config.RemoveEndpoint(a.cfg.Path, a.raw, name))
 	if err != nil {

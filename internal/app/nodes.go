@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net/http"
 	"slices"
 	"strings"
 
@@ -34,10 +33,10 @@ func (a *App) CreateNode(body map[string]json.RawMessage) (ch admin.Change, err 
 		return admin.Change{}, err
 	}
 	if a.nodeIndex(name) >= 0 {
-		return admin.Change{}, admin.Errorf(http.StatusConflict, "conflict", "name", "a node is named %q already", name)
+		return admin.Change{}, admin.Errorf(admin.Conflict, "name", "a node is named %q already", name)
 	}
 	if _, ok := body["address"]; !ok {
-		return admin.Change{}, admin.Errorf(http.StatusBadRequest, "invalid", "address", "required: the new node's host:port")
+		return admin.Change{}, admin.Errorf(admin.Invalid, "address", "required: the new node's host:port")
 	}
 	set := map[string]any{"role": config.RoleReplica}
 	var weights map[string]int
@@ -46,7 +45,7 @@ func (a *App) CreateNode(body map[string]json.RawMessage) (ch admin.Change, err 
 		case k == "name":
 		case k == "read_weights":
 			if err := json.Unmarshal(raw, &weights); err != nil {
-				return admin.Change{}, admin.Errorf(http.StatusBadRequest, "invalid", k, "want an object of endpoint names and weights: %v", err)
+				return admin.Change{}, admin.Errorf(admin.Invalid, k, "want an object of endpoint names and weights: %v", err)
 			}
 		case slices.Contains(nodeKeys, k):
 			v, err := patchValue(k, raw)
@@ -54,11 +53,11 @@ func (a *App) CreateNode(body map[string]json.RawMessage) (ch admin.Change, err 
 				return admin.Change{}, err
 			}
 			if k == "role" && v != config.RoleReplica {
-				return admin.Change{}, admin.Errorf(http.StatusBadRequest, "invalid", k, "only replicas can be added (the primary changes by switchover)")
+				return admin.Change{}, admin.Errorf(admin.Invalid, k, "only replicas can be added (the primary changes by switchover)")
 			}
 			set[k] = v
 		default:
-			return admin.Change{}, admin.Errorf(http.StatusBadRequest, "invalid", k, "unknown setting; a node takes name, %s", strings.Join(nodeKeys, ", "))
+			return admin.Change{}, admin.Errorf(admin.Invalid, k, "unknown setting; a node takes name, %s", strings.Join(nodeKeys, ", "))
 		}
 	}
 	data, err := config.AddBackend(a.cfg.Path, a.raw, name, set)
@@ -68,7 +67,7 @@ func (a *App) CreateNode(body map[string]json.RawMessage) (ch admin.Change, err 
 		}
 		e := a.cfg.Endpoint(ep)
 		if e == nil {
-			return admin.Change{}, admin.Errorf(http.StatusBadRequest, "invalid", "read_weights."+ep, "no endpoint is named %q", ep)
+			return admin.Change{}, admin.Errorf(admin.Invalid, "read_weights."+ep, "no endpoint is named %q", ep)
 		}
 		// The endpoint's weights in force (defaults filled in), with the new node's: the file
 		// then says what the endpoint does.
@@ -82,17 +81,17 @@ func (a *App) CreateNode(body map[string]json.RawMessage) (ch admin.Change, err 
 	}
 	b := next.Backend(name)
 	if b == nil { // the file's text names it so; after ${...} expansion it would not be
-		return admin.Change{}, admin.Errorf(http.StatusBadRequest, "invalid", "name", "not a name a backend can have: %q", name)
+		return admin.Change{}, admin.Errorf(admin.Invalid, "name", "not a name a backend can have: %q", name)
 	}
 	if other := a.nodeAt(b.Address); other != "" {
-		return admin.Change{}, admin.Errorf(http.StatusConflict, "conflict", "address", "node %s is at %s already", other, b.Address)
+		return admin.Change{}, admin.Errorf(admin.Conflict, "address", "node %s is at %s already", other, b.Address)
 	}
 	if err := a.unchangedOnDisk(); err != nil {
 		return admin.Change{}, err
 	}
 	slot, err := a.topo.AddNode(topology.Node{Name: name, Address: b.Address, Zone: b.Zone, Role: topology.Replica})
 	if err != nil {
-		return admin.Change{}, admin.Errorf(http.StatusConflict, "conflict", "", "%v", err)
+		return admin.Change{}, admin.Errorf(admin.Conflict, "", "%v", err)
 	}
 	if a.positions != nil {
 		a.positions.Own(slot, a.topo.Snapshot().Nodes[slot])
@@ -124,7 +123,7 @@ func (a *App) DeleteNode(name string) (ch admin.Change, err error) {
 	defer func() { a.counted("delete_node", err) }()
 	i := a.nodeIndex(name)
 	if i < 0 {
-		return admin.Change{}, admin.Errorf(http.StatusNotFound, "not_found", "", "no node is named %q", name)
+		return admin.Change{}, admin.Errorf(admin.NotFound, "", "no node is named %q", name)
 	}
 	if err := a.removable(i); err != nil {
 		return admin.Change{}, err
@@ -163,11 +162,11 @@ func (a *App) removable(i int) error {
 	n := snap.Nodes[i].Name
 	switch {
 	case snap.IsPrimary(i):
-		return admin.Errorf(http.StatusConflict, "conflict", "", "%s is the primary: switch over to another node first", n)
+		return admin.Errorf(admin.Conflict, "", "%s is the primary: switch over to another node first", n)
 	case !snap.IsDraining(i):
-		return admin.Errorf(http.StatusConflict, "conflict", "", "%s is in service: drain it first (POST /v1/nodes/%s/drain)", n, n)
+		return admin.Errorf(admin.Conflict, "", "%s is in service: drain it first (POST /v1/nodes/%s/drain)", n, n)
 	case snap.Load[i].Conns.Load() > 0:
-		return admin.Errorf(http.StatusConflict, "conflict", "", "%s is still draining: sluice holds %d connections to it", n, snap.Load[i].Conns.Load())
+		return admin.Errorf(admin.Conflict, "", "%s is still draining: sluice holds %d connections to it", n, snap.Load[i].Conns.Load())
 	}
 	return nil
 }
@@ -176,7 +175,7 @@ func (a *App) removable(i int) error {
 // configuration without it) with it. Under changeMu.
 func (a *App) removeNode(i int, next *config.Config) error {
 	if err := a.topo.RemoveNode(i); err != nil {
-		return admin.Errorf(http.StatusConflict, "conflict", "", "%v", err)
+		return admin.Errorf(admin.Conflict, "", "%v", err)
 	}
 	if t := a.drainTimers[i]; t != nil {
 		t.Stop()
@@ -186,7 +185,7 @@ func (a *App) removeNode(i int, next *config.Config) error {
 		a.positions.Own(i, nil)
 	}
 	for _, e := range next.Endpoints {
-		if a.proxy.Routing(e.Name) == nil {
+		if !a.proxy.HasEndpoint(e.Name) {
 			continue // an endpoint the same reload starts
 		}
 		if err := a.applyEndpoint(next, e.Name); err != nil {
@@ -214,7 +213,7 @@ func (a *App) reloadNodes(next *config.Config, ch *admin.Change) (bool, error) {
 			continue
 		}
 		if err := a.removable(i); err != nil {
-			return false, admin.Errorf(http.StatusConflict, "conflict", "backends",
+			return false, admin.Errorf(admin.Conflict, "backends",
 				"the file no longer lists backend %s: %v; nothing was changed", n.Name, err)
 		}
 		remove = append(remove, i)
@@ -235,7 +234,7 @@ func (a *App) reloadNodes(next *config.Config, ch *admin.Change) (bool, error) {
 			case b.Role != config.RoleReplica:
 				ch.Restart = append(ch.Restart, "backends."+b.Name+" (a new primary)")
 			case other != "":
-				return false, admin.Errorf(http.StatusConflict, "conflict", "backends",
+				return false, admin.Errorf(admin.Conflict, "backends",
 					"new backend %s is at %s, where %s is already; nothing was changed", b.Name, b.Address, other)
 			default:
 				add = append(add, b)

@@ -130,12 +130,9 @@ func (c *Conn) readResultSet(first []byte, keep *Rows) (uint16, error) {
 		}
 	}
 	for i := uint64(0); i < n; i++ {
-		p, err := c.readPacket()
+		p, err := c.readDefinition()
 		if err != nil {
 			return 0, err
-		}
-		if mysql.IsERR(p) {
-			return 0, mysql.ParseERR(p)
 		}
 		if keep == nil {
 			continue
@@ -152,12 +149,9 @@ func (c *Conn) readResultSet(first []byte, keep *Rows) (uint16, error) {
 	}
 	if c.Caps&mysql.ClientDeprecateEOF == 0 {
 		// The classic EOF after the column definitions.
-		p, err := c.readPacket()
+		p, err := c.readDefinition()
 		if err != nil {
 			return 0, err
-		}
-		if mysql.IsERR(p) {
-			return 0, mysql.ParseERR(p)
 		}
 		if !mysql.IsEOF(p, len(p)) {
 			return 0, fmt.Errorf("backend: packet 0x%02x in place of the EOF after the column definitions", p[0])
@@ -195,6 +189,21 @@ func (c *Conn) readResultSet(first []byte, keep *Rows) (uint16, error) {
 		}
 		keep.Values = append(keep.Values, row)
 	}
+}
+
+// readDefinition reads a packet of a result set's header (a column definition, the classic EOF
+// after them), where an ERR means the statement failed: that ERR comes back as the node's
+// *mysql.SQLError (the connection stays usable), any other packet as it is. It allocates only
+// for the error.
+func (c *Conn) readDefinition() ([]byte, error) {
+	p, err := c.readPacket()
+	if err != nil {
+		return nil, err
+	}
+	if mysql.IsERR(p) {
+		return nil, mysql.ParseERR(p)
+	}
+	return p, nil
 }
 
 // columnName returns the name (the alias the statement gave) of a ColumnDefinition41: the fifth
@@ -281,11 +290,8 @@ func (c *Conn) ReadScalarIs(want string) (bool, error) {
 		return false, fmt.Errorf("backend: malformed column count 0x%x", p)
 	}
 	for i := uint64(0); i < n; i++ {
-		if p, err = c.readPacket(); err != nil {
+		if _, err = c.readDefinition(); err != nil {
 			return false, err
-		}
-		if mysql.IsERR(p) {
-			return false, mysql.ParseERR(p)
 		}
 	}
 	if c.Caps&mysql.ClientDeprecateEOF == 0 {

@@ -19,7 +19,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/replication"
 
 	"github.com/sluicedb/sluice/internal/gtid"
-	"github.com/sluicedb/sluice/internal/topology"
+	"github.com/sluicedb/sluice/internal/pause"
 )
 
 // Options configure the stream from one node.
@@ -152,7 +152,7 @@ func (s *stream) run(ctx context.Context) {
 			wait = minBackoff
 		}
 		s.failed(err, wait)
-		if !sleep(ctx, wait) {
+		if !pause.For(ctx, wait) {
 			return
 		}
 	}
@@ -287,11 +287,7 @@ func (s *stream) position(ctx context.Context, nc *conns) (string, error) {
 		return "", err
 	}
 	defer c.Close()
-	fl := topology.MySQL
-	if s.o.Flavor == gtid.MariaDB {
-		fl = topology.MariaDB
-	}
-	r, err := c.Execute(topology.PositionQuery(fl))
+	r, err := c.Execute(gtid.PositionQuery(s.o.Flavor))
 	if err != nil {
 		return "", err
 	}
@@ -353,18 +349,6 @@ func failureKind(err error) string {
 		return "connection lost"
 	}
 	return err.Error()
-}
-
-// sleep waits d, or until ctx ends (false).
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // conns dials the node for one session and remembers what it dialed, so that the session's

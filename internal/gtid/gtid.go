@@ -2,7 +2,9 @@
 // applied, and whether that contains another position (a replica has everything the primary had
 // at some moment). MariaDB positions (domain-server-seq, one per replication domain) are compared
 // here, by sequence number per domain, as replication under gtid_strict_mode orders them; MySQL
-// GTID sets (uuid:intervals, tagged GTIDs included) are go-mysql's.
+// GTID sets (uuid:intervals, tagged GTIDs included) are go-mysql's. The SQL that reads positions
+// and replication status from a server of either family is here too (queries.go), shared by the
+// monitor, the binlog streamer and the sandbox.
 package gtid
 
 import (
@@ -21,6 +23,15 @@ const (
 	MariaDB Flavor = iota // domain-server-seq[,domain-server-seq...]
 	MySQL                 // uuid:interval[:interval...][,uuid:...]
 )
+
+// FlavorOf tells the family from a server's version (@@version, the handshake's): MariaDB
+// says so in it; any other is MySQL.
+func FlavorOf(version string) Flavor {
+	if strings.Contains(strings.ToLower(version), "mariadb") {
+		return MariaDB
+	}
+	return MySQL
+}
 
 // Position is what a node has applied (or written), parsed. Immutable.
 type Position struct {

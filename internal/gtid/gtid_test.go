@@ -147,3 +147,17 @@ func TestMerge(t *testing.T) {
 		t.Errorf("0-1-1 merged with zero: %q", got)
 	}
 }
+
+func TestFlavorOf(t *testing.T) {
+	for v, want := range map[string]Flavor{
+		"10.11.19-MariaDB-0+deb12u1-log": MariaDB,
+		"5.5.5-10.6.4-mariadb":           MariaDB,
+		"8.0.36":                         MySQL,
+		"8.4.0-commercial":               MySQL,
+		"":                               MySQL,
+	} {
+		if got := FlavorOf(v); got != want {
+			t.Errorf("FlavorOf(%q) = %v, want %v", v, got, want)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicedb/sluice/internal/backend"
+	"github.com/sluicedb/sluice/internal/gtid"
 	"github.com/sluicedb/sluice/internal/mysql"
 	"github.com/sluicedb/sluice/internal/topology"
 )
@@ -57,18 +58,18 @@ func TestCheckRecorded(t *testing.T) {
 	const uuid = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 	mysql8 := &recorded{answers: map[string]*backend.Rows{
 		"SELECT @@version": row([]string{"@@version"}, "8.0.36"),
-		topology.CheckQuery(topology.MySQL): row([]string{"@@version", "ro", "@@server_id", "b", "a"},
+		checkQuery(gtid.MySQL): row([]string{"@@version", "ro", "@@server_id", "b", "a"},
 			"8.0.36", "1", "2", uuid+":1-100", uuid+":1-97"),
 		"SHOW REPLICA STATUS": row([]string{"Replica_IO_Running", "Replica_SQL_Running", "Seconds_Behind_Source",
 			"Source_Host", "Source_Port", "Last_IO_Error", "Last_SQL_Error", "SQL_Delay", "SQL_Remaining_Delay"},
 			"Yes", "Yes", "3", "127.0.0.1", "3307", "", "", "0", "NULL"),
-		topology.ThreadsQuery: threads("42", "3"),
+		threadsQuery: threads("42", "3"),
 	}}
 	mariadb := &recorded{answers: map[string]*backend.Rows{
-		"SELECT @@version":                    row([]string{"@@version"}, "10.11.19-MariaDB-0+deb12u1-log"),
-		topology.CheckQuery(topology.MariaDB): row([]string{"v", "ro", "id", "b", "c"}, "10.11.19-MariaDB", "0", "1", "0-1-100", "0-1-100"),
-		"SHOW ALL SLAVES STATUS":              {Columns: []string{"Connection_name", "Slave_IO_Running"}},
-		topology.ThreadsQuery:                 threads("7", "1"),
+		"SELECT @@version":       row([]string{"@@version"}, "10.11.19-MariaDB-0+deb12u1-log"),
+		checkQuery(gtid.MariaDB): row([]string{"v", "ro", "id", "b", "c"}, "10.11.19-MariaDB", "0", "1", "0-1-100", "0-1-100"),
+		"SHOW ALL SLAVES STATUS": {Columns: []string{"Connection_name", "Slave_IO_Running"}},
+		threadsQuery:             threads("7", "1"),
 	}}
 	m := &Monitor{opts: Options{DownAfter: 3, Timeout: time.Second}}
 	for _, tc := range []struct {

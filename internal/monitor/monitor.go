@@ -215,7 +215,7 @@ func (m *Monitor) check(ctx context.Context, n *topology.Node, c *Conn, prev *to
 	}
 	st.RTT = time.Since(start)
 	st.Version = ver.Values[0][0].S
-	fl := topology.FlavorOf(st.Version)
+	fl := gtid.FlavorOf(st.Version)
 	if err := m.read(*c, fl, st); err != nil {
 		if !errors.As(err, &se) {
 			(*c).Close()
@@ -227,9 +227,21 @@ func (m *Monitor) check(ctx context.Context, n *topology.Node, c *Conn, prev *to
 	return st
 }
 
+// checkQuery returns one row for the monitor's check: version, read-only (MySQL: read_only or
+// super_read_only), server id, binlog position, applied position.
+func checkQuery(f gtid.Flavor) string {
+	if f == gtid.MariaDB {
+		return "SELECT @@version, @@global.read_only, @@server_id, @@global.gtid_binlog_pos, @@global.gtid_current_pos"
+	}
+	return "SELECT @@version, @@global.read_only OR @@global.super_read_only, @@server_id, @@global.gtid_executed, @@global.gtid_executed"
+}
+
+// threadsQuery returns the rows Threads_connected and Threads_running (Variable_name, Value).
+const threadsQuery = "SHOW GLOBAL STATUS WHERE Variable_name IN ('Threads_connected', 'Threads_running')"
+
 // read fills st from the node's answers to the check queries.
-func (m *Monitor) read(c Conn, fl topology.Flavor, st *topology.NodeState) error {
-	r, err := c.Query(topology.CheckQuery(fl))
+func (m *Monitor) read(c Conn, fl gtid.Flavor, st *topology.NodeState) error {
+	r, err := c.Query(checkQuery(fl))
 	if err != nil {
 		return err
 	}
@@ -241,7 +253,7 @@ func (m *Monitor) read(c Conn, fl topology.Flavor, st *topology.NodeState) error
 	id, _ := strconv.ParseUint(row[2].S, 10, 32)
 	st.ServerID = uint32(id)
 	st.BinlogPos, st.Applied = row[3].S, row[4].S
-	if r, err = c.Query(topology.ReplicaStatusQuery(fl)); err != nil {
+	if r, err = c.Query(gtid.ReplicaStatusQuery(fl)); err != nil {
 		return err
 	}
 	if len(r.Values) > 0 {
@@ -252,7 +264,7 @@ func (m *Monitor) read(c Conn, fl topology.Flavor, st *topology.NodeState) error
 		})
 		st.Replica = &rs
 	}
-	if r, err = c.Query(topology.ThreadsQuery); err != nil {
+	if r, err = c.Query(threadsQuery); err != nil {
 		return err
 	}
 	for i := range r.Values {
@@ -322,9 +334,7 @@ func (m *Monitor) round(now time.Time) {
 	var primaryPos gtid.Position
 	fl := gtid.MariaDB
 	if ps := states[p]; ps != nil && ps.Version != "" {
-		if topology.FlavorOf(ps.Version) == topology.MySQL {
-			fl = gtid.MySQL
-		}
+		fl = gtid.FlavorOf(ps.Version)
 		if pos, err := gtid.Parse(fl, ps.BinlogPos); err == nil {
 			primaryPos = pos
 			m.hist.add(now, pos, m.opts.History)

@@ -27,7 +27,7 @@ func TestAllowMappedForms(t *testing.T) {
 	} {
 		p := netip.MustParsePrefix(c.allow)
 		ep := &endpoint{}
-		ep.allow.Store(&[]netip.Prefix{p})
+		ep.admit.Store(&admission{allow: []netip.Prefix{p}})
 		if got := ep.allowed(netip.MustParseAddr(c.client)); got != c.want {
 			t.Errorf("allow %s, client %s: allowed = %v, want %v", c.allow, c.client, got, c.want)
 		}

@@ -11,7 +11,6 @@ import (
 	"github.com/sluicedb/sluice/internal/gtid"
 	"github.com/sluicedb/sluice/internal/mysql"
 	"github.com/sluicedb/sluice/internal/relay"
-	"github.com/sluicedb/sluice/internal/topology"
 )
 
 // Consistency levels. Under session and global, a read sent to a replica must see a position:
@@ -55,8 +54,8 @@ func primaryPosition(bc *backend.Conn, flavor gtid.Flavor, timeout time.Duration
 
 // gtidFlavor is the GTID format of the proxy's nodes, from the primary's version.
 func (p *Proxy) gtidFlavor() gtid.Flavor {
-	if v := p.server.Load().version; v != "" && topology.FlavorOf(v) == topology.MySQL {
-		return gtid.MySQL
+	if v := p.server.Load().version; v != "" {
+		return gtid.FlavorOf(v)
 	}
 	return gtid.MariaDB
 }
@@ -146,7 +145,7 @@ func trackGTIDs(bc *backend.Conn) error {
 	q := "SET SESSION session_track_system_variables = IF(@@session.session_track_system_variables = '*' OR " +
 		"FIND_IN_SET('last_gtid', @@session.session_track_system_variables), @@session.session_track_system_variables, " +
 		"CONCAT_WS(',', NULLIF(@@session.session_track_system_variables, ''), 'last_gtid'))"
-	if topology.FlavorOf(bc.Handshake.ServerVersion) == topology.MySQL {
+	if gtid.FlavorOf(bc.Handshake.ServerVersion) == gtid.MySQL {
 		q = "SET SESSION session_track_gtids = OWN_GTID"
 	}
 	return bc.Exec(q)

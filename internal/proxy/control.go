@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
 	"sync/atomic"
@@ -302,39 +303,54 @@ func (p *Proxy) EndpointStats(name string) EndpointStats {
 	return st
 }
 
-// SetMaxConnections changes endpoint name's max_connections (0: no limit) for the connections
-// it accepts from now on; it reports whether there is such an endpoint.
-func (p *Proxy) SetMaxConnections(name string, n int) bool {
-	ep := p.endpoint(name)
-	if ep == nil {
-		return false
-	}
-	ep.maxConns.Store(int64(n))
-	return true
-}
-
 // ConsistencyCounts returns the consistency levels' counters: replica reads that waited for a
 // position, those that timed out, and readings of the primary's position (global level).
 func (p *Proxy) ConsistencyCounts() (waits, timeouts, positionReads uint64) {
 	return uint64(p.consistencyWaits.Load()), uint64(p.consistencyTimeouts.Load()), p.primaryPos.readings()
 }
 
-// SetAllow changes endpoint name's allow list (empty: any client) for the connections it
-// accepts from then on; it reports whether there is such an endpoint.
-func (p *Proxy) SetAllow(name string, allow []netip.Prefix) bool {
+// admission is who an endpoint lets in: at most maxConns sessions (0: no limit), from the
+// networks in allow (empty: any). Immutable; replaced whole.
+type admission struct {
+	maxConns int64
+	allow    []netip.Prefix
+}
+
+// UpdateEndpoint puts s in force for endpoint name, as one change: the routing settings are
+// checked first, and settings that do not fit (weights for more nodes than the topology has, no
+// policy, ...) change nothing. Sessions route with the new settings from their next statement;
+// the limit and the allow list apply to the connections accepted from then on. The caller keeps
+// s (it is copied). Safe from any goroutine; changes of one endpoint must not race each other
+// (the app makes them under its change lock).
+func (p *Proxy) UpdateEndpoint(name string, s EndpointSettings) error {
 	ep := p.endpoint(name)
 	if ep == nil {
-		return false
+		return fmt.Errorf("proxy: no endpoint %q", name)
 	}
-	a := slices.Clone(allow)
-	ep.allow.Store(&a)
-	return true
+	if err := ep.route.Update(s.Routing); err != nil {
+		return err
+	}
+	ep.admit.Store(&admission{maxConns: int64(s.MaxConnections), allow: slices.Clone(s.Allow)})
+	return nil
+}
+
+// EndpointSettings returns a copy of endpoint name's settings in force (changing it changes
+// nothing; UpdateEndpoint does), and false when there is no such endpoint.
+func (p *Proxy) EndpointSettings(name string) (EndpointSettings, bool) {
+	ep := p.endpoint(name)
+	if ep == nil {
+		return EndpointSettings{}, false
+	}
+	a := ep.admit.Load()
+	r := *ep.route.Settings()
+	r.Weights = slices.Clone(r.Weights)
+	return EndpointSettings{MaxConnections: int(a.maxConns), Allow: slices.Clone(a.allow), Routing: r}, true
 }
 
 // allowed reports whether the endpoint's allow list lets a client from ip in.
 func (ep *endpoint) allowed(ip netip.Addr) bool {
-	a := ep.allow.Load()
-	if a == nil || len(*a) == 0 {
+	a := ep.admit.Load().allow
+	if len(a) == 0 {
 		return true
 	}
 	// An IPv4 client is compared in both of its forms: as itself against IPv4 networks, and
@@ -344,7 +360,7 @@ func (ep *endpoint) allowed(ip netip.Addr) bool {
 	if ip.Is4() {
 		mapped = netip.AddrFrom16(ip.As16())
 	}
-	for _, p := range *a {
+	for _, p := range a {
 		if p.Contains(ip) || p.Contains(mapped) {
 			return true
 		}

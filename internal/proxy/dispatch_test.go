@@ -106,14 +106,16 @@ func TestEndpointSettingsChangeLive(t *testing.T) {
 	if node, _, reason := lastRoute(t, c); node == "primary" || reason != "read" {
 		t.Fatalf("before: %s (%s), want a replica", node, reason)
 	}
-	ep := s.app.Routing("rw")
-	old := ep.Settings()
-	next := *old
-	next.Weights = []int{100, 0, 0} // the primary only
-	if err := ep.Update(next); err != nil {
+	old, ok := s.app.EndpointSettings("rw")
+	if !ok {
+		t.Fatal("no endpoint rw")
+	}
+	next := old
+	next.Routing.Weights = []int{100, 0, 0} // the primary only
+	if err := s.app.UpdateEndpoint("rw", next); err != nil {
 		t.Fatal(err)
 	}
-	defer ep.Update(*old)
+	defer s.app.UpdateEndpoint("rw", old)
 	if _, err := c.ExecContext(ctx, "SELECT 1"); err != nil {
 		t.Fatal(err)
 	}
@@ -121,8 +123,8 @@ func TestEndpointSettingsChangeLive(t *testing.T) {
 		t.Fatalf("after: %s (%s), want the primary by weight", node, reason)
 	}
 	ro := next
-	ro.Mode, ro.Weights = route.ReadOnly, []int{0, 100, 100}
-	if err := ep.Update(ro); err != nil {
+	ro.Routing.Mode, ro.Routing.Weights = route.ReadOnly, []int{0, 100, 100}
+	if err := s.app.UpdateEndpoint("rw", ro); err != nil {
 		t.Fatal(err)
 	}
 	// A change of mode applies to the connections accepted from then on: a session keeps the

@@ -58,47 +58,39 @@ func (ns *nodeSet) cursorOn(c *nodeConn) bool {
 // another replica at its next statement. Only sessions idle long enough for the idle watch to
 // notice the closed connection (and release it) are touched: the drain calls it again while
 // it waits. It returns how many it closed.
-func (p *Proxy) ReleaseIdle(i int) int {
-	n := p.topo.Snapshot().Nodes[i]
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	closed := 0
-	for s := range p.sessions {
-		inTx, pinned, idleSince := s.view.held()
-		if !s.life.idle() || inTx || s.nodes.mayHoldCursor() {
-			continue // busy, or holding a transaction or perhaps a cursor on its connections
-		}
-		if idleSince.IsZero() || time.Since(idleSince) < idleProbe+200*time.Millisecond {
-			// Not yet watched while idle: the connection's loss would be found only when the
-			// session next uses it. Sessions that stay idle are released at the next call.
-			continue
-		}
-		movableHome := s.settings.mode == route.ReadOnly && !pinned
-		if ts := s.nodes.killTargets(); ts != nil {
-			for _, t := range ts {
-				if t.node == n && (!t.home || movableHome) {
-					t.conn.Close() // the idle watch sees it lost, and releases it
-					closed++
-				}
-			}
-		}
-	}
-	return closed
-}
+func (p *Proxy) ReleaseIdle(i int) int { return p.closeConnsTo(i, true) }
 
 // CloseNodeConns closes every connection sluice's sessions hold to node i (a drain's timeout):
 // what ran there fails, as when the node goes away; the sessions go on elsewhere where they can.
 // It returns how many it closed.
-func (p *Proxy) CloseNodeConns(i int) int {
+func (p *Proxy) CloseNodeConns(i int) int { return p.closeConnsTo(i, false) }
+
+// closeConnsTo closes the connections the sessions hold to node i and returns how many: with
+// idleOnly, only those ReleaseIdle may close (idle sessions, watched while idle, never a
+// read-write or pinned session's home); without, all of them.
+func (p *Proxy) closeConnsTo(i int, idleOnly bool) int {
 	n := p.topo.Snapshot().Nodes[i]
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	closed := 0
 	for s := range p.sessions {
+		movableHome := true
+		if idleOnly {
+			inTx, pinned, idleSince := s.view.held()
+			if !s.life.idle() || inTx || s.nodes.mayHoldCursor() {
+				continue // busy, or holding a transaction or perhaps a cursor on its connections
+			}
+			if idleSince.IsZero() || time.Since(idleSince) < idleProbe+200*time.Millisecond {
+				// Not yet watched while idle: the connection's loss would be found only when the
+				// session next uses it. Sessions that stay idle are released at the next call.
+				continue
+			}
+			movableHome = s.settings.mode == route.ReadOnly && !pinned
+		}
 		if ts := s.nodes.killTargets(); ts != nil {
 			for _, t := range ts {
-				if t.node == n {
-					t.conn.Close()
+				if t.node == n && (!t.home || movableHome) {
+					t.conn.Close() // an idle session's watch sees it lost, and releases it
 					closed++
 				}
 			}

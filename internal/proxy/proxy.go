@@ -48,17 +48,30 @@ func (u *User) withHostDenied() *User {
 }
 
 // Endpoint is one listening address: where it listens and how clients get in. How it routes is
-// its route.Endpoint, built from Routing (the initial settings) and changeable while sessions
-// run (Proxy.Routing).
+// its route.Endpoint, built from Routing (the initial settings). MaxConnections, Allow and
+// Routing can change while sessions run (Proxy.UpdateEndpoint); Name, Listen and TLS cannot.
 type Endpoint struct {
 	Name           string
 	Listen         string
 	MaxConnections int // 0: no limit
 	// Allow lists the client networks the endpoint accepts (empty: any): a client from
-	// elsewhere gets error 1130 in place of the greeting. Changeable live (SetAllow).
+	// elsewhere gets error 1130 in place of the greeting.
 	Allow   []netip.Prefix
 	TLS     TLSMode
 	Routing route.Settings
+}
+
+// Settings are the endpoint's settings that can change while it serves.
+func (e Endpoint) Settings() EndpointSettings {
+	return EndpointSettings{MaxConnections: e.MaxConnections, Allow: e.Allow, Routing: e.Routing}
+}
+
+// EndpointSettings are what can change about an endpoint while it serves, as one value:
+// Proxy.UpdateEndpoint puts them in force together, Proxy.EndpointSettings returns a copy.
+type EndpointSettings struct {
+	MaxConnections int            // 0: no limit
+	Allow          []netip.Prefix // empty: any client
+	Routing        route.Settings
 }
 
 // TLSMode is whether an endpoint offers TLS to its clients.
@@ -81,31 +94,6 @@ func ParseTLSMode(s string) (TLSMode, error) {
 		return TLSRequired, nil
 	}
 	return TLSOff, fmt.Errorf("unknown tls mode %q (want off, optional or required)", s)
-}
-
-// BackendTLSMode is how node connections use TLS.
-type BackendTLSMode uint8
-
-const (
-	BackendTLSMirror    BackendTLSMode = iota // TLS to the node exactly when the client uses TLS
-	BackendTLSOff                             // never
-	BackendTLSPreferred                       // whenever the node offers it
-	BackendTLSRequired                        // always; a node without TLS is an error
-)
-
-// ParseBackendTLSMode reads backend_tls.mode as the configuration spells it.
-func ParseBackendTLSMode(s string) (BackendTLSMode, error) {
-	switch s {
-	case "", "mirror":
-		return BackendTLSMirror, nil
-	case "off":
-		return BackendTLSOff, nil
-	case "preferred":
-		return BackendTLSPreferred, nil
-	case "required":
-		return BackendTLSRequired, nil
-	}
-	return BackendTLSMirror, fmt.Errorf("unknown backend_tls mode %q (want mirror, off, preferred or required)", s)
 }
 
 // Topology is what sessions need of the nodes' state: the current snapshot to route on, and
@@ -166,7 +154,7 @@ type Options struct {
 	TLS *tls.Config
 	// BackendTLS is how node connections use TLS; BackendTLSConfig is the client
 	// configuration for it.
-	BackendTLS       BackendTLSMode
+	BackendTLS       backend.TLSMode
 	BackendTLSConfig *tls.Config
 	// BackendPublicKey is the nodes' RSA public key (PEM; nil: none), for
 	// caching_sha2_password's full authentication on connections without verified TLS.
@@ -223,12 +211,15 @@ type Proxy struct {
 	sha2Cache map[string][32]byte // guarded by sha2Mu: user -> SHA256(SHA256(password)) after a full authentication
 
 	epMu      sync.RWMutex // guards endpoints (added and removed while serving)
-	mu        sync.Mutex   // guards sessions, byID, listeners, closing, and the folds into endpoint.done
+	mu        sync.Mutex   // guards sessions, byID, listeners, and the folds into endpoint.done
 	sessions  map[*session]struct{}
 	byID      map[uint32]*session
 	listeners map[net.Listener]struct{}
-	closing   bool
-	wg        sync.WaitGroup // one per tracked session
+	// closing is set once, by Shutdown, while it holds mu: a listener or session registered
+	// under mu after checking it is one Shutdown will close. Read without mu where only the
+	// flag matters (an accept error in Serve).
+	closing atomic.Bool
+	wg      sync.WaitGroup // one per tracked session
 }
 
 // endpoint is one endpoint as the proxy runs it.
@@ -236,10 +227,9 @@ type endpoint struct {
 	cfg    Endpoint
 	route  *route.Endpoint // shared by the endpoint's sessions; its settings change live
 	active atomic.Int64    // client sessions
-	// maxConns is cfg.MaxConnections, changeable live (SetMaxConnections); 0: no limit.
-	maxConns atomic.Int64
-	// allow is cfg.Allow, changeable live (SetAllow).
-	allow atomic.Pointer[[]netip.Prefix]
+	// admit is who gets in (cfg's MaxConnections and Allow at first), replaced whole by
+	// UpdateEndpoint; never nil once the endpoint is added.
+	admit atomic.Pointer[admission]
 	// ln is the listener Serve accepts on (under Proxy.mu), closed when the endpoint is removed.
 	ln net.Listener
 	// done holds the statement counts of the endpoint's sessions that ended (sessionStats);
@@ -331,9 +321,7 @@ func (p *Proxy) AddEndpoint(ep Endpoint) error {
 		return fmt.Errorf("proxy: %w", err)
 	}
 	e := &endpoint{cfg: ep, route: re}
-	e.maxConns.Store(int64(ep.MaxConnections))
-	allow := slices.Clone(ep.Allow)
-	e.allow.Store(&allow)
+	e.admit.Store(&admission{maxConns: int64(ep.MaxConnections), allow: slices.Clone(ep.Allow)})
 	e.done = newSessionStats(len(p.topo.Snapshot().Nodes))
 	p.epMu.Lock()
 	defer p.epMu.Unlock()
@@ -392,14 +380,8 @@ func (p *Proxy) endpoint(name string) *endpoint {
 	return p.endpoints[name]
 }
 
-// Routing returns endpoint name's routing, whose settings can be changed while it serves
-// (route.Endpoint.Update), or nil.
-func (p *Proxy) Routing(name string) *route.Endpoint {
-	if ep := p.endpoint(name); ep != nil {
-		return ep.route
-	}
-	return nil
-}
+// HasEndpoint reports whether there is an endpoint name.
+func (p *Proxy) HasEndpoint(name string) bool { return p.endpoint(name) != nil }
 
 // LearnPrimary reads the primary's handshake so clients see its version string and capabilities
 // from their first connection on.
@@ -491,7 +473,7 @@ func (p *Proxy) Serve(name string, ln net.Listener) error {
 		return fmt.Errorf("proxy: no endpoint %q", name)
 	}
 	p.mu.Lock()
-	if p.closing {
+	if p.closing.Load() {
 		p.mu.Unlock()
 		ln.Close()
 		return nil
@@ -507,10 +489,7 @@ func (p *Proxy) Serve(name string, ln net.Listener) error {
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
-			p.mu.Lock()
-			closing := p.closing
-			p.mu.Unlock()
-			if closing || errors.Is(err, net.ErrClosed) {
+			if p.closing.Load() || errors.Is(err, net.ErrClosed) {
 				p.mu.Lock()
 				delete(p.listeners, ln)
 				p.mu.Unlock()
@@ -553,7 +532,7 @@ func (p *Proxy) Serve(name string, ln net.Listener) error {
 			defer p.untrack(s)
 			defer ep.active.Add(-1)
 			defer p.loggedIn(s)
-			limit := ep.maxConns.Load()
+			limit := ep.admit.Load().maxConns
 			s.run(limit > 0 && n > limit)
 		}()
 	}
@@ -592,7 +571,7 @@ func (p *Proxy) PendingLogins() (conns, bytes int64) {
 func (p *Proxy) track(s *session) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closing {
+	if p.closing.Load() {
 		return false
 	}
 	p.sessions[s] = struct{}{}
@@ -625,10 +604,9 @@ func (p *Proxy) Sessions() int {
 // ctx ends, then closes whatever is left.
 func (p *Proxy) Shutdown(ctx context.Context) error {
 	p.mu.Lock()
-	if !p.closing {
+	if !p.closing.Swap(true) {
 		close(p.stop)
 	}
-	p.closing = true
 	for ln := range p.listeners {
 		ln.Close()
 	}
@@ -663,9 +641,9 @@ func (p *Proxy) backendTLS(n *topology.Node, clientTLS bool) (*tls.Config, bool)
 		base = &tls.Config{InsecureSkipVerify: true}
 	}
 	switch p.opts.BackendTLS {
-	case BackendTLSOff:
+	case backend.TLSOff:
 		return nil, false
-	case BackendTLSPreferred, BackendTLSRequired:
+	case backend.TLSPreferred, backend.TLSRequired:
 	default: // mirror
 		if !clientTLS {
 			return nil, false
@@ -677,5 +655,5 @@ func (p *Proxy) backendTLS(n *topology.Node, clientTLS bool) (*tls.Config, bool)
 			cfg.ServerName = host
 		}
 	}
-	return cfg, p.opts.BackendTLS == BackendTLSRequired
+	return cfg, p.opts.BackendTLS == backend.TLSRequired
 }

@@ -212,7 +212,7 @@ func (t *readTarget) decideAt(c *classify.Result, stmt []byte, rs *route.Session
 // next call.
 func (t *readTarget) waitStmt(version string, timeout time.Duration) []byte {
 	t.wait = t.wait[:0]
-	if topology.FlavorOf(version) == topology.MySQL {
+	if gtid.FlavorOf(version) == gtid.MySQL {
 		t.wait = append(t.wait, "SELECT WAIT_FOR_EXECUTED_GTID_SET('"...)
 	} else {
 		t.wait = append(t.wait, "SELECT MASTER_GTID_WAIT('"...)

@@ -48,6 +48,10 @@ func TestSwitchoverUnderLoad(t *testing.T) {
 	db := open(t, dsn(s.rw, "app", "app", "test", ""))
 	mustExec(t, db, "DROP TABLE IF EXISTS test.switch_acks")
 	mustExec(t, db, "CREATE TABLE test.switch_acks (w INT, n INT, PRIMARY KEY (w, n))")
+	// The readers below may read on a replica: the table must be there first.
+	if err := cl.WaitCaughtUp(ctx, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	waitNodes(t, db, func(n map[string]nodeRow) bool { return n["primary"].role == "primary" && n["replica1"].state == "up" })
 
 	// A transaction open on the old primary, and a session pinned there by a temporary table.

@@ -2,7 +2,9 @@ package route
 
 import (
 	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/sluicedb/sluice/internal/topology"
 )
@@ -19,10 +21,40 @@ type Policy interface {
 // its weight, the candidate with the highest current weight wins (ties: the one listed first),
 // and the winner's current weight drops by the sum of the weights. Weights 100, 200, 200 give
 // B, C, A, B, C, ... — the same proportions as the weights, spread out rather than in bursts.
+//
+// One Weighted is shared by every session of an endpoint, so Pick takes no lock: for one
+// setting (candidates and their weights) the sequence is periodic — after sum(weights)/gcd
+// picks every current weight is back at zero — so it is computed once, as a cycle, and each
+// pick takes the next place in it with one atomic add. The cycles of the last few settings seen
+// are kept (a replica set aside and back, sessions that exclude a node they failed on, ...),
+// each keeping its place. A setting whose cycle would be longer than maxCycle (large weights
+// without a common divisor), or with a weight of zero, is picked as before: under a mutex, with
+// the current weights of every node kept across picks. Safe for concurrent use.
 type Weighted struct {
-	mu      sync.Mutex
-	current map[int]int
+	// cycles are the recent settings' cycles, newest first: an immutable list, replaced whole
+	// (under mu) when a setting not in it comes.
+	cycles atomic.Pointer[[]*cycle]
+
+	mu      sync.Mutex  // guards current, and serialises replacing cycles
+	current map[int]int // node index -> current weight, for the settings picked under mu
 }
+
+// cycle is one setting's precomputed sequence. Immutable but for next.
+type cycle struct {
+	candidates, weights []int // the setting, copied
+	// order holds the node picked at each place of the cycle; nil: the setting is picked under
+	// Weighted.mu (too long a cycle, or a zero weight).
+	order []uint8
+	next  atomic.Uint64 // picks taken from this cycle
+}
+
+const (
+	// maxCycle bounds a cycle's length (and its bytes): past it a setting is picked under the
+	// mutex. Weights that share a divisor (100, 200, 200: a cycle of 5) stay far below it.
+	maxCycle = 4096
+	// keptCycles is how many settings keep their cycle and place at once.
+	keptCycles = 8
+)
 
 // NewWeighted returns a smooth weighted round robin policy.
 func NewWeighted() *Weighted { return &Weighted{current: map[int]int{}} }
@@ -33,6 +65,95 @@ func (w *Weighted) Pick(_ *topology.Snapshot, candidates []int, weights []int) i
 	if len(candidates) == 0 {
 		return -1
 	}
+	var c *cycle
+	if cs := w.cycles.Load(); cs != nil {
+		for _, k := range *cs {
+			if k.is(candidates, weights) {
+				c = k
+				break
+			}
+		}
+	}
+	if c == nil {
+		c = w.learn(candidates, weights)
+	}
+	if c.order == nil {
+		return w.pickLocked(candidates, weights)
+	}
+	return int(c.order[(c.next.Add(1)-1)%uint64(len(c.order))])
+}
+
+// is reports whether c is the cycle of this setting.
+func (c *cycle) is(candidates, weights []int) bool {
+	return slices.Equal(c.candidates, candidates) && slices.Equal(c.weights, weights)
+}
+
+// learn returns the cycle of a setting not among w.cycles, computing it and putting it first
+// (the oldest beyond keptCycles is dropped, and starts again from its beginning if it comes back).
+func (w *Weighted) learn(candidates, weights []int) *cycle {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var kept []*cycle
+	if cs := w.cycles.Load(); cs != nil {
+		kept = *cs
+		for _, k := range kept {
+			if k.is(candidates, weights) {
+				return k // another session learnt it meanwhile
+			}
+		}
+	}
+	c := &cycle{candidates: slices.Clone(candidates), weights: slices.Clone(weights), order: swrrCycle(candidates, weights)}
+	next := make([]*cycle, 0, keptCycles)
+	next = append(next, c)
+	next = append(next, kept[:min(len(kept), keptCycles-1)]...)
+	w.cycles.Store(&next)
+	return c
+}
+
+// swrrCycle is the sequence smooth weighted round robin picks for candidates and weights from
+// all-zero current weights, one whole period of it; nil when it cannot be precomputed (a weight
+// of zero or less, a node index past a byte, a period past maxCycle).
+func swrrCycle(candidates, weights []int) []uint8 {
+	g := 0
+	for i, wt := range weights {
+		if wt <= 0 || candidates[i] < 0 || candidates[i] > 255 {
+			return nil
+		}
+		g = gcd(g, wt)
+	}
+	period := 0
+	for _, wt := range weights {
+		period += wt / g
+		if period > maxCycle {
+			return nil
+		}
+	}
+	// Dividing every weight by g divides every current weight by g: the same picks.
+	current := make([]int, len(candidates))
+	order := make([]uint8, period)
+	for p := range order {
+		best := -1
+		for i, wt := range weights {
+			current[i] += wt / g
+			if best < 0 || current[i] > current[best] {
+				best = i
+			}
+		}
+		current[best] -= period
+		order[p] = uint8(candidates[best])
+	}
+	return order
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// pickLocked is smooth weighted round robin over w.current, for settings without a cycle.
+func (w *Weighted) pickLocked(candidates, weights []int) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	best, total := -1, 0

@@ -14,7 +14,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sluicedb/sluice/internal/topology"
+	"github.com/sluicedb/sluice/internal/gtid"
+	"github.com/sluicedb/sluice/internal/pause"
 )
 
 // launch starts a node's server and waits until it answers on its socket. On failure the
@@ -236,7 +237,7 @@ func (c *Cluster) WaitCaughtUp(ctx context.Context, timeout time.Duration) error
 	}
 	pdb := c.adminDB(p)
 	var pos string
-	err := pdb.QueryRowContext(ctx, topology.PositionQuery(c.fl.family())).Scan(&pos)
+	err := pdb.QueryRowContext(ctx, gtid.PositionQuery(c.fl.family())).Scan(&pos)
 	pdb.Close()
 	if err != nil {
 		return fmt.Errorf("sandbox: primary: read position: %w", err)
@@ -308,13 +309,9 @@ func (c *Cluster) Start(ctx context.Context, name string) error {
 func waitPortFree(ctx context.Context, port int, d time.Duration) bool {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	t := time.NewTicker(100 * time.Millisecond)
-	defer t.Stop()
 	for !PortFree(port) {
-		select {
-		case <-ctx.Done():
+		if !pause.For(ctx, 100*time.Millisecond) {
 			return false
-		case <-t.C:
 		}
 	}
 	return true
@@ -487,7 +484,7 @@ func (c *Cluster) Switchover(ctx context.Context, name string, timeout time.Dura
 	}
 	odb := c.adminDB(old)
 	var pos string
-	err = odb.QueryRowContext(ctx, topology.PositionQuery(c.fl.family())).Scan(&pos)
+	err = odb.QueryRowContext(ctx, gtid.PositionQuery(c.fl.family())).Scan(&pos)
 	odb.Close()
 	if err != nil {
 		return undo(fmt.Errorf("sandbox: switchover: %s: read position: %w", old.Name, err))

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluicedb/sluice/internal/topology"
+	"github.com/sluicedb/sluice/internal/gtid"
 )
 
 // Flavors of server the sandbox can run.
@@ -107,11 +107,11 @@ func flavorFor(name, server string) *flavor {
 func (f *flavor) mariadb() bool { return f.name == FlavorMariaDB }
 
 // family is the flavour as the topology's shared queries know it.
-func (f *flavor) family() topology.Flavor {
+func (f *flavor) family() gtid.Flavor {
 	if f.mariadb() {
-		return topology.MariaDB
+		return gtid.MariaDB
 	}
-	return topology.MySQL
+	return gtid.MySQL
 }
 
 // nodeConfig is what the per-node option file is rendered from.

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/sluicedb/sluice/internal/pause"
 )
 
 // startDetached starts a long-running server in its own session, so that a Ctrl-C in the
@@ -98,13 +100,9 @@ func signalPID(pid int, sig syscall.Signal) error {
 
 // waitGone polls until the node's process is gone or ctx ends.
 func waitGone(ctx context.Context, pid int, cnf string) error {
-	t := time.NewTicker(20 * time.Millisecond)
-	defer t.Stop()
 	for alive(pid, cnf) {
-		select {
-		case <-ctx.Done():
+		if !pause.For(ctx, 20*time.Millisecond) {
 			return fmt.Errorf("process %d still running: %w", pid, ctx.Err())
-		case <-t.C:
 		}
 	}
 	return nil

@@ -17,7 +17,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/sluicedb/sluice/internal/topology"
+	"github.com/sluicedb/sluice/internal/gtid"
 )
 
 // needServer skips when no server is installed, except on CI, where a missing server must fail
@@ -184,7 +184,7 @@ func TestCluster(t *testing.T) {
 
 	t.Run("MonitorAccount", func(t *testing.T) {
 		mon := openDB(t, c.DSN("replica1", MonitorUser, MonitorPassword, ""))
-		rows, err := mon.Query(topology.ReplicaStatusQuery(c.fl.family()))
+		rows, err := mon.Query(gtid.ReplicaStatusQuery(c.fl.family()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -213,7 +213,7 @@ func TestCluster(t *testing.T) {
 		if err := db.QueryRow("SHOW SESSION STATUS LIKE 'Ssl_cipher'").Scan(&name, &cipher); err != nil || cipher == "" {
 			t.Fatalf("TLS session: cipher %q, %v", cipher, err)
 		}
-		rows, err := openDB(t, c.DSN("replica2", MonitorUser, MonitorPassword, "")).Query(topology.ReplicaStatusQuery(c.fl.family()))
+		rows, err := openDB(t, c.DSN("replica2", MonitorUser, MonitorPassword, "")).Query(gtid.ReplicaStatusQuery(c.fl.family()))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicedb/sluice/internal/gtid"
 	"github.com/sluicedb/sluice/internal/topology"
 )
 
@@ -62,13 +63,13 @@ func (c *Cluster) nodeStatus(ctx context.Context, n *Node) NodeStatus {
 	db := c.adminDB(n)
 	defer db.Close()
 	var version string
-	err := db.QueryRowContext(ctx, topology.StateQuery(c.fl.family())).Scan(&version, &s.ReadOnly, &s.BinlogPos, &s.CurrentPos, &s.SlavePos)
+	err := db.QueryRowContext(ctx, gtid.StateQuery(c.fl.family())).Scan(&version, &s.ReadOnly, &s.BinlogPos, &s.CurrentPos, &s.SlavePos)
 	if err != nil {
 		s.Error = err.Error()
 		return s
 	}
 	s.Up = true
-	rows, err := db.QueryContext(ctx, topology.ReplicaStatusQuery(c.fl.family()))
+	rows, err := db.QueryContext(ctx, gtid.ReplicaStatusQuery(c.fl.family()))
 	if err != nil {
 		s.Error = err.Error()
 		return s
@@ -99,12 +100,12 @@ func (c *Cluster) ReplicaWrites(ctx context.Context) ([]string, error) {
 	for _, n := range c.Replicas() {
 		db := c.adminDB(n)
 		var id, pos string
-		err := db.QueryRowContext(ctx, topology.IdentityQuery(c.fl.family())).Scan(&id, &pos)
+		err := db.QueryRowContext(ctx, gtid.IdentityQuery(c.fl.family())).Scan(&id, &pos)
 		db.Close()
 		if err != nil {
 			return found, fmt.Errorf("sandbox: %s: %w", n.Name, err)
 		}
-		for _, g := range topology.OwnGTIDs(c.fl.family(), id, pos) {
+		for _, g := range gtid.OwnGTIDs(c.fl.family(), id, pos) {
 			found = append(found, n.Name+": "+g)
 		}
 	}

@@ -5,77 +5,9 @@ import (
 	"strings"
 )
 
-// The queries that read a node's position and replication state, and how to read their
-// results, for both server families. The sandbox reports with them; the monitor polls with
-// them. They take and return plain values (no connection), so either can run them its own way.
-
-// Flavor is a server family: the queries and their column names differ.
-type Flavor uint8
-
-const (
-	MariaDB Flavor = iota
-	MySQL
-)
-
-// StateQuery returns one row: version, @@read_only, the node's binlog position, the position
-// it has applied, and (MariaDB) the position replicated from its source. MariaDB:
-// @@gtid_binlog_pos, @@gtid_current_pos, @@gtid_slave_pos. MySQL: @@gtid_executed twice, then an empty string.
-func StateQuery(f Flavor) string {
-	if f == MariaDB {
-		return "SELECT @@version, @@global.read_only, @@global.gtid_binlog_pos, @@global.gtid_current_pos, @@global.gtid_slave_pos"
-	}
-	return "SELECT @@version, @@global.read_only, @@global.gtid_executed, @@global.gtid_executed, ''"
-}
-
-// PositionQuery returns one row: the GTID position of everything the node has written to its
-// binlog (on a primary: every committed transaction).
-func PositionQuery(f Flavor) string {
-	if f == MariaDB {
-		return "SELECT @@global.gtid_binlog_pos"
-	}
-	return "SELECT @@global.gtid_executed"
-}
-
-// IdentityQuery returns one row: the node's own identity in GTIDs (MariaDB @@server_id, MySQL
-// @@server_uuid) and its binlog position, for OwnGTIDs.
-func IdentityQuery(f Flavor) string {
-	if f == MariaDB {
-		return "SELECT @@server_id, @@gtid_binlog_pos"
-	}
-	return "SELECT @@server_uuid, @@gtid_executed"
-}
-
-// ReplicaStatusQuery returns the replication status: no row on a node that does not replicate.
-// On MariaDB, one row per replication connection, the named ones of multi-source replication
-// too (SHOW SLAVE STATUS shows only the default one): a node replicating over a named
-// connection replicates (the figures shown are the first row's).
-func ReplicaStatusQuery(f Flavor) string {
-	if f == MariaDB {
-		return "SHOW ALL SLAVES STATUS"
-	}
-	return "SHOW REPLICA STATUS"
-}
-
-// OwnGTIDs returns the GTIDs of pos that the node with identity id wrote itself (a transaction
-// that did not come from its source): MariaDB domain-server-seq whose server is id, MySQL
-// uuid:intervals whose uuid is id. On a replica, any is a write that did not replicate.
-func OwnGTIDs(f Flavor, id, pos string) []string {
-	var own []string
-	for _, g := range strings.Split(pos, ",") {
-		g = strings.TrimSpace(g)
-		mine := false
-		if f == MariaDB {
-			parts := strings.Split(g, "-")
-			mine = len(parts) == 3 && parts[1] == id
-		} else {
-			mine = id != "" && strings.HasPrefix(strings.ToLower(g), strings.ToLower(id)+":")
-		}
-		if mine {
-			own = append(own, g)
-		}
-	}
-	return own
-}
+// A node's replication status as SHOW SLAVE/REPLICA STATUS gives it, and how to read it from a
+// row of either server family (the query itself is gtid.ReplicaStatusQuery). The sandbox
+// reports with it; the monitor polls with it.
 
 // ReplicaStatus is the part of SHOW SLAVE/REPLICA STATUS sluice reads.
 type ReplicaStatus struct {
@@ -164,24 +96,4 @@ func ParseReplicaStatus(col Column) ReplicaStatus {
 	}
 	s.LastError = strings.Join(errs, "; ")
 	return s
-}
-
-// CheckQuery returns one row for the monitor's check: version, read-only (MySQL: read_only or
-// super_read_only), server id, binlog position, applied position.
-func CheckQuery(f Flavor) string {
-	if f == MariaDB {
-		return "SELECT @@version, @@global.read_only, @@server_id, @@global.gtid_binlog_pos, @@global.gtid_current_pos"
-	}
-	return "SELECT @@version, @@global.read_only OR @@global.super_read_only, @@server_id, @@global.gtid_executed, @@global.gtid_executed"
-}
-
-// ThreadsQuery returns the rows Threads_connected and Threads_running (Variable_name, Value).
-const ThreadsQuery = "SHOW GLOBAL STATUS WHERE Variable_name IN ('Threads_connected', 'Threads_running')"
-
-// FlavorOf tells the family from @@version: MariaDB says so in it.
-func FlavorOf(version string) Flavor {
-	if strings.Contains(strings.ToLower(version), "mariadb") {
-		return MariaDB
-	}
-	return MySQL
 }

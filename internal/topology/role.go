@@ -120,10 +120,7 @@ func sameAddress(a, b string) bool {
 // caughtUp reports whether the node in state st has applied everything the node in state old
 // wrote to its binlog (positions that cannot be read or compared say no).
 func caughtUp(st, old *NodeState) bool {
-	fl := gtid.MariaDB
-	if FlavorOf(st.Version) == MySQL {
-		fl = gtid.MySQL
-	}
+	fl := gtid.FlavorOf(st.Version)
 	have, err := gtid.Parse(fl, st.Applied)
 	if err != nil {
 		return false

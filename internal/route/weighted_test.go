@@ -1,0 +1,169 @@
+package route
+
+import (
+	"math/rand/v2"
+	"sync"
+	"testing"
+)
+
+// refWeighted is the smooth weighted round robin as Weighted.Pick computed it before the
+// precomputed cycles (a mutex and a map of current weights): the reference the new Pick must
+// reproduce pick for pick.
+type refWeighted struct{ current map[int]int }
+
+func (w *refWeighted) pick(candidates, weights []int) int {
+	if len(candidates) == 0 {
+		return -1
+	}
+	best, total := -1, 0
+	for i, n := range candidates {
+		wt := weights[i]
+		total += wt
+		w.current[n] += wt
+		if best < 0 || w.current[n] > w.current[best] {
+			best = n
+		}
+	}
+	w.current[best] -= total
+	return best
+}
+
+// weightSets are the settings the sequence tests run: common ones, ties, one candidate, a zero
+// weight, weights without a common divisor, and one whose cycle is past maxCycle (the locked
+// fallback).
+var weightSets = []struct {
+	name       string
+	candidates []int
+	weights    []int
+}{
+	{"100 200 200", []int{0, 1, 2}, []int{100, 200, 200}},
+	{"equal pair", []int{1, 2}, []int{100, 100}},
+	{"one", []int{2}, []int{100}},
+	{"400 100", []int{1, 2}, []int{400, 100}},
+	{"coprime", []int{0, 3, 5, 6}, []int{7, 11, 13, 1}},
+	{"zero weight", []int{0, 1, 2}, []int{0, 100, 50}},
+	{"all zero", []int{4, 5}, []int{0, 0}},
+	{"max weights", []int{0, 1}, []int{MaxWeight, MaxWeight - 1}},
+	{"many nodes", []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}},
+}
+
+func TestWeightedMatchesReference(t *testing.T) {
+	for _, ws := range weightSets {
+		t.Run(ws.name, func(t *testing.T) {
+			ref := &refWeighted{current: map[int]int{}}
+			w := NewWeighted()
+			// Three cycles' worth, or more picks than maxCycle for the fallback's setting.
+			n := 3 * sum(ws.weights)
+			n = min(max(n, 50), 3*maxCycle)
+			for i := range n {
+				want := ref.pick(ws.candidates, ws.weights)
+				if got := w.Pick(nil, ws.candidates, ws.weights); got != want {
+					t.Fatalf("pick %d: %d, want %d", i, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestWeightedSettingsInTurn: settings that alternate (candidates that differ between sessions
+// or statements), as many as are kept, each keep their own place in their own sequence.
+func TestWeightedSettingsInTurn(t *testing.T) {
+	type setting struct {
+		candidates, weights []int
+		ref                 *refWeighted
+	}
+	var settings []setting
+	for _, ws := range weightSets {
+		// Settings picked under the mutex share one table of current weights, as all settings
+		// did before: only the settings with a cycle keep a place of their own.
+		if swrrCycle(ws.candidates, ws.weights) != nil {
+			settings = append(settings, setting{ws.candidates, ws.weights, &refWeighted{current: map[int]int{}}})
+		}
+	}
+	if len(settings) < 3 || len(settings) > keptCycles {
+		t.Fatalf("%d settings with a cycle: the test wants 3 to keptCycles (%d)", len(settings), keptCycles)
+	}
+	w := NewWeighted()
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 5000 {
+		st := settings[rng.IntN(len(settings))]
+		want := st.ref.pick(st.candidates, st.weights)
+		if got := w.Pick(nil, st.candidates, st.weights); got != want {
+			t.Fatalf("pick %d (%v %v): %d, want %d", i, st.candidates, st.weights, got, want)
+		}
+	}
+}
+
+// TestWeightedConcurrent: picks from many goroutines at once (run it under -race) give, all
+// together, each candidate its weight's share of every whole cycle.
+func TestWeightedConcurrent(t *testing.T) {
+	w := NewWeighted()
+	candidates, weights := []int{0, 1, 2}, []int{100, 200, 200}
+	const goroutines, each = 8, 5 * 1000 // 40000 picks: 8000 whole cycles of 5
+	var mu sync.Mutex
+	counts := map[int]int{}
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Go(func() {
+			local := map[int]int{}
+			for range each {
+				local[w.Pick(nil, candidates, weights)]++
+			}
+			mu.Lock()
+			for k, v := range local {
+				counts[k] += v
+			}
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	want := map[int]int{0: 8000, 1: 16000, 2: 16000}
+	for k, v := range want {
+		if counts[k] != v {
+			t.Fatalf("counts %v, want %v", counts, want)
+		}
+	}
+}
+
+func TestWeightedAllocs(t *testing.T) {
+	w := NewWeighted()
+	candidates, weights := []int{0, 1, 2}, []int{100, 200, 200}
+	w.Pick(nil, candidates, weights) // builds the cycle
+	if n := testing.AllocsPerRun(1000, func() { w.Pick(nil, candidates, weights) }); n != 0 {
+		t.Fatalf("%v allocations a pick, want 0", n)
+	}
+}
+
+func BenchmarkWeightedPick(b *testing.B) {
+	w := NewWeighted()
+	candidates, weights := []int{0, 1, 2}, []int{0, 100, 100}
+	candidates, weights = candidates[1:], weights[1:]
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			w.Pick(nil, candidates, weights)
+		}
+	})
+}
+
+func sum(xs []int) int {
+	s := 0
+	for _, x := range xs {
+		s += x
+	}
+	return s
+}
+
+// TestWeightedCycleBound: a period past maxCycle, or a zero weight, has no cycle (the mutex
+// picks it); weights with a common divisor get the short cycle of the divided weights.
+func TestWeightedCycleBound(t *testing.T) {
+	if o := swrrCycle([]int{0, 1}, []int{MaxWeight, MaxWeight - 1}); o != nil {
+		t.Fatalf("a period of %d got a cycle of %d", 2*MaxWeight-1, len(o))
+	}
+	if o := swrrCycle([]int{0, 1}, []int{0, 100}); o != nil {
+		t.Fatalf("a zero weight got a cycle %v", o)
+	}
+	if o := swrrCycle([]int{0, 1, 2}, []int{100, 200, 200}); len(o) != 5 {
+		t.Fatalf("100 200 200: a cycle of %d, want 5", len(o))
+	}
+}
