@@ -36,11 +36,6 @@ type authEnv struct {
 	log *slog.Logger
 }
 
-// sendErr sends the client error e, as the answer to its last packet (c's sequence continues).
-func sendErr(c *mysql.Conn, e *mysql.SQLError) error {
-	return c.WritePacketFlush(mysql.AppendERR(nil, e))
-}
-
 // authenticate verifies the client's credentials against the configuration, switching the
 // client to another plugin first when needed (always when force is set, as for
 // COM_CHANGE_USER), and applies the user's login rules (require_tls): every login, the first one
@@ -56,7 +51,7 @@ func (l *login) authenticate(env authEnv, name, clientPlugin string, resp []byte
 		// As the server answers: the same 1045 as for a wrong password (1130 after the right
 		// one would tell a client on any host when it guessed the password of an account
 		// meant for others). The reason goes to sluice's log.
-		_ = sendErr(env.c, mysql.AccessDenied(name, l.host, l.usedPassword))
+		_ = writeErr(env.c, mysql.AccessDenied(name, l.host, l.usedPassword))
 		// (Debug: a line written only after the right password would cost time a wrong one
 		// does not.)
 		env.log.Debug("login refused: no account of the user lets the client's host in", "user", name, "host", l.host)
@@ -64,12 +59,12 @@ func (l *login) authenticate(env authEnv, name, clientPlugin string, resp []byte
 	}
 	if err == nil && u.Locked {
 		// After the password, as the server checks it.
-		_ = sendErr(env.c, mysql.NewError(mysql.ErrAccountLocked, "HY000", "Access denied, this account is locked"))
+		_ = writeErr(env.c, mysql.NewError(mysql.ErrAccountLocked, "HY000", "Access denied, this account is locked"))
 		return fmt.Errorf("%w: user %s is locked", errAuth, u.Name)
 	}
 	if err == nil && u.RequireTLS && !l.tls {
 		l.failed(env)
-		_ = sendErr(env.c, mysql.AccessDenied(u.Name, l.host, true))
+		_ = writeErr(env.c, mysql.AccessDenied(u.Name, l.host, true))
 		return fmt.Errorf("%w: user %s requires TLS", errAuth, u.Name)
 	}
 	if err != nil {
@@ -152,7 +147,7 @@ func (l *login) checkCredentials(env authEnv, name, clientPlugin string, resp []
 	l.usedPassword = len(resp) > 0
 	deny := func() (*User, backend.Credentials, error) {
 		l.failed(env)
-		_ = sendErr(c, mysql.AccessDenied(name, l.host, len(resp) > 0))
+		_ = writeErr(c, mysql.AccessDenied(name, l.host, len(resp) > 0))
 		return nil, backend.Credentials{}, fmt.Errorf("%w for user %q", errAuth, name)
 	}
 	if u == nil {

@@ -3,6 +3,7 @@ package proxy
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"time"
 
@@ -83,13 +84,13 @@ func (s *session) query(n int) error {
 			return err
 		}
 	}
-	defer s.releaseCmd()
+	defer releaseBuf(&s.cmd)
 	s.client.SetSeq(1)
 	stmt := s.cmd[1:]
 	if cmd, ok := classify.IsProxyInternal(stmt); ok {
 		return s.proxyCommand(cmd)
 	}
-	return s.dispatch(&request{class: s.classify(stmt), stmt: stmt, n: n, held: true})
+	return s.dispatch(&request{class: s.classify(stmt), stmt: stmt, n: n, held: true}, s.settings.current())
 }
 
 // hugeQuery routes and streams a statement too large to hold (over maxHeldStatement, or over
@@ -102,19 +103,19 @@ func (s *session) query(n int) error {
 func (s *session) hugeQuery(n int, p []byte) error {
 	set := s.settings.current()
 	if set.Mode == route.ReadOnly {
-		return s.refuseCommand(n, mysql.NewError(mysql.ErrOptionPreventsStm, "HY000",
+		return s.refuse(&request{n: n, unread: true}, mysql.NewError(mysql.ErrOptionPreventsStm, "HY000",
 			"sluice: the read-only endpoint '%s' judges a statement by all of its text and holds at most %d bytes of it; this one is larger and was not run",
 			s.ep.cfg.Name, maxHeldStatement))
 	}
 	s.cmd = append(s.cmd[:0], p...)
-	defer s.releaseCmd()
+	defer releaseBuf(&s.cmd)
 	head := s.cmd[1:]
 	c := s.classify(head)
 	r := request{class: c, stmt: head, n: n, unread: true}
 	if !isKill(&c) {
 		r.class = classify.Result{Kind: classify.Unknown, Hint: c.Hint, NodeName: c.NodeName}
 	}
-	if err := s.dispatchWith(&r, set); err != nil || s.resp.Failed {
+	if err := s.dispatch(&r, set); err != nil || s.resp.Failed {
 		return err
 	}
 	// What the rest of the statement did is unknown: when its head shows that it may leave
@@ -124,22 +125,17 @@ func (s *session) hugeQuery(n int, p []byte) error {
 	return nil
 }
 
-// releaseCmd lets go of a held statement's buffer when it was large, so that an idle session
+// releaseBuf lets go of a held statement's buffer when it was large, so that an idle session
 // does not keep a megabyte.
-func (s *session) releaseCmd() {
-	if cap(s.cmd) > keepBuffer {
-		s.cmd = nil
+func releaseBuf(b *[]byte) {
+	if cap(*b) > keepBuffer {
+		*b = nil
 	}
 }
 
-// dispatch routes r, runs it, and learns from the outcome.
-func (s *session) dispatch(r *request) error {
-	return s.dispatchWith(r, s.settings.current())
-}
-
-// dispatchWith is dispatch under the endpoint's settings set: one version of them for the whole
-// statement.
-func (s *session) dispatchWith(r *request, set *route.Settings) error {
+// dispatch routes r, runs it, and learns from the outcome, under the endpoint's settings set:
+// one version of them for the whole statement.
+func (s *session) dispatch(r *request, set *route.Settings) error {
 	if isKill(&r.class) {
 		if handled, err := s.killStatement(r); handled {
 			return err
@@ -182,12 +178,12 @@ route:
 			s.endReplicaTx()
 		}
 		if d.Err != nil || d.Local {
-			if err := s.skip(r); err != nil {
+			if err := r.skip(s.client); err != nil {
 				return err
 			}
 			if d.Err != nil {
 				s.resp.Failed = true
-				return s.writeErr(d.Err)
+				return writeErr(s.client, d.Err)
 			}
 			return s.localTransaction(r, d)
 		}
@@ -216,15 +212,15 @@ route:
 }
 
 // skip drops a command that will not be sent (refused, or answered by sluice) from the
-// client's buffer, and readies the answer's sequence id.
-func (s *session) skip(r *request) error {
+// client's buffer c, and readies the answer's sequence id.
+func (r *request) skip(c *mysql.Conn) error {
 	if r.unread {
 		r.unread = false
-		if err := discardCommand(s.client, r.n); err != nil {
+		if err := discardCommand(c, r.n); err != nil {
 			return err
 		}
 	}
-	s.client.SetSeq(1)
+	c.SetSeq(1)
 	return nil
 }
 
@@ -450,44 +446,38 @@ func (s *session) fail(i int, err error, r *request) error {
 	if i == s.nodes.home() || partial || s.responseStarted() || (s.rs.InTx && s.rs.TxNode == i) {
 		// The session's state or transaction lived there, part of the command is still
 		// unread, or part of the answer reached the client: no error packet can stand for it.
-		return s.nodeLost(err)
+		return nodeLost(s.log, s.nodes.node().Name, s.p.opts.ReadTimeout, err)
 	}
 	// Another node's connection broke before it answered: the client gets the error, and the
 	// session, whose state lives on its home node, goes on.
 	return s.refuse(r, mysql.NewError(mysql.CRServerLost, "HY000", "Lost connection to backend server '%s' during query", s.nodes.node().Name))
 }
 
-// refuseCommand answers a command (n: its payload length, still in the client's buffer) with an
-// error packet. The session goes on.
-func (s *session) refuseCommand(n int, se *mysql.SQLError) error {
-	return s.refuse(&request{n: n, unread: true}, se)
-}
-
 // refuse answers the command r (nil: one read whole) with an error packet: what is left of it in
 // the client's buffer is dropped first. The session goes on.
 func (s *session) refuse(r *request, se *mysql.SQLError) error {
 	if r != nil {
-		if err := s.skip(r); err != nil {
+		if err := r.skip(s.client); err != nil {
 			return err
 		}
 	} else {
 		s.client.SetSeq(1)
 	}
 	s.resp.Failed = true
-	return s.writeErr(se)
+	return writeErr(s.client, se)
 }
 
 // nodeLost ends the session after the connection to a node broke where no error packet can
 // tell the client: the client's connection is closed without a reply, exactly as when a server
 // dies under a client, so its driver sees a broken connection (and its pool discards it) rather
 // than a server error on a connection that looks healthy.
-func (s *session) nodeLost(cause error) error {
+func nodeLost(log *slog.Logger, node string, readTimeout time.Duration, cause error) error {
 	if errors.Is(cause, os.ErrDeadlineExceeded) {
-		s.log.Warn("node did not answer within timeouts.read; closing the session", "node", s.nodes.node().Name, "timeout", s.p.opts.ReadTimeout)
+		log.Warn("node did not answer within timeouts.read; closing the session", "node", node, "timeout", readTimeout)
 	} else {
-		s.log.Warn("lost connection to node", "node", s.nodes.node().Name, "err", cause)
+		log.Warn("lost connection to node", "node", node, "err", cause)
 	}
-	return fmt.Errorf("node %s: %w", s.nodes.node().Name, cause)
+	return fmt.Errorf("node %s: %w", node, cause)
 }
 
 // homeCommand runs a command that belongs to the session's home node (COM_PING,
@@ -539,5 +529,5 @@ func (s *session) localTransaction(r *request, d route.Decision) error {
 		s.rs.TxPending = false
 	}
 	s.status = status
-	return s.writeOKPacket(status)
+	return writeOK(s.client, status, s.login.caps)
 }

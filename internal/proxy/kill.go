@@ -80,17 +80,17 @@ func (s *session) answerKill(id uint32, queryOnly bool) error {
 		var se *mysql.SQLError
 		if errors.As(err, &se) {
 			if target == s && !queryOnly {
-				_ = s.writeErr(se)
+				_ = writeErr(s.client, se)
 				return errKilled
 			}
-			return s.writeErr(se)
+			return writeErr(s.client, se)
 		}
 		return s.fail(failed, err, nil)
 	}
 	if target == s && !queryOnly {
 		return errKilled
 	}
-	return s.writeOKPacket(s.status)
+	return writeOK(s.client, s.status, s.login.caps)
 }
 
 // processKill handles COM_PROCESS_KILL (a 4-byte connection id).
@@ -100,7 +100,7 @@ func (s *session) processKill(n int) error {
 		return err
 	}
 	if len(p) < 5 {
-		return s.refuseCommand(n, errMalformed())
+		return s.refuse(&request{n: n, unread: true}, errMalformed())
 	}
 	id := getUint32(p[1:])
 	if err := discardCommand(s.client, n); err != nil {
@@ -119,7 +119,7 @@ func (s *session) killStatement(r *request) (handled bool, err error) {
 	if r.held || r.st != nil {
 		if r.class.Flags&classify.Multi == 0 && r.class.Kind == classify.Kill {
 			if id, queryOnly, ok := classify.ParseKill(r.stmt); ok {
-				if err := s.skip(r); err != nil {
+				if err := r.skip(s.client); err != nil {
 					return true, err
 				}
 				return true, s.answerKill(uint32(id), queryOnly)

@@ -99,21 +99,21 @@ func (s *session) handshake() (err error) {
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			// The login took longer than the login timeout (a client that sends nothing, or
 			// a byte at a time): told, as a server tells of its connect_timeout, and closed.
-			_ = s.writeErr(mysql.NewError(mysql.ErrNetReadInterrupted, "08S01", "Got timeout reading communication packets (login not completed within %s)", s.p.opts.LoginTimeout))
+			_ = writeErr(s.client, mysql.NewError(mysql.ErrNetReadInterrupted, "08S01", "Got timeout reading communication packets (login not completed within %s)", s.p.opts.LoginTimeout))
 		case errors.Is(err, mysql.ErrBudget):
-			_ = s.writeErr(mysql.NewError(mysql.ErrConCount, "08004", "Too many connections (connections in their login hold too much memory)"))
+			_ = writeErr(s.client, mysql.NewError(mysql.ErrConCount, "08004", "Too many connections (connections in their login hold too much memory)"))
 		}
 	}()
 	if !s.ep.allowed(s.login.ip) {
 		// In place of the greeting, as a server refuses a host no account lets in.
 		s.client.SetSeq(0)
-		_ = s.writeErr(hostRefused(s.login.host))
+		_ = writeErr(s.client, hostRefused(s.login.host))
 		return fmt.Errorf("client %s is not in endpoint %s's allow list", s.login.host, s.ep.cfg.Name)
 	}
 	if s.p.authBlock.isBlocked(s.login.ip) {
 		// As the allow list's refusal: the address guessed too many passwords.
 		s.client.SetSeq(0)
-		_ = s.writeErr(hostBlocked(s.login.blockedHost()))
+		_ = writeErr(s.client, hostBlocked(s.login.blockedHost()))
 		return fmt.Errorf("client %s is blocked for too many authentication failures", s.login.host)
 	}
 	tlsOffered := s.ep.cfg.TLS != TLSOff && s.p.opts.TLS != nil
@@ -130,12 +130,12 @@ func (s *session) handshake() (err error) {
 	}
 	resp, err := mysql.ParseHandshakeResponse(p)
 	if err != nil {
-		_ = s.writeErr(mysql.NewError(mysql.ErrHandshake, "08S01", "Bad handshake"))
+		_ = writeErr(s.client, mysql.NewError(mysql.ErrHandshake, "08S01", "Bad handshake"))
 		return err
 	}
 	if resp.SSLRequest {
 		if !tlsOffered {
-			_ = s.writeErr(mysql.NewError(mysql.ErrHandshake, "08S01", "Bad handshake: TLS is not enabled on this endpoint"))
+			_ = writeErr(s.client, mysql.NewError(mysql.ErrHandshake, "08S01", "Bad handshake: TLS is not enabled on this endpoint"))
 			return errors.New("client asked for TLS")
 		}
 		tc, c, tlsResp, err := s.login.upgradeTLS(s.client, s.p.opts.TLS, s.p.opts.WriteTimeout)
@@ -148,7 +148,7 @@ func (s *session) handshake() (err error) {
 		resp = tlsResp
 	}
 	if s.ep.cfg.TLS == TLSRequired && !s.login.tls {
-		_ = s.writeErr(mysql.NewError(mysql.ErrSecureTransportRequired, "HY000", "Connections using insecure transport are prohibited on endpoint %s (tls: required)", s.ep.cfg.Name))
+		_ = writeErr(s.client, mysql.NewError(mysql.ErrSecureTransportRequired, "HY000", "Connections using insecure transport are prohibited on endpoint %s (tls: required)", s.ep.cfg.Name))
 		return errors.New("client without TLS on a TLS-only endpoint")
 	}
 	s.login.negotiate(hs, resp)
@@ -162,7 +162,7 @@ func (s *session) handshake() (err error) {
 	if err := s.connectNode(true); err != nil {
 		return err
 	}
-	if err := s.writeOKPacket(s.nodes.conn().Status); err != nil {
+	if err := writeOK(s.client, s.nodes.conn().Status, s.login.caps); err != nil {
 		return err
 	}
 	if s.login.caps&mysql.ClientCompress != 0 {
@@ -204,7 +204,7 @@ func (l *login) upgradeTLS(c *mysql.Conn, cfg *tls.Config, writeTimeout time.Dur
 	}
 	resp, err := mysql.ParseHandshakeResponse(p)
 	if err != nil || resp.SSLRequest {
-		_ = sendErr(tlsc, mysql.NewError(mysql.ErrHandshake, "08S01", "Bad handshake"))
+		_ = writeErr(tlsc, mysql.NewError(mysql.ErrHandshake, "08S01", "Bad handshake"))
 		return tc, tlsc, nil, fmt.Errorf("handshake response over TLS: %v", err)
 	}
 	return tc, tlsc, resp, nil
@@ -246,13 +246,13 @@ func (s *session) changeUser() error {
 	name, db, charset, attrs, err := parseChangeUser(p, s.login.caps)
 	if err != nil {
 		s.client.SetSeq(1)
-		return s.writeErr(mysql.NewError(mysql.ErrHandshake, "08S01", "Bad handshake"))
+		return writeErr(s.client, mysql.NewError(mysql.ErrHandshake, "08S01", "Bad handshake"))
 	}
 	if s.p.authBlock.isBlocked(s.login.ip) {
 		// The address failed too often (on this connection or others): refused before
 		// any password exchange, and the connection ends.
 		s.client.SetSeq(1)
-		_ = s.writeErr(hostBlocked(s.login.blockedHost()))
+		_ = writeErr(s.client, hostBlocked(s.login.blockedHost()))
 		return fmt.Errorf("client %s is blocked for too many authentication failures", s.login.host)
 	}
 	err = s.login.authenticate(authEnv{p: s.p, c: s.client, log: s.log}, name, "", nil, true)
@@ -291,7 +291,7 @@ func (s *session) changeUser() error {
 	if err := s.connectNode(true); err != nil {
 		return err
 	}
-	return s.writeOKPacket(s.nodes.conn().Status)
+	return writeOK(s.client, s.nodes.conn().Status, s.login.caps)
 }
 
 // parseChangeUser decodes COM_CHANGE_USER: user, auth data (skipped), database, character set,

@@ -136,7 +136,7 @@ func (s *session) connectNode(report bool) error {
 			// The node itself refused (unknown database, access denied there, too many
 			// connections): the client sees that error as the node worded it.
 			if report {
-				_ = s.writeErr(se)
+				_ = writeErr(s.client, se)
 			}
 			return err
 		}
@@ -152,7 +152,7 @@ func (s *session) connectNode(report bool) error {
 		lastErr = errors.New("no replica is up and within the endpoint's max_replica_lag")
 	}
 	if report {
-		_ = s.writeErr(mysql.NewError(mysql.CRConnHostError, "HY000", "sluice: cannot connect to a node for endpoint %q: %v", s.ep.cfg.Name, lastErr))
+		_ = writeErr(s.client, mysql.NewError(mysql.CRConnHostError, "HY000", "sluice: cannot connect to a node for endpoint %q: %v", s.ep.cfg.Name, lastErr))
 	}
 	return lastErr
 }

@@ -16,13 +16,13 @@ import (
 func (s *session) refresh(n int) error {
 	set := s.settings.current()
 	if set.Mode == route.ReadOnly {
-		return s.refuseCommand(n, mysql.NewError(mysql.ErrOptionPreventsStm, "HY000",
+		return s.refuse(&request{n: n, unread: true}, mysql.NewError(mysql.ErrOptionPreventsStm, "HY000",
 			"The sluice endpoint '%s' is read-only: COM_REFRESH (FLUSH, RESET) cannot be executed there", set.Name))
 	}
 	if snap := s.p.topo.Snapshot(); s.nodes.home() != snap.Primary {
 		// A session whose home could not follow a switchover yet (it holds state on the old
 		// primary): its home is no primary now.
-		return s.refuseCommand(n, mysql.NewError(mysql.ErrOptionPreventsStm, "HY000",
+		return s.refuse(&request{n: n, unread: true}, mysql.NewError(mysql.ErrOptionPreventsStm, "HY000",
 			"sluice: COM_REFRESH runs on the primary only, and this session is not on the primary now"))
 	}
 	return s.homeCommand(n, relay.Single)

@@ -140,7 +140,7 @@ func (s *session) run(overLimit bool) {
 	}()
 	if overLimit {
 		s.client.SetSeq(0)
-		_ = s.writeErr(mysql.NewError(mysql.ErrConCount, "08004", "Too many connections"))
+		_ = writeErr(s.client, mysql.NewError(mysql.ErrConCount, "08004", "Too many connections"))
 		return
 	}
 	if err := s.handshake(); err != nil {
@@ -187,12 +187,15 @@ func (s *session) kill() {
 	}
 }
 
-func (s *session) writeErr(e *mysql.SQLError) error {
-	return s.client.WritePacketFlush(keepScratch(s.client, mysql.AppendERR(s.client.Scratch(), e)))
+// writeErr writes e to the client c, as the whole answer to its command.
+func writeErr(c *mysql.Conn, e *mysql.SQLError) error {
+	return c.WritePacketFlush(keepScratch(c, mysql.AppendERR(c.Scratch(), e)))
 }
 
-func (s *session) writeOKPacket(status uint16) error {
-	return s.client.WritePacketFlush(keepScratch(s.client, mysql.AppendOK(s.client.Scratch(), mysql.OK{Status: status}, s.login.caps)))
+// writeOK writes an OK packet with the server status to the client c (caps: what it
+// negotiated), as the whole answer to its command.
+func writeOK(c *mysql.Conn, status uint16, caps uint32) error {
+	return c.WritePacketFlush(keepScratch(c, mysql.AppendOK(c.Scratch(), mysql.OK{Status: status}, caps)))
 }
 
 // loop reads and runs the client's commands.
@@ -276,7 +279,7 @@ func (s *session) command() (quit bool, err error) {
 	if n == 0 {
 		_ = s.client.Discard(4)
 		s.client.SetSeq(1)
-		return false, s.writeErr(mysql.NewError(mysql.ErrUnknownCom, "08S01", "Unknown command"))
+		return false, writeErr(s.client, mysql.NewError(mysql.ErrUnknownCom, "08S01", "Unknown command"))
 	}
 	p, err := s.client.PeekPayload(n, 1)
 	if err != nil {
@@ -342,7 +345,7 @@ func (s *session) command() (quit bool, err error) {
 	case mysql.ComChangeUser:
 		return false, s.changeUser()
 	default:
-		return false, s.refuseCommand(n, unsupported(cmd))
+		return false, s.refuse(&request{n: n, unread: true}, unsupported(cmd))
 	}
 }
 

@@ -21,7 +21,7 @@ func (s *session) prepare() error {
 	if n, _, err := s.client.PeekHeader(); err != nil {
 		return err
 	} else if e := s.stmts.textTooLarge(n); e != nil {
-		return s.refuseCommand(n, e)
+		return s.refuse(&request{n: n, unread: true}, e)
 	}
 	p, err := readKept(s.client, s.stmts.room())
 	if err != nil {
@@ -29,7 +29,7 @@ func (s *session) prepare() error {
 	}
 	if e := s.stmts.full(); e != nil {
 		s.client.SetSeq(1)
-		return s.writeErr(e)
+		return writeErr(s.client, e)
 	}
 	st := &stmt{query: append([]byte(nil), p[1:]...)}
 	st.class = s.reader.classifyPrepared(st.query, s.nodes.all(), s.rs.Bound)
@@ -57,7 +57,7 @@ func (s *session) stmtCommand(cmd byte, n int) error {
 		if cmd == mysql.ComStmtClose || cmd == mysql.ComStmtSendLongData {
 			return discardCommand(s.client, n) // no answer to these
 		}
-		return s.refuseCommand(n, errMalformed())
+		return s.refuse(&request{n: n, unread: true}, errMalformed())
 	}
 	id := getUint32(head[1:])
 	st := s.stmts.lookup(id)
@@ -87,7 +87,7 @@ func (s *session) stmtCommand(cmd byte, n int) error {
 	if st == nil {
 		names := map[byte]string{mysql.ComStmtExecute: "mysqld_stmt_execute", mysql.ComStmtBulkExecute: "mysqld_stmt_bulk_execute",
 			mysql.ComStmtFetch: "mysqld_stmt_fetch", mysql.ComStmtReset: "mysqld_stmt_reset"}
-		return s.refuseCommand(n, mysql.NewError(mysql.ErrUnknownStmtHandler, "HY000", "Unknown prepared statement handler (%d) given to %s", id, names[cmd]))
+		return s.refuse(&request{n: n, unread: true}, mysql.NewError(mysql.ErrUnknownStmtHandler, "HY000", "Unknown prepared statement handler (%d) given to %s", id, names[cmd]))
 	}
 	var b *stmtBinding
 	kind := relay.Rows
@@ -103,7 +103,7 @@ func (s *session) stmtCommand(cmd byte, n int) error {
 			b = st.binding(bc)
 		}
 		if b == nil {
-			return s.refuseCommand(n, mysql.NewError(mysql.ErrStmtHasNoOpenCursor, "HY000", "The statement (%d) has no open cursor.", id))
+			return s.refuse(&request{n: n, unread: true}, mysql.NewError(mysql.ErrStmtHasNoOpenCursor, "HY000", "The statement (%d) has no open cursor.", id))
 		}
 	default: // COM_STMT_RESET
 		s.stmts.resetLongData(st)
@@ -116,7 +116,7 @@ func (s *session) stmtCommand(cmd byte, n int) error {
 				return err
 			}
 			s.client.SetSeq(1)
-			return s.writeOKPacket(s.status)
+			return writeOK(s.client, s.status, s.login.caps)
 		}
 		kind = relay.Single
 	}
@@ -143,7 +143,7 @@ func (s *session) execute(st *stmt, n int, bulk bool) error {
 	if e := s.stmts.longDataErr(st); e != nil {
 		// Long data the session would not keep: the EXECUTE gets the reason, as the server
 		// reports long-data errors.
-		return s.refuseCommand(n, e)
+		return s.refuse(&request{n: n, unread: true}, e)
 	}
 	r := request{class: st.class, stmt: st.query, n: n, st: st, bulk: bulk, unread: true}
 	if n < mysql.MaxPacketPayload {
@@ -153,10 +153,10 @@ func (s *session) execute(st *stmt, n int, bulk bool) error {
 				return err
 			}
 			r.held, r.unread = true, false
-			defer s.releaseCmd()
+			defer releaseBuf(&s.cmd)
 		}
 	}
-	return s.dispatch(&r)
+	return s.dispatch(&r, s.settings.current())
 }
 
 // readKept reads from client a command whose content the session keeps (a statement's text,

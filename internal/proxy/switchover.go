@@ -85,10 +85,10 @@ func (s *session) switchover(r *request, set *route.Settings, snap *topology.Sna
 		}
 		s.status &^= mysql.StatusInTrans
 		if r.class.Kind == classify.Rollback {
-			if err := s.skip(r); err != nil {
+			if err := r.skip(s.client); err != nil {
 				return snap, true, err
 			}
-			return snap, true, s.writeOKPacket(s.status)
+			return snap, true, writeOK(s.client, s.status, s.login.caps)
 		}
 		return snap, true, s.refuse(r, mysql.NewError(mysql.ErrLockDeadlock, "40001",
 			"sluice: the primary changed (switchover) while this transaction was open; it was rolled back: retry the transaction"))
