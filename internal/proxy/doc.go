@@ -3,27 +3,35 @@
 // relays the node's response back byte for byte, decoding only the packets that carry state
 // (the first packet of a response and its terminators).
 //
-// Where things live:
+// A session (session.go) keeps the command loop, dispatch, login and the failure mapping; what
+// it carries belongs to small owner types, one field each, every one tested without a session:
 //
-//   - proxy.go: Proxy (what all endpoints share), Options, endpoints, Serve, Shutdown.
-//   - session.go: the session, its command loop, the idle watch.
-//   - login.go, auth.go: the client's login (greeting, TLS, authentication), COM_CHANGE_USER.
-//   - dispatch.go: the one path every statement takes (route, acquire, sync, deferred BEGIN,
-//     relay, after-effects), replica retry, respond (the options the relay gets, the Result
-//     the session applies), and fail, the one place that decides what the client sees when a
-//     command fails.
-//   - nodeset.go: nodeSet, the owner of a session's node connections (one per node, opened
-//     through a dial hook: where pools plug in), its home and current node, the session state
-//     they carry (synced through backend.Conn.Sync) and the kill targets other goroutines read;
-//     nodes.go: dialing a node as the client, the session's home connection; drain.go and
-//     switchover.go: the node set leaving drained or removed nodes and following the primary.
-//   - state.go: what a statement leaves behind (transaction state, pins, replayed SETs).
-//   - stmt.go: binary prepared statements (sluice's own ids, lazy prepare per connection,
-//     long data, cursors, bulk execute).
-//   - relay.go: what the session follows of each OK/EOF the relay passes (session.OK, a
-//     relay.Observer). Relaying itself (result sets, OK/EOF rewrites, LOCAL INFILE, the
-//     read-only refusal) is package relay's.
-//   - kill.go: KILL with sluice's connection ids; internal.go: /*PROXY_INTERNAL*/ statements.
+//   - login (login.go, auth.go, authblock.go): who the client is and what it negotiated
+//     (greeting, TLS, authentication, COM_CHANGE_USER, the auth block).
+//   - reader (reading.go): reads statements as the nodes will (sql_mode bits, dialects).
+//   - nodeSet (nodeset.go): the node connections (one per node, opened through a dial hook:
+//     where pools plug in), home and current node, the session state they carry (synced
+//     through backend.Conn.Sync) and the kill targets other goroutines read; nodes.go dials a
+//     node as the client; drain.go and switchover.go: leaving drained or removed nodes and
+//     following the primary.
+//   - statements (stmttable.go): binary prepared statements (sluice's ids, bindings per
+//     connection, long data, limits); stmt.go: their commands on the wire.
+//   - readTarget (readtarget.go): what a replica read must see under a consistency level (the
+//     session's last GTID, the target, the pipelined wait); consistency.go and primarypos.go:
+//     asking nodes for positions.
+//   - route.Session: transaction state and pins, learnt from each statement's outcome
+//     (route.Session.Learn; state.go applies it: replayed SETs); every route.Decision is
+//     route's, fallbacks included (route.Retry, route.Reroute).
+//   - sessionView (control.go): what the session publishes (counts, its last route, what the
+//     control plane lists); sessionSettings and lifecycle (session.go): the endpoint's
+//     settings under the session's mode, life state and kill switch; idleWatch (idle.go).
+//
+// Beside them: proxy.go (Proxy, Options, endpoints, Serve, Shutdown, UpdateEndpoint);
+// dispatch.go, the one path every statement takes (route, acquire, sync, deferred BEGIN,
+// respond: the options package relay gets and the Result the session applies) and fail, the
+// one place that decides what the client sees when a command fails; relay.go, what the session
+// follows of each OK/EOF the relay passes (session.OK, a relay.Observer); kill.go, KILL with
+// sluice's connection ids; internal.go, /*PROXY_INTERNAL*/ statements.
 //
 // Routing decisions are route's (pure), node state is topology's, node connections and their
 // session state are backend's: the session glues them together per command.
