@@ -76,7 +76,7 @@ func TestParameterTypesFollowRebind(t *testing.T) {
 	st := r.addStmt("SELECT v FROM t WHERE id = ?", 1, 1, true)
 	ep := r.s.ep.route
 	weights := func(w ...int) {
-		if err := ep.Update(route.Settings{Mode: route.ReadWrite, Weights: w, Policy: route.LeastActive{}}); err != nil {
+		if err := ep.Update(route.Settings{Mode: route.ReadWrite, Weights: w, Policy: &route.LeastActive{}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -119,7 +119,7 @@ func TestParameterTypesFollowRebind(t *testing.T) {
 func TestSettingsWithMoreWeightsThanNodes(t *testing.T) {
 	primary, replica := &memConn{}, &memConn{}
 	r := newTwoNodeSession(t, []int{0, 100}, primary, replica)
-	if err := r.s.ep.route.Update(route.Settings{Mode: route.ReadWrite, Weights: []int{0, 100, 100}, Policy: route.LeastActive{}}); err != nil {
+	if err := r.s.ep.route.Update(route.Settings{Mode: route.ReadWrite, Weights: []int{0, 100, 100}, Policy: &route.LeastActive{}}); err != nil {
 		t.Fatalf("settings with 3 weights for 2 nodes: %v", err)
 	}
 	replica.load(resultSet(1))

@@ -16,7 +16,7 @@ func testProxy(tb testing.TB, opts Options) *Proxy {
 		tb.Fatal(err)
 	}
 	opts.Topology = topo
-	opts.Endpoints = []Endpoint{{Name: "rw", Listen: "127.0.0.1:0", Routing: route.Settings{Mode: route.ReadWrite, Weights: []int{100}, Policy: route.LeastActive{}}}}
+	opts.Endpoints = []Endpoint{{Name: "rw", Listen: "127.0.0.1:0", Routing: route.Settings{Mode: route.ReadWrite, Weights: []int{100}, Policy: &route.LeastActive{}}}}
 	p, err := New(opts)
 	if err != nil {
 		tb.Fatal(err)

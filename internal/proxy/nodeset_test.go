@@ -393,7 +393,7 @@ func TestNodeSetLeaveDraining(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs := route.NewSession()
-	set := &route.Settings{Mode: route.ReadWrite, Weights: []int{0, 100, 100}, Policy: route.LeastActive{}}
+	set := &route.Settings{Mode: route.ReadWrite, Weights: []int{0, 100, 100}, Policy: &route.LeastActive{}}
 
 	cursorConn = c1.Conn
 	ns.leave(&rs, set, topo.Snapshot())
@@ -419,7 +419,7 @@ func TestNodeSetLeaveDraining(t *testing.T) {
 	}
 	rors := route.NewSession()
 	rors.Bound = 1
-	roSet := &route.Settings{Mode: route.ReadOnly, Weights: []int{0, 100, 100}, Policy: route.LeastActive{}}
+	roSet := &route.Settings{Mode: route.ReadOnly, Weights: []int{0, 100, 100}, Policy: &route.LeastActive{}}
 	ro.leave(&rors, roSet, topo.Snapshot())
 	if ro.home() != 2 || rors.Bound != 2 || ro.at(1) != nil {
 		t.Fatalf("read-only session on a drained replica: home %d, bound %d", ro.home(), rors.Bound)
@@ -564,7 +564,7 @@ func (f *fakeTopo) with(change func(*topology.Snapshot)) *topology.Snapshot {
 func TestNodeSetFollowPrimary(t *testing.T) {
 	ft := &fakeTopo{snap: threeNodes(t).Snapshot()}
 	ns, d := newTestNodeSet(t, ft)
-	rw := &route.Settings{Mode: route.ReadWrite, Weights: []int{0, 100, 100}, Policy: route.LeastActive{}}
+	rw := &route.Settings{Mode: route.ReadWrite, Weights: []int{0, 100, 100}, Policy: &route.LeastActive{}}
 	rs := route.NewSession()
 	if _, err := ns.openHome(0); err != nil {
 		t.Fatal(err)
@@ -631,7 +631,7 @@ func TestNodeSetFollowPrimary(t *testing.T) {
 	}
 
 	// Read-only: bound to replica1, which becomes the primary, then to replica2, found errant.
-	ro := &route.Settings{Mode: route.ReadOnly, Weights: []int{0, 100, 100}, Policy: route.LeastActive{}}
+	ro := &route.Settings{Mode: route.ReadOnly, Weights: []int{0, 100, 100}, Policy: &route.LeastActive{}}
 	snap = ft.with(func(s *topology.Snapshot) { s.Switching, s.Primary = false, 0 })
 	rons, _ := newTestNodeSet(t, ft)
 	rors := route.NewSession()

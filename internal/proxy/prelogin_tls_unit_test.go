@@ -39,7 +39,7 @@ func tlsTestProxy(t *testing.T, opts Options) *Proxy {
 	}
 	opts.Topology = topo
 	opts.Endpoints = []Endpoint{{Name: "rw", Listen: "127.0.0.1:0", TLS: TLSOptional,
-		Routing: route.Settings{Mode: route.ReadWrite, Weights: []int{100}, Policy: route.LeastActive{}}}}
+		Routing: route.Settings{Mode: route.ReadWrite, Weights: []int{100}, Policy: &route.LeastActive{}}}}
 	p, err := New(opts)
 	if err != nil {
 		t.Fatal(err)

@@ -189,7 +189,7 @@ func TestSessionReadingsCharset(t *testing.T) {
 func TestSessionReadingsReadOnly(t *testing.T) {
 	r := newTwoNodeSession(t, []int{0, 100}, &memConn{}, &memConn{})
 	s := r.s
-	if err := s.ep.route.Update(route.Settings{Mode: route.ReadOnly, Weights: []int{0, 100}, Policy: route.LeastActive{}}); err != nil {
+	if err := s.ep.route.Update(route.Settings{Mode: route.ReadOnly, Weights: []int{0, 100}, Policy: &route.LeastActive{}}); err != nil {
 		t.Fatal(err)
 	}
 	s.settings.mode, s.reader.readOnly = route.ReadOnly, true

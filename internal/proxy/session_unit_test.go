@@ -47,7 +47,7 @@ func TestLifecycle(t *testing.T) {
 // TestSessionSettings: the endpoint's settings under the session's mode, without allocating
 // while they do not change.
 func TestSessionSettings(t *testing.T) {
-	ep, err := route.NewEndpoint("rw", route.Settings{Mode: route.ReadWrite, Weights: []int{0, 100}, Policy: route.LeastActive{}})
+	ep, err := route.NewEndpoint("rw", route.Settings{Mode: route.ReadWrite, Weights: []int{0, 100}, Policy: &route.LeastActive{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestSessionSettings(t *testing.T) {
 	if ss.current() != ep.Settings() || ss.shared() != ep.Settings() {
 		t.Fatal("same mode: the endpoint's own settings")
 	}
-	if err := ep.Update(route.Settings{Mode: route.ReadOnly, Weights: []int{0, 100}, Policy: route.LeastActive{}, MaxLag: 7}); err != nil {
+	if err := ep.Update(route.Settings{Mode: route.ReadOnly, Weights: []int{0, 100}, Policy: &route.LeastActive{}, MaxLag: 7}); err != nil {
 		t.Fatal(err)
 	}
 	got := ss.current()
@@ -68,7 +68,7 @@ func TestSessionSettings(t *testing.T) {
 	if sh := ss.shared(); sh.Mode != route.ReadWrite || sh.MaxLag != 7 || sh == got {
 		t.Errorf("shared: mode %v max lag %v, or the holder's own copy", sh.Mode, sh.MaxLag)
 	}
-	if err := ep.Update(route.Settings{Mode: route.ReadOnly, Weights: []int{0, 100}, Policy: route.LeastActive{}, MaxLag: 9}); err != nil {
+	if err := ep.Update(route.Settings{Mode: route.ReadOnly, Weights: []int{0, 100}, Policy: &route.LeastActive{}, MaxLag: 9}); err != nil {
 		t.Fatal(err)
 	}
 	if got := ss.current(); got.MaxLag != 9 || got.Mode != route.ReadWrite {

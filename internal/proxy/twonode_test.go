@@ -41,7 +41,7 @@ func newTwoNodeSession(tb testing.TB, weights []int, primary, replica net.Conn) 
 		Topology:       topo,
 		ConnectTimeout: time.Second,
 		Endpoints: []Endpoint{{Name: "rw", Listen: "127.0.0.1:0",
-			Routing: route.Settings{Mode: route.ReadWrite, Weights: weights, Policy: route.LeastActive{}}}},
+			Routing: route.Settings{Mode: route.ReadWrite, Weights: weights, Policy: &route.LeastActive{}}}},
 	})
 	if err != nil {
 		tb.Fatal(err)

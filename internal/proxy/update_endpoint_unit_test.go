@@ -21,7 +21,7 @@ func newUpdateProxy(t *testing.T) *Proxy {
 	}
 	p, err := New(Options{Topology: topo, ConnectTimeout: time.Second, Endpoints: []Endpoint{{
 		Name: "rw", Listen: "127.0.0.1:0", MaxConnections: 10, Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
-		Routing: route.Settings{Mode: route.ReadWrite, Weights: []int{0, 100}, Policy: route.LeastActive{}}}}})
+		Routing: route.Settings{Mode: route.ReadWrite, Weights: []int{0, 100}, Policy: &route.LeastActive{}}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,7 @@ func TestDecideDoesNotAllocate(t *testing.T) {
 		ep   *Settings
 	}{
 		{"read-write, weighted", rw()},
-		{"read-write, least-active", &Settings{Name: "rw", Mode: ReadWrite, Weights: []int{0, 100, 100}, Policy: LeastActive{}}},
+		{"read-write, least-active", &Settings{Name: "rw", Mode: ReadWrite, Weights: []int{0, 100, 100}, Policy: &LeastActive{}}},
 		{"read-write, least-connections", &Settings{Name: "rw", Mode: ReadWrite, Weights: []int{0, 100, 100}, Policy: LeastConnections{}}},
 		{"read-write, transaction splitting", &Settings{Name: "rw", Mode: ReadWrite, Weights: []int{50, 100, 100}, Policy: NewWeighted(), SplitTx: true}},
 		{"read-only", &Settings{Name: "ro", Mode: ReadOnly, Weights: []int{0, 100, 100}, Policy: NewWeighted()}},

@@ -169,23 +169,36 @@ func (w *Weighted) pickLocked(candidates, weights []int) int {
 	return best
 }
 
-// LeastActive picks the candidate with the fewest statements in flight per unit of weight
-// (ties: the one listed first). It adapts to a slow node: its statements last longer, so it
-// holds more of them and gets fewer new ones.
-type LeastActive struct{}
-
-func (LeastActive) Name() string { return "least-active" }
-
-func (LeastActive) Pick(snap *topology.Snapshot, candidates []int, weights []int) int {
-	return leastPerWeight(candidates, weights, func(i int) int64 { return snap.Load[i].Active.Load() })
+// LeastActive picks the candidate with the fewest statements in flight per unit of weight. It
+// adapts to a slow node: its statements last longer, so it holds more of them and gets fewer new
+// ones. Ties go round: each pick starts its scan one candidate further (an atomic counter modulo
+// the candidates), so one client's serial reads, which leave every node idle between them, are
+// spread over the tied replicas instead of all landing on the first listed. One LeastActive is
+// shared by an endpoint's sessions; Pick takes no lock and allocates nothing. Safe for
+// concurrent use; the zero value is ready.
+type LeastActive struct {
+	turn atomic.Uint64 // picks taken: where the next scan starts
 }
 
-// leastPerWeight picks the candidate with the lowest load/weight, ties to the one listed first.
-func leastPerWeight(candidates []int, weights []int, load func(node int) int64) int {
+func (*LeastActive) Name() string { return "least-active" }
+
+func (p *LeastActive) Pick(snap *topology.Snapshot, candidates []int, weights []int) int {
+	if len(candidates) == 0 {
+		return -1
+	}
+	start := int((p.turn.Add(1) - 1) % uint64(len(candidates)))
+	return leastPerWeight(candidates, weights, start, func(i int) int64 { return snap.Load[i].Active.Load() })
+}
+
+// leastPerWeight picks the candidate with the lowest load/weight, scanning from candidates[start]
+// round to candidates[start-1]: ties go to the first one scanned.
+func leastPerWeight(candidates []int, weights []int, start int, load func(node int) int64) int {
 	best := -1
 	var bestLoad int64
 	bestWeight := 1
-	for i, n := range candidates {
+	for k := range candidates {
+		i := (start + k) % len(candidates)
+		n := candidates[i]
 		l := load(n)
 		// l/w < bestLoad/bestWeight, without division.
 		if best < 0 || l*int64(bestWeight) < bestLoad*int64(weights[i]) {
@@ -205,7 +218,7 @@ func ParsePolicy(name, connectionsFrom string) (Policy, error) {
 	case "weighted":
 		return NewWeighted(), nil
 	case "least-active":
-		return LeastActive{}, nil
+		return &LeastActive{}, nil
 	case "least-connections":
 		return LeastConnections{FromNodes: connectionsFrom == "nodes"}, nil
 	}
@@ -226,12 +239,12 @@ func (LeastConnections) Name() string { return "least-connections" }
 
 func (p LeastConnections) Pick(snap *topology.Snapshot, candidates []int, weights []int) int {
 	if p.FromNodes {
-		return leastPerWeight(candidates, weights, func(i int) int64 {
+		return leastPerWeight(candidates, weights, 0, func(i int) int64 {
 			if i < len(snap.State) && snap.State[i] != nil {
 				return snap.State[i].ThreadsConnected
 			}
 			return 0
 		})
 	}
-	return leastPerWeight(candidates, weights, func(i int) int64 { return snap.Load[i].Conns.Load() })
+	return leastPerWeight(candidates, weights, 0, func(i int) int64 { return snap.Load[i].Conns.Load() })
 }

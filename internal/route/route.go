@@ -649,7 +649,7 @@ const readOnlyBatchKinds = classify.KindSet(1<<classify.Select | 1<<classify.Sho
 
 // BindReplica chooses the replica a new session of a read-only endpoint is bound to, or -1.
 func BindReplica(s *Session, ep *Settings, snap *topology.Snapshot) int {
-	if _, ok := ep.Policy.(LeastActive); ok {
+	if _, ok := ep.Policy.(*LeastActive); ok {
 		bind := *ep
 		bind.Policy = LeastConnections{}
 		return pickReplica(s, &bind, snap, false)

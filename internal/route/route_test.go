@@ -52,9 +52,9 @@ func TestWeightedSequence(t *testing.T) {
 func TestLeastActive(t *testing.T) {
 	snap := cluster()
 	nodes := snap.Load
-	p := LeastActive{}
+	p := &LeastActive{}
 	if n := p.Pick(snap, []int{1, 2}, []int{100, 100}); n != 1 {
-		t.Fatalf("tie: %d, want the first listed", n)
+		t.Fatalf("first tie: %d, want the first listed", n)
 	}
 	nodes[1].Active.Store(3)
 	nodes[2].Active.Store(1)
@@ -67,6 +67,43 @@ func TestLeastActive(t *testing.T) {
 	}
 	if n := p.Pick(snap, nil, nil); n != -1 {
 		t.Fatalf("no candidates: %d", n)
+	}
+}
+
+// TestLeastActiveRotatesTies: one client's serial reads leave every replica idle between them,
+// so every pick is a tie; the picks go round the tied candidates (before, every one went to the
+// first listed), a less loaded candidate still wins whatever the turn, and a pick allocates
+// nothing.
+func TestLeastActiveRotatesTies(t *testing.T) {
+	snap := cluster()
+	p := &LeastActive{}
+	got := map[int]int{}
+	for range 6 {
+		got[p.Pick(snap, []int{0, 1, 2}, []int{100, 100, 100})]++
+	}
+	if got[0] != 2 || got[1] != 2 || got[2] != 2 {
+		t.Fatalf("six tied picks over three nodes: %v, want two each", got)
+	}
+	// Ties among the least loaded only: node 1 is busy, 0 and 2 share the picks.
+	snap.Load[1].Active.Store(1)
+	got = map[int]int{}
+	for range 6 {
+		got[p.Pick(snap, []int{0, 1, 2}, []int{100, 100, 100})]++
+	}
+	if got[1] != 0 || got[0] == 0 || got[2] == 0 || got[0]+got[2] != 6 {
+		t.Fatalf("picks with node 1 busy: %v", got)
+	}
+	// Weight still counts, on every turn: 2 active at weight 400 beats 1 active at weight 100.
+	snap.Load[0].Active.Store(2)
+	snap.Load[1].Active.Store(1)
+	snap.Load[2].Active.Store(1)
+	for range 4 {
+		if n := p.Pick(snap, []int{0, 1, 2}, []int{400, 100, 100}); n != 0 {
+			t.Fatalf("per weight: %d, want 0", n)
+		}
+	}
+	if a := testing.AllocsPerRun(100, func() { p.Pick(snap, []int{0, 1, 2}, []int{100, 100, 100}) }); a != 0 {
+		t.Fatalf("%v allocs per pick", a)
 	}
 }
 
@@ -256,7 +293,7 @@ func TestBindReplica(t *testing.T) {
 func BenchmarkDecide(b *testing.B) {
 	c := classify.Result{Kind: classify.Select}
 	s := NewSession()
-	ep := &Settings{Mode: ReadWrite, Weights: []int{0, 100, 100}, Policy: LeastActive{}}
+	ep := &Settings{Mode: ReadWrite, Weights: []int{0, 100, 100}, Policy: &LeastActive{}}
 	snap := cluster()
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
@@ -273,11 +310,11 @@ func TestEndpointUpdateChecks(t *testing.T) {
 	}
 	before := e.Settings()
 	for name, s := range map[string]Settings{
-		"too many weights": {Weights: make([]int, topology.MaxNodes+1), Policy: LeastActive{}},
-		"negative weight":  {Weights: []int{0, -1, 1}, Policy: LeastActive{}},
-		"weight too large": {Weights: []int{0, MaxWeight + 1, 1}, Policy: LeastActive{}},
+		"too many weights": {Weights: make([]int, topology.MaxNodes+1), Policy: &LeastActive{}},
+		"negative weight":  {Weights: []int{0, -1, 1}, Policy: &LeastActive{}},
+		"weight too large": {Weights: []int{0, MaxWeight + 1, 1}, Policy: &LeastActive{}},
 		"no policy":        {Weights: []int{0, 1, 1}},
-		"unknown mode":     {Weights: []int{0, 1, 1}, Policy: LeastActive{}, Mode: 7},
+		"unknown mode":     {Weights: []int{0, 1, 1}, Policy: &LeastActive{}, Mode: 7},
 	} {
 		if err := e.Update(s); err == nil {
 			t.Errorf("%s: accepted", name)
@@ -287,7 +324,7 @@ func TestEndpointUpdateChecks(t *testing.T) {
 		}
 	}
 	w := []int{100, 0, 0}
-	if err := e.Update(Settings{Weights: w, Policy: LeastActive{}}); err != nil {
+	if err := e.Update(Settings{Weights: w, Policy: &LeastActive{}}); err != nil {
 		t.Fatal(err)
 	}
 	w[0] = 0
@@ -336,7 +373,7 @@ func TestDecideEndsReplicaTransaction(t *testing.T) {
 // the primary and a read-only endpoint binds nobody; Seconds_Behind_Master counts when the
 // positions could not be compared; 0 means no limit.
 func TestLagThreshold(t *testing.T) {
-	e, err := NewEndpoint("rw", Settings{Weights: []int{0, 100, 100}, Policy: LeastActive{}, MaxLag: 2 * time.Second})
+	e, err := NewEndpoint("rw", Settings{Weights: []int{0, 100, 100}, Policy: &LeastActive{}, MaxLag: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,6 +386,7 @@ func TestLagThreshold(t *testing.T) {
 		s := NewSession()
 		return Decide(&read, nil, &s, e.Settings(), snap)
 	}
+	snap.Load[2].Active.Store(1) // replica1 wins whenever it is eligible (ties rotate)
 	lags(0, 0)
 	if d := decide(); d.Node != 1 {
 		t.Fatalf("no lag: %+v", d)
@@ -369,7 +407,7 @@ func TestLagThreshold(t *testing.T) {
 	if d := decide(); d.Node != 0 || d.Reason != ReasonFallback {
 		t.Fatalf("every replica lagging: %+v", d)
 	}
-	ro, _ := NewEndpoint("ro", Settings{Mode: ReadOnly, Weights: []int{0, 100, 100}, Policy: LeastActive{}, MaxLag: 2 * time.Second})
+	ro, _ := NewEndpoint("ro", Settings{Mode: ReadOnly, Weights: []int{0, 100, 100}, Policy: &LeastActive{}, MaxLag: 2 * time.Second})
 	s := NewSession()
 	if n := BindReplica(&s, ro.Settings(), snap); n != -1 {
 		t.Fatalf("read-only bound to a lagging replica: %d", n)
@@ -437,7 +475,7 @@ func TestNearestZone(t *testing.T) {
 // read-only binding; the other replica does.
 func TestDetachedNodesTakeNoReads(t *testing.T) {
 	for _, maxLag := range []time.Duration{0, 30 * time.Second} {
-		e, err := NewEndpoint("rw", Settings{Weights: []int{0, 100, 100}, Policy: LeastActive{}, MaxLag: maxLag})
+		e, err := NewEndpoint("rw", Settings{Weights: []int{0, 100, 100}, Policy: &LeastActive{}, MaxLag: maxLag})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -451,7 +489,7 @@ func TestDetachedNodesTakeNoReads(t *testing.T) {
 				t.Fatalf("max lag %s: read went to %d, want replica2 (replica1 detached)", maxLag, d.Node)
 			}
 		}
-		ro, _ := NewEndpoint("ro", Settings{Mode: ReadOnly, Weights: []int{0, 100, 100}, Policy: LeastActive{}, MaxLag: maxLag})
+		ro, _ := NewEndpoint("ro", Settings{Mode: ReadOnly, Weights: []int{0, 100, 100}, Policy: &LeastActive{}, MaxLag: maxLag})
 		s := NewSession()
 		if n := BindReplica(&s, ro.Settings(), snap); n != 2 {
 			t.Fatalf("max lag %s: read-only bound to %d, want replica2", maxLag, n)
@@ -502,7 +540,7 @@ func TestReachedReplicasPreferred(t *testing.T) {
 		{"none has it: any", []int{0, 100, 100}, 0, []int{1, 2}},
 		{"the primary reads too, and has it", []int{100, 100, 100}, 1 << 0, []int{0}},
 	} {
-		e, err := NewEndpoint("rw", Settings{Weights: tc.weights, Policy: LeastActive{}})
+		e, err := NewEndpoint("rw", Settings{Weights: tc.weights, Policy: &LeastActive{}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -526,11 +564,11 @@ func TestFaultyReplicasTakeNoReads(t *testing.T) {
 		return &st
 	}
 	read := classify.Result{Kind: classify.Select}
-	e, err := NewEndpoint("rw", Settings{Weights: []int{0, 100, 100}, Policy: LeastActive{}})
+	e, err := NewEndpoint("rw", Settings{Weights: []int{0, 100, 100}, Policy: &LeastActive{}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ro, _ := NewEndpoint("ro", Settings{Mode: ReadOnly, Weights: []int{0, 100, 100}, Policy: LeastActive{}})
+	ro, _ := NewEndpoint("ro", Settings{Mode: ReadOnly, Weights: []int{0, 100, 100}, Policy: &LeastActive{}})
 	for _, tc := range []struct {
 		name     string
 		replica1 topology.NodeState
