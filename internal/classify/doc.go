@@ -91,8 +91,10 @@
 //   - User variables that a statement may assign although no := shows it are UserVarAssign:
 //     CALL p(@out) (an OUT parameter), GET DIAGNOSTICS @n = …, LOAD DATA … (@col).
 //     'user'@'host' in account names is not a variable.
-//   - Hints count only in a comment at the very start; a routing hint elsewhere may come from
-//     text the application did not write for routing.
+//   - Hints count only in a comment before the first token (at the very start, or after other
+//     leading comments and whitespace, which ORMs and tracers prepend); a routing hint after
+//     it may come from text the application did not write for routing. An executable comment
+//     is text: the leading comments end there.
 //   - Oracle-mode seq.nextval/currval/lastval count as Sequence, so a column of that name
 //     qualified by its table does too: a false alarm sends a read to the primary, which is
 //     the safe side.

@@ -1,20 +1,46 @@
 package classify
 
-// hint reads a routing hint comment at the very start of the statement (after whitespace):
-// /*FORCE_MASTER*/, /*FORCE_SLAVE*/, /*FORCE_NODE='name'*/ ("name" or a bare name also),
-// with spaces allowed inside the comment and the words in any case. FORCE_PRIMARY and
-// FORCE_REPLICA are accepted as the same hints under today's names. Only the first comment
-// can be a hint: a hint in a later comment may sit inside code the application did not
-// write for routing (a query builder's fragment), so it is ignored.
+// hint reads a routing hint comment before the statement's first token: /*FORCE_MASTER*/,
+// /*FORCE_SLAVE*/, /*FORCE_NODE='name'*/ ("name" or a bare name also), with spaces allowed
+// inside the comment and the words in any case. FORCE_PRIMARY and FORCE_REPLICA are accepted as
+// the same hints under today's names.
 //
-// On a hint, the lexer starts after the comment; otherwise it starts at 0 and skips the
-// comment as usual.
+// The hint may follow other leading comments and whitespace (/* app:checkout */ /*FORCE_MASTER*/
+// SELECT …, -- tag\n/*FORCE_SLAVE*/ …): ORMs and tracing libraries prepend comments of their
+// own. The first hint among the leading comments counts. A hint after the first token is
+// ignored: it may sit inside code the application did not write for routing (a query
+// builder's fragment). An executable comment (/*!…*/, /*M!…*/) is statement text, so the
+// leading comments end there.
+//
+// On a hint, the lexer starts after its comment (the comments before it are only comments);
+// otherwise it starts at 0 and skips the comments as usual.
 func (c *classifier) hint() {
 	s := c.lx.s
-	i := skipSpace(s, 0)
-	if i+1 >= len(s) || s[i] != '/' || s[i+1] != '*' {
-		return
+	for i := skipSpace(s, 0); i < len(s); i = skipSpace(s, i) {
+		switch {
+		case s[i] == '#':
+			i = skipLine(s, i+1)
+		case s[i] == '-' && i+1 < len(s) && s[i+1] == '-' && (i+2 == len(s) || s[i+2] <= ' ' || s[i+2] == 0x7f):
+			i = skipLine(s, i+2)
+		case s[i] == '/' && i+1 < len(s) && s[i+1] == '*':
+			if i+2 < len(s) && (s[i+2] == '!' || s[i+2] == 'M' && i+3 < len(s) && s[i+3] == '!') {
+				return // an executable comment: statement text
+			}
+			if end, ok := c.hintAt(i); ok {
+				c.lx.i = end
+				return
+			}
+			i = skipComment(s, i+2)
+		default:
+			return // the statement's first token
+		}
 	}
+}
+
+// hintAt reads the comment that starts at s[i] ("/*") as a hint; when it is one, it sets the
+// result's Hint and NodeName and returns the index after the comment.
+func (c *classifier) hintAt(i int) (end int, ok bool) {
+	s := c.lx.s
 	i = skipSpace(s, i+2)
 	w := i
 	for i < len(s) && isWordByte(s[i]) {
@@ -29,17 +55,17 @@ func (c *classifier) hint() {
 	case eqFold(word, "FORCE_NODE"):
 		h = HintForceNode
 	default:
-		return
+		return 0, false
 	}
 	var name [2]int32
 	if h == HintForceNode {
 		i = skipSpace(s, i)
 		if i >= len(s) || s[i] != '=' {
-			return
+			return 0, false
 		}
 		i = skipSpace(s, i+1)
 		if i >= len(s) {
-			return
+			return 0, false
 		}
 		start := i
 		if q := s[i]; q == '\'' || q == '"' {
@@ -49,7 +75,7 @@ func (c *classifier) hint() {
 				i++
 			}
 			if i >= len(s) {
-				return
+				return 0, false
 			}
 			name = [2]int32{int32(start), int32(i)}
 			i++
@@ -60,15 +86,15 @@ func (c *classifier) hint() {
 			name = [2]int32{int32(start), int32(i)}
 		}
 		if name[0] == name[1] {
-			return
+			return 0, false
 		}
 	}
 	i = skipSpace(s, i)
 	if i+1 >= len(s) || s[i] != '*' || s[i+1] != '/' {
-		return
+		return 0, false
 	}
 	c.res.Hint, c.res.NodeName = h, name
-	c.lx.i = i + 2
+	return i + 2, true
 }
 
 // skipSpace returns the index of the first non-whitespace byte at or after i.

@@ -212,7 +212,7 @@ func (s ShowKind) String() string {
 	return "ShowKind(" + itoa(int(s)) + ")"
 }
 
-// Hint is a routing hint given in a comment at the very start of the statement.
+// Hint is a routing hint given in a comment before the statement's first token.
 type Hint uint8
 
 // The hints.
