@@ -86,6 +86,7 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		return nil, err
 	}
 	opts := proxy.Options{
+		TopologyUsers:     cfg.Accounts.TopologyUsers,
 		ConnectTimeout:    cfg.Timeouts.Connect.Duration,
 		ReadTimeout:       cfg.Timeouts.Read.Duration,
 		SwitchoverTimeout: cfg.Monitor.SwitchoverTimeout.Duration,

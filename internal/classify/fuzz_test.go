@@ -74,7 +74,7 @@ func FuzzClassify(f *testing.F) {
 		if r.Flags&Multi == 0 && r.Kinds != 0 && r.Kinds != 1<<r.Kind {
 			t.Fatalf("single statement with Kinds %b", r.Kinds)
 		}
-		if cmd, ok := IsProxyInternal(stmt); ok != (cmd == ShowLastRoute) {
+		if cmd, ok := IsProxyInternal(stmt); ok != (cmd != ProxyNone) || cmd > ProxyUnknown {
 			t.Fatalf("IsProxyInternal = %v %v", cmd, ok)
 		}
 		checkSession(t, stmt, &r)

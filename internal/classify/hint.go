@@ -108,46 +108,107 @@ func skipSpace(s []byte, i int) int {
 // ProxyCommand is a statement that sluice answers itself instead of sending it to a node.
 type ProxyCommand uint8
 
-// The proxy commands.
+// The proxy commands. Each has two spellings: SLUICE SHOW … (a keyword statement, which
+// survives clients that strip comments, such as the mariadb CLI without -c) and
+// /*PROXY_INTERNAL*/ SHOW … (the marker comment keeps it from meaning anything to a server).
 const (
 	ProxyNone       ProxyCommand = iota
-	ShowLastRoute                // /*PROXY_INTERNAL*/ SHOW LAST ROUTE: where the session's previous statement went, and why
-	ShowNodes                    // /*PROXY_INTERNAL*/ SHOW NODES: every node as the monitor last saw it
-	ShowConsistency              // /*PROXY_INTERNAL*/ SHOW CONSISTENCY: the endpoint's level and its waits
+	ShowLastRoute                // SLUICE SHOW LAST ROUTE: where the session's previous statement went, and why
+	ShowNodes                    // SLUICE SHOW NODES: every node as the monitor last saw it
+	ShowConsistency              // SLUICE SHOW CONSISTENCY: the endpoint's level and its waits
+	// ProxyUnknown: the statement is addressed to sluice (SLUICE …, or after the
+	// /*PROXY_INTERNAL*/ marker) but names no command sluice knows. It must be answered with
+	// an error listing the commands (ProxyCommands), never sent to a node: a node would answer
+	// a misleading syntax error.
+	ProxyUnknown
 )
 
-// IsProxyInternal recognises /*PROXY_INTERNAL*/ SHOW LAST ROUTE and /*PROXY_INTERNAL*/ SHOW
-// NODES, in any case, with any whitespace around and between the words and inside the comment,
-// and an optional trailing ';'. The marker comment keeps the command from ever meaning
-// something to a real server.
+// ProxyCommands lists the commands sluice answers itself, as a user types them.
+const ProxyCommands = "SLUICE SHOW LAST ROUTE, SLUICE SHOW NODES, SLUICE SHOW CONSISTENCY"
+
+// proxyWords are the commands' words after SLUICE or the /*PROXY_INTERNAL*/ marker.
+var proxyWords = [...]struct {
+	cmd   ProxyCommand
+	words []string
+}{{ShowLastRoute, []string{"SHOW", "LAST", "ROUTE"}}, {ShowNodes, []string{"SHOW", "NODES"}},
+	{ShowConsistency, []string{"SHOW", "CONSISTENCY"}}}
+
+// IsProxyInternal recognises a statement addressed to sluice, in any case, with any
+// whitespace around and between the words, and an optional trailing ';':
+//
+//   - SLUICE <command>, after leading whitespace and ordinary comments: a statement whose
+//     first word is SLUICE is never valid SQL for a server, so sluice may take it.
+//   - /*PROXY_INTERNAL*/ <command>, the marker being the first comment.
+//
+// ok reports whether the statement is addressed to sluice; cmd is then the command, or
+// ProxyUnknown when the words after SLUICE or the marker name none (SLUICE SHOW ENDPOINTS).
+// It never allocates.
 func IsProxyInternal(stmt []byte) (cmd ProxyCommand, ok bool) {
 	i := skipSpace(stmt, 0)
-	if i+1 >= len(stmt) || stmt[i] != '/' || stmt[i+1] != '*' {
+	if i+1 < len(stmt) && stmt[i] == '/' && stmt[i+1] == '*' {
+		if j, marked := proxyMarker(stmt, i); marked {
+			return proxyCommand(stmt, j), true
+		}
+	}
+	i = skipLeading(stmt, i)
+	w := i
+	for i < len(stmt) && isWordByte(stmt[i]) {
+		i++
+	}
+	if !eqFold(stmt[w:i], "SLUICE") {
 		return ProxyNone, false
 	}
+	return proxyCommand(stmt, i), true
+}
+
+// proxyMarker reads the comment at stmt[i] ("/*") as the /*PROXY_INTERNAL*/ marker and
+// returns the index after it.
+func proxyMarker(stmt []byte, i int) (int, bool) {
 	i = skipSpace(stmt, i+2)
 	w := i
 	for i < len(stmt) && isWordByte(stmt[i]) {
 		i++
 	}
 	if !eqFold(stmt[w:i], "PROXY_INTERNAL") {
-		return ProxyNone, false
+		return 0, false
 	}
 	i = skipSpace(stmt, i)
 	if i+1 >= len(stmt) || stmt[i] != '*' || stmt[i+1] != '/' {
-		return ProxyNone, false
+		return 0, false
 	}
-	i += 2
-	for _, c := range [...]struct {
-		cmd   ProxyCommand
-		words []string
-	}{{ShowLastRoute, []string{"SHOW", "LAST", "ROUTE"}}, {ShowNodes, []string{"SHOW", "NODES"}},
-		{ShowConsistency, []string{"SHOW", "CONSISTENCY"}}} {
+	return i + 2, true
+}
+
+// proxyCommand is the command whose words stmt holds from i, or ProxyUnknown.
+func proxyCommand(stmt []byte, i int) ProxyCommand {
+	for _, c := range proxyWords {
 		if words(stmt, i, c.words) {
-			return c.cmd, true
+			return c.cmd
 		}
 	}
-	return ProxyNone, false
+	return ProxyUnknown
+}
+
+// skipLeading returns the index of the first byte at or after i that is neither whitespace nor
+// in an ordinary comment (/* */, #, -- ); an executable comment (/*!, /*M!) is statement text
+// and stops it, as does an unterminated comment's end.
+func skipLeading(s []byte, i int) int {
+	for i = skipSpace(s, i); i < len(s); i = skipSpace(s, i) {
+		switch {
+		case s[i] == '#':
+			i = skipLine(s, i+1)
+		case s[i] == '-' && i+1 < len(s) && s[i+1] == '-' && (i+2 == len(s) || s[i+2] <= ' ' || s[i+2] == 0x7f):
+			i = skipLine(s, i+2)
+		case s[i] == '/' && i+1 < len(s) && s[i+1] == '*':
+			if i+2 < len(s) && (s[i+2] == '!' || s[i+2] == 'M' && i+3 < len(s) && s[i+3] == '!') {
+				return i
+			}
+			i = skipComment(s, i+2)
+		default:
+			return i
+		}
+	}
+	return i
 }
 
 // words reports whether stmt from i is exactly the words want (separated by whitespace),

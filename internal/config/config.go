@@ -199,6 +199,9 @@ type Accounts struct {
 	// when an unknown user tries to log in. The users list wins on a clash of names.
 	FromPrimary bool     `yaml:"from_primary"`
 	Refresh     Duration `yaml:"refresh"` // default 60s, at least 1s
+	// TopologyUsers are the users who may see the nodes through SLUICE SHOW NODES (names,
+	// addresses, roles, lag, positions); empty (default): every user.
+	TopologyUsers []string `yaml:"topology_users"`
 }
 
 // Admin is the control plane's HTTP listener: the REST API that sluice ctl speaks, /metrics,

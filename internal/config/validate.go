@@ -192,6 +192,11 @@ func (k *checker) accounts() {
 	if a.Refresh.Duration > 0 && a.Refresh.Duration < time.Second {
 		k.errorf("accounts.refresh", "invalid value %s (at least 1s)", a.Refresh.Duration)
 	}
+	for i, u := range a.TopologyUsers {
+		if u == "" {
+			k.errorf(indexKey("accounts.topology_users", i), "empty user name")
+		}
+	}
 	if a.FromPrimary && k.c.Monitor.User == "" {
 		k.errorf("accounts.from_primary", "needs the monitor account (monitor.user), which reads them (GRANT SELECT ON mysql.global_priv on MariaDB, mysql.user on MySQL)")
 	}

@@ -31,7 +31,8 @@
 // respond: the options package relay gets and the Result the session applies) and fail, the
 // one place that decides what the client sees when a command fails; relay.go, what the session
 // follows of each OK/EOF the relay passes (session.OK, a relay.Observer); kill.go, KILL with
-// sluice's connection ids; internal.go, /*PROXY_INTERNAL*/ statements.
+// sluice's connection ids; internal.go, the statements sluice answers itself (SLUICE SHOW …,
+// /*PROXY_INTERNAL*/ SHOW …).
 //
 // Routing decisions are route's (pure), node state is topology's, node connections and their
 // session state are backend's: the session glues them together per command.

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"slices"
 	"strconv"
 	"time"
 
@@ -9,10 +10,20 @@ import (
 	"github.com/sluicedb/sluice/internal/topology"
 )
 
-// Statements sluice answers itself: /*PROXY_INTERNAL*/ commands.
+// Statements sluice answers itself: SLUICE SHOW … and /*PROXY_INTERNAL*/ SHOW … commands.
 
-// proxyCommand answers /*PROXY_INTERNAL*/ statements.
+// errSpecificAccessDenied is the server's ER_SPECIFIC_ACCESS_DENIED_ERROR: what a user not in
+// accounts.topology_users gets for SHOW NODES.
+const errSpecificAccessDenied = 1227
+
+// proxyCommand answers a statement addressed to sluice: an unknown command with the list of
+// the known ones (a node would answer a misleading syntax error), SHOW NODES only to the users
+// allowed to see the topology.
 func (s *session) proxyCommand(cmd classify.ProxyCommand) error {
+	if err := mayRun(cmd, s.login.user, s.p.opts.TopologyUsers); err != nil {
+		s.resp.Failed = true
+		return writeErr(s.client, err)
+	}
 	var cols []string
 	var rows [][]cell
 	switch cmd {
@@ -30,6 +41,24 @@ func (s *session) proxyCommand(cmd classify.ProxyCommand) error {
 	b, err := writeResult(s.client, s.client.Scratch(), resultFormat{caps: s.login.caps, mcaps: s.login.mcaps, status: s.status}, cols, rows)
 	keepScratch(s.client, b)
 	return err
+}
+
+// mayRun is the error a user (nil: not logged in) gets for cmd, or nil when it may run it:
+// an unknown command is refused with the list of the known ones; SHOW NODES, when
+// topologyUsers is not empty, is for the users it names.
+func mayRun(cmd classify.ProxyCommand, user *User, topologyUsers []string) *mysql.SQLError {
+	switch cmd {
+	case classify.ShowLastRoute, classify.ShowConsistency:
+		return nil
+	case classify.ShowNodes:
+		if len(topologyUsers) == 0 || user != nil && slices.Contains(topologyUsers, user.Name) {
+			return nil
+		}
+		return mysql.NewError(errSpecificAccessDenied, "42000",
+			"Access denied: SLUICE SHOW NODES is for the users in sluice's accounts.topology_users")
+	}
+	return mysql.NewError(mysql.ErrUnknown, "HY000",
+		"sluice: unknown sluice command; the known ones are %s (also as /*PROXY_INTERNAL*/ SHOW …)", classify.ProxyCommands)
 }
 
 // lastRouteRow is SHOW LAST ROUTE's answer: the node the previous statement ran on, its role

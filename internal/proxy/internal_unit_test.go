@@ -2,8 +2,10 @@ package proxy
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/sluicedb/sluice/internal/classify"
 	"github.com/sluicedb/sluice/internal/mysql"
 	"github.com/sluicedb/sluice/internal/route"
 )
@@ -121,5 +123,37 @@ func TestNodeRowsAndLastRoute(t *testing.T) {
 	_, rows = lastRouteRow(routeInfo{valid: true, node: -1, reason: route.ReasonRead}, snap)
 	if rows[0][0].s != "sluice" || rows[0][1].s != "proxy" {
 		t.Errorf("answered by sluice: %+v", rows)
+	}
+}
+
+// TestMayRun: who may run which sluice command: an unknown one is refused with the list of the
+// known ones; SHOW NODES only by the users of topology_users when it names any.
+func TestMayRun(t *testing.T) {
+	app, ops := &User{Name: "app"}, &User{Name: "ops"}
+	for _, tc := range []struct {
+		cmd   classify.ProxyCommand
+		user  *User
+		users []string
+		code  uint16 // 0: allowed
+	}{
+		{classify.ShowNodes, app, nil, 0},
+		{classify.ShowNodes, ops, nil, 0},
+		{classify.ShowNodes, ops, []string{"ops"}, 0},
+		{classify.ShowNodes, app, []string{"ops"}, 1227},
+		{classify.ShowNodes, nil, []string{"ops"}, 1227},
+		{classify.ShowLastRoute, app, []string{"ops"}, 0},
+		{classify.ShowConsistency, app, []string{"ops"}, 0},
+		{classify.ProxyUnknown, ops, nil, mysql.ErrUnknown},
+	} {
+		err := mayRun(tc.cmd, tc.user, tc.users)
+		switch {
+		case tc.code == 0 && err != nil:
+			t.Errorf("%v %v %v: %v, want allowed", tc.cmd, tc.user, tc.users, err)
+		case tc.code != 0 && (err == nil || err.Code != tc.code):
+			t.Errorf("%v %v %v: %v, want %d", tc.cmd, tc.user, tc.users, err, tc.code)
+		}
+	}
+	if err := mayRun(classify.ProxyUnknown, app, nil); !strings.Contains(err.Message, classify.ProxyCommands) {
+		t.Errorf("unknown command: %q does not list the commands", err.Message)
 	}
 }

@@ -116,6 +116,9 @@ type Options struct {
 	// every unknown user's login does), so that an account just created on the primary logs in
 	// at the next try.
 	RefreshAccounts func()
+	// TopologyUsers are the users who may run SLUICE SHOW NODES (nil: every user); others get
+	// error 1227. Topology details (addresses, roles, lag) are for operators.
+	TopologyUsers []string
 	// Topology gives the nodes and their state (required).
 	Topology Topology
 	// Endpoints are the addresses sluice serves (names unique).
