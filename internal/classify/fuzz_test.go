@@ -77,6 +77,9 @@ func FuzzClassify(f *testing.F) {
 		if cmd, ok := IsProxyInternal(stmt); ok != (cmd != ProxyNone) || cmd > ProxyUnknown {
 			t.Fatalf("IsProxyInternal = %v %v", cmd, ok)
 		}
+		if n, ok := SelectsConnectionID(stmt); ok && (r.Kind != Select || r.Flags&ConnectionID == 0 || r.Flags&Multi != 0 || n[0] < 0 || n[0] > n[1] || int(n[1]) > len(stmt)) {
+			t.Fatalf("SelectsConnectionID %v on %+v", n, r)
+		}
 		checkSession(t, stmt, &r)
 		checkKill(t, stmt, &r)
 		checkDepends(t, stmt)

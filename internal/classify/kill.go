@@ -1,6 +1,9 @@
 package classify
 
-import "math"
+import (
+	"bytes"
+	"math"
+)
 
 // ParseKill recognises KILL [HARD|SOFT] [CONNECTION|QUERY] id, the form that names a
 // connection id, and returns the id and whether only the running query is to be killed
@@ -88,4 +91,68 @@ func KillsUser(q []byte) bool {
 		t = l.scan()
 	}
 	return wordIs(q, t, "USER")
+}
+
+// SelectsConnectionID recognises a statement that is exactly SELECT CONNECTION_ID(), which
+// the proxy answers itself with its own connection id: an optional alias ([AS] name, [AS]
+// `name` or [AS] 'name'), an optional FROM DUAL, trailing ';' with whitespace and comments;
+// words in any case, separated by whitespace and comments (a leading hint is a comment). name
+// is [start, end) of the column's name as the server gives it: the alias without its quotes, or
+// else the call as written (connection_id ( )).
+//
+// Anything more gives ok false (SELECT CONNECTION_ID(), 1; SELECT CONNECTION_ID() + 0; an
+// alias that is a keyword without quotes, or holds a quote or a backslash), and so does text
+// that another server or sql_mode could read otherwise (a versioned comment, "…"): the proxy
+// then sends the statement to a node as it is.
+func SelectsConnectionID(q []byte) (name [2]int32, ok bool) {
+	if len(q) > maxStmt {
+		return name, false
+	}
+	l := lexer{s: q}
+	if !wordIs(q, l.scan(), "SELECT") {
+		return name, false
+	}
+	fn := l.scan()
+	if !wordIs(q, fn, "CONNECTION_ID") || l.scan().typ != tLParen {
+		return name, false
+	}
+	t := l.scan()
+	if t.typ != tRParen {
+		return name, false
+	}
+	name = [2]int32{fn.start, t.end}
+	t = l.scan()
+	as := wordIs(q, t, "AS")
+	if as {
+		t = l.scan()
+	}
+	switch {
+	case t.typ == tWord && lookup(q[t.start:t.end]) == kwNone:
+		name = [2]int32{t.start, t.end}
+		t = l.scan()
+	case t.typ == tIdent && q[t.start] == '`' || t.typ == tString && q[t.start] == '\'':
+		if t.end-t.start < 2 || q[t.end-1] != q[t.start] {
+			return name, false // unterminated
+		}
+		if body := q[t.start+1 : t.end-1]; bytes.IndexByte(body, q[t.start]) >= 0 || bytes.IndexByte(body, '\\') >= 0 {
+			return name, false
+		}
+		name = [2]int32{t.start + 1, t.end - 1}
+		t = l.scan()
+	case as:
+		return name, false // AS and no name sluice reads as the server does
+	}
+	if wordIs(q, t, "FROM") {
+		if !wordIs(q, l.scan(), "DUAL") {
+			return name, false
+		}
+		t = l.scan()
+	}
+	for t.typ == tSemi {
+		t = l.scan()
+	}
+	if t.typ != tEOF || l.dep != 0 {
+		return name, false
+	}
+	return name, true
 }

@@ -113,3 +113,61 @@ func TestKillsUser(t *testing.T) {
 		}
 	}
 }
+
+// TestSelectsConnectionID: exactly SELECT CONNECTION_ID() (an alias, FROM DUAL, comments and
+// ';' allowed) is recognised, with the column's name as the server gives it; anything more is
+// left to a node.
+func TestSelectsConnectionID(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		ok   bool
+		name string
+	}{
+		{"SELECT CONNECTION_ID()", true, "CONNECTION_ID()"},
+		{"select connection_id ( )", true, "connection_id ( )"},
+		{"SELECT CONNECTION_ID();", true, "CONNECTION_ID()"},
+		{"  SELECT /* c */ CONNECTION_ID() ; ; ", true, "CONNECTION_ID()"},
+		{"/*FORCE_MASTER*/ SELECT CONNECTION_ID()", true, "CONNECTION_ID()"},
+		{"SELECT CONNECTION_ID() AS id", true, "id"},
+		{"SELECT CONNECTION_ID() id", true, "id"},
+		{"SELECT CONNECTION_ID() AS `my id`", true, "my id"},
+		{"SELECT CONNECTION_ID() AS 'my id'", true, "my id"},
+		{"SELECT CONNECTION_ID() 'x'", true, "x"},
+		{"SELECT CONNECTION_ID() FROM DUAL", true, "CONNECTION_ID()"},
+		{"SELECT CONNECTION_ID() AS id FROM dual;", true, "id"},
+		{"SELECT CONNECTION_ID() -- x\n", true, "CONNECTION_ID()"},
+		// Left to a node.
+		{"SELECT CONNECTION_ID(), 1", false, ""},
+		{"SELECT CONNECTION_ID() + 0", false, ""},
+		{"SELECT 1, CONNECTION_ID()", false, ""},
+		{"SELECT CONNECTION_ID(1)", false, ""},
+		{"SELECT CONNECTION_ID", false, ""},
+		{"SELECT CONNECTION_ID() FROM t", false, ""},
+		{"SELECT CONNECTION_ID() FROM DUAL WHERE 0", false, ""},
+		{"SELECT CONNECTION_ID() LIMIT 1", false, ""},
+		{"SELECT CONNECTION_ID() AS", false, ""},
+		{"SELECT CONNECTION_ID() AS from", false, ""},
+		{"SELECT CONNECTION_ID() AS a b", false, ""},
+		{"SELECT CONNECTION_ID() AS `a``b`", false, ""},
+		{"SELECT CONNECTION_ID() AS 'a\\'b'", false, ""},
+		{"SELECT CONNECTION_ID() AS 'a", false, ""},
+		{"SELECT CONNECTION_ID() '", false, ""},
+		{"SELECT CONNECTION_ID() AS \"id\"", false, ""},
+		{"SELECT CONNECTION_ID() /*!50000 , 1 */", false, ""},
+		{"SELECT CONNECTION_ID(); SELECT 1", false, ""},
+		{"SELECT CONNECTION_ID() INTO @v", false, ""},
+		{"SELECT CONNECTION_ID() FOR UPDATE", false, ""},
+		{"SELECT t.CONNECTION_ID()", false, ""},
+		{"SELECT", false, ""},
+		{"", false, ""},
+	} {
+		r, ok := SelectsConnectionID([]byte(tc.in))
+		if ok != tc.ok || ok && tc.in[r[0]:r[1]] != tc.name {
+			t.Errorf("SelectsConnectionID(%q) = %v %v, want %v %q", tc.in, r, ok, tc.ok, tc.name)
+		}
+	}
+	q := []byte("SELECT CONNECTION_ID() AS id FROM DUAL")
+	if a := testing.AllocsPerRun(100, func() { SelectsConnectionID(q) }); a != 0 {
+		t.Errorf("%v allocs", a)
+	}
+}

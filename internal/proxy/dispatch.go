@@ -90,7 +90,18 @@ func (s *session) query(n int) error {
 	if cmd, ok := classify.IsProxyInternal(stmt); ok {
 		return s.proxyCommand(cmd)
 	}
-	return s.dispatch(&request{class: s.classify(stmt), stmt: stmt, n: n, held: true}, s.settings.current())
+	c := s.classify(stmt)
+	if c.Flags&classify.ConnectionID != 0 {
+		// SELECT CONNECTION_ID() alone is the session's sluice id, the one KILL takes
+		// (kill.go), whichever node would run it.
+		if name, ok := classify.SelectsConnectionID(stmt); ok {
+			s.view.routed(-1, route.ReasonSessionFunction)
+			b, err := writeIDResult(s.client, s.client.Scratch(), resultFormat{caps: s.login.caps, mcaps: s.login.mcaps, status: s.status}, stmt[name[0]:name[1]], s.id)
+			keepScratch(s.client, b)
+			return err
+		}
+	}
+	return s.dispatch(&request{class: c, stmt: stmt, n: n, held: true}, s.settings.current())
 }
 
 // hugeQuery routes and streams a statement too large to hold (over maxHeldStatement, or over

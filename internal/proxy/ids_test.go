@@ -3,11 +3,15 @@ package proxy_test
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sluicedb/sluice/internal/backend"
 	"github.com/sluicedb/sluice/internal/config"
+	smysql "github.com/sluicedb/sluice/internal/mysql"
 	"github.com/sluicedb/sluice/internal/testutil"
 )
 
@@ -121,5 +125,109 @@ func TestSluiceCommands(t *testing.T) {
 	var one int
 	if err := app.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil || one != 1 {
 		t.Fatalf("after the refusals: %d %v", one, err)
+	}
+}
+
+// TestConnectionIDAndKill: CONNECTION_ID() and KILL speak one number, sluice's connection id (the
+// handshake's), on every endpoint and whichever node runs the session's statements. Before,
+// SELECT CONNECTION_ID() answered the node's thread id, which KILL read as a sluice id: a KILL of
+// that number from another connection closed an unrelated session. Who may kill follows the
+// server: the session's own user, or a user with CONNECTION ADMIN/SUPER (app has ALL), and any
+// other gets 1095 naming the sluice id.
+func TestConnectionIDAndKill(t *testing.T) {
+	plain := withPlainUser(t)
+	s := startSluice(t, plain)
+	connect := func(addr, user, pw string) *backend.Conn {
+		c := rawConnect(t, addr, user, pw)
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	onRW, onRO := connect(s.rw, "app", "app"), connect(s.ro, "app", "app")
+	plainRW, plainRO := connect(s.rw, plainUser, plainPassword), connect(s.ro, plainUser, plainPassword)
+
+	// CONNECTION_ID() is the handshake's id on both endpoints, whatever node a hint names, with
+	// an alias or FROM DUAL; SHOW LAST ROUTE says sluice answered it.
+	for _, c := range []*backend.Conn{onRW, onRO, plainRW, plainRO} {
+		want := strconv.FormatUint(uint64(c.Handshake.ConnectionID), 10)
+		for _, q := range []string{"SELECT CONNECTION_ID()", "select connection_id() AS id from dual;",
+			"/*FORCE_SLAVE*/ SELECT CONNECTION_ID()", "/*FORCE_MASTER*/ SELECT CONNECTION_ID() `id`"} {
+			if got := query(t, c, q); got != want {
+				t.Errorf("%s: %s, want the handshake's %s", q, got, want)
+			}
+		}
+		if got := query(t, c, "SLUICE SHOW LAST ROUTE"); got != "sluice" {
+			t.Errorf("SHOW LAST ROUTE after SELECT CONNECTION_ID(): node %q, want sluice", got)
+		}
+	}
+	// The column is typed as the server types it: a BIGINT UNSIGNED a driver scans as a number.
+	db := open(t, dsn(s.ro, "app", "app", "", ""))
+	var id uint64
+	if err := db.QueryRow("SELECT CONNECTION_ID()").Scan(&id); err != nil || id == 0 {
+		t.Fatalf("SELECT CONNECTION_ID() through database/sql: %d %v", id, err)
+	}
+	// Inside a larger statement CONNECTION_ID() is the thread id of the node that runs it (the
+	// statement runs as it is): what joins with the node's processlist need.
+	if got := query(t, onRW, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID() AND USER = 'app'"); got != "1" {
+		t.Errorf("CONNECTION_ID() inside a statement does not name the node's thread: %s", got)
+	}
+
+	// KILL QUERY across endpoints with the id CONNECTION_ID() gave: the victim's statement ends,
+	// the victim goes on.
+	victimID := query(t, onRO, "SELECT CONNECTION_ID()")
+	done := make(chan error, 1)
+	go func() { done <- onRO.Exec("SELECT SLEEP(20)") }()
+	time.Sleep(300 * time.Millisecond)
+	if err := onRW.Exec("KILL QUERY " + victimID); err != nil {
+		t.Fatalf("KILL QUERY %s from the rw endpoint: %v", victimID, err)
+	}
+	select {
+	case err := <-done:
+		var se *smysql.SQLError
+		if err != nil && (!errors.As(err, &se) || se.Code != 1317) {
+			t.Fatalf("the killed query: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("KILL QUERY did not interrupt the statement on the ro endpoint")
+	}
+	if got := query(t, onRO, "SELECT 'alive'"); got != "alive" {
+		t.Fatalf("victim after KILL QUERY: %q", got)
+	}
+
+	// Another user without the privilege: 1095 with the sluice id, on either form, and the
+	// victim is untouched.
+	for _, q := range []string{"KILL " + victimID, "KILL QUERY " + victimID, "KILL CONNECTION " + victimID} {
+		err := plainRW.Exec(q)
+		var se *smysql.SQLError
+		if !errors.As(err, &se) || se.Code != 1095 || se.Message != "You are not owner of thread "+victimID {
+			t.Errorf("%s by %s: %v, want 1095 naming %s", q, plainUser, err, victimID)
+		}
+	}
+	if got := query(t, onRO, "SELECT 'still alive'"); got != "still alive" {
+		t.Fatalf("victim after the refused KILLs: %q", got)
+	}
+	// An unknown id: 1094.
+	var se *smysql.SQLError
+	if err := plainRW.Exec("KILL 4000000000"); !errors.As(err, &se) || se.Code != 1094 {
+		t.Errorf("KILL of an unknown id: %v", err)
+	}
+
+	// Its own user kills a session on the other endpoint; a user with the privilege kills
+	// another user's session.
+	closed := func(c *backend.Conn, who string) {
+		t.Helper()
+		if err := c.Exec("SELECT 1"); err == nil {
+			t.Errorf("%s: the killed session still answers", who)
+		}
+	}
+	if err := plainRW.Exec("KILL " + query(t, plainRO, "SELECT CONNECTION_ID()")); err != nil {
+		t.Fatalf("%s killing its own session: %v", plainUser, err)
+	}
+	closed(plainRO, "own user")
+	if err := onRO.Exec("KILL CONNECTION " + query(t, plainRW, "SELECT CONNECTION_ID()")); err != nil {
+		t.Fatalf("app (ALL PRIVILEGES) killing %s's session: %v", plainUser, err)
+	}
+	closed(plainRW, "privileged user")
+	if got := query(t, onRW, "SELECT 'killer ok'"); got != "killer ok" {
+		t.Fatal(got)
 	}
 }

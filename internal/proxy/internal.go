@@ -201,3 +201,48 @@ func writeResult(c *mysql.Conn, buf []byte, f resultFormat, cols []string, rows 
 	}
 	return b, c.Flush()
 }
+
+// writeIDResult sends c the one-row result of SELECT CONNECTION_ID(): one BIGINT UNSIGNED NOT
+// NULL column named name, holding id, typed as the server types it (so that clients that read
+// the column's type get a number), building its packets in buf, and returns buf for reuse.
+func writeIDResult(c *mysql.Conn, buf []byte, f resultFormat, name []byte, id uint32) ([]byte, error) {
+	b := mysql.AppendLenEncInt(buf[:0], 1)
+	if err := c.WritePacket(b); err != nil {
+		return b, err
+	}
+	b = b[:0]
+	b = mysql.AppendLenEncString(b, []byte("def"))
+	b = mysql.AppendLenEncString(b, nil) // schema
+	b = mysql.AppendLenEncString(b, nil) // table
+	b = mysql.AppendLenEncString(b, nil) // org_table
+	b = mysql.AppendLenEncString(b, name)
+	b = mysql.AppendLenEncString(b, nil) // org_name: an expression has none
+	if f.mcaps&mysql.MariaDBClientExtendedMetadata != 0 {
+		b = append(b, 0)
+	}
+	// binary, length 10, LONGLONG, NOT_NULL|UNSIGNED|BINARY, no decimals.
+	b = append(b, 0x0c, 63, 0, 10, 0, 0, 0, 0x08, 0xa1, 0, 0, 0, 0)
+	if err := c.WritePacket(b); err != nil {
+		return b, err
+	}
+	status := f.status &^ mysql.StatusMoreResultsExists
+	if f.caps&mysql.ClientDeprecateEOF == 0 {
+		if err := c.WritePacket(mysql.AppendEOF(b[:0], 0, status)); err != nil {
+			return b, err
+		}
+	}
+	var num [10]byte
+	b = mysql.AppendLenEncString(b[:0], strconv.AppendUint(num[:0], uint64(id), 10))
+	if err := c.WritePacket(b); err != nil {
+		return b, err
+	}
+	if f.caps&mysql.ClientDeprecateEOF == 0 {
+		b = mysql.AppendEOF(b[:0], 0, status)
+	} else {
+		b = mysql.AppendOK(b[:0], mysql.OK{Header: 0xfe, Status: status}, f.caps)
+	}
+	if err := c.WritePacket(b); err != nil {
+		return b, err
+	}
+	return b, c.Flush()
+}

@@ -11,9 +11,23 @@ import (
 	"github.com/sluicedb/sluice/internal/topology"
 )
 
-// KILL through sluice. Clients know sluice's connection ids (from the handshake), so
-// `KILL [CONNECTION|QUERY] id` and COM_PROCESS_KILL name a sluice session; sluice kills that
-// session's thread on its node. SHOW PROCESSLIST is forwarded and shows the node's threads.
+// KILL through sluice. Clients know sluice's connection ids (from the handshake, and from
+// SELECT CONNECTION_ID(), which sluice answers with the same id), so `KILL [CONNECTION|QUERY]
+// id` and COM_PROCESS_KILL name a sluice session, never a node thread: sluice ids and the
+// nodes' thread ids share one number space, so a KILL cannot take both. sluice kills that
+// session's threads on its nodes. As on the server, a session may be killed by its own user, or
+// by a user the server lets kill other users' threads (CONNECTION ADMIN or SUPER): sluice lets
+// the same user through, and asks the nodes for any other (the KILL runs as the killer, on the
+// target's threads; the node's refusal is reworded with the sluice id). SHOW PROCESSLIST is
+// forwarded and shows the primary's threads, with their thread ids.
+
+// errKillDenied is the server's ER_KILL_DENIED_ERROR.
+const errKillDenied = 1095
+
+// killDenied is the server's refusal to kill session id of another user, under sluice's id.
+func killDenied(id uint32) *mysql.SQLError {
+	return mysql.NewError(errKillDenied, "HY000", "You are not owner of thread %d", id)
+}
 
 // errKilled ends a session that killed its own connection.
 var errKilled = errors.New("connection killed by its own KILL")
@@ -33,19 +47,36 @@ func (p *Proxy) session(id uint32) *session {
 }
 
 // killSession kills sluice session id's threads on its nodes (only the running statement's,
-// when queryOnly), on behalf of a session whose node set is by: from by's own connection to
-// the node where it has one (killing oneself: the node answers and closes; the session ends
-// with it), else from a new connection as by's client. When every node took a KILL CONNECTION,
-// the session killed is closed too. target is that session (nil: none has that id, err says so);
-// failed is the node of err when it is not the node's refusal.
-func (p *Proxy) killSession(id uint32, queryOnly bool, by *nodeSet) (target *session, failed int, err error) {
+// when queryOnly), on behalf of user byUser's session whose node set is by: from by's own
+// connection to the node where it has one (killing oneself: the node answers and closes; the
+// session ends with it), else from a new connection as by's client. When every node took a
+// KILL CONNECTION, the session killed is closed too. target is that session (nil: none has that
+// id, or it has not logged in: err says so); failed is the node of err when it is not the node's
+// refusal.
+//
+// Who may: the session's own user always; another user only where the nodes let it (its KILL
+// runs as itself, and the server refuses it without CONNECTION ADMIN or SUPER): the first
+// refusal (1095, worded with the node's thread id) stops the KILL and is answered with id. A
+// session of another user that holds no node thread cannot be asked about: it is refused.
+func (p *Proxy) killSession(id uint32, queryOnly bool, by *nodeSet, byUser string) (target *session, failed int, err error) {
 	target = p.session(id)
-	var ts []killTarget
+	var info *sessionInfo
 	if target != nil {
-		ts = target.nodes.killTargets()
+		info = target.view.info.Load()
 	}
-	if len(ts) == 0 {
+	if info == nil {
 		return nil, -1, mysql.NewError(mysql.ErrNoSuchThread, "HY000", "Unknown thread id: %d", id)
+	}
+	ts := target.nodes.killTargets()
+	own := info.user == byUser
+	if len(ts) == 0 {
+		if !own {
+			return target, -1, killDenied(id)
+		}
+		if !queryOnly {
+			target.kill() // nothing runs on a node: the session itself is all there is
+		}
+		return target, -1, nil
 	}
 	failed = -1
 	for _, t := range ts {
@@ -63,6 +94,9 @@ func (p *Proxy) killSession(id uint32, queryOnly bool, by *nodeSet) (target *ses
 				bc.Close()
 			}
 		}
+		if se := (*mysql.SQLError)(nil); !own && errors.As(e, &se) && se.Code == errKillDenied {
+			return target, -1, killDenied(id) // the node's words name its thread, not the session
+		}
 		if e != nil && err == nil {
 			err, failed = e, t.node.Index
 		}
@@ -75,7 +109,11 @@ func (p *Proxy) killSession(id uint32, queryOnly bool, by *nodeSet) (target *ses
 
 // answerKill runs KILL for sluice session id on behalf of s and answers the client.
 func (s *session) answerKill(id uint32, queryOnly bool) error {
-	target, failed, err := s.p.killSession(id, queryOnly, &s.nodes)
+	user := ""
+	if s.login.user != nil {
+		user = s.login.user.Name
+	}
+	target, failed, err := s.p.killSession(id, queryOnly, &s.nodes, user)
 	if err != nil {
 		var se *mysql.SQLError
 		if errors.As(err, &se) {

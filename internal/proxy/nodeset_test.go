@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -685,7 +686,10 @@ func TestProxyKillSession(t *testing.T) {
 	p := testProxy(t, Options{})
 	target := func(thread uint32) *session {
 		s := p.newSession(p.endpoints["rw"], &memConn{})
-		s.nodes.plant(&backend.Conn{Conn: mysql.NewConn(&memConn{}, 0, 0), Handshake: &mysql.Handshake{ConnectionID: thread}})
+		s.view.loggedIn("app", time.Now())
+		if thread != 0 {
+			s.nodes.plant(&backend.Conn{Conn: mysql.NewConn(&memConn{}, 0, 0), Handshake: &mysql.Handshake{ConnectionID: thread}})
+		}
 		s.nodes.publish()
 		p.mu.Lock()
 		p.byID[s.id] = s
@@ -696,7 +700,7 @@ func TestProxyKillSession(t *testing.T) {
 	d.answer = okPacket
 
 	victim := target(42)
-	got, failed, err := p.killSession(victim.id, false, by)
+	got, failed, err := p.killSession(victim.id, false, by, "app")
 	if err != nil || got != victim || failed != -1 {
 		t.Fatalf("KILL: %v, %v, %d", got, err, failed)
 	}
@@ -714,7 +718,7 @@ func TestProxyKillSession(t *testing.T) {
 	own := d.conns[1]
 	own.load(okPacket)
 	busy := target(43)
-	if _, _, err := p.killSession(busy.id, true, by); err != nil {
+	if _, _, err := p.killSession(busy.id, true, by, "app"); err != nil {
 		t.Fatal(err)
 	}
 	if want := packets(0, append([]byte{mysql.ComQuery}, "KILL QUERY 43"...)); len(d.conns) != 2 || !bytes.Equal(own.out, want) || own.closed {
@@ -724,14 +728,33 @@ func TestProxyKillSession(t *testing.T) {
 		t.Fatal("KILL QUERY ended the session")
 	}
 
-	// The node refuses: the error is its own, the session is not closed.
+	// Another user: the node decides, and refuses (no CONNECTION ADMIN): the client reads the
+	// refusal with the sluice id it named (43 is the node's thread), the session is not closed.
 	own.load(packets(1, mysql.AppendERR(nil, mysql.NewError(1095, "HY000", "You are not owner of thread 43"))))
 	var se *mysql.SQLError
-	if _, _, err := p.killSession(busy.id, false, by); !errors.As(err, &se) || se.Code != 1095 || busy.life.killed() {
+	want := fmt.Sprintf("You are not owner of thread %d", busy.id)
+	if _, _, err := p.killSession(busy.id, false, by, "ops"); !errors.As(err, &se) || se.Code != 1095 || se.Message != want || busy.life.killed() {
 		t.Fatalf("a refused KILL: %v, killed %v", err, busy.life.killed())
 	}
 
-	if got, _, err := p.killSession(9999, false, by); got != nil || !errors.As(err, &se) || se.Code != mysql.ErrNoSuchThread {
+	if got, _, err := p.killSession(9999, false, by, "app"); got != nil || !errors.As(err, &se) || se.Code != mysql.ErrNoSuchThread {
 		t.Fatalf("KILL of an unknown id: %v, %v", got, err)
+	}
+
+	// A session without a node thread (its node down): its own user kills it; another user
+	// cannot be asked about on a node, and is refused.
+	idle := target(0)
+	if _, _, err := p.killSession(idle.id, false, by, "ops"); !errors.As(err, &se) || se.Code != 1095 || idle.life.killed() {
+		t.Fatalf("another user's KILL of a session without threads: %v, killed %v", err, idle.life.killed())
+	}
+	if _, _, err := p.killSession(idle.id, false, by, "app"); err != nil || !idle.life.killed() {
+		t.Fatalf("its own user's KILL of a session without threads: %v, killed %v", err, idle.life.killed())
+	}
+	// A session still logging in is no thread yet.
+	p.mu.Lock()
+	p.byID[idle.id] = p.newSession(p.endpoints["rw"], &memConn{})
+	p.mu.Unlock()
+	if _, _, err := p.killSession(idle.id, false, by, "app"); !errors.As(err, &se) || se.Code != mysql.ErrNoSuchThread {
+		t.Fatalf("KILL of a session logging in: %v", err)
 	}
 }
