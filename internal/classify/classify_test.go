@@ -1043,6 +1043,8 @@ func TestIsProxyInternal(t *testing.T) {
 		{"SLUICE", true, ProxyUnknown},
 		{"sluice;", true, ProxyUnknown},
 		{"SLUICE SHOW NODES; SELECT 1", true, ProxyUnknown},
+		{"sluice: BEGIN NOT ATOMIC SELECT 1; END", false, ProxyNone},
+		{"SLUICE : BEGIN NOT ATOMIC SELECT 1; END sluice", false, ProxyNone},
 		{"SLUICEX SHOW NODES", false, ProxyNone},
 		{"SLUICE_SHOW NODES", false, ProxyNone},
 		{"SELECT sluice FROM t", false, ProxyNone},

@@ -158,6 +158,9 @@ func IsProxyInternal(stmt []byte) (cmd ProxyCommand, ok bool) {
 	if !eqFold(stmt[w:i], "SLUICE") {
 		return ProxyNone, false
 	}
+	if j := skipSpace(stmt, i); j < len(stmt) && stmt[j] == ':' {
+		return ProxyNone, false // sluice: BEGIN NOT ATOMIC …: MariaDB's labelled block
+	}
 	return proxyCommand(stmt, i), true
 }
 
