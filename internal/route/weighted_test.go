@@ -254,3 +254,43 @@ func TestWeightedStaleCycleGivenUp(t *testing.T) {
 		t.Fatalf("the new setting has no cycle after %d picks (%d kept)", 5*staleAfter, len(*w.cycles.Load()))
 	}
 }
+
+// TestWeightedManySettingsConcurrent: sessions picking from more settings than are kept, and
+// from settings that come and go, at once (run it under -race): every setting's picks stay
+// among its candidates and the picks share out evenly.
+func TestWeightedManySettingsConcurrent(t *testing.T) {
+	settings := manySettings()
+	weights := []int{100, 100}
+	w := NewWeighted()
+	var mu sync.Mutex
+	counts := map[int]int{}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			local := map[int]int{}
+			for i := range 20000 {
+				c := settings[(i+g)%len(settings)]
+				if i%1000 == 999 {
+					c = []int{5 + i%3, 8} // a setting met once
+				}
+				n := w.Pick(nil, c, weights)
+				if n != c[0] && n != c[1] {
+					t.Errorf("picked %d from %v", n, c)
+					return
+				}
+				local[n]++
+			}
+			mu.Lock()
+			for k, v := range local {
+				counts[k] += v
+			}
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	for n := range 5 {
+		if counts[n] < 15000 || counts[n] > 17000 {
+			t.Fatalf("picks by node %v, want about 16000 each of nodes 0 to 4", counts)
+		}
+	}
+}
