@@ -51,7 +51,8 @@ Commands:
   kill ID                       close a client session
   reload                        read the configuration file again and apply what changed
 
---admin defaults to the admin.listen of --config's file, else http://127.0.0.1:6080; --token to
+--admin defaults to the admin.listen of --config's file (of which only admin and tls.cert are
+read, so the application's secrets need not be set), else http://127.0.0.1:6080; --token to
 the environment's SLUICE_ADMIN_TOKEN, else --config's admin.token. An https URL's certificate
 is checked against --ca, else --config's tls.cert, else the system's (--insecure: not checked). Exit status: 0 done, 1 the
 API refused or could not be reached, 2 bad usage.
@@ -92,21 +93,23 @@ func runCtl(args []string, stdout, stderr io.Writer) int {
 		client: &http.Client{Timeout: 30 * time.Second}}
 	fileToken, trust := "", *caFile
 	if *cfgPath != "" {
-		cfg, err := config.Load(*cfgPath)
+		// Only the admin section and tls.cert: ctl must work without the proxy's secrets
+		// (users' ${NAME} passwords) and while the rest of the file is being edited.
+		acc, err := config.LoadAdminAccess(*cfgPath)
 		if err != nil {
 			fmt.Fprintln(stderr, err)
 			return 1
 		}
-		if c.base == "" && cfg.Admin.Listen != "" {
+		if c.base == "" && acc.Admin.Listen != "" {
 			scheme := "http"
-			if cfg.Admin.TLS {
+			if acc.Admin.TLS {
 				scheme = "https"
 			}
-			c.base = scheme + "://" + dialable(cfg.Admin.Listen)
+			c.base = scheme + "://" + dialable(acc.Admin.Listen)
 		}
-		fileToken = cfg.Admin.Token
+		fileToken = acc.Admin.Token
 		if trust == "" {
-			trust = cfg.TLS.Cert // the certificate the admin listener serves
+			trust = acc.Cert // the certificate the admin listener serves
 		}
 	}
 	if c.base == "" {
