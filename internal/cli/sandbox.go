@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -139,8 +141,41 @@ func (f *sandboxFlags) needDir(dir string) bool {
 // carries) and returns exit code 1.
 func fail(stderr io.Writer, sub string, err error) int {
 	msg := strings.TrimPrefix(err.Error(), "sandbox: ")
-	fmt.Fprintf(stderr, "sluice sandbox %s: %s\n", sub, msg)
+	if sub != "" {
+		sub = " " + sub // "sluice sandbox up: ...", but "sluice sandbox: ..." without one
+	}
+	fmt.Fprintf(stderr, "sluice sandbox%s: %s\n", sub, msg)
 	return 1
+}
+
+// portFlags names, by sandbox.PortUse, the flags of a command that choose the cluster's ports.
+type portFlags [4]string
+
+var (
+	runPortFlags = portFlags{sandbox.PortNode: "--base-port", sandbox.PortRW: "--rw", sandbox.PortRO: "--ro", sandbox.PortAdmin: "--admin-port"}
+	upPortFlags  = portFlags{sandbox.PortNode: "--base-port", sandbox.PortRW: "--rw-port", sandbox.PortRO: "--ro-port", sandbox.PortAdmin: "--admin-port"}
+)
+
+// explainPorts words Up's ports-in-use error with the flags that choose those ports; other
+// errors are returned as they are.
+func explainPorts(err error, flags portFlags) error {
+	var inUse *sandbox.PortsInUseError
+	if !errors.As(err, &inUse) {
+		return err
+	}
+	var ports, names []string
+	for _, b := range inUse.Busy {
+		ports = append(ports, b.String())
+		if f := flags[b.Use]; !slices.Contains(names, f) {
+			names = append(names, f)
+		}
+	}
+	if len(ports) == 1 {
+		return fmt.Errorf("port %s is already in use on 127.0.0.1: stop what uses it, or choose another with %s (0 = a free port)",
+			ports[0], names[0])
+	}
+	return fmt.Errorf("ports %s are already in use on 127.0.0.1: stop what uses them, or choose others with %s (0 = free ports)",
+		strings.Join(ports, ", "), strings.Join(names, ", "))
 }
 
 // signalContext is cancelled by SIGINT or SIGTERM: an interrupted Up then cleans up after itself.
@@ -242,7 +277,7 @@ func runClusterAndProxy(o sandbox.Options, stdout, stderr io.Writer) int {
 	defer stop()
 	c, err := sandbox.Up(ctx, o)
 	if err != nil {
-		return fail(stderr, "", err)
+		return fail(stderr, "", explainPorts(err, runPortFlags))
 	}
 	defer func() {
 		fmt.Fprintln(stderr, "sluice sandbox: stopping the cluster")
@@ -348,7 +383,7 @@ func sandboxUp(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	c, err := sandbox.Up(ctx, cf.options(*dir, *rw, *ro, stderr))
 	if err != nil {
-		return fail(stderr, "up", err)
+		return fail(stderr, "up", explainPorts(err, upPortFlags))
 	}
 	fmt.Fprintf(stdout, "sluice sandbox: %s %s up in %s\n", c.Flavor, c.Version, c.Dir)
 	printNodes(stdout, c)
