@@ -287,7 +287,7 @@ func runClusterAndProxy(o sandbox.Options, stdout, stderr io.Writer) int {
 			fail(stderr, "", err)
 		}
 	}()
-	ready := func() { printConnectInfo(stdout, c) }
+	ready := func() { printConnectInfo(stdout, c, selfCommand()) }
 	if err := runProxy(ctx, filepath.Join(dir, sandbox.ConfigFile), stderr, ready); err != nil {
 		return fail(stderr, "", err)
 	}
@@ -330,7 +330,9 @@ func hostPort(addr string) (string, string) {
 	return h, p
 }
 
-func printConnectInfo(w io.Writer, c *sandbox.Cluster) {
+// printConnectInfo is sluice sandbox's banner once the proxy serves; self is how its commands
+// call sluice (selfCommand).
+func printConnectInfo(w io.Writer, c *sandbox.Cluster, self string) {
 	cli := clientName(c)
 	fmt.Fprintf(w, "\nsluice sandbox: %s %s, %d replica(s), in %s (removed on exit)\n", c.Flavor, c.Version, len(c.Replicas()), c.Dir)
 	printNodes(w, c)
@@ -341,10 +343,53 @@ func printConnectInfo(w io.Writer, c *sandbox.Cluster) {
 	fmt.Fprintf(w, "  read-only:   %s -h%s -P%s -u%s -p%s\n", cli, roh, rop, sandbox.AppUser, sandbox.AppPassword)
 	fmt.Fprintln(w, consistencyLine)
 	if c.Admin != "" {
-		fmt.Fprintf(w, "Admin API:     http://%s (sluice ctl --admin %s status)\n", c.Admin, c.Admin)
+		fmt.Fprintf(w, "Admin API:     http://%s (%s ctl --admin %s status)\n", c.Admin, self, c.Admin)
 	}
-	fmt.Fprintf(w, "\nFrom another terminal: sluice sandbox status --dir %s (also stop|start|pause|resume|lag)\n", c.Dir)
+	fmt.Fprintf(w, "\nFrom another terminal: %s sandbox status --dir %s (also stop|start|pause|resume|lag)\n", self, c.Dir)
 	fmt.Fprintf(w, "Press Ctrl-C to stop.\n")
+}
+
+// printUpInfo is sluice sandbox up's report of the cluster it left running; self is how its
+// commands call sluice (selfCommand).
+func printUpInfo(w io.Writer, c *sandbox.Cluster, self string) {
+	fmt.Fprintf(w, "sluice sandbox: %s %s up in %s\n", c.Flavor, c.Version, c.Dir)
+	printNodes(w, c)
+	cfgPath := filepath.Join(c.Dir, sandbox.ConfigFile)
+	fmt.Fprintf(w, "\nProxy endpoints in %s: rw %s, ro %s\n", cfgPath, c.RW, c.RO)
+	fmt.Fprintf(w, "  run the proxy:   %s serve --config %s\n", self, cfgPath)
+	fmt.Fprintln(w, "  "+consistencyLine)
+	if c.Admin != "" {
+		fmt.Fprintf(w, "  admin API:       http://%s (%s ctl --config %s status)\n", c.Admin, self, cfgPath)
+	}
+	h, p := hostPort(c.Primary().Address)
+	fmt.Fprintf(w, "  primary direct:  %s -h%s -P%s -u%s -p%s\n", clientName(c), h, p, sandbox.AppUser, sandbox.AppPassword)
+	fmt.Fprintf(w, "  stop it all:     %s sandbox down --dir %s\n", self, c.Dir)
+}
+
+// selfCommand is how the commands the sandbox suggests call sluice: the running executable's
+// full path, since it is often not on PATH (scripts/sandbox.sh builds it into .cache/bin).
+func selfCommand() string {
+	p, err := os.Executable()
+	return commandFor(p, err)
+}
+
+// commandFor is selfCommand for the executable path p (or os.Executable's error): "sluice"
+// when p is unknown or a `go run` (or go test) build's, which is removed when it exits; else p,
+// quoted for a POSIX shell when it needs to be.
+func commandFor(p string, err error) string {
+	if err != nil || p == "" || strings.Contains(p, string(filepath.Separator)+"go-build") {
+		return "sluice"
+	}
+	return shellQuote(p)
+}
+
+// shellQuote returns s as one word of a POSIX shell: as it is when nothing in it is special,
+// else in single quotes.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./+:@%,=") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // consistencyLine says what the sandbox's endpoints promise a read (sluice.yaml's consistency).
@@ -385,18 +430,7 @@ func sandboxUp(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "up", explainPorts(err, upPortFlags))
 	}
-	fmt.Fprintf(stdout, "sluice sandbox: %s %s up in %s\n", c.Flavor, c.Version, c.Dir)
-	printNodes(stdout, c)
-	cfgPath := filepath.Join(c.Dir, sandbox.ConfigFile)
-	fmt.Fprintf(stdout, "\nProxy endpoints in %s: rw %s, ro %s\n", cfgPath, c.RW, c.RO)
-	fmt.Fprintf(stdout, "  run the proxy:   sluice serve --config %s\n", cfgPath)
-	fmt.Fprintln(stdout, "  "+consistencyLine)
-	if c.Admin != "" {
-		fmt.Fprintf(stdout, "  admin API:       http://%s (sluice ctl --config %s status)\n", c.Admin, cfgPath)
-	}
-	h, p := hostPort(c.Primary().Address)
-	fmt.Fprintf(stdout, "  primary direct:  %s -h%s -P%s -u%s -p%s\n", clientName(c), h, p, sandbox.AppUser, sandbox.AppPassword)
-	fmt.Fprintf(stdout, "  stop it all:     sluice sandbox down --dir %s\n", c.Dir)
+	printUpInfo(stdout, c, selfCommand())
 	return 0
 }
 
