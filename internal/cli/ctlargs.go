@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -201,7 +202,7 @@ func parseCtl(args []string) (*ctlLine, error) {
 		return l, nil
 	}
 	for _, name := range ownSet {
-		if !strings.Contains(" "+strings.Join(l.cmd.flags, " ")+" ", " "+name+" ") {
+		if !slices.Contains(l.cmd.flags, name) {
 			return l, usagef("%s takes no flag -%s", l.cmd.name, name)
 		}
 	}
@@ -295,7 +296,7 @@ func flagArg(f *flag.Flag) string {
 func printFlags(w io.Writer, fs *flag.FlagSet, names []string) {
 	out := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
 	fs.VisitAll(func(f *flag.Flag) {
-		if names == nil || strings.Contains(" "+strings.Join(names, " ")+" ", " "+f.Name+" ") {
+		if names == nil || slices.Contains(names, f.Name) {
 			out.Var(f.Value, f.Name, f.Usage)
 		}
 	})
