@@ -459,7 +459,10 @@ func findEndpoint(es []Endpoint, name string) (Endpoint, bool) {
 // readJSON decodes r's body, a JSON object of at most maxBody bytes, into v.
 func readJSON(r *http.Request, v any) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		return Errorf(NotJSON, "", "the body must be JSON (Content-Type: application/json), not %s", ct)
+		// The refusal stays (a cross-site HTML form can send only a form's or text's type, and
+		// so cannot change settings); the message says what to add, curl's -d sending a form's.
+		return Errorf(NotJSON, "", "the body must be declared JSON: add the header Content-Type: application/json "+
+			"(curl: -H 'Content-Type: application/json'); %s is refused, as a web page's form could send it", ct)
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	if err != nil {

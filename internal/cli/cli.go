@@ -8,7 +8,8 @@ import (
 	"io"
 )
 
-// Version is set at build time with -ldflags "-X github.com/sluicedb/sluice/internal/cli.Version=...".
+// Version is set at build time with -ldflags "-X github.com/sluicedb/sluice/internal/cli.Version=...";
+// without it, sluice reports what Go recorded of the build (see formatVersion).
 var Version = "dev"
 
 const usage = `sluice: a read/write-splitting proxy for MySQL and MariaDB
@@ -37,7 +38,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	case "ctl":
 		return runCtl(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
-		fmt.Fprintf(stdout, "sluice %s\n", Version)
+		fmt.Fprintf(stdout, "sluice %s\n", version())
 		return 0
 	case "help", "-h", "--help":
 		if len(args) > 1 {

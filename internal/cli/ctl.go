@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -25,40 +24,6 @@ import (
 	"github.com/sluicedb/sluice/internal/config"
 )
 
-const ctlUsage = `Usage: sluice ctl [--admin URL] [--token TOKEN] [--config FILE] [-o table|json] COMMAND [ARGS]
-
-Talks to a running sluice's admin API (admin.listen in its configuration).
-
-Commands:
-  status                        nodes and endpoints, as the monitor and the endpoints see them now
-  endpoint NAME                 one endpoint's settings and figures
-  endpoint NAME KEY=VALUE...    change settings while it serves: read_weights=primary:0,replica1:100
-                                balance=weighted, consistency=session, consistency_timeout=20ms,
-                                max_replica_lag=5s, transaction_split=true, max_connections=500,
-                                nearest_zone=true, connections_from=nodes, multi_statements=strict,
-                                mode=read-only (new connections), allow=10.0.0.0/8,192.168.1.5;
-                                KEY=default puts the default back
-  create-endpoint NAME listen=ADDR [KEY=VALUE...]
-                                a new endpoint, listening at once (settings as in the file)
-  delete-endpoint NAME          stop it accepting; its sessions finish within timeouts.shutdown
-  create-node NAME address=HOST:PORT [zone=Z] [read_weights=ENDPOINT:WEIGHT,...]
-                                add a replica: watched at once, reads once it is seen answering
-  delete-node NAME              remove a drained node
-  drain NODE [--timeout D]      take a replica out of service: no new reads at once, sessions leave
-                                at their next statement boundary, what is left is closed after D (30s)
-  undrain NODE                  put it back in service
-  sessions                      client sessions: user, client, endpoint, nodes, transaction, age
-  kill ID                       close a client session
-  reload                        read the configuration file again and apply what changed
-
---admin defaults to the admin.listen of --config's file, else http://127.0.0.1:6080; --token to
-the environment's SLUICE_ADMIN_TOKEN, else --config's admin.token. An https URL's certificate
-is checked against --ca, else --config's tls.cert, else the system's (--insecure: not checked). Exit status: 0 done, 1 the
-API refused or could not be reached, 2 bad usage.
-
-Flags:
-`
-
 // ctl is one invocation of sluice ctl.
 type ctl struct {
 	base, token string
@@ -69,44 +34,38 @@ type ctl struct {
 }
 
 func runCtl(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("sluice ctl", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	adminURL := fs.String("admin", "", "the admin API's URL")
-	token := fs.String("token", "", "the admin token")
-	caFile := fs.String("ca", "", "PEM certificate(s) to trust for an https admin URL (default: --config's tls.cert, else the system's)")
-	insecure := fs.Bool("insecure", false, "do not verify an https admin URL's certificate")
-	cfgPath := fs.String("config", "", "a configuration file to take the address and token from")
-	output := fs.String("o", "table", "output: table or json")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), ctlUsage)
-		fs.PrintDefaults()
-	}
-	if code, ok := parseFlags(fs, args, stdout); !ok {
-		return code
-	}
-	if *output != "table" && *output != "json" {
-		fmt.Fprintf(stderr, "sluice ctl: -o %q: want table or json\n", *output)
+	l, err := parseCtl(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice ctl: %v\n\n", err)
+		l.usage(stderr)
 		return 2
 	}
-	c := &ctl{base: *adminURL, token: *token, json: *output == "json", stdout: stdout,
+	if l.help {
+		l.usage(stdout)
+		return 0
+	}
+	f := &l.flags
+	c := &ctl{base: f.admin, token: f.token, json: f.output == "json", stdout: stdout,
 		client: &http.Client{Timeout: 30 * time.Second}}
-	fileToken, trust := "", *caFile
-	if *cfgPath != "" {
-		cfg, err := config.Load(*cfgPath)
+	fileToken, trust := "", f.ca
+	if f.config != "" {
+		// Only the admin section and tls.cert: ctl must work without the proxy's secrets
+		// (users' ${NAME} passwords) and while the rest of the file is being edited.
+		acc, err := config.LoadAdminAccess(f.config)
 		if err != nil {
 			fmt.Fprintln(stderr, err)
 			return 1
 		}
-		if c.base == "" && cfg.Admin.Listen != "" {
+		if c.base == "" && acc.Admin.Listen != "" {
 			scheme := "http"
-			if cfg.Admin.TLS {
+			if acc.Admin.TLS {
 				scheme = "https"
 			}
-			c.base = scheme + "://" + dialable(cfg.Admin.Listen)
+			c.base = scheme + "://" + dialable(acc.Admin.Listen)
 		}
-		fileToken = cfg.Admin.Token
+		fileToken = acc.Admin.Token
 		if trust == "" {
-			trust = cfg.TLS.Cert // the certificate the admin listener serves
+			trust = acc.Cert // the certificate the admin listener serves
 		}
 	}
 	if c.base == "" {
@@ -124,8 +83,8 @@ func runCtl(args []string, stdout, stderr io.Writer) int {
 		c.token = fileToken
 	}
 	if strings.HasPrefix(c.base, "https://") {
-		tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: *insecure}
-		if trust != "" && !*insecure {
+		tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: f.insecure}
+		if trust != "" && !f.insecure {
 			pem, err := os.ReadFile(trust)
 			if err != nil {
 				fmt.Fprintf(stderr, "sluice ctl: %v\n", err)
@@ -144,46 +103,26 @@ func runCtl(args []string, stdout, stderr io.Writer) int {
 			c.colour = true
 		}
 	}
-	rest := fs.Args()
-	if len(rest) == 0 {
-		fmt.Fprint(stderr, "sluice ctl: a command is needed\n\n")
-		fs.Usage()
-		return 2
+	if err := l.cmd.run(c, l.args, f); err != nil {
+		fmt.Fprintf(stderr, "sluice ctl: %v\n", err)
+		if _, ok := err.(*usageError); ok {
+			return 2
+		}
+		return 1
 	}
-	var err error
-	switch cmd, args := rest[0], rest[1:]; {
-	case cmd == "status" && len(args) == 0:
-		err = c.status()
-	case cmd == "endpoint" && len(args) == 1:
-		err = c.endpoint(args[0])
-	case cmd == "endpoint" && len(args) > 1:
-		patch, perr := parseSettings(args[1:])
-		if perr != nil {
-			fmt.Fprintf(stderr, "sluice ctl: %v\n", perr)
-			return 2
-		}
-		err = c.patch(args[0], patch)
-	case cmd == "drain" && (len(args) == 1 || (len(args) == 3 && (args[1] == "--timeout" || args[1] == "-timeout"))):
-		var body any
-		if len(args) == 3 {
-			body = map[string]string{"timeout": args[2]}
-		}
-		var n admin.Node
-		err = c.do("POST", "/v1/nodes/"+url.PathEscape(args[0])+"/drain", body, &n, func(any) {
-			fmt.Fprintf(stdout, "%s: %s (%d connections from sluice)\n", n.Name, n.State, n.Connections)
-		})
-	case cmd == "undrain" && len(args) == 1:
-		var n admin.Node
-		err = c.do("POST", "/v1/nodes/"+url.PathEscape(args[0])+"/undrain", nil, &n, func(any) { fmt.Fprintf(stdout, "%s: %s\n", n.Name, n.State) })
-	case (cmd == "create-endpoint" || cmd == "create-node") && len(args) >= 2:
-		body, perr := parseSettings(args[1:])
-		if perr != nil {
-			fmt.Fprintf(stderr, "sluice ctl: %v\n", perr)
-			return 2
+	return 0
+}
+
+// createRun is the run of create-endpoint and create-node: a POST to /v1/KIND.
+func createRun(kind string) func(c *ctl, args []string, _ *ctlFlags) error {
+	return func(c *ctl, args []string, _ *ctlFlags) error {
+		body, err := parseSettings(args[1:])
+		if err != nil {
+			return &usageError{err.Error()}
 		}
 		body["name"] = args[0]
 		var ch admin.Change
-		err = c.do("POST", "/v1/"+strings.TrimPrefix(cmd, "create-")+"s", body, &ch, func(any) {
+		return c.do("POST", "/v1/"+kind, body, &ch, func(any) {
 			c.printChange(ch)
 			if ch.Endpoint != nil {
 				fmt.Fprintln(c.stdout)
@@ -193,31 +132,15 @@ func runCtl(args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintf(c.stdout, "%s: %s at %s\n", ch.Node.Name, ch.Node.State, ch.Node.Address)
 			}
 		})
-	case (cmd == "delete-endpoint" || cmd == "delete-node") && len(args) == 1:
-		var ch admin.Change
-		err = c.do("DELETE", "/v1/"+strings.TrimPrefix(cmd, "delete-")+"s/"+url.PathEscape(args[0]), nil, &ch, func(any) { c.printChange(ch) })
-	case cmd == "sessions" && len(args) == 0:
-		err = c.sessions()
-	case cmd == "kill" && len(args) == 1:
-		id, perr := strconv.ParseUint(args[0], 10, 32)
-		if perr != nil {
-			fmt.Fprintf(stderr, "sluice ctl: kill %q: want a session id (a number)\n", args[0])
-			return 2
-		}
-		err = c.do("DELETE", "/v1/sessions/"+strconv.FormatUint(id, 10), nil, nil, func(any) { fmt.Fprintf(stdout, "session %d killed\n", id) })
-	case cmd == "reload" && len(args) == 0:
-		var ch admin.Change
-		err = c.do("POST", "/v1/reload", nil, &ch, func(any) { c.printChange(ch) })
-	default:
-		fmt.Fprintf(stderr, "sluice ctl: unknown command or wrong arguments: %s\n\n", strings.Join(rest, " "))
-		fs.Usage()
-		return 2
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "sluice ctl: %v\n", err)
-		return 1
+}
+
+// deleteRun is the run of delete-endpoint and delete-node: a DELETE of /v1/KIND/NAME.
+func deleteRun(kind string) func(c *ctl, args []string, _ *ctlFlags) error {
+	return func(c *ctl, args []string, _ *ctlFlags) error {
+		var ch admin.Change
+		return c.do("DELETE", "/v1/"+kind+"/"+url.PathEscape(args[0]), nil, &ch, func(any) { c.printChange(ch) })
 	}
-	return 0
 }
 
 // dialable turns a listen address into one to connect to: an empty or unspecified host is

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -139,8 +141,41 @@ func (f *sandboxFlags) needDir(dir string) bool {
 // carries) and returns exit code 1.
 func fail(stderr io.Writer, sub string, err error) int {
 	msg := strings.TrimPrefix(err.Error(), "sandbox: ")
-	fmt.Fprintf(stderr, "sluice sandbox %s: %s\n", sub, msg)
+	if sub != "" {
+		sub = " " + sub // "sluice sandbox up: ...", but "sluice sandbox: ..." without one
+	}
+	fmt.Fprintf(stderr, "sluice sandbox%s: %s\n", sub, msg)
 	return 1
+}
+
+// portFlags names, by sandbox.PortUse, the flags of a command that choose the cluster's ports.
+type portFlags [4]string
+
+var (
+	runPortFlags = portFlags{sandbox.PortNode: "--base-port", sandbox.PortRW: "--rw", sandbox.PortRO: "--ro", sandbox.PortAdmin: "--admin-port"}
+	upPortFlags  = portFlags{sandbox.PortNode: "--base-port", sandbox.PortRW: "--rw-port", sandbox.PortRO: "--ro-port", sandbox.PortAdmin: "--admin-port"}
+)
+
+// explainPorts words Up's ports-in-use error with the flags that choose those ports; other
+// errors are returned as they are.
+func explainPorts(err error, flags portFlags) error {
+	var inUse *sandbox.PortsInUseError
+	if !errors.As(err, &inUse) {
+		return err
+	}
+	var ports, names []string
+	for _, b := range inUse.Busy {
+		ports = append(ports, b.String())
+		if f := flags[b.Use]; !slices.Contains(names, f) {
+			names = append(names, f)
+		}
+	}
+	if len(ports) == 1 {
+		return fmt.Errorf("port %s is already in use on 127.0.0.1: stop what uses it, or choose another with %s (0 = a free port)",
+			ports[0], names[0])
+	}
+	return fmt.Errorf("ports %s are already in use on 127.0.0.1: stop what uses them, or choose others with %s (0 = free ports)",
+		strings.Join(ports, ", "), strings.Join(names, ", "))
 }
 
 // signalContext is cancelled by SIGINT or SIGTERM: an interrupted Up then cleans up after itself.
@@ -242,7 +277,7 @@ func runClusterAndProxy(o sandbox.Options, stdout, stderr io.Writer) int {
 	defer stop()
 	c, err := sandbox.Up(ctx, o)
 	if err != nil {
-		return fail(stderr, "", err)
+		return fail(stderr, "", explainPorts(err, runPortFlags))
 	}
 	defer func() {
 		fmt.Fprintln(stderr, "sluice sandbox: stopping the cluster")
@@ -252,7 +287,7 @@ func runClusterAndProxy(o sandbox.Options, stdout, stderr io.Writer) int {
 			fail(stderr, "", err)
 		}
 	}()
-	ready := func() { printConnectInfo(stdout, c) }
+	ready := func() { printConnectInfo(stdout, c, selfCommand()) }
 	if err := runProxy(ctx, filepath.Join(dir, sandbox.ConfigFile), stderr, ready); err != nil {
 		return fail(stderr, "", err)
 	}
@@ -295,7 +330,9 @@ func hostPort(addr string) (string, string) {
 	return h, p
 }
 
-func printConnectInfo(w io.Writer, c *sandbox.Cluster) {
+// printConnectInfo is sluice sandbox's banner once the proxy serves; self is how its commands
+// call sluice (selfCommand).
+func printConnectInfo(w io.Writer, c *sandbox.Cluster, self string) {
 	cli := clientName(c)
 	fmt.Fprintf(w, "\nsluice sandbox: %s %s, %d replica(s), in %s (removed on exit)\n", c.Flavor, c.Version, len(c.Replicas()), c.Dir)
 	printNodes(w, c)
@@ -306,10 +343,53 @@ func printConnectInfo(w io.Writer, c *sandbox.Cluster) {
 	fmt.Fprintf(w, "  read-only:   %s -h%s -P%s -u%s -p%s\n", cli, roh, rop, sandbox.AppUser, sandbox.AppPassword)
 	fmt.Fprintln(w, consistencyLine)
 	if c.Admin != "" {
-		fmt.Fprintf(w, "Admin API:     http://%s (sluice ctl --admin %s status)\n", c.Admin, c.Admin)
+		fmt.Fprintf(w, "Admin API:     http://%s (%s ctl --admin %s status)\n", c.Admin, self, c.Admin)
 	}
-	fmt.Fprintf(w, "\nFrom another terminal: sluice sandbox status --dir %s (also stop|start|pause|resume|lag)\n", c.Dir)
+	fmt.Fprintf(w, "\nFrom another terminal: %s sandbox status --dir %s (also stop|start|pause|resume|lag)\n", self, c.Dir)
 	fmt.Fprintf(w, "Press Ctrl-C to stop.\n")
+}
+
+// printUpInfo is sluice sandbox up's report of the cluster it left running; self is how its
+// commands call sluice (selfCommand).
+func printUpInfo(w io.Writer, c *sandbox.Cluster, self string) {
+	fmt.Fprintf(w, "sluice sandbox: %s %s up in %s\n", c.Flavor, c.Version, c.Dir)
+	printNodes(w, c)
+	cfgPath := filepath.Join(c.Dir, sandbox.ConfigFile)
+	fmt.Fprintf(w, "\nProxy endpoints in %s: rw %s, ro %s\n", cfgPath, c.RW, c.RO)
+	fmt.Fprintf(w, "  run the proxy:   %s serve --config %s\n", self, cfgPath)
+	fmt.Fprintln(w, "  "+consistencyLine)
+	if c.Admin != "" {
+		fmt.Fprintf(w, "  admin API:       http://%s (%s ctl --config %s status)\n", c.Admin, self, cfgPath)
+	}
+	h, p := hostPort(c.Primary().Address)
+	fmt.Fprintf(w, "  primary direct:  %s -h%s -P%s -u%s -p%s\n", clientName(c), h, p, sandbox.AppUser, sandbox.AppPassword)
+	fmt.Fprintf(w, "  stop it all:     %s sandbox down --dir %s\n", self, c.Dir)
+}
+
+// selfCommand is how the commands the sandbox suggests call sluice: the running executable's
+// full path, since it is often not on PATH (scripts/sandbox.sh builds it into .cache/bin).
+func selfCommand() string {
+	p, err := os.Executable()
+	return commandFor(p, err)
+}
+
+// commandFor is selfCommand for the executable path p (or os.Executable's error): "sluice"
+// when p is unknown or a `go run` (or go test) build's, which is removed when it exits; else p,
+// quoted for a POSIX shell when it needs to be.
+func commandFor(p string, err error) string {
+	if err != nil || p == "" || strings.Contains(p, string(filepath.Separator)+"go-build") {
+		return "sluice"
+	}
+	return shellQuote(p)
+}
+
+// shellQuote returns s as one word of a POSIX shell: as it is when nothing in it is special,
+// else in single quotes.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./+:@%,=") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // consistencyLine says what the sandbox's endpoints promise a read (sluice.yaml's consistency).
@@ -348,20 +428,9 @@ func sandboxUp(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	c, err := sandbox.Up(ctx, cf.options(*dir, *rw, *ro, stderr))
 	if err != nil {
-		return fail(stderr, "up", err)
+		return fail(stderr, "up", explainPorts(err, upPortFlags))
 	}
-	fmt.Fprintf(stdout, "sluice sandbox: %s %s up in %s\n", c.Flavor, c.Version, c.Dir)
-	printNodes(stdout, c)
-	cfgPath := filepath.Join(c.Dir, sandbox.ConfigFile)
-	fmt.Fprintf(stdout, "\nProxy endpoints in %s: rw %s, ro %s\n", cfgPath, c.RW, c.RO)
-	fmt.Fprintf(stdout, "  run the proxy:   sluice serve --config %s\n", cfgPath)
-	fmt.Fprintln(stdout, "  "+consistencyLine)
-	if c.Admin != "" {
-		fmt.Fprintf(stdout, "  admin API:       http://%s (sluice ctl --config %s status)\n", c.Admin, cfgPath)
-	}
-	h, p := hostPort(c.Primary().Address)
-	fmt.Fprintf(stdout, "  primary direct:  %s -h%s -P%s -u%s -p%s\n", clientName(c), h, p, sandbox.AppUser, sandbox.AppPassword)
-	fmt.Fprintf(stdout, "  stop it all:     sluice sandbox down --dir %s\n", c.Dir)
+	printUpInfo(stdout, c, selfCommand())
 	return 0
 }
 

@@ -69,13 +69,13 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	if cfg.Threads > 0 && os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(cfg.Threads)
 	}
-	logger.Info("sluice starting", "version", Version, "threads", runtime.GOMAXPROCS(0))
+	logger.Info("sluice starting", "version", version(), "threads", runtime.GOMAXPROCS(0))
 	a, err := app.New(cfg, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice serve: %v\n", err)
 		return 1
 	}
-	a.SetVersion(Version)
+	a.SetVersion(version())
 	stopProfiling, err := startProfiling(*cpuprofile, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice serve: %v\n", err)

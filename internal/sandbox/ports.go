@@ -87,20 +87,53 @@ func PortFree(port int) bool {
 	return true
 }
 
-// checkPortsFree fails with one error naming every port in use.
-func checkPortsFree(ports []int, what []string) error {
-	var busy []string
-	for i, p := range ports {
-		if !PortFree(p) {
-			busy = append(busy, fmt.Sprintf("%d (%s)", p, what[i]))
+// PortUse is what a cluster's port is for: a node, an endpoint of the proxy, its admin API.
+type PortUse uint8
+
+const (
+	PortNode  PortUse = iota // a node's (Options.BasePort + its index, or a free one)
+	PortRW                   // the rw endpoint's (Options.ProxyPorts[0])
+	PortRO                   // the ro endpoint's (Options.ProxyPorts[1])
+	PortAdmin                // the admin API's (Options.AdminPort)
+)
+
+// BusyPort is a port Up would use that something else holds.
+type BusyPort struct {
+	Port int
+	Use  PortUse
+	Name string // what for, in words: "primary", "replica1", "endpoint rw", "endpoint ro", "admin API"
+}
+
+func (b BusyPort) String() string { return fmt.Sprintf("%d (%s)", b.Port, b.Name) }
+
+// PortsInUseError is Up's error when ports it would use are held by something else: found
+// before anything is created or started, every one of them at once. A caller with its own
+// names for the ports (a command's flags) tells them by Use.
+type PortsInUseError struct {
+	Busy []BusyPort
+}
+
+func (e *PortsInUseError) Error() string {
+	list := make([]string, len(e.Busy))
+	for i, b := range e.Busy {
+		list[i] = b.String()
+	}
+	if len(list) == 1 {
+		return fmt.Sprintf("sandbox: port %s is already in use on 127.0.0.1; stop what uses it or choose another port", list[0])
+	}
+	return fmt.Sprintf("sandbox: ports %s are already in use on 127.0.0.1; stop what uses them or choose other ports", strings.Join(list, ", "))
+}
+
+// checkPortsFree fails with a *PortsInUseError naming every port of want in use.
+func checkPortsFree(want []BusyPort) error {
+	var busy []BusyPort
+	for _, p := range want {
+		if !PortFree(p.Port) {
+			busy = append(busy, p)
 		}
 	}
-	switch len(busy) {
-	case 0:
+	if len(busy) == 0 {
 		return nil
-	case 1:
-		return fmt.Errorf("sandbox: port %s is already in use on 127.0.0.1; stop what uses it or choose another base port", busy[0])
-	default:
-		return fmt.Errorf("sandbox: ports %s are already in use on 127.0.0.1; stop what uses them or choose another base port", strings.Join(busy, ", "))
 	}
+	return &PortsInUseError{Busy: busy}
 }

@@ -37,27 +37,35 @@ func Up(ctx context.Context, o Options) (_ *Cluster, err error) {
 	if err := o.normalize(); err != nil {
 		return nil, err
 	}
+	// Every port first, before looking for a server or creating anything: a port in use is
+	// the commonest reason a cluster cannot come up, and finding it after the nodes started
+	// (the admin API's, which only the proxy binds) wasted their start and their cleanup.
+	nodes := o.Replicas + 1
+	ports, proxy, err := choosePorts(o, nodes)
+	if err != nil {
+		return nil, err
+	}
+	admin := adminPort(o.AdminPort, ports, proxy)
+	want := make([]BusyPort, 0, nodes+3)
+	for i, p := range ports {
+		want = append(want, BusyPort{Port: p, Use: PortNode, Name: nodeName(i)})
+	}
+	want = append(want, BusyPort{Port: proxy[0], Use: PortRW, Name: "endpoint rw"}, BusyPort{Port: proxy[1], Use: PortRO, Name: "endpoint ro"})
+	if admin > 0 {
+		if slices.Contains(ports, admin) || slices.Contains(proxy[:], admin) {
+			return nil, fmt.Errorf("sandbox: admin port %d is also a node's or an endpoint's (nodes %v, endpoints %v)", admin, ports, proxy)
+		}
+		want = append(want, BusyPort{Port: admin, Use: PortAdmin, Name: "admin API"})
+	}
+	if err := checkPortsFree(want); err != nil {
+		return nil, err
+	}
 	fl, err := findFlavor()
 	if err != nil {
 		return nil, err
 	}
 	began := time.Now()
 	logf := func(format string, a ...any) { fmt.Fprintf(o.Log, "sandbox: "+format+"\n", a...) }
-
-	nodes := o.Replicas + 1
-	ports, proxy, err := choosePorts(o, nodes)
-	if err != nil {
-		return nil, err
-	}
-	what := make([]string, 0, nodes+2)
-	for i := range nodes {
-		what = append(what, nodeName(i))
-	}
-	all := append(append([]int(nil), ports...), proxy[0], proxy[1])
-	what = append(what, "proxy endpoint rw", "proxy endpoint ro")
-	if err := checkPortsFree(all, what); err != nil {
-		return nil, err
-	}
 	created, err := prepareDir(o.Dir)
 	if err != nil {
 		return nil, err
@@ -73,7 +81,7 @@ func Up(ctx context.Context, o Options) (_ *Cluster, err error) {
 			}
 		}
 	}()
-	c, err := u.layout(ports, proxy)
+	c, err := u.layout(ports, proxy, admin)
 	if err != nil {
 		return nil, err
 	}
@@ -169,35 +177,35 @@ func choosePorts(o Options, nodes int) (ports []int, proxy [2]int, err error) {
 	return ports, proxy, nil
 }
 
-// adminAddr is the admin listener's address for port (0: a free one not among the others; -1:
-// none, "").
-func adminAddr(port int, nodes []int, proxy [2]int) string {
-	switch {
-	case port < 0:
-		return ""
-	case port == 0:
-		for {
-			free, err := FreePorts(1)
-			if err != nil {
-				return ""
-			}
-			if !slices.Contains(nodes, free[0]) && !slices.Contains(proxy[:], free[0]) {
-				port = free[0]
-				break
-			}
+// adminPort is the admin listener's port for port (0: a free one not among the others; -1,
+// or no free port: none, -1).
+func adminPort(port int, nodes []int, proxy [2]int) int {
+	if port != 0 {
+		return port
+	}
+	for {
+		free, err := FreePorts(1)
+		if err != nil {
+			return -1
+		}
+		if !slices.Contains(nodes, free[0]) && !slices.Contains(proxy[:], free[0]) {
+			return free[0]
 		}
 	}
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 }
 
 // layout creates the directory tree, TLS files, option files and init files, and writes a
 // first sandbox.json, so a cluster whose Up was interrupted can still be taken Down.
-func (u *upper) layout(ports []int, proxy [2]int) (*Cluster, error) {
+func (u *upper) layout(ports []int, proxy [2]int, admin int) (*Cluster, error) {
 	o := u.o
 	var note string
 	u.run, note = chooseUser(o.Dir)
 	if note != "" {
 		u.logf("%s", note)
+	}
+	adminAddr := "" // no admin listener
+	if admin > 0 {
+		adminAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(admin))
 	}
 	secret := make([]byte, 16)
 	if _, err := rand.Read(secret); err != nil {
@@ -208,7 +216,7 @@ func (u *upper) layout(ports []int, proxy [2]int) (*Cluster, error) {
 		Flavor:        u.fl.name,
 		RW:            net.JoinHostPort("127.0.0.1", strconv.Itoa(proxy[0])),
 		RO:            net.JoinHostPort("127.0.0.1", strconv.Itoa(proxy[1])),
-		Admin:         adminAddr(o.AdminPort, ports, proxy),
+		Admin:         adminAddr,
 		AdminUser:     AdminUser,
 		AdminPassword: hex.EncodeToString(secret),
 		TLS:           o.TLS,
