@@ -31,7 +31,9 @@ type Control interface {
 	// Endpoints describes every endpoint: settings and live figures.
 	Endpoints() []Endpoint
 	// PatchEndpoint changes some settings of endpoint name (setting -> JSON value), atomically,
-	// validated as the configuration file is, and writes them back to the file.
+	// validated as the configuration file is, and writes them back to the file. A map
+	// (read_weights) merges as a JSON merge patch (RFC 7386): the keys given change, a null
+	// removes one, the others stay.
 	PatchEndpoint(name string, patch map[string]json.RawMessage) (Change, error)
 	// DrainNode takes node name out of service: no new reads or bindings at once; sessions
 	// leave it at their next statement boundary; what is left after timeout is closed.

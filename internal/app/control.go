@@ -175,8 +175,8 @@ func (a *App) config() *config.Config {
 	return a.cfg
 }
 
-// PatchEndpoint implements admin.Control: the file's text, as last applied, is edited, parsed
-// and validated whole; the endpoint's settings take effect as one change (proxy.UpdateEndpoint:
+// PatchEndpoint implements admin.Control: the file's text, as last applied, is edited (a map
+// merged into the file's as a JSON merge patch, config.MergePatch), parsed and validated whole; the endpoint's settings take effect as one change (proxy.UpdateEndpoint:
 // a statement sees the old routing settings or the new, never a mix); then the file is written
 // back.
 func (a *App) PatchEndpoint(name string, patch map[string]json.RawMessage) (ch admin.Change, err error) {
@@ -200,6 +200,11 @@ func (a *App) PatchEndpoint(name string, patch map[string]json.RawMessage) (ch a
 		if err != nil {
 			return admin.Change{}, err
 		}
+		if m, ok := v.(map[string]any); ok {
+			// A map merges (RFC 7386): the entries given change, a null removes one, the
+			// others stay. Where the file gives none, they merge into those in force.
+			v = config.MergePatch{Patch: m, Base: settingInForce(a.cfg.Endpoint(name), k)}
+		}
 		set[k] = v // nil (JSON null): back to the default
 		keys = append(keys, k)
 	}
@@ -221,6 +226,19 @@ func (a *App) PatchEndpoint(name string, patch map[string]json.RawMessage) (ch a
 		}
 	}
 	return ch, nil
+}
+
+// settingInForce is endpoint e's map setting k as in force (defaults filled in), as JSON
+// values; nil for a setting that is not a map.
+func settingInForce(e *config.Endpoint, k string) map[string]any {
+	if e == nil || k != "read_weights" {
+		return nil
+	}
+	out := make(map[string]any, len(e.ReadWeights))
+	for n, w := range e.ReadWeights {
+		out[n] = w
+	}
+	return out
 }
 
 // patchValue decodes setting k's JSON value. A string may not hold "$": the file expands

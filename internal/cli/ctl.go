@@ -32,7 +32,8 @@ Talks to a running sluice's admin API (admin.listen in its configuration).
 Commands:
   status                        nodes and endpoints, as the monitor and the endpoints see them now
   endpoint NAME                 one endpoint's settings and figures
-  endpoint NAME KEY=VALUE...    change settings while it serves: read_weights=primary:0,replica1:100
+  endpoint NAME KEY=VALUE...    change settings while it serves: read_weights=replica1:50 (only the
+                                nodes named change; the answer lists every weight in force),
                                 balance=weighted, consistency=session, consistency_timeout=20ms,
                                 max_replica_lag=5s, transaction_split=true, max_connections=500,
                                 nearest_zone=true, connections_from=nodes, multi_statements=strict,
