@@ -78,22 +78,26 @@ type Node struct {
 	Address string `json:"address"`
 	Role    string `json:"role"`
 	Zone    string `json:"zone"`
-	// State: up, lagging, full, down, switching, detached, writable, draining, drained, joining.
+	// State: up, full, down, switching, detached, writable, errant, broken, unsynced, draining,
+	// drained, joining. Whether a lagging replica takes reads depends on the endpoint (its
+	// max_replica_lag): Endpoint.Reads says it.
 	State string `json:"state"`
-	// LagMs is the replica's lag from GTID positions; SecondsBehind what the server says
-	// (Seconds_Behind_Master); null when unknown.
-	LagMs          *int64  `json:"lag_ms"`
-	SecondsBehind  *int64  `json:"seconds_behind"`
-	GTIDPosition   string  `json:"gtid_position"`
-	PositionSource string  `json:"position_source"`
-	Connections    int64   `json:"connections"` // this sluice's connections to the node
-	Active         int64   `json:"active"`      // statements running there now
-	Threads        *int64  `json:"threads_connected"`
-	RTTMs          float64 `json:"rtt_ms"`
-	ReadOnly       bool    `json:"read_only"`
-	ServerID       uint32  `json:"server_id"`
-	Version        string  `json:"version"`
-	Error          string  `json:"error,omitempty"`
+	// LagSeconds is the replica's lag as routing judges it against max_replica_lag (measured
+	// from GTID positions, else the server's Seconds_Behind_Master); LagMs the lag from GTID
+	// positions; SecondsBehind what the server says; null when unknown.
+	LagSeconds     *float64 `json:"lag_seconds"`
+	LagMs          *int64   `json:"lag_ms"`
+	SecondsBehind  *int64   `json:"seconds_behind"`
+	GTIDPosition   string   `json:"gtid_position"`
+	PositionSource string   `json:"position_source"`
+	Connections    int64    `json:"connections"` // this sluice's connections to the node
+	Active         int64    `json:"active"`      // statements running there now
+	Threads        *int64   `json:"threads_connected"`
+	RTTMs          float64  `json:"rtt_ms"`
+	ReadOnly       bool     `json:"read_only"`
+	ServerID       uint32   `json:"server_id"`
+	Version        string   `json:"version"`
+	Error          string   `json:"error,omitempty"`
 }
 
 // Endpoint is one endpoint: its settings and live figures.
@@ -107,6 +111,18 @@ type Endpoint struct {
 	// splits them by node (node name -> count), reads and writes alike.
 	Statements       uint64            `json:"statements"`
 	StatementsByNode map[string]uint64 `json:"statements_by_node"`
+	// Reads says, for every node, whether it takes this endpoint's new reads now (a read-only
+	// endpoint's: new sessions' bindings) and why not.
+	Reads []NodeReads `json:"reads"`
+}
+
+// NodeReads says whether one node takes an endpoint's new reads now, and why not: down,
+// draining, drained, joining, errant, broken, detached, unsynced, "weight 0", "lag 40s over
+// max_replica_lag 30s", "primary: this endpoint reads from replicas only"...
+type NodeReads struct {
+	Node  string `json:"node"`
+	Reads bool   `json:"reads"`
+	Why   string `json:"why,omitempty"`
 }
 
 // EndpointSettings are an endpoint's settings, as in the configuration file.

@@ -35,7 +35,7 @@ func (a *App) Proxy() admin.Proxy {
 
 // Nodes implements admin.Control.
 func (a *App) Nodes() []admin.Node {
-	slots := a.nodesOf(a.config())
+	slots := a.nodesOf(0)
 	out := make([]admin.Node, 0, len(slots))
 	for _, n := range slots {
 		if n.State != "removed" {
@@ -45,16 +45,11 @@ func (a *App) Nodes() []admin.Node {
 	return out
 }
 
-// nodesOf describes the nodes under cfg, the configuration in force, one per topology slot
-// (a free slot's with state removed).
-func (a *App) nodesOf(cfg *config.Config) []admin.Node {
+// nodesOf describes the nodes, one per topology slot (a free slot's with state removed). A
+// replica's state is lagging past maxLag (0: never): whether it takes reads depends on each
+// endpoint's own max_replica_lag, which the endpoints' Reads say, so the API passes 0.
+func (a *App) nodesOf(maxLag time.Duration) []admin.Node {
 	snap := a.topo.Snapshot()
-	var maxLag time.Duration // the tightest endpoint's: past it, a replica takes fewer reads
-	for _, e := range cfg.Endpoints {
-		if d := e.MaxReplicaLag.Duration; d > 0 && (maxLag == 0 || d < maxLag) {
-			maxLag = d
-		}
-	}
 	var out []admin.Node
 	for i, n := range snap.Nodes {
 		role := topology.Replica
@@ -70,6 +65,10 @@ func (a *App) nodesOf(cfg *config.Config) []admin.Node {
 			}
 		}
 		if st := snap.State[i]; st != nil {
+			if lag, ok := route.Lag(st); ok && !snap.IsPrimary(i) {
+				sec := lag.Seconds()
+				an.LagSeconds = &sec
+			}
 			if st.LagKnown {
 				ms := st.Lag.Milliseconds()
 				an.LagMs = &ms
@@ -111,7 +110,23 @@ func (a *App) endpointsOf(cfg *config.Config) []admin.Endpoint {
 				ae.StatementsByNode[snap.Nodes[i].Name] += n
 			}
 		}
+		if rs, ok := a.proxy.EndpointSettings(e.Name); ok {
+			ae.Reads = readsOf(&rs.Routing, snap)
+		}
 		out = append(out, ae)
+	}
+	return out
+}
+
+// readsOf says, for every node of snap, whether it takes the new reads of the endpoint routed
+// by rs now, and why not (route's rules and words).
+func readsOf(rs *route.Settings, snap *topology.Snapshot) []admin.NodeReads {
+	out := []admin.NodeReads{}
+	for i, n := range snap.Nodes {
+		if !snap.IsRemoved(i) {
+			why := route.WhyNoReads(rs, snap, i)
+			out = append(out, admin.NodeReads{Node: n.Name, Reads: why == "", Why: why})
+		}
 	}
 	return out
 }
@@ -516,7 +531,15 @@ func (a *App) Stats() admin.Stats {
 	var st admin.Stats
 	st.ConsistencyWaits, st.ConsistencyTimeouts, st.PrimaryPositionReads = a.proxy.ConsistencyCounts()
 	st.AuthBlocked = a.proxy.AuthBlocked()
-	nodes := a.nodesOf(cfg)
+	// sluice_node_state's lagging: past the tightest endpoint's max_replica_lag (the API says
+	// which endpoint reads from which node).
+	var maxLag time.Duration
+	for _, e := range cfg.Endpoints {
+		if d := e.MaxReplicaLag.Duration; d > 0 && (maxLag == 0 || d < maxLag) {
+			maxLag = d
+		}
+	}
+	nodes := a.nodesOf(maxLag)
 	lat := make([]admin.Histogram, len(nodes))
 	for i := range lat {
 		lat[i] = admin.Histogram{Bounds: proxy.LatencyBuckets, Counts: make([]uint64, len(proxy.LatencyBuckets)+1)}
@@ -614,7 +637,7 @@ func (a *App) DrainNode(name string, timeout time.Duration) (n admin.Node, err e
 			a.proxy.ReleaseIdle(i)
 		}
 	}(time.Now().Add(timeout))
-	return a.nodesOf(a.cfg)[i], nil
+	return a.nodesOf(0)[i], nil
 }
 
 // UndrainNode implements admin.Control.
@@ -633,7 +656,7 @@ func (a *App) UndrainNode(name string) (n admin.Node, err error) {
 	if err := a.topo.SetDraining(i, false); err != nil {
 		return admin.Node{}, admin.Errorf(admin.Conflict, "", "%v", err)
 	}
-	return a.nodesOf(a.cfg)[i], nil
+	return a.nodesOf(0)[i], nil
 }
 
 // nodeIndex is the slot of node name, or -1.

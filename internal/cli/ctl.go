@@ -30,7 +30,8 @@ const ctlUsage = `Usage: sluice ctl [--admin URL] [--token TOKEN] [--config FILE
 Talks to a running sluice's admin API (admin.listen in its configuration).
 
 Commands:
-  status                        nodes and endpoints, as the monitor and the endpoints see them now
+  status                        nodes and endpoints, as the monitor and the endpoints see them now,
+                                and which nodes take each endpoint's reads (and why not the others)
   endpoint NAME                 one endpoint's settings and figures
   endpoint NAME KEY=VALUE...    change settings while it serves: read_weights=replica1:50 (only the
                                 nodes named change; the answer lists every weight in force),
@@ -293,8 +294,8 @@ func (c *ctl) status() error {
 		fmt.Fprintln(w, "NODE\tROLE\tSTATE\tLAG\tZONE\tCONNS\tACTIVE\tRTT\tPOSITION\tSOURCE\tERROR")
 		for _, n := range p.Nodes {
 			lag := "-"
-			if n.LagMs != nil {
-				lag = (time.Duration(*n.LagMs) * time.Millisecond).String()
+			if n.LagSeconds != nil {
+				lag = time.Duration(*n.LagSeconds * float64(time.Second)).Round(time.Millisecond).String()
 			}
 			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%.2fms\t%s\t%s\t%s\n", n.Name, n.Role, c.paint(n.State), lag, orDash(n.Zone),
 				n.Connections, n.Active, n.RTTMs, orDash(n.GTIDPosition), orDash(n.PositionSource), n.Error)
@@ -302,7 +303,28 @@ func (c *ctl) status() error {
 		w.Flush()
 		fmt.Fprintln(c.stdout)
 		c.endpointTable(p.Endpoints)
+		fmt.Fprintln(c.stdout)
+		w = tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(w, "ENDPOINT\tREADS FROM\tNOT FROM")
+		for _, e := range p.Endpoints {
+			from, not := readsFrom(e.Reads)
+			fmt.Fprintf(w, "%s\t%s\t%s\n", e.Name, from, not)
+		}
+		w.Flush()
 	})
+}
+
+// readsFrom words which nodes take an endpoint's new reads now, and which do not and why.
+func readsFrom(rs []admin.NodeReads) (from, not string) {
+	var yes, no []string
+	for _, r := range rs {
+		if r.Reads {
+			yes = append(yes, r.Node)
+		} else {
+			no = append(no, r.Node+" ("+r.Why+")")
+		}
+	}
+	return orDash(strings.Join(yes, ",")), orDash(strings.Join(no, ", "))
 }
 
 func (c *ctl) endpointTable(es []admin.Endpoint) {
@@ -334,6 +356,10 @@ func (c *ctl) printEndpoint(e admin.Endpoint) {
 		{"sessions", strconv.FormatInt(e.Sessions, 10)}, {"statements", strconv.FormatUint(e.Statements, 10)},
 		{"statements_by_node", pairs(e.StatementsByNode)},
 	} {
+		fmt.Fprintf(w, "%s\t%s\n", kv[0], kv[1])
+	}
+	from, not := readsFrom(e.Reads)
+	for _, kv := range [][2]string{{"reads_from", from}, {"not_from", not}} {
 		fmt.Fprintf(w, "%s\t%s\n", kv[0], kv[1])
 	}
 	w.Flush()

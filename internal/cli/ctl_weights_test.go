@@ -72,3 +72,32 @@ endpoints:
 		t.Errorf("the file after the change:\n%s", file)
 	}
 }
+
+// TestCtlStatusReads: ctl status shows each node's lag (no lagging state: that depends on the
+// endpoint) and, per endpoint, the nodes that take its reads and why not the others.
+func TestCtlStatusReads(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"version": "t", "nodes": [
+			{"name": "primary", "role": "primary", "state": "up"},
+			{"name": "replica1", "role": "replica", "state": "up", "lag_seconds": 10.25}],
+		  "endpoints": [
+			{"name": "rw", "settings": {"max_replica_lag": "30s"}, "reads": [{"node": "primary", "reads": false, "why": "weight 0"}, {"node": "replica1", "reads": true}]},
+			{"name": "ro", "settings": {"max_replica_lag": "5s"}, "reads": [{"node": "primary", "reads": false, "why": "weight 0"}, {"node": "replica1", "reads": false, "why": "lag 10.25s over max_replica_lag 5s"}]}]}`))
+	}))
+	defer srv.Close()
+	var out, errOut strings.Builder
+	if code := Run([]string{"ctl", "--admin", srv.URL, "status"}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	for _, re := range []string{
+		`(?m)^replica1\s+replica\s+up\s+10\.25s\s`,
+		`(?m)^ENDPOINT\s+READS FROM\s+NOT FROM$`,
+		`(?m)^rw\s+replica1\s+primary \(weight 0\)$`,
+		`(?m)^ro\s+-\s+primary \(weight 0\), replica1 \(lag 10.25s over max_replica_lag 5s\)$`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out.String()) {
+			t.Errorf("status lacks %s:\n%s", re, out.String())
+		}
+	}
+}

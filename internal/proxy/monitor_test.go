@@ -19,6 +19,7 @@ type nodeRow struct {
 	threads, rtt                              sql.NullString
 	source                                    sql.NullString
 	readOnly                                  sql.NullString
+	reads                                     string // this endpoint's: yes, or no: why
 }
 
 func showNodes(t testing.TB, db *sql.DB) map[string]nodeRow {
@@ -32,7 +33,7 @@ func showNodes(t testing.TB, db *sql.DB) map[string]nodeRow {
 	for rows.Next() {
 		var r nodeRow
 		if err := rows.Scan(&r.name, &r.address, &r.role, &r.zone, &r.state, &r.lagMs, &r.secondsBehind, &r.position,
-			&r.connections, &r.threads, &r.rtt, &r.lastError, &r.source, &r.readOnly); err != nil {
+			&r.connections, &r.threads, &r.rtt, &r.lastError, &r.source, &r.readOnly, &r.reads); err != nil {
 			t.Fatal(err)
 		}
 		out[r.name] = r
