@@ -56,9 +56,18 @@ type Control interface {
 	KillSession(id uint64) bool
 	// Reload re-reads the configuration file and applies what changed.
 	Reload() (Change, error)
-	// Readiness reports why sluice cannot serve clients yet (nil: it can).
+	// Readiness reports why sluice cannot serve clients yet (nil: it can); a *Degraded: it
+	// serves them, but not as it should.
 	Readiness() error
 }
+
+// Degraded is a Readiness answer for a sluice that serves its clients but not as it should
+// (the monitor cannot log in to some nodes: routing goes on on what was last seen of them):
+// /readyz answers 200 with status "degraded" and the reason, so that an orchestrator keeps
+// sending clients and an operator reading it learns what to fix.
+type Degraded struct{ Reason string }
+
+func (d *Degraded) Error() string { return d.Reason }
 
 // Proxy is GET /v1/proxy.
 type Proxy struct {
@@ -78,7 +87,8 @@ type Node struct {
 	Address string `json:"address"`
 	Role    string `json:"role"`
 	Zone    string `json:"zone"`
-	// State: up, full, down, switching, detached, writable, errant, broken, unsynced, draining,
+	// State: up, down, auth_failed (it refused the monitor's login: Error has the server's
+	// words; routed on its last known role), full, switching, detached, writable, errant, broken, unsynced, draining,
 	// drained, joining. Whether a lagging replica takes reads depends on the endpoint (its
 	// max_replica_lag): Endpoint.Reads says it.
 	State string `json:"state"`
@@ -230,7 +240,13 @@ func New(o Options) *Server {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if err := o.Control.Readiness(); err != nil {
+		err := o.Control.Readiness()
+		var d *Degraded
+		if errors.As(err, &d) {
+			writeJSON(w, http.StatusOK, map[string]string{"status": "degraded", "reason": d.Reason})
+			return
+		}
+		if err != nil {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": err.Error()})
 			return
 		}

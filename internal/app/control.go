@@ -169,7 +169,9 @@ func (a *App) KillSession(id uint64) bool {
 	return ok
 }
 
-// Readiness implements admin.Control: every endpoint listens and the primary is up.
+// Readiness implements admin.Control: every endpoint listens and the primary is up; degraded
+// when the monitor cannot log in to some nodes (routing goes on on what was last seen of them,
+// and nothing new is learnt: a switchover, lag, a node that went away).
 func (a *App) Readiness() error {
 	select {
 	case <-a.ready:
@@ -179,6 +181,18 @@ func (a *App) Readiness() error {
 	snap := a.topo.Snapshot()
 	if snap.Primary < 0 || !snap.Up[snap.Primary] {
 		return errors.New("the primary is down")
+	}
+	var denied []string
+	msg := ""
+	for i, n := range snap.Nodes {
+		if st := snap.State[i]; st != nil && st.AuthFailed != "" && !snap.IsRemoved(i) {
+			denied = append(denied, n.Name)
+			msg = st.AuthFailed
+		}
+	}
+	if denied != nil {
+		return &admin.Degraded{Reason: fmt.Sprintf("the monitor cannot log in to %s (%s): check monitor.user and monitor.password; "+
+			"routing goes on on the roles last known, without new lag, positions or switchovers", strings.Join(denied, ", "), msg)}
 	}
 	return nil
 }

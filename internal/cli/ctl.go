@@ -418,7 +418,7 @@ func (c *ctl) paint(state string) string {
 	switch state {
 	case "up":
 		code = "32"
-	case "down", "writable":
+	case "down", "writable", "auth_failed":
 		code = "31"
 	}
 	return "\x1b[" + code + "m" + state + "\x1b[0m"
