@@ -88,7 +88,15 @@ func TestWrongMonitorPassword(t *testing.T) {
 	if _, err := db.Exec("CREATE TABLE IF NOT EXISTS monitor_login (id INT PRIMARY KEY)"); err != nil {
 		t.Fatalf("a write with the monitor locked out: %v", err)
 	}
-	conn, err := db.Conn(context.Background())
+	// Reads spread (weighted) from a session that wrote nothing (consistency: session waits for
+	// nothing): both replicas take them.
+	mustCtl("endpoint", "rw", "balance=weighted")
+	readers, err := sql.Open("mysql", "app:app@tcp("+addr+")/test?timeout=5s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer readers.Close()
+	conn, err := readers.Conn(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
