@@ -31,7 +31,9 @@ type Control interface {
 	// Endpoints describes every endpoint: settings and live figures.
 	Endpoints() []Endpoint
 	// PatchEndpoint changes some settings of endpoint name (setting -> JSON value), atomically,
-	// validated as the configuration file is, and writes them back to the file.
+	// validated as the configuration file is, and writes them back to the file. A map
+	// (read_weights) merges as a JSON merge patch (RFC 7386): the keys given change, a null
+	// removes one, the others stay.
 	PatchEndpoint(name string, patch map[string]json.RawMessage) (Change, error)
 	// DrainNode takes node name out of service: no new reads or bindings at once; sessions
 	// leave it at their next statement boundary; what is left after timeout is closed.
@@ -54,9 +56,18 @@ type Control interface {
 	KillSession(id uint64) bool
 	// Reload re-reads the configuration file and applies what changed.
 	Reload() (Change, error)
-	// Readiness reports why sluice cannot serve clients yet (nil: it can).
+	// Readiness reports why sluice cannot serve clients yet (nil: it can); a *Degraded: it
+	// serves them, but not as it should.
 	Readiness() error
 }
+
+// Degraded is a Readiness answer for a sluice that serves its clients but not as it should
+// (the monitor cannot log in to some nodes: routing goes on on what was last seen of them):
+// /readyz answers 200 with status "degraded" and the reason, so that an orchestrator keeps
+// sending clients and an operator reading it learns what to fix.
+type Degraded struct{ Reason string }
+
+func (d *Degraded) Error() string { return d.Reason }
 
 // Proxy is GET /v1/proxy.
 type Proxy struct {
@@ -76,22 +87,27 @@ type Node struct {
 	Address string `json:"address"`
 	Role    string `json:"role"`
 	Zone    string `json:"zone"`
-	// State: up, lagging, full, down, switching, detached, writable, draining, drained, joining.
+	// State: up, down, auth_failed (it refused the monitor's login: Error has the server's
+	// words; routed on its last known role), full, switching, detached, writable, errant, broken, unsynced, draining,
+	// drained, joining. Whether a lagging replica takes reads depends on the endpoint (its
+	// max_replica_lag): Endpoint.Reads says it.
 	State string `json:"state"`
-	// LagMs is the replica's lag from GTID positions; SecondsBehind what the server says
-	// (Seconds_Behind_Master); null when unknown.
-	LagMs          *int64  `json:"lag_ms"`
-	SecondsBehind  *int64  `json:"seconds_behind"`
-	GTIDPosition   string  `json:"gtid_position"`
-	PositionSource string  `json:"position_source"`
-	Connections    int64   `json:"connections"` // this sluice's connections to the node
-	Active         int64   `json:"active"`      // statements running there now
-	Threads        *int64  `json:"threads_connected"`
-	RTTMs          float64 `json:"rtt_ms"`
-	ReadOnly       bool    `json:"read_only"`
-	ServerID       uint32  `json:"server_id"`
-	Version        string  `json:"version"`
-	Error          string  `json:"error,omitempty"`
+	// LagSeconds is the replica's lag as routing judges it against max_replica_lag (measured
+	// from GTID positions, else the server's Seconds_Behind_Master); LagMs the lag from GTID
+	// positions; SecondsBehind what the server says; null when unknown.
+	LagSeconds     *float64 `json:"lag_seconds"`
+	LagMs          *int64   `json:"lag_ms"`
+	SecondsBehind  *int64   `json:"seconds_behind"`
+	GTIDPosition   string   `json:"gtid_position"`
+	PositionSource string   `json:"position_source"`
+	Connections    int64    `json:"connections"` // this sluice's connections to the node
+	Active         int64    `json:"active"`      // statements running there now
+	Threads        *int64   `json:"threads_connected"`
+	RTTMs          float64  `json:"rtt_ms"`
+	ReadOnly       bool     `json:"read_only"`
+	ServerID       uint32   `json:"server_id"`
+	Version        string   `json:"version"`
+	Error          string   `json:"error,omitempty"`
 }
 
 // Endpoint is one endpoint: its settings and live figures.
@@ -105,6 +121,18 @@ type Endpoint struct {
 	// splits them by node (node name -> count), reads and writes alike.
 	Statements       uint64            `json:"statements"`
 	StatementsByNode map[string]uint64 `json:"statements_by_node"`
+	// Reads says, for every node, whether it takes this endpoint's new reads now (a read-only
+	// endpoint's: new sessions' bindings) and why not.
+	Reads []NodeReads `json:"reads"`
+}
+
+// NodeReads says whether one node takes an endpoint's new reads now, and why not: down,
+// draining, drained, joining, errant, broken, detached, unsynced, "weight 0", "lag 40s over
+// max_replica_lag 30s", "primary: this endpoint reads from replicas only"...
+type NodeReads struct {
+	Node  string `json:"node"`
+	Reads bool   `json:"reads"`
+	Why   string `json:"why,omitempty"`
 }
 
 // EndpointSettings are an endpoint's settings, as in the configuration file.
@@ -212,7 +240,13 @@ func New(o Options) *Server {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if err := o.Control.Readiness(); err != nil {
+		err := o.Control.Readiness()
+		var d *Degraded
+		if errors.As(err, &d) {
+			writeJSON(w, http.StatusOK, map[string]string{"status": "degraded", "reason": d.Reason})
+			return
+		}
+		if err != nil {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": err.Error()})
 			return
 		}

@@ -63,7 +63,7 @@ type Histogram struct {
 }
 
 // NodeStates are the states a node can be in, each a sluice_node_state series.
-var NodeStates = []string{"up", "down", "full", "lagging", "switching", "errant", "broken", "unsynced", "writable", "detached",
+var NodeStates = []string{"up", "down", "auth_failed", "full", "lagging", "switching", "errant", "broken", "unsynced", "writable", "detached",
 	"draining", "drained", "joining"}
 
 // MetricsHandler serves /metrics from stats, with Go's runtime and the process's figures.

@@ -112,22 +112,11 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		}
 		opts.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
-	btls := &tls.Config{InsecureSkipVerify: !cfg.BackendTLS.Verify, ServerName: cfg.BackendTLS.ServerName, MinVersion: tls.VersionTLS12}
-	if cfg.BackendTLS.CA != "" {
-		pem, err := os.ReadFile(cfg.BackendTLS.CA)
-		if err != nil {
-			return nil, fmt.Errorf("backend_tls.ca: %w", err)
-		}
-		btls.RootCAs = x509.NewCertPool()
-		btls.RootCAs.AppendCertsFromPEM(pem)
+	btls, pubKey, err := backendTLS(cfg)
+	if err != nil {
+		return nil, err
 	}
 	opts.BackendTLSConfig = btls
-	var pubKey []byte
-	if f := cfg.BackendTLS.ServerPublicKey; f != "" {
-		if pubKey, err = config.ReadPublicKey(f); err != nil {
-			return nil, fmt.Errorf("backend_tls.server_public_key: %w", err)
-		}
-	}
 	opts.BackendPublicKey = pubKey
 	for _, u := range cfg.Users {
 		pu := proxy.User{Name: u.Name, Plugin: u.AuthPlugin, RequireTLS: u.RequireTLS}
@@ -194,6 +183,70 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		a.admin = admin.New(o)
 	}
 	return a, nil
+}
+
+// backendTLS is how sluice's connections to the nodes use TLS (backend_tls): the TLS
+// configuration, and the server public key's PEM for caching_sha2_password (nil: none).
+func backendTLS(cfg *config.Config) (*tls.Config, []byte, error) {
+	btls := &tls.Config{InsecureSkipVerify: !cfg.BackendTLS.Verify, ServerName: cfg.BackendTLS.ServerName, MinVersion: tls.VersionTLS12}
+	if cfg.BackendTLS.CA != "" {
+		pem, err := os.ReadFile(cfg.BackendTLS.CA)
+		if err != nil {
+			return nil, nil, fmt.Errorf("backend_tls.ca: %w", err)
+		}
+		btls.RootCAs = x509.NewCertPool()
+		btls.RootCAs.AppendCertsFromPEM(pem)
+	}
+	var pubKey []byte
+	if f := cfg.BackendTLS.ServerPublicKey; f != "" {
+		var err error
+		if pubKey, err = config.ReadPublicKey(f); err != nil {
+			return nil, nil, fmt.Errorf("backend_tls.server_public_key: %w", err)
+		}
+	}
+	return btls, pubKey, nil
+}
+
+// MonitorLogin is how logging in to one node as the monitor account went: Err nil (it
+// worked), Denied (the node answered with an error: 1045 a wrong user or password, 1130 a host
+// it does not let in...; its words in Err), or the node could not be reached (Err).
+type MonitorLogin struct {
+	Node, Address string
+	Err           error
+	Denied        bool
+}
+
+// CheckMonitor logs in to every backend of cfg as the monitor account, as the monitor does
+// (its TLS, its key), all at once, each bounded by timeouts.connect: what `sluice serve --check`
+// reports. None without a monitor account.
+func CheckMonitor(ctx context.Context, cfg *config.Config) ([]MonitorLogin, error) {
+	if cfg.Monitor.User == "" {
+		return nil, nil
+	}
+	mode, err := backend.ParseTLSMode(cfg.BackendTLS.Mode)
+	if err != nil {
+		return nil, err
+	}
+	btls, pubKey, err := backendTLS(cfg)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]MonitorLogin, len(cfg.Backends))
+	var wg sync.WaitGroup
+	for i, b := range cfg.Backends {
+		out[i] = MonitorLogin{Node: b.Name, Address: b.Address}
+		wg.Go(func() {
+			c, err := dialMonitor(ctx, cfg, btls, mode, pubKey, &topology.Node{Name: b.Name, Address: b.Address})
+			if err != nil {
+				var se *mysql.SQLError
+				out[i].Err, out[i].Denied = err, errors.As(err, &se)
+				return
+			}
+			c.Close()
+		})
+	}
+	wg.Wait()
+	return out, nil
 }
 
 // newTopology builds the nodes' topology from the backends. With a monitor account the monitor

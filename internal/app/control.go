@@ -35,7 +35,7 @@ func (a *App) Proxy() admin.Proxy {
 
 // Nodes implements admin.Control.
 func (a *App) Nodes() []admin.Node {
-	slots := a.nodesOf(a.config())
+	slots := a.nodesOf(0)
 	out := make([]admin.Node, 0, len(slots))
 	for _, n := range slots {
 		if n.State != "removed" {
@@ -45,16 +45,11 @@ func (a *App) Nodes() []admin.Node {
 	return out
 }
 
-// nodesOf describes the nodes under cfg, the configuration in force, one per topology slot
-// (a free slot's with state removed).
-func (a *App) nodesOf(cfg *config.Config) []admin.Node {
+// nodesOf describes the nodes, one per topology slot (a free slot's with state removed). A
+// replica's state is lagging past maxLag (0: never): whether it takes reads depends on each
+// endpoint's own max_replica_lag, which the endpoints' Reads say, so the API passes 0.
+func (a *App) nodesOf(maxLag time.Duration) []admin.Node {
 	snap := a.topo.Snapshot()
-	var maxLag time.Duration // the tightest endpoint's: past it, a replica takes fewer reads
-	for _, e := range cfg.Endpoints {
-		if d := e.MaxReplicaLag.Duration; d > 0 && (maxLag == 0 || d < maxLag) {
-			maxLag = d
-		}
-	}
 	var out []admin.Node
 	for i, n := range snap.Nodes {
 		role := topology.Replica
@@ -70,6 +65,10 @@ func (a *App) nodesOf(cfg *config.Config) []admin.Node {
 			}
 		}
 		if st := snap.State[i]; st != nil {
+			if lag, ok := route.Lag(st); ok && !snap.IsPrimary(i) {
+				sec := lag.Seconds()
+				an.LagSeconds = &sec
+			}
 			if st.LagKnown {
 				ms := st.Lag.Milliseconds()
 				an.LagMs = &ms
@@ -111,7 +110,23 @@ func (a *App) endpointsOf(cfg *config.Config) []admin.Endpoint {
 				ae.StatementsByNode[snap.Nodes[i].Name] += n
 			}
 		}
+		if rs, ok := a.proxy.EndpointSettings(e.Name); ok {
+			ae.Reads = readsOf(&rs.Routing, snap)
+		}
 		out = append(out, ae)
+	}
+	return out
+}
+
+// readsOf says, for every node of snap, whether it takes the new reads of the endpoint routed
+// by rs now, and why not (route's rules and words).
+func readsOf(rs *route.Settings, snap *topology.Snapshot) []admin.NodeReads {
+	out := []admin.NodeReads{}
+	for i, n := range snap.Nodes {
+		if !snap.IsRemoved(i) {
+			why := route.WhyNoReads(rs, snap, i)
+			out = append(out, admin.NodeReads{Node: n.Name, Reads: why == "", Why: why})
+		}
 	}
 	return out
 }
@@ -154,7 +169,9 @@ func (a *App) KillSession(id uint64) bool {
 	return ok
 }
 
-// Readiness implements admin.Control: every endpoint listens and the primary is up.
+// Readiness implements admin.Control: every endpoint listens and the primary is up; degraded
+// when the monitor cannot log in to some nodes (routing goes on on what was last seen of them,
+// and nothing new is learnt: a switchover, lag, a node that went away).
 func (a *App) Readiness() error {
 	select {
 	case <-a.ready:
@@ -164,6 +181,18 @@ func (a *App) Readiness() error {
 	snap := a.topo.Snapshot()
 	if snap.Primary < 0 || !snap.Up[snap.Primary] {
 		return errors.New("the primary is down")
+	}
+	var denied []string
+	msg := ""
+	for i, n := range snap.Nodes {
+		if st := snap.State[i]; st != nil && st.AuthFailed != "" && !snap.IsRemoved(i) {
+			denied = append(denied, n.Name)
+			msg = st.AuthFailed
+		}
+	}
+	if denied != nil {
+		return &admin.Degraded{Reason: fmt.Sprintf("the monitor cannot log in to %s (%s): check monitor.user and monitor.password; "+
+			"routing goes on on the roles last known, without new lag, positions or switchovers", strings.Join(denied, ", "), msg)}
 	}
 	return nil
 }
@@ -175,8 +204,8 @@ func (a *App) config() *config.Config {
 	return a.cfg
 }
 
-// PatchEndpoint implements admin.Control: the file's text, as last applied, is edited, parsed
-// and validated whole; the endpoint's settings take effect as one change (proxy.UpdateEndpoint:
+// PatchEndpoint implements admin.Control: the file's text, as last applied, is edited (a map
+// merged into the file's as a JSON merge patch, config.MergePatch), parsed and validated whole; the endpoint's settings take effect as one change (proxy.UpdateEndpoint:
 // a statement sees the old routing settings or the new, never a mix); then the file is written
 // back.
 func (a *App) PatchEndpoint(name string, patch map[string]json.RawMessage) (ch admin.Change, err error) {
@@ -200,6 +229,11 @@ func (a *App) PatchEndpoint(name string, patch map[string]json.RawMessage) (ch a
 		if err != nil {
 			return admin.Change{}, err
 		}
+		if m, ok := v.(map[string]any); ok {
+			// A map merges (RFC 7386): the entries given change, a null removes one, the
+			// others stay. Where the file gives none, they merge into those in force.
+			v = config.MergePatch{Patch: m, Base: settingInForce(a.cfg.Endpoint(name), k)}
+		}
 		set[k] = v // nil (JSON null): back to the default
 		keys = append(keys, k)
 	}
@@ -221,6 +255,19 @@ func (a *App) PatchEndpoint(name string, patch map[string]json.RawMessage) (ch a
 		}
 	}
 	return ch, nil
+}
+
+// settingInForce is endpoint e's map setting k as in force (defaults filled in), as JSON
+// values; nil for a setting that is not a map.
+func settingInForce(e *config.Endpoint, k string) map[string]any {
+	if e == nil || k != "read_weights" {
+		return nil
+	}
+	out := make(map[string]any, len(e.ReadWeights))
+	for n, w := range e.ReadWeights {
+		out[n] = w
+	}
+	return out
 }
 
 // patchValue decodes setting k's JSON value. A string may not hold "$": the file expands
@@ -498,7 +545,15 @@ func (a *App) Stats() admin.Stats {
 	var st admin.Stats
 	st.ConsistencyWaits, st.ConsistencyTimeouts, st.PrimaryPositionReads = a.proxy.ConsistencyCounts()
 	st.AuthBlocked = a.proxy.AuthBlocked()
-	nodes := a.nodesOf(cfg)
+	// sluice_node_state's lagging: past the tightest endpoint's max_replica_lag (the API says
+	// which endpoint reads from which node).
+	var maxLag time.Duration
+	for _, e := range cfg.Endpoints {
+		if d := e.MaxReplicaLag.Duration; d > 0 && (maxLag == 0 || d < maxLag) {
+			maxLag = d
+		}
+	}
+	nodes := a.nodesOf(maxLag)
 	lat := make([]admin.Histogram, len(nodes))
 	for i := range lat {
 		lat[i] = admin.Histogram{Bounds: proxy.LatencyBuckets, Counts: make([]uint64, len(proxy.LatencyBuckets)+1)}
@@ -596,7 +651,7 @@ func (a *App) DrainNode(name string, timeout time.Duration) (n admin.Node, err e
 			a.proxy.ReleaseIdle(i)
 		}
 	}(time.Now().Add(timeout))
-	return a.nodesOf(a.cfg)[i], nil
+	return a.nodesOf(0)[i], nil
 }
 
 // UndrainNode implements admin.Control.
@@ -615,7 +670,7 @@ func (a *App) UndrainNode(name string) (n admin.Node, err error) {
 	if err := a.topo.SetDraining(i, false); err != nil {
 		return admin.Node{}, admin.Errorf(admin.Conflict, "", "%v", err)
 	}
-	return a.nodesOf(a.cfg)[i], nil
+	return a.nodesOf(0)[i], nil
 }
 
 // nodeIndex is the slot of node name, or -1.

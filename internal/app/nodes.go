@@ -110,7 +110,7 @@ func (a *App) CreateNode(body map[string]json.RawMessage) (ch admin.Change, err 
 	ch.Persisted, ch.PersistError = a.persist(data)
 	a.cfg, a.raw = next, data
 	a.log.Info("node added from the admin API", "node", name, "address", b.Address, "slot", slot, "persisted", ch.Persisted)
-	n := a.nodesOf(next)[slot]
+	n := a.nodesOf(0)[slot]
 	ch.Node = &n
 	return ch, nil
 }

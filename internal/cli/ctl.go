@@ -215,8 +215,8 @@ func (c *ctl) status() error {
 		fmt.Fprintln(w, "NODE\tROLE\tSTATE\tLAG\tZONE\tCONNS\tACTIVE\tRTT\tPOSITION\tSOURCE\tERROR")
 		for _, n := range p.Nodes {
 			lag := "-"
-			if n.LagMs != nil {
-				lag = (time.Duration(*n.LagMs) * time.Millisecond).String()
+			if n.LagSeconds != nil {
+				lag = time.Duration(*n.LagSeconds * float64(time.Second)).Round(time.Millisecond).String()
 			}
 			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%.2fms\t%s\t%s\t%s\n", n.Name, n.Role, c.paint(n.State), lag, orDash(n.Zone),
 				n.Connections, n.Active, n.RTTMs, orDash(n.GTIDPosition), orDash(n.PositionSource), n.Error)
@@ -224,7 +224,28 @@ func (c *ctl) status() error {
 		w.Flush()
 		fmt.Fprintln(c.stdout)
 		c.endpointTable(p.Endpoints)
+		fmt.Fprintln(c.stdout)
+		w = tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(w, "ENDPOINT\tREADS FROM\tNOT FROM")
+		for _, e := range p.Endpoints {
+			from, not := readsFrom(e.Reads)
+			fmt.Fprintf(w, "%s\t%s\t%s\n", e.Name, from, not)
+		}
+		w.Flush()
 	})
+}
+
+// readsFrom words which nodes take an endpoint's new reads now, and which do not and why.
+func readsFrom(rs []admin.NodeReads) (from, not string) {
+	var yes, no []string
+	for _, r := range rs {
+		if r.Reads {
+			yes = append(yes, r.Node)
+		} else {
+			no = append(no, r.Node+" ("+r.Why+")")
+		}
+	}
+	return orDash(strings.Join(yes, ",")), orDash(strings.Join(no, ", "))
 }
 
 func (c *ctl) endpointTable(es []admin.Endpoint) {
@@ -256,6 +277,10 @@ func (c *ctl) printEndpoint(e admin.Endpoint) {
 		{"sessions", strconv.FormatInt(e.Sessions, 10)}, {"statements", strconv.FormatUint(e.Statements, 10)},
 		{"statements_by_node", pairs(e.StatementsByNode)},
 	} {
+		fmt.Fprintf(w, "%s\t%s\n", kv[0], kv[1])
+	}
+	from, not := readsFrom(e.Reads)
+	for _, kv := range [][2]string{{"reads_from", from}, {"not_from", not}} {
 		fmt.Fprintf(w, "%s\t%s\n", kv[0], kv[1])
 	}
 	w.Flush()
@@ -314,7 +339,7 @@ func (c *ctl) paint(state string) string {
 	switch state {
 	case "up":
 		code = "32"
-	case "down", "writable":
+	case "down", "writable", "auth_failed":
 		code = "31"
 	}
 	return "\x1b[" + code + "m" + state + "\x1b[0m"

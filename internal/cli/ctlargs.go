@@ -60,11 +60,12 @@ func (e *usageError) Error() string { return e.msg }
 func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
 
 var ctlCommands = []*ctlCommand{
-	{name: "status", help: "nodes and endpoints, as the monitor and the endpoints see them now",
+	{name: "status", help: "nodes and endpoints, as the monitor and the endpoints see them now, and which\nnodes take each endpoint's reads (and why not the others)",
 		run: func(c *ctl, _ []string, _ *ctlFlags) error { return c.status() }},
 	{name: "endpoint", args: "NAME [KEY=VALUE...]", min: 1, max: -1,
 		help: `one endpoint's settings and figures; with KEY=VALUE, change settings
-while it serves: read_weights=primary:0,replica1:100, balance=weighted,
+while it serves: read_weights=replica1:50 (only the nodes named change; the
+answer lists every weight in force), balance=weighted,
 consistency=session, consistency_timeout=20ms, max_replica_lag=5s,
 transaction_split=true, max_connections=500, nearest_zone=true,
 connections_from=nodes, multi_statements=strict, mode=read-only (new

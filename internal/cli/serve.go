@@ -36,7 +36,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("config", "sluice.yaml", "configuration file")
-	check := fs.Bool("check", false, "validate the configuration and exit")
+	check := fs.Bool("check", false, "validate the configuration, try the monitor's login on every node, and exit")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	zone := fs.String("zone", "", "the zone this sluice runs in (overrides SLUICE_ZONE and the file's zone)")
 	fs.Usage = func() {
@@ -63,7 +63,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	if *check {
 		fmt.Fprintf(stdout, "%s: configuration is valid\n", *path)
-		return 0
+		return checkMonitor(cfg, stdout)
 	}
 	logger := NewLogger(cfg.Log, stderr)
 	if cfg.Threads > 0 && os.Getenv("GOMAXPROCS") == "" {

@@ -18,8 +18,9 @@ import (
 // values changed are rewritten (the file's indentation becomes two spaces).
 
 // EditEndpoint returns data, a configuration file, with endpoint name's keys set to the given
-// values (any value yaml.v3 encodes; nil removes the key). A key already there keeps its place
-// and its comments, a new one goes last. A mapping written in flow style ({a: 1}) stays so.
+// values (any value yaml.v3 encodes; nil removes the key; a MergePatch merges into the mapping
+// there). A key already there keeps its place and its comments, a new one goes last. A mapping
+// written in flow style ({a: 1}) stays so.
 func EditEndpoint(path string, data []byte, name string, set map[string]any) ([]byte, error) {
 	root, err := readYAML(path, data)
 	if err != nil {
@@ -200,13 +201,61 @@ func setKeys(m *yaml.Node, what string, set map[string]any) error {
 	return nil
 }
 
-// setKey sets key in mapping m to v (nil: removes it).
+// MergePatch is a value for EditEndpoint that changes the mapping at its key as a JSON merge
+// patch (RFC 7386) changes an object: each key of Patch is set (a nil value removes it, a
+// map[string]any value merges one level down in turn), and the keys it does not name stay as
+// the file has them, comments and ${NAME} references included. Base is what the key holds when
+// the file does not give it a mapping (the defaults in force: an endpoint without read_weights
+// reads from every replica): the patch applies to Base and the result is written whole.
+type MergePatch struct {
+	Patch map[string]any
+	Base  map[string]any
+}
+
+// merged is Base with Patch applied, as RFC 7386 applies a patch to an object.
+func (mp MergePatch) merged() map[string]any {
+	out := maps.Clone(mp.Base)
+	if out == nil {
+		out = map[string]any{}
+	}
+	for k, v := range mp.Patch {
+		switch v := v.(type) {
+		case nil:
+			delete(out, k)
+		case map[string]any:
+			base, _ := out[k].(map[string]any)
+			out[k] = MergePatch{Patch: v, Base: base}.merged()
+		default:
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// setKey sets key in mapping m to v (nil: removes it; a MergePatch: merges into it).
 func setKey(m *yaml.Node, key string, v any) error {
 	at := -1
 	for j := 0; j+1 < len(m.Content); j += 2 {
 		if m.Content[j].Value == key {
 			at = j
 			break
+		}
+	}
+	if mp, ok := v.(MergePatch); ok {
+		if at < 0 || m.Content[at+1].Kind != yaml.MappingNode {
+			v = mp.merged()
+		} else {
+			into := m.Content[at+1]
+			for _, k := range slices.Sorted(maps.Keys(mp.Patch)) {
+				pv := mp.Patch[k]
+				if sub, ok := pv.(map[string]any); ok {
+					pv = MergePatch{Patch: sub}
+				}
+				if err := setKey(into, k, pv); err != nil {
+					return err
+				}
+			}
+			return nil
 		}
 	}
 	if v == nil {

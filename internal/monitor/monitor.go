@@ -170,7 +170,7 @@ func (m *Monitor) check(ctx context.Context, n *topology.Node, c *Conn, prev *to
 	defer func() {
 		if r := recover(); r != nil {
 			m.log.Error("node check panicked", "node", n.Name, "panic", r)
-			st = m.failed(prev, fmt.Errorf("check panicked: %v", r), false)
+			st = m.failed(n, prev, fmt.Errorf("check panicked: %v", r), false)
 		}
 		st.Checked, st.Node = time.Now(), n
 		if st.Failures == 0 && st.Health == topology.Healthy {
@@ -182,7 +182,7 @@ func (m *Monitor) check(ctx context.Context, n *topology.Node, c *Conn, prev *to
 	if *c == nil {
 		conn, err := m.opts.Dial(ctx, n)
 		if err != nil {
-			return m.failed(prev, err, refused(err))
+			return m.failed(n, prev, err, refused(err))
 		}
 		*c = conn
 	}
@@ -199,7 +199,7 @@ func (m *Monitor) check(ctx context.Context, n *topology.Node, c *Conn, prev *to
 		*c = nil
 		conn, derr := m.opts.Dial(ctx, n)
 		if derr != nil {
-			return m.failed(prev, derr, refused(derr))
+			return m.failed(n, prev, derr, refused(derr))
 		}
 		*c = conn
 		start = time.Now()
@@ -211,7 +211,7 @@ func (m *Monitor) check(ctx context.Context, n *topology.Node, c *Conn, prev *to
 	if err != nil {
 		(*c).Close()
 		*c = nil
-		return m.failed(prev, err, false)
+		return m.failed(n, prev, err, false)
 	}
 	st.RTT = time.Since(start)
 	st.Version = ver.Values[0][0].S
@@ -221,7 +221,7 @@ func (m *Monitor) check(ctx context.Context, n *topology.Node, c *Conn, prev *to
 			(*c).Close()
 			*c = nil
 		}
-		return m.failed(prev, err, false)
+		return m.failed(n, prev, err, false)
 	}
 	st.Health = topology.Healthy
 	return st
@@ -282,9 +282,11 @@ func (m *Monitor) read(c Conn, fl gtid.Flavor, st *topology.NodeState) error {
 	return nil
 }
 
-// failed is the state after a failed check: a node that refused the connection is down at once,
-// one that answered "too many connections" is full, any other failure counts toward DownAfter.
-func (m *Monitor) failed(prev *topology.NodeState, err error, refusedConn bool) *topology.NodeState {
+// failed is the state of node n after a failed check: a node that refused the connection is
+// down at once, one that answered "too many connections" is full, one that refused the
+// monitor's login is auth_failed (not down: it answered), any other failure counts toward
+// DownAfter.
+func (m *Monitor) failed(n *topology.Node, prev *topology.NodeState, err error, refusedConn bool) *topology.NodeState {
 	// Until it counts as down (or full), a node keeps the health it had.
 	st := &topology.NodeState{LastErr: err.Error(), Failures: 1}
 	if prev != nil {
@@ -298,6 +300,17 @@ func (m *Monitor) failed(prev *topology.NodeState, err error, refusedConn bool) 
 	switch {
 	case errors.As(err, &se) && se.Code == mysql.ErrConCount:
 		st.Health = topology.Full
+	case errors.As(err, &se) && se.Code == mysql.ErrAccessDenied:
+		// The node answered and refused the monitor's credentials: it is not known down,
+		// and says nothing new of itself. Routing goes on with what was last seen of it.
+		st.AuthFailed = se.Message
+		if st.Health == topology.Down {
+			st.Health = topology.Unknown // it answers again
+		}
+		if prev == nil || prev.AuthFailed == "" {
+			m.log.Error("the monitor cannot log in to the node: check monitor.user and monitor.password and the account's grants there; routing on its last known role",
+				"node", n.Name, "err", err)
+		}
 	case refusedConn || st.Failures >= m.opts.DownAfter:
 		st.Health = topology.Down
 	}
@@ -388,6 +401,8 @@ func (m *Monitor) round(now time.Time) {
 		switch {
 		case i == p:
 			c.LagKnown = true
+		case c.AuthFailed != "":
+			// What it has applied now is not known (the monitor cannot log in): unknown.
 		case c.Broken != "" || c.Unsynced:
 			// Its position says nothing of how far behind it is: unknown, not 0.
 		case !primaryPos.IsZero() && err == nil:

@@ -3,6 +3,7 @@ package monitor
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"syscall"
 	"testing"
 	"time"
@@ -60,18 +61,19 @@ func TestHistoryLag(t *testing.T) {
 // TestFailedHealth: a refused connection is down at once; other failures count to DownAfter;
 // "too many connections" is full, not down; what the node said last stays visible.
 func TestFailedHealth(t *testing.T) {
-	m := &Monitor{opts: Options{DownAfter: 3}}
+	m := &Monitor{opts: Options{DownAfter: 3}, log: slog.New(slog.DiscardHandler)}
+	n := &topology.Node{Name: "replica1"}
 	up := &topology.NodeState{Health: topology.Healthy, Version: "10.11", Applied: "0-1-5"}
 	timeout := errors.New("i/o timeout")
 	refusedErr := fmt.Errorf("dial: %w", syscall.ECONNREFUSED)
 
-	st := m.failed(up, refusedErr, refused(refusedErr))
+	st := m.failed(n, up, refusedErr, refused(refusedErr))
 	if st.Health != topology.Down || st.Applied != "0-1-5" || st.LastErr == "" {
 		t.Fatalf("refused: %+v", st)
 	}
 	st = up
 	for i := 1; i <= 3; i++ {
-		st = m.failed(st, timeout, false)
+		st = m.failed(n, st, timeout, false)
 		want := topology.Healthy
 		if i == 3 {
 			want = topology.Down
@@ -80,11 +82,27 @@ func TestFailedHealth(t *testing.T) {
 			t.Fatalf("failure %d: %v (%d failures), want %v", i, st.Health, st.Failures, want)
 		}
 	}
-	full := m.failed(up, mysql.NewError(mysql.ErrConCount, "08004", "Too many connections"), false)
+	full := m.failed(n, up, mysql.NewError(mysql.ErrConCount, "08004", "Too many connections"), false)
 	if full.Health != topology.Full {
 		t.Fatalf("1040: %v", full.Health)
 	}
-	if first := m.failed(nil, timeout, false); first.Health != topology.Unknown || first.Failures != 1 {
+	if first := m.failed(n, nil, timeout, false); first.Health != topology.Unknown || first.Failures != 1 {
 		t.Fatalf("first check failed: %+v", first)
+	}
+	// A refused login (1045) is an answer: never down however often, what was seen stays,
+	// and the server's words are kept.
+	denied := mysql.NewError(mysql.ErrAccessDenied, "28000", "Access denied for user 'mon'@'localhost' (using password: YES)")
+	st = up
+	for range 5 {
+		st = m.failed(n, st, denied, false)
+	}
+	if st.Health != topology.Healthy || st.AuthFailed != denied.Message || st.Applied != "0-1-5" {
+		t.Fatalf("1045 after a good check: %+v", st)
+	}
+	if first := m.failed(n, nil, denied, false); first.Health != topology.Unknown || first.AuthFailed == "" {
+		t.Fatalf("1045 at the first check: %+v", first)
+	}
+	if back := m.failed(n, &topology.NodeState{Health: topology.Down, Failures: 4}, denied, false); back.Health == topology.Down {
+		t.Fatalf("a down node that answers with 1045 stays down: %+v", back)
 	}
 }

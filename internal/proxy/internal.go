@@ -3,10 +3,10 @@ package proxy
 import (
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/sluicedb/sluice/internal/classify"
 	"github.com/sluicedb/sluice/internal/mysql"
+	"github.com/sluicedb/sluice/internal/route"
 	"github.com/sluicedb/sluice/internal/topology"
 )
 
@@ -28,7 +28,7 @@ func (s *session) proxyCommand(cmd classify.ProxyCommand) error {
 	var rows [][]cell
 	switch cmd {
 	case classify.ShowNodes:
-		cols, rows = nodeRows(s.p.topo.Snapshot(), s.settings.current().MaxLag, s.p.opts.Positions)
+		cols, rows = nodeRows(s.p.topo.Snapshot(), s.settings.current(), s.p.opts.Positions)
 	case classify.ShowConsistency:
 		set := s.settings.current()
 		n := func(v int64) cell { return text(strconv.FormatInt(v, 10)) }
@@ -79,12 +79,13 @@ func lastRouteRow(r routeInfo, snap *topology.Snapshot) ([]string, [][]cell) {
 	return []string{"node", "role", "reason"}, [][]cell{{text(node), text(role), text(reason)}}
 }
 
-// nodeRows is SHOW NODES's answer: one row per node, as the topology's snapshot has it (the
-// state under the lag threshold maxLag; where each node's position is learnt, from positions
-// when there is a monitor).
-func nodeRows(snap *topology.Snapshot, maxLag time.Duration, positions *topology.Positions) ([]string, [][]cell) {
+// nodeRows is SHOW NODES's answer: one row per node, as the topology's snapshot has it, seen
+// from the endpoint routed by ep (the state lagging past its max_replica_lag; reads: whether
+// the node takes its new reads now, else "no: " and why, route's words); where each node's
+// position is learnt, from positions when there is a monitor.
+func nodeRows(snap *topology.Snapshot, ep *route.Settings, positions *topology.Positions) ([]string, [][]cell) {
 	cols := []string{"name", "address", "role", "zone", "state", "lag_ms", "seconds_behind", "gtid_position",
-		"connections", "threads_connected", "rtt_ms", "last_error", "position_source", "read_only"}
+		"connections", "threads_connected", "rtt_ms", "last_error", "position_source", "read_only", "reads"}
 	var rows [][]cell
 	for i, n := range snap.Nodes {
 		if snap.IsRemoved(i) {
@@ -94,8 +95,12 @@ func nodeRows(snap *topology.Snapshot, maxLag time.Duration, positions *topology
 		if snap.IsPrimary(i) {
 			role = topology.Primary
 		}
-		row := []cell{text(n.Name), text(n.Address), text(role.String()), text(n.Zone), text(snap.StateName(i, maxLag)),
-			null, null, null, text(strconv.FormatInt(snap.Load[i].Conns.Load(), 10)), null, null, null, null, null}
+		reads := "yes"
+		if why := route.WhyNoReads(ep, snap, i); why != "" {
+			reads = "no: " + why
+		}
+		row := []cell{text(n.Name), text(n.Address), text(role.String()), text(n.Zone), text(snap.StateName(i, ep.MaxLag)),
+			null, null, null, text(strconv.FormatInt(snap.Load[i].Conns.Load(), 10)), null, null, null, null, null, text(reads)}
 		if positions != nil {
 			// Where the consistency levels learn the node's position: its binlog stream (real
 			// time), or the monitor's checks.

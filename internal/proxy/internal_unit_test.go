@@ -105,12 +105,16 @@ func TestWriteResult(t *testing.T) {
 // TestNodeRowsAndLastRoute: SHOW NODES and SHOW LAST ROUTE built from a snapshot alone.
 func TestNodeRowsAndLastRoute(t *testing.T) {
 	snap := testTopology(t, 2).Snapshot()
-	cols, rows := nodeRows(snap, 0, nil)
-	if len(cols) != 14 || len(rows) != 2 {
+	cols, rows := nodeRows(snap, &route.Settings{Mode: route.ReadWrite, Weights: []int{0, 100}}, nil)
+	if len(cols) != 15 || len(rows) != 2 {
 		t.Fatalf("%d columns, %d rows", len(cols), len(rows))
 	}
 	if rows[0][0].s != "primary" || rows[0][2].s != "primary" || rows[1][2].s != "replica" || !rows[0][12].null {
 		t.Errorf("rows %+v", rows)
+	}
+	// reads: this endpoint's verdict on each node.
+	if rows[0][14].s != "no: weight 0" || rows[1][14].s != "yes" {
+		t.Errorf("reads: %q, %q", rows[0][14].s, rows[1][14].s)
 	}
 	_, rows = lastRouteRow(routeInfo{}, snap)
 	if rows[0][0].s != "" || rows[0][2].s != "" {

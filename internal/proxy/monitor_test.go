@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ type nodeRow struct {
 	threads, rtt                              sql.NullString
 	source                                    sql.NullString
 	readOnly                                  sql.NullString
+	reads                                     string // this endpoint's: yes, or no: why
 }
 
 func showNodes(t testing.TB, db *sql.DB) map[string]nodeRow {
@@ -32,7 +34,7 @@ func showNodes(t testing.TB, db *sql.DB) map[string]nodeRow {
 	for rows.Next() {
 		var r nodeRow
 		if err := rows.Scan(&r.name, &r.address, &r.role, &r.zone, &r.state, &r.lagMs, &r.secondsBehind, &r.position,
-			&r.connections, &r.threads, &r.rtt, &r.lastError, &r.source, &r.readOnly); err != nil {
+			&r.connections, &r.threads, &r.rtt, &r.lastError, &r.source, &r.readOnly, &r.reads); err != nil {
 			t.Fatal(err)
 		}
 		out[r.name] = r
@@ -213,8 +215,10 @@ func TestLaggingReplicaSetAside(t *testing.T) {
 	if got := reads(); got["replica1"] != 0 || got["replica2"] != 20 {
 		t.Errorf("replica1 lagging past 2s: reads went %v, want all on replica2", got)
 	}
-	if st := showNodes(t, db)["replica1"].state; st != "lagging" {
-		t.Errorf("SHOW NODES: replica1 %s, want lagging", st)
+	if r := showNodes(t, db); r["replica1"].state != "lagging" || !strings.HasPrefix(r["replica1"].reads, "no: lag ") ||
+		!strings.Contains(r["replica1"].reads, "max_replica_lag 2s") || r["replica2"].reads != "yes" {
+		t.Errorf("SHOW NODES: replica1 %s, reads %q; replica2 reads %q; want lagging, no: lag ... max_replica_lag 2s; yes",
+			r["replica1"].state, r["replica1"].reads, r["replica2"].reads)
 	}
 	delay("replica2", 4)
 	waitLag("replica2", 2500)

@@ -18,6 +18,11 @@
 // line only (TestNodeChangingNeverOnReplica). Reads, bindings and hints go only to nodes the
 // snapshot calls routable (topology.Snapshot.Routable): a hint never keeps a drain from ending.
 //
+// Which nodes take an endpoint's reads is said by the same rules pickReplica chooses by
+// (Settings.eligibility): ReadEligibility and WhyNoReads give the admin API and SHOW NODES each
+// endpoint's verdict on each node, looking at the lag gate without changing it. A node's lag
+// alone says nothing of that: the threshold is the endpoint's.
+//
 // The one piece of mutable state is in the balancing policies (the smooth weighted round robin
 // keeps its current weights) and in the live per-node counters the least-active policy reads;
 // both are safe for concurrent use.

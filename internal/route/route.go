@@ -158,30 +158,34 @@ type lagGate struct {
 	out []atomic.Bool
 }
 
-// usable reports whether replica i, in state st, may take new reads under maxLag.
+// usable reports whether replica i, in state st, may take new reads under maxLag, and
+// remembers it.
 func (g *lagGate) usable(i int, st *topology.NodeState, maxLag time.Duration) bool {
+	ok, remember := g.judge(i, st, maxLag)
+	if remember {
+		g.out[i].Store(!ok)
+	}
+	return ok
+}
+
+// judge is usable's verdict without remembering it: whether replica i may take new reads, and
+// whether the gate must change what it remembers of i for that (a view of the state, such as
+// the admin API's, judges without changing it).
+func (g *lagGate) judge(i int, st *topology.NodeState, maxLag time.Duration) (ok, remember bool) {
 	if maxLag <= 0 {
-		return true
+		return true, false
 	}
 	lag, known := lagOf(st)
 	if g == nil || i >= len(g.out) {
-		return !known || lag <= maxLag
+		return !known || lag <= maxLag, false
 	}
 	if !known {
-		return !g.out[i].Load() // nothing new: as it was
+		return !g.out[i].Load(), false // nothing new: as it was
 	}
 	if g.out[i].Load() {
-		if lag >= maxLag*3/4 {
-			return false
-		}
-		g.out[i].Store(false)
-		return true
+		return lag < maxLag*3/4, lag < maxLag*3/4
 	}
-	if lag > maxLag {
-		g.out[i].Store(true)
-		return false
-	}
-	return true
+	return lag <= maxLag, lag > maxLag
 }
 
 // lagOf is a node's lag as the monitor measured it from GTID positions, else as the node
@@ -541,11 +545,8 @@ func pickReplica(s *Session, ep *Settings, snap *topology.Snapshot, withPrimary 
 		if i >= len(snap.Up) {
 			break // a node added to the topology before the endpoint's weights (its weight: 0)
 		}
-		if w <= 0 || !snap.Routable(i) || (i == snap.Primary && !withPrimary) {
+		if ep.eligibility(snap, i, withPrimary, s.HasTarget, true) != Eligible {
 			continue
-		}
-		if i != snap.Primary && i < len(snap.State) && (snap.TakesNoReads(i, s.HasTarget) || !ep.gate.usable(i, snap.State[i], ep.MaxLag)) {
-			continue // replicates from no one, errant, broken, unsynced, or lags past the endpoint's max_replica_lag
 		}
 		candidates = append(candidates, i)
 		weights = append(weights, w)

@@ -154,7 +154,8 @@ func (s *Snapshot) TakesNoReads(i int, needsPosition bool) bool {
 	return s.Detached(i) || st.Faulty() || (needsPosition && st != nil && st.Unsynced)
 }
 
-// StateName words node i's state for people (SHOW NODES, the admin API): up; down; full (it
+// StateName words node i's state for people (SHOW NODES, the admin API): up; down; auth_failed
+// (it refused the monitor's login: routed on what was last known of it); full (it
 // answered 1040, too many connections); switching (the primary, no longer writable, no new
 // one yet); errant (holds transactions the primary does not); broken (its replication stopped
 // with an error); unsynced (the primary's position went backwards since it was last seen caught
@@ -181,6 +182,8 @@ func (s *Snapshot) StateName(i int, maxLag time.Duration) string {
 	st := s.State[i]
 	switch {
 	case st == nil:
+	case st.AuthFailed != "":
+		return "auth_failed"
 	case st.Health == Full:
 		return "full"
 	case s.IsPrimary(i) && s.Switching:

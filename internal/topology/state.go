@@ -37,7 +37,12 @@ type NodeState struct {
 	// Failures counts the checks failed in a row (0 after a success).
 	Failures int
 	LastErr  string // the last check's error, "" after a success
-	RTT      time.Duration
+	// AuthFailed is the server's message when it refused the monitor's login (error 1045: the
+	// monitor's user or password is wrong there); "" otherwise. The node answered, so it is
+	// not known down: it keeps the health and role last seen (none: as configured), and the
+	// sessions, which log in as their own users, keep using it.
+	AuthFailed string
+	RTT        time.Duration
 
 	Version  string
 	ReadOnly bool // @@read_only (MySQL: or @@super_read_only)

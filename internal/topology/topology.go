@@ -336,8 +336,9 @@ func (t *Topology) Observe(states []*NodeState) {
 		next.State[i] = st
 		next.Joining &^= 1 << i
 		up := st.Health != Down
-		if !next.Up[i] && (st.Failures > 0 || st.Checked.Before(t.failedAt[i])) {
-			// Down (a session reported it): only a successful check made since brings it back.
+		if !next.Up[i] && ((st.Failures > 0 && st.AuthFailed == "") || st.Checked.Before(t.failedAt[i])) {
+			// Down (a session reported it): only a check made since that the node answered
+			// brings it back (a refused login is an answer).
 			up = false
 		}
 		if up != next.Up[i] {
