@@ -221,7 +221,7 @@ const (
 	ReasonLockingRead
 	ReasonSessionFunction // LAST_INSERT_ID, GET_LOCK, sequences, user variables...
 	ReasonPinned
-	ReasonPrevious // FOUND_ROWS, SHOW WARNINGS: where the previous statement went
+	ReasonPrevious // FOUND_ROWS, SHOW WARNINGS, a statement without tables: where the previous statement went
 	ReasonUnknown
 	ReasonFallback    // no replica can serve the read
 	ReasonBound       // read-only endpoint: the session's replica
@@ -402,11 +402,11 @@ func Decide(c *classify.Result, stmt []byte, s *Session, ep *Settings, snap *top
 			}
 			return Decision{Node: s.TxNode, Reason: ReasonInTransaction}
 		}
-		d := decideOutsideTx(c, s, ep, snap, primary, why)
+		d := decideOutsideTx(c, stmt, s, ep, snap, primary, why)
 		d.EndTx = true
 		return d
 	}
-	return decideOutsideTx(c, s, ep, snap, primary, why)
+	return decideOutsideTx(c, stmt, s, ep, snap, primary, why)
 }
 
 // replicaTxAllows reports whether c may run in the read-only transaction a session holds on a
@@ -476,8 +476,9 @@ func MayReadReplica(c *classify.Result, s *Session, ep *Settings, snap *topology
 	return (s.Autocommit && !s.TxPending) || ep.SplitTx
 }
 
-// decideOutsideTx is Decide for a statement of a session with no transaction open on a node.
-func decideOutsideTx(c *classify.Result, s *Session, ep *Settings, snap *topology.Snapshot, primary bool, why Reason) Decision {
+// decideOutsideTx is Decide for a statement of a session with no transaction open on a node
+// (its text stmt).
+func decideOutsideTx(c *classify.Result, stmt []byte, s *Session, ep *Settings, snap *topology.Snapshot, primary bool, why Reason) Decision {
 	if c.Flags&classify.Multi != 0 {
 		// A batch runs whole on the primary, whatever its first statement is: START
 		// TRANSACTION READ ONLY; ANALYZE TABLE t is not a read-only transaction for a
@@ -530,10 +531,34 @@ func decideOutsideTx(c *classify.Result, s *Session, ep *Settings, snap *topolog
 	if (!s.Autocommit || s.TxPending) && !ep.SplitTx {
 		return Decision{Node: snap.Primary, Reason: ReasonInTransaction}
 	}
+	if s.LastNode >= 0 && s.LastNode < len(snap.Up) && snap.Routable(s.LastNode) && tableFree(c, stmt) {
+		// A statement that uses no table leaves the node's warning list as the previous
+		// statement left it (MariaDB clears it for a statement that uses a table or raises a
+		// condition): it runs where the previous statement ran, so that SHOW WARNINGS,
+		// @@warning_count (ReasonPrevious, above) and the like after it still answer for that
+		// statement. It reads no data, so no replica is staler than another for it.
+		return Decision{Node: s.LastNode, Reason: ReasonPrevious}
+	}
 	if n := pickReplica(s, ep, snap, true); n >= 0 {
 		return Decision{Node: n, Reason: ReasonRead}
 	}
 	return Decision{Node: snap.Primary, Reason: ReasonFallback}
+}
+
+// tableFree reports whether c, a read whose text is stmt, uses no table: a SELECT with no
+// FROM anywhere in its text (in a string or comment too: in doubt it uses one). A table
+// value constructor or a stored function's own tables are not told apart; such a statement
+// runs where the previous one ran, as FOUND_ROWS() does.
+func tableFree(c *classify.Result, stmt []byte) bool {
+	if c.Kind != classify.Select {
+		return false
+	}
+	for i := 0; i+4 <= len(stmt); i++ {
+		if stmt[i]|0x20 == 'f' && stmt[i+1]|0x20 == 'r' && stmt[i+2]|0x20 == 'o' && stmt[i+3]|0x20 == 'm' {
+			return false
+		}
+	}
+	return true
 }
 
 // pickReplica chooses among the nodes with a read weight that are up (the primary too when
