@@ -221,7 +221,7 @@ const (
 	ReasonLockingRead
 	ReasonSessionFunction // LAST_INSERT_ID, GET_LOCK, sequences, user variables...
 	ReasonPinned
-	ReasonPrevious // FOUND_ROWS, SHOW WARNINGS, a statement without tables: where the previous statement went
+	ReasonPrevious // FOUND_ROWS, SHOW WARNINGS: where the previous statement went
 	ReasonUnknown
 	ReasonFallback    // no replica can serve the read
 	ReasonBound       // read-only endpoint: the session's replica
@@ -231,9 +231,10 @@ const (
 	ReasonPrimaryOnly // statements that only the primary answers meaningfully (SHOW MASTER STATUS...)
 	ReasonMulti       // multi-statement batch
 	ReasonConsistency // no replica reached the position the consistency level needs in time
+	ReasonNoTable     // a read that uses no table: where the previous statement went (its warnings are there)
 
 	// NumReasons is how many reasons there are (for tables indexed by reason).
-	NumReasons = int(ReasonConsistency) + 1
+	NumReasons = int(ReasonNoTable) + 1
 )
 
 var reasonLabels = [...]string{
@@ -243,6 +244,7 @@ var reasonLabels = [...]string{
 	ReasonUnknown: "unclassified", ReasonFallback: "fallback", ReasonBound: "bound_replica",
 	ReasonSession: "session_state", ReasonDeferredTx: "transaction_deferred", ReasonReadOnlyTx: "read_only_transaction",
 	ReasonPrimaryOnly: "primary_only", ReasonMulti: "multi_statement", ReasonConsistency: "consistency_fallback",
+	ReasonNoTable: "no_table",
 }
 
 // Label is the reason as a metric label value: one word, lower case.
@@ -260,7 +262,7 @@ var reasonNames = [...]string{
 	ReasonUnknown: "unclassified", ReasonFallback: "fallback: no replica", ReasonBound: "bound replica",
 	ReasonSession: "session state", ReasonDeferredTx: "transaction deferred", ReasonReadOnlyTx: "read-only transaction",
 	ReasonPrimaryOnly: "primary only", ReasonMulti: "multi-statement",
-	ReasonConsistency: "consistency: no replica reached the position",
+	ReasonConsistency: "consistency: no replica reached the position", ReasonNoTable: "no table: with the previous statement",
 }
 
 func (r Reason) String() string {
@@ -536,8 +538,9 @@ func decideOutsideTx(c *classify.Result, stmt []byte, s *Session, ep *Settings, 
 		// statement left it (MariaDB clears it for a statement that uses a table or raises a
 		// condition): it runs where the previous statement ran, so that SHOW WARNINGS,
 		// @@warning_count (ReasonPrevious, above) and the like after it still answer for that
-		// statement. It reads no data, so no replica is staler than another for it.
-		return Decision{Node: s.LastNode, Reason: ReasonPrevious}
+		// statement. It reads no data, so no replica is staler than another for it. (When
+		// that node fails it, it is retried as a read: the warnings went with the node.)
+		return Decision{Node: s.LastNode, Reason: ReasonNoTable}
 	}
 	if n := pickReplica(s, ep, snap, true); n >= 0 {
 		return Decision{Node: n, Reason: ReasonRead}

@@ -477,7 +477,7 @@ func TestSessionVariableReads(t *testing.T) {
 		{"SELECT @@transaction_read_only", 2, 0, ReasonSessionFunction},
 		{"SELECT @@warning_count", 2, 2, ReasonPrevious},
 		{"SELECT @@error_count, @@warning_count", 1, 1, ReasonPrevious},
-		{"SELECT @@version", 2, 2, ReasonPrevious}, // no table: TestTableFreeFollowsPrevious
+		{"SELECT @@version", 2, 2, ReasonNoTable}, // no table: TestTableFreeFollowsPrevious
 		{"SELECT @@version, id FROM t", 2, 1, ReasonRead},
 	} {
 		s := NewSession()
@@ -507,11 +507,11 @@ func TestTableFreeFollowsPrevious(t *testing.T) {
 		node       int
 		reason     Reason
 	}{
-		{"no table after replica2", "SELECT 1", 2, nil, nil, 2, ReasonPrevious},
-		{"no table after replica1", "SELECT CAST('2024-13-01' AS DATE)", 1, nil, nil, 1, ReasonPrevious},
+		{"no table after replica2", "SELECT 1", 2, nil, nil, 2, ReasonNoTable},
+		{"no table after replica1", "SELECT CAST('2024-13-01' AS DATE)", 1, nil, nil, 1, ReasonNoTable},
 		{"DO: the primary, as always", "DO SLEEP(0)", 2, nil, nil, 0, ReasonWrite},
 		{"functions, no table", "select now(), connection_id() + 0, 'x' AS a", 2, nil, nil, 0, ReasonSessionFunction},
-		{"no table after a write", "SELECT 1", 0, nil, nil, 0, ReasonPrevious},
+		{"no table after a write", "SELECT 1", 0, nil, nil, 0, ReasonNoTable},
 		{"first statement", "SELECT 1", -1, nil, nil, 1, ReasonRead},
 		{"a table", "SELECT 1 FROM t", 2, nil, nil, 1, ReasonRead},
 		{"a subquery's table", "SELECT (SELECT MAX(id) FROM t)", 2, nil, nil, 1, ReasonRead},
