@@ -17,7 +17,7 @@ cli=$(command -v mariadb || command -v mysql || true)
 
 # q [ARGS...]: the CLI on the battery's database, statements on stdin; errors in line.
 q() {
-	"$cli" --no-defaults --protocol=tcp -h "$CB_HOST" -P "$CB_PORT" -u "$CB_USER" -p"${CB_PASSWORD:-}" \
+	"$cli" --no-defaults --protocol=tcp -h "$CB_HOST" -P "$CB_PORT" -u "$CB_USER" --password="${CB_PASSWORD:-}" \
 		--connect-timeout=10 -c --batch --force "$@" 2>&1 || true
 }
 
@@ -41,7 +41,7 @@ rw | ro) ;;
 esac
 
 # The first connection must work: otherwise the battery cannot run at all.
-"$cli" --no-defaults --protocol=tcp -h "$CB_HOST" -P "$CB_PORT" -u "$CB_USER" -p"${CB_PASSWORD:-}" \
+"$cli" --no-defaults --protocol=tcp -h "$CB_HOST" -P "$CB_PORT" -u "$CB_USER" --password="${CB_PASSWORD:-}" \
 	--connect-timeout=10 -e 'SELECT 1' "$CB_DB" >/dev/null || { echo "cli battery: cannot connect" >&2; exit 2; }
 
 echo "# cli battery, mode $CB_MODE"
