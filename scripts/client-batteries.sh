@@ -149,12 +149,11 @@ own_error() {
 # until_error ADDR SQL MESSAGE: waits (up to 30 s) until SQL through sluice at ADDR fails with a
 # message holding MESSAGE (the monitor saw what the test did to a node).
 until_error() {
-	local i
+	local i got
 	for ((i = 0; i < 60; i++)); do
-		if mariadb --no-defaults --protocol=tcp -h "${1%:*}" -P "${1##*:}" -u "$FL_USER" -p"$FL_PASSWORD" \
-			--connect-timeout=5 -c -e "$2" 2>&1 | grep -qF -- "$3"; then
-			return 0
-		fi
+		got=$(mariadb --no-defaults --protocol=tcp -h "${1%:*}" -P "${1##*:}" -u "$FL_USER" -p"$FL_PASSWORD" \
+			--connect-timeout=5 -c -e "$2" 2>&1 || true)
+		[[ $got == *"$3"* ]] && return 0
 		sleep 0.5
 	done
 	fl_die "through $1, '$2' never failed with '$3'"

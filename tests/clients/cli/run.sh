@@ -26,10 +26,11 @@ errors)
 	# An error sluice raises itself (scripts/client-batteries.sh's errors phase): one line,
 	# 'mariadb: ok' or 'mariadb: error CODE STATE MESSAGE', the login's error included.
 	[[ -n ${CB_SQL:-} ]] || { echo "cli battery: CB_SQL is not set" >&2; exit 2; }
-	got=$(printf '%s\n' "$CB_SQL" | q "$CB_DB")
+	# (On an error the CLI echoes the statement between dashes first: only the ERROR line.)
+	got=$(printf '%s\n' "$CB_SQL" | q "$CB_DB" | grep -m1 '^ERROR ' || true)
 	if [[ $got =~ ^ERROR\ ([0-9]+)\ \(([0-9A-Z]+)\)(\ at\ line\ [0-9]+)?:\ (.*)$ ]]; then
 		printf 'mariadb: error %s %s %s\n' "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}" "${BASH_REMATCH[4]}"
-	elif [[ $got == *ERROR* ]]; then
+	elif [[ -n $got ]]; then
 		printf 'mariadb: error ? ? %s\n' "$got"
 	else
 		echo "mariadb: ok"
