@@ -2,6 +2,7 @@ package route
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -25,15 +26,22 @@ type Policy interface {
 // One Weighted is shared by every session of an endpoint, so Pick takes no lock: for one
 // setting (candidates and their weights) the sequence is periodic — after sum(weights)/gcd
 // picks every current weight is back at zero — so it is computed once, as a cycle, and each
-// pick takes the next place in it with one atomic add. The cycles of the last few settings seen
-// are kept (a replica set aside and back, sessions that exclude a node they failed on, ...),
-// each keeping its place. A setting whose cycle would be longer than maxCycle (large weights
-// without a common divisor), or with a weight of zero, is picked as before: under a mutex, with
-// the current weights of every node kept across picks. Safe for concurrent use.
+// pick takes the next place in it with one atomic add. The cycles of a few settings are kept
+// (a replica set aside and back, reads whose candidates depend on which replicas reached a
+// position, ...), each keeping its place. A setting whose cycle would be longer than maxCycle
+// (large weights without a common divisor), or with a weight of zero, is picked as before: under
+// a mutex, with the current weights of every node kept across picks; so is a setting met while
+// every kept cycle is in use (more settings take turns than are kept): a cycle is given up only
+// when its setting has not been picked for a while, so that settings taking turns do not keep
+// replacing each other's cycles (each new one starting over at its heaviest candidate would
+// give that candidate every pick). Safe for concurrent use.
 type Weighted struct {
 	// cycles are the recent settings' cycles, newest first: an immutable list, replaced whole
 	// (under mu) when a setting not in it comes.
 	cycles atomic.Pointer[[]*cycle]
+	// missed counts the picks of settings that had no kept cycle (learn): the clock by which a
+	// kept cycle's setting has not been picked for a while (cycle.seen).
+	missed atomic.Uint64
 
 	mu      sync.Mutex  // guards current, and serialises replacing cycles
 	current map[int]int // node index -> current weight, for the settings picked under mu
@@ -46,6 +54,7 @@ type cycle struct {
 	// Weighted.mu (too long a cycle, or a zero weight).
 	order []uint8
 	next  atomic.Uint64 // picks taken from this cycle
+	seen  atomic.Uint64 // Weighted.missed when this cycle was last picked
 }
 
 const (
@@ -54,6 +63,10 @@ const (
 	maxCycle = 4096
 	// keptCycles is how many settings keep their cycle and place at once.
 	keptCycles = 8
+	// staleAfter is how many picks of settings without a kept cycle a kept one's setting may
+	// go unpicked before its cycle may be given up for another (Weighted.learn): more than
+	// settings that take turns with the kept ones miss in one turn.
+	staleAfter = 64
 )
 
 // NewWeighted returns a smooth weighted round robin policy.
@@ -75,7 +88,11 @@ func (w *Weighted) Pick(_ *topology.Snapshot, candidates []int, weights []int) i
 		}
 	}
 	if c == nil {
-		c = w.learn(candidates, weights)
+		if c = w.learn(candidates, weights); c == nil {
+			return w.pickLocked(candidates, weights) // no cycle may be given up for it now
+		}
+	} else if m := w.missed.Load(); c.seen.Load() != m {
+		c.seen.Store(m) // a store only after a miss: picks of one setting share no write but next
 	}
 	if c.order == nil {
 		return w.pickLocked(candidates, weights)
@@ -88,11 +105,17 @@ func (c *cycle) is(candidates, weights []int) bool {
 	return slices.Equal(c.candidates, candidates) && slices.Equal(c.weights, weights)
 }
 
-// learn returns the cycle of a setting not among w.cycles, computing it and putting it first
-// (the oldest beyond keptCycles is dropped, and starts again from its beginning if it comes back).
+// learn returns the cycle of a setting not among w.cycles, computing it and putting it first.
+// When keptCycles are kept already, it takes the place of the one not picked for longest, if
+// that one was not picked during the last staleAfter picks of settings without a cycle (its
+// setting went away: a weight changed, a replica left); it then starts at a random place, so
+// that settings that take turns in the kept list share out their picks by weight rather than
+// each start over at its heaviest candidate. Otherwise learn returns nil: the setting is picked
+// under the mutex, as every setting was before the cycles.
 func (w *Weighted) learn(candidates, weights []int) *cycle {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	m := w.missed.Add(1)
 	var kept []*cycle
 	if cs := w.cycles.Load(); cs != nil {
 		kept = *cs
@@ -102,10 +125,27 @@ func (w *Weighted) learn(candidates, weights []int) *cycle {
 			}
 		}
 	}
+	replaced := false
+	if len(kept) >= keptCycles {
+		stale := -1
+		for i, k := range kept {
+			if s := k.seen.Load(); m-s > staleAfter && (stale < 0 || s < kept[stale].seen.Load()) {
+				stale = i
+			}
+		}
+		if stale < 0 {
+			return nil
+		}
+		kept, replaced = slices.Delete(slices.Clone(kept), stale, stale+1), true
+	}
 	c := &cycle{candidates: slices.Clone(candidates), weights: slices.Clone(weights), order: swrrCycle(candidates, weights)}
+	c.seen.Store(m)
+	if replaced && c.order != nil {
+		c.next.Store(rand.Uint64N(uint64(len(c.order))))
+	}
 	next := make([]*cycle, 0, keptCycles)
 	next = append(next, c)
-	next = append(next, kept[:min(len(kept), keptCycles-1)]...)
+	next = append(next, kept...)
 	w.cycles.Store(&next)
 	return c
 }

@@ -167,3 +167,130 @@ func TestWeightedCycleBound(t *testing.T) {
 		t.Fatalf("100 200 200: a cycle of %d, want 5", len(o))
 	}
 }
+
+// manySettings are more settings than Weighted keeps cycles for: every pair of five equally
+// weighted replicas, as reads whose candidates depend on which replicas reached a position
+// (consistency levels) give them.
+func manySettings() [][]int {
+	var settings [][]int
+	for a := 0; a < 5; a++ {
+		for b := a + 1; b < 5; b++ {
+			settings = append(settings, []int{a, b})
+		}
+	}
+	if len(settings) <= keptCycles {
+		panic("manySettings: no more settings than keptCycles")
+	}
+	return settings
+}
+
+// TestWeightedManySettingsShareByWeight: settings that take turns, more of them than have a
+// cycle kept, still share the picks by weight, as the mutex and its map of current weights did.
+// (A setting that lost its cycle and got a new one started over at its heaviest candidate:
+// the first of each pair won every pick, and replica 4 got no read at all.)
+func TestWeightedManySettingsShareByWeight(t *testing.T) {
+	settings := manySettings()
+	weights := []int{100, 100}
+	w := NewWeighted()
+	ref := &refWeighted{current: map[int]int{}}
+	got, want := map[int]int{}, map[int]int{}
+	const picks = 10000
+	for i := range picks {
+		c := settings[i%len(settings)]
+		got[w.Pick(nil, c, weights)]++
+		want[ref.pick(c, weights)]++
+	}
+	for n := range 5 {
+		if d := got[n] - want[n]; d < -picks/50 || d > picks/50 {
+			t.Fatalf("picks by node %v, want about %v (the mutex's)", got, want)
+		}
+	}
+}
+
+// TestWeightedManySettingsAllocs: settings that take turns, more of them than have a cycle
+// kept, do not allocate a cycle on every pick once they have all been seen.
+func TestWeightedManySettingsAllocs(t *testing.T) {
+	settings := manySettings()
+	weights := []int{100, 100}
+	w := NewWeighted()
+	round := func() {
+		for _, c := range settings {
+			w.Pick(nil, c, weights)
+		}
+	}
+	for range 3 {
+		round()
+	}
+	if n := testing.AllocsPerRun(100, round); n != 0 {
+		t.Fatalf("%v allocations a round of %d settings, want 0", n, len(settings))
+	}
+}
+
+// TestWeightedStaleCycleGivenUp: once keptCycles settings have cycles, a new setting that stays
+// (the topology changed) gets a cycle in place of one whose setting is no longer picked, and
+// its picks keep their proportions meanwhile.
+func TestWeightedStaleCycleGivenUp(t *testing.T) {
+	w := NewWeighted()
+	for n := range keptCycles {
+		w.Pick(nil, []int{n, n + 1}, []int{100, 100})
+	}
+	candidates, weights := []int{0, 1, 2}, []int{100, 200, 200}
+	counts := map[int]int{}
+	for range 5 * staleAfter {
+		counts[w.Pick(nil, candidates, weights)]++
+	}
+	// Within a pick or two of it: the cycle begins where the mutex's sequence left off only by
+	// chance (a random place).
+	for n, want := range map[int]int{0: staleAfter, 1: 2 * staleAfter, 2: 2 * staleAfter} {
+		if d := counts[n] - want; d < -2 || d > 2 {
+			t.Fatalf("picks %v, want 1:2:2 of %d", counts, 5*staleAfter)
+		}
+	}
+	kept := false
+	for _, c := range *w.cycles.Load() {
+		kept = kept || c.is(candidates, weights)
+	}
+	if !kept || len(*w.cycles.Load()) != keptCycles {
+		t.Fatalf("the new setting has no cycle after %d picks (%d kept)", 5*staleAfter, len(*w.cycles.Load()))
+	}
+}
+
+// TestWeightedManySettingsConcurrent: sessions picking from more settings than are kept, and
+// from settings that come and go, at once (run it under -race): every setting's picks stay
+// among its candidates and the picks share out evenly.
+func TestWeightedManySettingsConcurrent(t *testing.T) {
+	settings := manySettings()
+	weights := []int{100, 100}
+	w := NewWeighted()
+	var mu sync.Mutex
+	counts := map[int]int{}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			local := map[int]int{}
+			for i := range 20000 {
+				c := settings[(i+g)%len(settings)]
+				if i%1000 == 999 {
+					c = []int{5 + i%3, 8} // a setting met once
+				}
+				n := w.Pick(nil, c, weights)
+				if n != c[0] && n != c[1] {
+					t.Errorf("picked %d from %v", n, c)
+					return
+				}
+				local[n]++
+			}
+			mu.Lock()
+			for k, v := range local {
+				counts[k] += v
+			}
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	for n := range 5 {
+		if counts[n] < 15000 || counts[n] > 17000 {
+			t.Fatalf("picks by node %v, want about 16000 each of nodes 0 to 4", counts)
+		}
+	}
+}
