@@ -83,7 +83,7 @@ func Retry(s *Session, ep *Settings, snap *topology.Snapshot, f Failed) (Decisio
 		}
 		return Decision{Node: snap.Primary, Reason: ReasonPinned}, Resend
 	}
-	if f.Reason != ReasonRead && f.Reason != ReasonNoTable {
+	if f.Reason != ReasonRead {
 		// Only a plain read may run elsewhere: a hint named its node, a transaction or a
 		// binding holds the session where it is.
 		return f.Decision, Stop

@@ -43,10 +43,6 @@ func TestRetry(t *testing.T) {
 		{"the bound replica failed", ro, Failed{Decision: Decision{Node: 1, Reason: ReasonBound}}, Decision{Node: 1, Reason: ReasonBound}, Stop, 0},
 		{"a kept connection broke", rw(), Failed{Decision: read, Renewable: true}, read, Renew, 0},
 		{"the read's replica failed", rw(), Failed{Decision: read}, read, Elsewhere, 0},
-		{"a read without tables: its replica failed", rw(), Failed{Decision: Decision{Node: 2, Reason: ReasonNoTable}},
-			Decision{Node: 2, Reason: ReasonNoTable}, Elsewhere, 0},
-		{"FOUND_ROWS: its replica failed", rw(), Failed{Decision: Decision{Node: 2, Reason: ReasonPrevious}},
-			Decision{Node: 2, Reason: ReasonPrevious}, Stop, 0},
 	} {
 		s := NewSession()
 		d, next := Retry(&s, tc.ep, cluster(), tc.f)

@@ -231,10 +231,9 @@ const (
 	ReasonPrimaryOnly // statements that only the primary answers meaningfully (SHOW MASTER STATUS...)
 	ReasonMulti       // multi-statement batch
 	ReasonConsistency // no replica reached the position the consistency level needs in time
-	ReasonNoTable     // a read that uses no table: where the previous statement went (its warnings are there)
 
 	// NumReasons is how many reasons there are (for tables indexed by reason).
-	NumReasons = int(ReasonNoTable) + 1
+	NumReasons = int(ReasonConsistency) + 1
 )
 
 var reasonLabels = [...]string{
@@ -244,7 +243,6 @@ var reasonLabels = [...]string{
 	ReasonUnknown: "unclassified", ReasonFallback: "fallback", ReasonBound: "bound_replica",
 	ReasonSession: "session_state", ReasonDeferredTx: "transaction_deferred", ReasonReadOnlyTx: "read_only_transaction",
 	ReasonPrimaryOnly: "primary_only", ReasonMulti: "multi_statement", ReasonConsistency: "consistency_fallback",
-	ReasonNoTable: "no_table",
 }
 
 // Label is the reason as a metric label value: one word, lower case.
@@ -262,7 +260,7 @@ var reasonNames = [...]string{
 	ReasonUnknown: "unclassified", ReasonFallback: "fallback: no replica", ReasonBound: "bound replica",
 	ReasonSession: "session state", ReasonDeferredTx: "transaction deferred", ReasonReadOnlyTx: "read-only transaction",
 	ReasonPrimaryOnly: "primary only", ReasonMulti: "multi-statement",
-	ReasonConsistency: "consistency: no replica reached the position", ReasonNoTable: "no table: with the previous statement",
+	ReasonConsistency: "consistency: no replica reached the position",
 }
 
 func (r Reason) String() string {
@@ -404,11 +402,11 @@ func Decide(c *classify.Result, stmt []byte, s *Session, ep *Settings, snap *top
 			}
 			return Decision{Node: s.TxNode, Reason: ReasonInTransaction}
 		}
-		d := decideOutsideTx(c, stmt, s, ep, snap, primary, why)
+		d := decideOutsideTx(c, s, ep, snap, primary, why)
 		d.EndTx = true
 		return d
 	}
-	return decideOutsideTx(c, stmt, s, ep, snap, primary, why)
+	return decideOutsideTx(c, s, ep, snap, primary, why)
 }
 
 // replicaTxAllows reports whether c may run in the read-only transaction a session holds on a
@@ -478,9 +476,8 @@ func MayReadReplica(c *classify.Result, s *Session, ep *Settings, snap *topology
 	return (s.Autocommit && !s.TxPending) || ep.SplitTx
 }
 
-// decideOutsideTx is Decide for a statement of a session with no transaction open on a node
-// (its text stmt).
-func decideOutsideTx(c *classify.Result, stmt []byte, s *Session, ep *Settings, snap *topology.Snapshot, primary bool, why Reason) Decision {
+// decideOutsideTx is Decide for a statement of a session with no transaction open on a node.
+func decideOutsideTx(c *classify.Result, s *Session, ep *Settings, snap *topology.Snapshot, primary bool, why Reason) Decision {
 	if c.Flags&classify.Multi != 0 {
 		// A batch runs whole on the primary, whatever its first statement is: START
 		// TRANSACTION READ ONLY; ANALYZE TABLE t is not a read-only transaction for a
@@ -533,35 +530,10 @@ func decideOutsideTx(c *classify.Result, stmt []byte, s *Session, ep *Settings, 
 	if (!s.Autocommit || s.TxPending) && !ep.SplitTx {
 		return Decision{Node: snap.Primary, Reason: ReasonInTransaction}
 	}
-	if s.LastNode >= 0 && s.LastNode < len(snap.Up) && snap.Routable(s.LastNode) && tableFree(c, stmt) {
-		// A statement that uses no table leaves the node's warning list as the previous
-		// statement left it (MariaDB clears it for a statement that uses a table or raises a
-		// condition): it runs where the previous statement ran, so that SHOW WARNINGS,
-		// @@warning_count (ReasonPrevious, above) and the like after it still answer for that
-		// statement. It reads no data, so no replica is staler than another for it. (When
-		// that node fails it, it is retried as a read: the warnings went with the node.)
-		return Decision{Node: s.LastNode, Reason: ReasonNoTable}
-	}
 	if n := pickReplica(s, ep, snap, true); n >= 0 {
 		return Decision{Node: n, Reason: ReasonRead}
 	}
 	return Decision{Node: snap.Primary, Reason: ReasonFallback}
-}
-
-// tableFree reports whether c, a read whose text is stmt, uses no table: a SELECT with no
-// FROM anywhere in its text (in a string or comment too: in doubt it uses one). A table
-// value constructor or a stored function's own tables are not told apart; such a statement
-// runs where the previous one ran, as FOUND_ROWS() does.
-func tableFree(c *classify.Result, stmt []byte) bool {
-	if c.Kind != classify.Select {
-		return false
-	}
-	for i := 0; i+4 <= len(stmt); i++ {
-		if stmt[i]|0x20 == 'f' && stmt[i+1]|0x20 == 'r' && stmt[i+2]|0x20 == 'o' && stmt[i+3]|0x20 == 'm' {
-			return false
-		}
-	}
-	return true
 }
 
 // pickReplica chooses among the nodes with a read weight that are up (the primary too when

@@ -477,8 +477,7 @@ func TestSessionVariableReads(t *testing.T) {
 		{"SELECT @@transaction_read_only", 2, 0, ReasonSessionFunction},
 		{"SELECT @@warning_count", 2, 2, ReasonPrevious},
 		{"SELECT @@error_count, @@warning_count", 1, 1, ReasonPrevious},
-		{"SELECT @@version", 2, 2, ReasonNoTable}, // no table: TestTableFreeFollowsPrevious
-		{"SELECT @@version, id FROM t", 2, 1, ReasonRead},
+		{"SELECT @@version", 2, 1, ReasonRead},
 	} {
 		s := NewSession()
 		s.LastNode = tc.last
@@ -486,73 +485,6 @@ func TestSessionVariableReads(t *testing.T) {
 		d := Decide(&c, []byte(tc.stmt), &s, rw(), cluster())
 		if d.Node != tc.node || d.Reason != tc.reason {
 			t.Errorf("%s after node %d: %+v, want node %d (%s)", tc.stmt, tc.last, d, tc.node, tc.reason)
-		}
-	}
-}
-
-// TestTableFreeFollowsPrevious: MariaDB keeps a session's warning list across a statement that
-// uses no table, so such a statement runs where the previous one ran: SHOW WARNINGS after
-// SELECT CAST('2024-13-01' AS DATE); SELECT 1 then answers for the CAST, as on one server. Before,
-// SELECT 1 went to the other replica, and SHOW WARNINGS (which follows the previous statement)
-// showed that replica's older warnings.
-func TestTableFreeFollowsPrevious(t *testing.T) {
-	down2 := cluster(true, true, false)
-	draining1 := cluster()
-	draining1.Draining = 1 << 1
-	for _, tc := range []struct {
-		name, stmt string
-		last       int
-		snap       *topology.Snapshot
-		set        func(*Session)
-		node       int
-		reason     Reason
-	}{
-		{"no table after replica2", "SELECT 1", 2, nil, nil, 2, ReasonNoTable},
-		{"no table after replica1", "SELECT CAST('2024-13-01' AS DATE)", 1, nil, nil, 1, ReasonNoTable},
-		{"DO: the primary, as always", "DO SLEEP(0)", 2, nil, nil, 0, ReasonWrite},
-		{"functions, no table", "select now(), connection_id() + 0, 'x' AS a", 2, nil, nil, 0, ReasonSessionFunction},
-		{"no table after a write", "SELECT 1", 0, nil, nil, 0, ReasonNoTable},
-		{"first statement", "SELECT 1", -1, nil, nil, 1, ReasonRead},
-		{"a table", "SELECT 1 FROM t", 2, nil, nil, 1, ReasonRead},
-		{"a subquery's table", "SELECT (SELECT MAX(id) FROM t)", 2, nil, nil, 1, ReasonRead},
-		{"'from' in a string: in doubt, a table", "SELECT 'From here'", 2, nil, nil, 1, ReasonRead},
-		{"the previous node is down", "SELECT 1", 2, down2, nil, 1, ReasonRead},
-		{"the previous node is draining", "SELECT 1", 1, draining1, nil, 2, ReasonRead},
-		{"outside autocommit: the primary", "SELECT 1", 2, nil, func(s *Session) { s.Autocommit = false }, 0, ReasonInTransaction},
-		{"pinned", "SELECT 1", 2, nil, func(s *Session) { s.Pins |= PinTempTable }, 0, ReasonPinned},
-	} {
-		s := NewSession()
-		s.LastNode = tc.last
-		if tc.set != nil {
-			tc.set(&s)
-		}
-		snap := tc.snap
-		if snap == nil {
-			snap = cluster()
-		}
-		c := classify.Classify([]byte(tc.stmt))
-		d := Decide(&c, []byte(tc.stmt), &s, rw(), snap)
-		if d.Node != tc.node || d.Reason != tc.reason {
-			t.Errorf("%s: %s after node %d: %+v, want node %d (%s)", tc.name, tc.stmt, tc.last, d, tc.node, tc.reason)
-		}
-	}
-
-	// The sequence, each statement learnt: the CAST on a replica, SELECT 1, then SHOW
-	// WARNINGS, @@warning_count and SHOW ERRORS all where the CAST ran.
-	for range 4 { // the policy moves on: whichever replica the CAST gets
-		s := NewSession()
-		ep := rw()
-		var at int
-		for i, stmt := range []string{"SELECT CAST('2024-13-01' AS DATE) FROM t", "SELECT 1", "SHOW WARNINGS",
-			"SELECT @@warning_count", "SHOW ERRORS", "SELECT @@error_count"} {
-			c := classify.Classify([]byte(stmt))
-			d := Decide(&c, []byte(stmt), &s, ep, cluster())
-			if i == 0 {
-				at = d.Node
-			} else if d.Node != at {
-				t.Fatalf("%s went to node %d, the statement before SELECT 1 to %d", stmt, d.Node, at)
-			}
-			s.Learn(&c, []byte(stmt), d, ep, Outcome{Node: d.Node, Status: 2})
 		}
 	}
 }
