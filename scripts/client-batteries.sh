@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # client-batteries.sh: the client stacks our users run (PHP mysqlnd, Java Connector/J, Node
-# mysql2, Python PyMySQL and MySQLdb) against a fresh sandbox, directly and through sluice, and
-# any difference in what they print fails the run.
+# mysql2, Python PyMySQL and MySQLdb, the mariadb CLI) against a fresh sandbox, directly and
+# through sluice, and any difference in what they print fails the run.
 #
 # Each battery lives in tests/clients/STACK/ and is run by its run.sh (see tests/clients/README.md
 # for the contract). For every stack:
@@ -10,6 +10,10 @@
 #        (reads on the primary); the two outputs must be identical;
 #   ro   after the replicas caught up, the battery's read-only part directly against replica1,
 #        then through endpoint ro (bound to replica1); identical again.
+#   errors  last, through sluice only: the errors sluice raises itself (a hint naming no node,
+#        then, replica1 stopped, a hint naming it; then, the primary stopped, a login to rw) must
+#        read in every driver as the code, SQLSTATE and message sluice wrote (CB_MODE=errors,
+#        tests/clients/README.md). It stops nodes: nothing runs after it.
 #
 # A sluice that crashed, or logged a panic, fails the run.
 #
@@ -17,7 +21,7 @@
 #
 # Environment:
 #   STACKS="php node"    stacks to run (arguments take precedence)
-#   MODES="rw ro"        which comparisons to run (default both)
+#   MODES="rw ro errors" which comparisons to run (default all three)
 #   SLUICE_BIN=path      use this sluice binary instead of building one
 #   KEEP=1               keep the work directory (outputs, logs) and the sandbox
 #   BATTERY_TIMEOUT=S    limit for one battery run (default 180 s)
@@ -44,14 +48,14 @@ else
 	read -r -a stacks <<<"${STACKS:-$all_stacks}"
 fi
 ((${#stacks[@]} > 0)) || fl_die "no battery under tests/clients"
-read -r -a modes <<<"${MODES:-rw ro}"
+read -r -a modes <<<"${MODES:-rw ro errors}"
 battery_timeout=${BATTERY_TIMEOUT:-180}
 diff_lines=${DIFF_LINES:-60}
 for s in "${stacks[@]}"; do
 	[[ -x $root/tests/clients/$s/run.sh ]] || fl_die "unknown stack '$s' (no tests/clients/$s/run.sh)"
 done
 for m in "${modes[@]}"; do
-	[[ $m == rw || $m == ro ]] || fl_die "unknown mode '$m' in MODES (rw, ro)"
+	[[ $m == rw || $m == ro || $m == errors ]] || fl_die "unknown mode '$m' in MODES (rw, ro, errors)"
 done
 
 # The second account, for change-user scenarios: on the nodes and in sluice's users.
@@ -112,10 +116,67 @@ battery() {
 	}
 }
 
+# own_error CASE ADDR CODE STATE MESSAGE SQL: every stack, through sluice at ADDR, runs SQL with
+# CB_MODE=errors; every line it prints must be 'DRIVER: error CODE STATE ...MESSAGE...' (STATE
+# may be '?': a driver that does not expose it).
+own_error() {
+	local name=$1 addr=$2 code=$3 state=$4 msg=$5 sql=$6 s out t0 verdict
+	for s in "${stacks[@]}"; do
+		t0=$SECONDS out=$work/$s-errors-$name.out verdict=same
+		if ! CB_SQL=$sql battery "$s" errors "$addr" "$out"; then
+			verdict="broken through sluice"
+		elif ! awk -v code="$code" -v state="$state" -v msg="$msg" '
+			{ n++ }
+			$2 != "error" || $3 != code || ($4 != state && $4 != "?") || index($0, msg) == 0 { bad++ }
+			END { exit (n == 0 || bad > 0) }' "$out"; then
+			verdict=DIFFERENT
+			printf '\n----- %s errors %s: want every line "DRIVER: error %s %s ...%s..." -----\n' \
+				"$s" "$name" "$code" "$state" "$msg" >&2
+			sed -n "1,${diff_lines}p" "$out" >&2
+		fi
+		if ! fl_sluice_alive; then
+			verdict="$verdict; sluice died"
+		fi
+		[[ $verdict == same ]] || failures=$((failures + 1))
+		results+=("$(printf '%-8s %-3s %-28s %4d lines %3ds' "$s" err "$name: $verdict" "$(wc -l <"$out" 2>/dev/null || echo 0)" $((SECONDS - t0)))")
+		fl_sluice_alive || {
+			fl_tail "$work/sluice.log" 40
+			fl_die "sluice is no longer running"
+		}
+	done
+}
+
+# until_error ADDR SQL MESSAGE: waits (up to 30 s) until SQL through sluice at ADDR fails with a
+# message holding MESSAGE (the monitor saw what the test did to a node).
+until_error() {
+	local i got
+	for ((i = 0; i < 60; i++)); do
+		got=$(mariadb --no-defaults --protocol=tcp -h "${1%:*}" -P "${1##*:}" -u "$FL_USER" -p"$FL_PASSWORD" \
+			--connect-timeout=5 -c -e "$2" 2>&1 || true)
+		[[ $got == *"$3"* ]] && return 0
+		sleep 0.5
+	done
+	fl_die "through $1, '$2' never failed with '$3'"
+}
+
+# errors_phase: the errors sluice raises itself, in every stack (mode errors).
+errors_phase() {
+	own_error force-node-unknown "$FL_RW" 1105 HY000 "sluice: /*FORCE_NODE*/ names no node called 'replica9'" \
+		"/*FORCE_NODE='replica9'*/ SELECT 1"
+	"$work/sluice" sandbox stop replica1 --dir "$work/sandbox" >/dev/null
+	until_error "$FL_RW" "/*FORCE_NODE='replica1'*/ SELECT 1" "is down"
+	own_error force-node-down "$FL_RW" 1105 HY000 "sluice: node 'replica1' named by /*FORCE_NODE*/ is down" \
+		"/*FORCE_NODE='replica1'*/ SELECT 1"
+	"$work/sluice" sandbox stop primary --dir "$work/sandbox" >/dev/null
+	own_error primary-down "$FL_RW" 1105 HY000 "sluice: cannot connect to a node for endpoint \"rw\"" \
+		"INSERT INTO t_errors VALUES (1)"
+}
+
 results=()
 failures=0
 for s in "${stacks[@]}"; do
 	for m in "${modes[@]}"; do
+		[[ $m == errors ]] && continue # last, once: it stops nodes
 		t0=$SECONDS
 		if [[ $m == rw ]]; then
 			direct=$FL_PRIMARY proxied=$FL_RW
@@ -143,6 +204,10 @@ for s in "${stacks[@]}"; do
 			fl_die "sluice is no longer running"
 		fi
 	done
+done
+
+for m in "${modes[@]}"; do
+	[[ $m == errors ]] && errors_phase
 done
 
 if fl_sluice_panicked "$work/sluice.log"; then

@@ -41,9 +41,17 @@ const (
 	ErrConnectionKilled         = 1927 // MariaDB: the connection was killed
 	ErrSecureTransportRequired  = 3159
 	ErrClientInteractionTimeout = 4031 // MySQL: disconnected for inactivity
-	CRConnHostError             = 2003
-	CRServerLost                = 2013
 )
+
+// IsClientCode reports whether code is in a range the client libraries keep for errors they
+// raise themselves (2000-2999: CR_*, such as 2003 "Can't connect" and 2013 "Lost connection";
+// 5000-5999: libmariadb's CER_*). A server never sends one, and libmariadb (the mariadb CLI,
+// and every stack built on it) takes an ERR packet carrying one for a forgery and reports
+// 2027 "Received malformed packet" instead of its message. So sluice never writes one:
+// AppendERR enforces it.
+func IsClientCode(code uint16) bool {
+	return code >= 2000 && code <= 2999 || code >= 5000 && code <= 5999
+}
 
 // NewError returns an SQLError; the message is formatted with fmt.Sprintf when args are given.
 func NewError(code uint16, state, format string, args ...any) *SQLError {

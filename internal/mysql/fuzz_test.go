@@ -102,7 +102,11 @@ func FuzzParseERR(f *testing.F) {
 		}
 		_ = e.Error()
 		enc := AppendERR(nil, e)
-		if back := ParseERR(enc); *back != *e {
+		want := *e
+		if IsClientCode(want.Code) || want.Code == 0xffff {
+			want.Code = ErrUnknown // never written: see AppendERR
+		}
+		if back := ParseERR(enc); *back != want {
 			t.Fatalf("round trip of %+v = %+v", e, back)
 		}
 	})

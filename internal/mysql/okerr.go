@@ -187,10 +187,17 @@ func ParseERR(payload []byte) *SQLError {
 	return e
 }
 
-// AppendERR encodes an ERR packet in the PROTOCOL_41 layout.
+// AppendERR encodes an ERR packet in the PROTOCOL_41 layout. An error with a client-side code
+// (IsClientCode) or 0xffff (the header of MariaDB's progress-report packet, which libmariadb
+// reads as one) is written as ER_UNKNOWN_ERROR (1105), its SQLSTATE and message kept: with
+// those codes a client would not show the message (libmariadb reports 2027 or drops it).
 func AppendERR(b []byte, e *SQLError) []byte {
+	code := e.Code
+	if IsClientCode(code) || code == 0xffff {
+		code = ErrUnknown
+	}
 	b = append(b, iERR)
-	b = appendUint16(b, e.Code)
+	b = appendUint16(b, code)
 	state := e.State
 	if len(state) != 5 {
 		state = "HY000"

@@ -442,7 +442,7 @@ func TestAppendERR(t *testing.T) {
 	}
 	for _, e := range []*SQLError{
 		{Code: 1045, State: "28000", Message: "Access denied"},
-		{Code: 0xffff, State: "XX000", Message: ""},
+		{Code: 0xfffe, State: "XX000", Message: ""},
 		{Code: 1064, State: "42000", Message: "syntax error near '#'\x00\xff"},
 	} {
 		if back := ParseERR(AppendERR(nil, e)); *back != *e {
@@ -454,6 +454,30 @@ func TestAppendERR(t *testing.T) {
 		back := ParseERR(AppendERR(nil, &SQLError{Code: 1, State: state, Message: "m"}))
 		if back.State != "HY000" || back.Message != "m" {
 			t.Errorf("state %q: round trip = %+v", state, back)
+		}
+	}
+}
+
+// TestAppendERRClientCode: an error sluice raises with a code of the client libraries' own
+// ranges, or the progress-report marker, goes out as 1105 with its state and message. libmariadb
+// (the mariadb CLI, PHP's and Python's MySQLdb builds on it) refuses such a packet whole and
+// shows "ERROR 2027 (HY000): Received malformed packet" instead of the message: the first
+// bytes below are what it checks.
+func TestAppendERRClientCode(t *testing.T) {
+	for _, code := range []uint16{2000, 2003, 2013, 2027, 2061, 2999, 5000, 5025, 5999, 0xffff} {
+		e := &SQLError{Code: code, State: "08S01", Message: "sluice: node 'replica9' is down"}
+		got := AppendERR(nil, e)
+		want := append([]byte{0xff, 0x51, 0x04, '#', '0', '8', 'S', '0', '1'}, e.Message...)
+		if !bytes.Equal(got, want) {
+			t.Errorf("code %d: AppendERR = % x\nwant         % x", code, got, want)
+		}
+	}
+	for _, code := range []uint16{1105, 1927, 1999, 3000, 4999, 6000, 0xfffe} {
+		if IsClientCode(code) {
+			t.Errorf("IsClientCode(%d) = true, want false: a server sends it", code)
+		}
+		if back := ParseERR(AppendERR(nil, &SQLError{Code: code, State: "HY000"})); back.Code != code {
+			t.Errorf("server code %d written as %d", code, back.Code)
 		}
 	}
 }

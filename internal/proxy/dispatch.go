@@ -413,10 +413,10 @@ func unwrapRelay(err error) error {
 //   - the node answered with an error (it refused a deferred BEGIN, the statement's session
 //     state, the statement's prepared form): the client gets that error, the session goes on;
 //   - the node's connection broke or timed out: a node other than the session's home is
-//     reported to the topology; the client gets error 2013 and the session goes on only when
-//     nothing of the answer reached the client, the command was read whole, and the node held
-//     neither the session's home state nor its transaction; otherwise its connection is closed,
-//     as when a server dies under a client (nodeLost).
+//     reported to the topology; the client gets error 1927 (errNodeLostInQuery) and the
+//     session goes on only when nothing of the answer reached the client, the command was read
+//     whole, and the node held neither the session's home state nor its transaction;
+//     otherwise its connection is closed, as when a server dies under a client (nodeLost).
 //
 // r is the failed command (nil for one that was read whole): one still in the client's buffer
 // is dropped before an error packet is written.
@@ -448,8 +448,8 @@ func (s *session) fail(i int, err error, r *request) error {
 	if answered {
 		// The node refused the command in its middle and said why: the client has the node's
 		// error; the rest of the command is unread, and the session ends, as directly.
-		s.log.Info("node refused the command and closed the connection", "node", s.nodes.node().Name, "err", err)
-		return fmt.Errorf("node %s: %w", s.nodes.node().Name, err)
+		s.log.Info("node refused the command and closed the connection", "node", s.p.nodeOf(i).Name, "err", err)
+		return fmt.Errorf("node %s: %w", s.p.nodeOf(i).Name, err)
 	}
 	if i != s.nodes.home() && nodeFault(err) {
 		s.p.topo.NodeFailed(i, err)
@@ -457,11 +457,23 @@ func (s *session) fail(i int, err error, r *request) error {
 	if i == s.nodes.home() || partial || s.responseStarted() || (s.rs.InTx && s.rs.TxNode == i) {
 		// The session's state or transaction lived there, part of the command is still
 		// unread, or part of the answer reached the client: no error packet can stand for it.
-		return nodeLost(s.log, s.nodes.node().Name, s.p.opts.ReadTimeout, err)
+		return nodeLost(s.log, s.p.nodeOf(i).Name, s.p.opts.ReadTimeout, err)
 	}
 	// Another node's connection broke before it answered: the client gets the error, and the
 	// session, whose state lives on its home node, goes on.
-	return s.refuse(r, mysql.NewError(mysql.CRServerLost, "HY000", "Lost connection to backend server '%s' during query", s.nodes.node().Name))
+	// (Node i's name: the session's current node is still the last one that answered when
+	// the write to i is what failed.)
+	return s.refuse(r, errNodeLostInQuery(s.p.nodeOf(i).Name))
+}
+
+// errNodeLostInQuery is the error for a statement whose node connection broke before it
+// answered, on a node other than the session's home: 1927 ER_CONNECTION_KILLED with the
+// server's own SQLSTATE 70100, as MariaDB answers a statement whose connection was killed. Not
+// 2013: that is the client library's own code, which
+// libmariadb refuses in an ERR packet; and not an 08 state, which drivers take for a broken
+// client connection, while this one goes on.
+func errNodeLostInQuery(node string) *mysql.SQLError {
+	return mysql.NewError(mysql.ErrConnectionKilled, "70100", "Lost connection to backend server '%s' during query", node)
 }
 
 // refuse answers the command r (nil: one read whole) with an error packet: what is left of it in

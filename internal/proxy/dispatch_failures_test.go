@@ -194,8 +194,8 @@ func TestHugeCreateTemporaryTablePins(t *testing.T) {
 }
 
 // A replica that holds the session's open transaction (START TRANSACTION READ ONLY) breaks.
-// The client gets 2013 and the session goes on, still "in a transaction" on that replica:
-// every later statement, ROLLBACK included, is sent there and fails with 2013 until the
+// The client gets 1927 and the session goes on, still "in a transaction" on that replica:
+// every later statement, ROLLBACK included, is sent there and fails with 1927 until the
 // replica is back. A server closes the connection; the session must either end, or forget the
 // transaction.
 func TestLostReplicaTransactionEndsSession(t *testing.T) {
@@ -206,15 +206,15 @@ func TestLostReplicaTransactionEndsSession(t *testing.T) {
 	if _, err := r.command(); err != nil {
 		return // the session ended, as with a server
 	}
-	if errCode(r.client.out) != mysql.CRServerLost {
-		t.Fatalf("setup: want 2013 for the statement on the broken replica, got %x", r.client.out)
+	if errCode(r.client.out) != mysql.ErrConnectionKilled {
+		t.Fatalf("setup: want 1927 for the statement on the broken replica, got %x", r.client.out)
 	}
 	r.client.load(packets(0, append([]byte{mysql.ComQuery}, "ROLLBACK"...)))
 	if _, err := r.command(); err != nil {
 		return
 	}
-	if errCode(r.client.out) == mysql.CRServerLost {
-		t.Fatal("after losing the replica that held its transaction the session goes on, and even ROLLBACK is sent to the dead replica (2013 again)")
+	if errCode(r.client.out) == mysql.ErrConnectionKilled {
+		t.Fatal("after losing the replica that held its transaction the session goes on, and even ROLLBACK is sent to the dead replica (1927 again)")
 	}
 }
 
@@ -246,7 +246,7 @@ func TestKillRefusalNotBypassed(t *testing.T) {
 }
 
 // COM_STMT_RESET goes to the session's current connection, that of its last statement. When
-// that connection was dropped since (a node failure answered with 2013, the idle watch closing a
+// that connection was dropped since (a node failure answered with 1927, the idle watch closing a
 // connection the node closed) and the current one still points at it, the reset is written to
 // the closed connection, no session connection matches it when its failure is mapped, and the
 // session ends. A server answers OK.

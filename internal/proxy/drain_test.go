@@ -180,7 +180,7 @@ func nodeState(t *testing.T, s *sluice, name string) string {
 // TestDrainIgnoresHints: hints do not keep a drained node busy. While clients keep sending
 // /*FORCE_NODE='replica1'*/ and /*FORCE_SLAVE*/ statements, replica1's drain completes (before,
 // every hinted statement opened a connection there again, and the drain never ended); during it
-// FORCE_NODE='replica1' gets a clear error (2003, "is draining") and FORCE_SLAVE reads go to
+// FORCE_NODE='replica1' gets a clear error (1105, "is draining") and FORCE_SLAVE reads go to
 // replica2 without error; undrained, FORCE_NODE reaches replica1 again.
 func TestDrainIgnoresHints(t *testing.T) {
 	s := startSluice(t, func(c *config.Config) {
@@ -266,7 +266,7 @@ func TestDrainIgnoresHints(t *testing.T) {
 	sawRefusal := false
 	for key, n := range forcedDuring {
 		switch {
-		case strings.Contains(key, "2003") && strings.Contains(key, "is draining"):
+		case strings.Contains(key, "1105") && strings.Contains(key, "is draining"):
 			sawRefusal = true
 		case key == "replica1":
 			// Only before the drain had begun for the session (its statement was already

@@ -48,7 +48,7 @@ func TestPrimaryKilledMidQuery(t *testing.T) {
 	if err == nil {
 		t.Fatal("ping succeeded with the primary down")
 	}
-	if me := mysqlErr(t, err); me.Number != 2003 {
+	if me := mysqlErr(t, err); me.Number != 1105 {
 		t.Errorf("connecting while the primary is down: %v", me)
 	}
 	if d := time.Since(start); d > 8*time.Second {

@@ -152,7 +152,7 @@ func (s *session) connectNode(report bool) error {
 		lastErr = errors.New("no replica is up and within the endpoint's max_replica_lag")
 	}
 	if report {
-		_ = writeErr(s.client, mysql.NewError(mysql.CRConnHostError, "HY000", "sluice: cannot connect to a node for endpoint %q: %v", s.ep.cfg.Name, lastErr))
+		_ = writeErr(s.client, mysql.NewError(mysql.ErrUnknown, "HY000", "sluice: cannot connect to a node for endpoint %q: %v", s.ep.cfg.Name, lastErr))
 	}
 	return lastErr
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/sluicedb/sluice/internal/classify"
+	"github.com/sluicedb/sluice/internal/mysql"
 	"github.com/sluicedb/sluice/internal/topology"
 )
 
@@ -214,6 +215,11 @@ func TestHintsSkipIneligibleNodes(t *testing.T) {
 			}
 			if d.Err != nil && !strings.Contains(d.Err.Message, tc.msg) {
 				t.Fatalf("%s: %q does not say %q", tc.name, d.Err.Message, tc.msg)
+			}
+			// A node that cannot take the statement is 1105, a server's code: it was 2003,
+			// which libmariadb refuses in an ERR packet (2027 "Received malformed packet").
+			if d.Err != nil && (d.Err.Code != mysql.ErrUnknown || d.Err.State != "HY000") {
+				t.Fatalf("%s: error %d (%s), want 1105 (HY000)", tc.name, d.Err.Code, d.Err.State)
 			}
 		}
 	}

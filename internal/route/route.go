@@ -287,13 +287,16 @@ type Decision struct {
 	Err   *mysql.SQLError
 }
 
-// Errors Decide returns.
+// Errors Decide returns. A node that cannot take the statement (down, draining, unknown, no
+// replica left) is error 1105 (ER_UNKNOWN_ERROR, HY000) with sluice's message: a server code
+// every client shows as it is, with no meaning a driver acts on (the client's connection is
+// fine; the statement did not run). Never a client-side code such as 2003 (mysql.IsClientCode).
 var (
 	errReadOnly = func(ep string) *mysql.SQLError {
 		return mysql.NewError(mysql.ErrOptionPreventsStm, "HY000",
 			"The sluice endpoint '%s' is read-only: this statement cannot be executed there", ep)
 	}
-	errNoReplica = mysql.NewError(mysql.CRConnHostError, "HY000", "sluice: no replica is available for /*FORCE_SLAVE*/")
+	errNoReplica = mysql.NewError(mysql.ErrUnknown, "HY000", "sluice: no replica is available for /*FORCE_SLAVE*/")
 	errHintWrite = mysql.NewError(mysql.ErrOptionPreventsStm, "HY000", "sluice: /*FORCE_SLAVE*/ cannot run a write or a statement of a transaction that wrote")
 	// errReadOnlyTx is the server's answer to a write in a READ ONLY transaction; sluice gives
 	// it for one on a replica, where the replica's read_only would answer 1290 first.
@@ -365,7 +368,7 @@ func Decide(c *classify.Result, stmt []byte, s *Session, ep *Settings, snap *top
 					// drain would never end): the client named this node, so it learns why
 					// rather than getting another node's answer. Its own transaction still
 					// open there is finished there.
-					return Decision{Node: -1, Err: mysql.NewError(mysql.CRConnHostError, "HY000",
+					return Decision{Node: -1, Err: mysql.NewError(mysql.ErrUnknown, "HY000",
 						"sluice: node '%s' named by /*FORCE_NODE*/ is %s: it takes no new statements", n.Name, snap.Unroutable(i))}
 				}
 				if i != snap.Primary && (primary || (s.InTx && s.TxNode == snap.Primary)) {
@@ -375,7 +378,7 @@ func Decide(c *classify.Result, stmt []byte, s *Session, ep *Settings, snap *top
 				return Decision{Node: i, Reason: ReasonHint}
 			}
 		}
-		return Decision{Node: -1, Err: mysql.NewError(mysql.CRConnHostError, "HY000", "sluice: /*FORCE_NODE*/ names no node called '%s'", name)}
+		return Decision{Node: -1, Err: mysql.NewError(mysql.ErrUnknown, "HY000", "sluice: /*FORCE_NODE*/ names no node called '%s'", name)}
 	case classify.HintForceSlave:
 		if primary || (s.InTx && s.TxNode == snap.Primary) {
 			return Decision{Node: -1, Err: errHintWrite}
@@ -598,7 +601,7 @@ func decideReadOnly(c *classify.Result, s *Session, ep *Settings, snap *topology
 		// Errant or broken, and no other replica to move to (the session moves at its next
 		// statement outside a transaction once there is one): what it holds is not the
 		// primary's data. A transaction open there can still end.
-		return Decision{Node: -1, Err: mysql.NewError(mysql.CRConnHostError, "HY000",
+		return Decision{Node: -1, Err: mysql.NewError(mysql.ErrUnknown, "HY000",
 			"sluice: replica '%s' is out of rotation (%s) and the endpoint '%s' has no other replica", snap.Nodes[s.Bound].Name,
 			topology.Problem(snap.State[s.Bound]), ep.Name)}
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluicedb/sluice/internal/classify"
+	"github.com/sluicedb/sluice/internal/mysql"
 	"github.com/sluicedb/sluice/internal/topology"
 )
 
@@ -270,6 +271,9 @@ func TestDecide(t *testing.T) {
 			if (d.Err != nil) != tt.err || d.Node != tt.node || d.Local != tt.local || (!tt.err && d.Reason != tt.reason) {
 				t.Fatalf("got node %d reason %v local %v err %v; want node %d reason %v local %v err %v",
 					d.Node, d.Reason, d.Local, d.Err, tt.node, tt.reason, tt.local, tt.err)
+			}
+			if d.Err != nil && mysql.IsClientCode(d.Err.Code) {
+				t.Fatalf("error %d is a client library's own code: libmariadb refuses it from a server", d.Err.Code)
 			}
 		})
 	}

@@ -85,8 +85,8 @@ public class Battery {
     db = env("CB_DB");
     work = env("CB_WORK");
     String mode = env("CB_MODE");
-    if (!mode.equals("rw") && !mode.equals("ro")) {
-      System.err.println("java battery: CB_MODE must be rw or ro, not " + mode);
+    if (!mode.equals("rw") && !mode.equals("ro") && !mode.equals("errors")) {
+      System.err.println("java battery: CB_MODE must be rw, ro or errors, not " + mode);
       System.exit(2);
     }
     rw = mode.equals("rw");
@@ -95,6 +95,11 @@ public class Battery {
       System.exit(2);
     }
     Class.forName("org.mariadb.jdbc.Driver");
+    if (mode.equals("errors")) {
+      ownErrors(env("CB_SQL"));
+      out.flush();
+      System.exit(0);
+    }
     try (Connection c = open("", user, pass)) {
       // reachable
     } catch (SQLException e) {
@@ -235,6 +240,22 @@ public class Battery {
       out.println("  ERROR " + errText(e));
     } catch (RuntimeException e) {
       out.println("  ERROR " + errText(e));
+    }
+  }
+
+  /**
+   * CB_MODE=errors: an error sluice raises itself (scripts/client-batteries.sh's errors phase).
+   * Connector/J connects and runs sql, and prints one line: 'connectorj: ok' or 'connectorj: error
+   * CODE STATE MESSAGE', the login's error included.
+   */
+  static void ownErrors(String sql) {
+    try (Connection c = open("", user, pass);
+        Statement st = c.createStatement()) {
+      st.execute(sql);
+      out.println("connectorj: ok");
+    } catch (SQLException e) {
+      out.println(
+          "connectorj: error " + e.getErrorCode() + " " + e.getSQLState() + " " + clean(e.getMessage()));
     }
   }
 

@@ -37,8 +37,8 @@ if (HOST !== '127.0.0.1' && HOST !== 'localhost') {
   process.stderr.write(`battery: refusing to connect to ${HOST}\n`);
   process.exit(2);
 }
-if (MODE !== 'rw' && MODE !== 'ro') {
-  process.stderr.write(`battery: CB_MODE must be rw or ro, not ${MODE}\n`);
+if (MODE !== 'rw' && MODE !== 'ro' && MODE !== 'errors') {
+  process.stderr.write(`battery: CB_MODE must be rw, ro or errors, not ${MODE}\n`);
   process.exit(2);
 }
 
@@ -1256,7 +1256,25 @@ scenario('pool', ['rw', 'ro'], async () => {
 
 // ---------------------------------------------------------------- main
 
+// ownErrors: CB_MODE=errors, an error sluice raises itself (scripts/client-batteries.sh's errors
+// phase). mysql2 connects and runs CB_SQL, and prints one line: 'mysql2: ok' or
+// 'mysql2: error CODE STATE MESSAGE', the login's error included.
+async function ownErrors(sql) {
+  const c = mysql.createConnection(baseOptions());
+  c.on('error', () => {});
+  let r = await call(c, (cb) => c.connect(cb));
+  if (!r.err) r = await call(c, (cb) => c.query(sql, cb));
+  c.destroy();
+  const e = r.err;
+  if (!e) p('mysql2: ok');
+  else p(`mysql2: error ${e.errno} ${e.sqlState || '?'} ${e.sqlMessage !== undefined ? e.sqlMessage : e.message}`);
+}
+
 async function main() {
+  if (MODE === 'errors') {
+    await ownErrors(env('CB_SQL'));
+    return;
+  }
   // the battery cannot run at all when the first connection fails
   {
     const c = mysql.createConnection(baseOptions());

@@ -31,8 +31,8 @@ if ($H !== '127.0.0.1' && $H !== 'localhost') {
     fwrite(STDERR, "battery: CB_HOST must be 127.0.0.1\n");
     exit(2);
 }
-if ($MODE !== 'rw' && $MODE !== 'ro') {
-    fwrite(STDERR, "battery: CB_MODE must be rw or ro\n");
+if ($MODE !== 'rw' && $MODE !== 'ro' && $MODE !== 'errors') {
+    fwrite(STDERR, "battery: CB_MODE must be rw, ro or errors\n");
     exit(2);
 }
 define('CB', ['host' => '127.0.0.1', 'port' => $P, 'user' => $U, 'password' => $PW, 'user2' => $U2,
@@ -173,10 +173,47 @@ function big_text(): string
     return $t;
 }
 
-out('# php ' . PHP_MAJOR_VERSION . '.' . PHP_MINOR_VERSION . ' mode=' . CB['mode']);
 require __DIR__ . '/schema.php';
 require __DIR__ . '/mysqli.php';
 require __DIR__ . '/pdo.php';
+
+// own_errors: CB_MODE=errors, an error sluice raises itself (scripts/client-batteries.sh's
+// errors phase). Each driver connects and runs CB_SQL, and prints one line: 'DRIVER: ok' or
+// 'DRIVER: error CODE STATE MESSAGE', the login's error included.
+function own_errors(string $sql): void
+{
+    try {
+        $m = my_connect();
+        $r = $m->query($sql);
+        if ($r instanceof mysqli_result) {
+            $r->free();
+        }
+        $m->close();
+        out('mysqli: ok');
+    } catch (mysqli_sql_exception $e) {
+        out(sprintf('mysqli: error %d %s %s', $e->getCode(), $e->getSqlState(), scrub($e->getMessage())));
+    }
+    try {
+        pdo_connect()->query($sql)->fetchAll();
+        out('pdo: ok');
+    } catch (PDOException $e) {
+        $ei = $e->errorInfo;
+        if (is_array($ei) && isset($ei[1])) {
+            out(sprintf('pdo: error %d %s %s', $ei[1], $ei[0], scrub((string) $ei[2])));
+        } elseif (preg_match('/^SQLSTATE\[(\w+)\] \[(\d+)\] (.*)$/s', $e->getMessage(), $mm)) {
+            out(sprintf('pdo: error %d %s %s', $mm[2], $mm[1], scrub($mm[3]))); // a login's error
+        } else {
+            out('pdo: error ' . var_export($e->getCode(), true) . ' ? ' . scrub($e->getMessage()));
+        }
+    }
+}
+
+if (CB['mode'] === 'errors') {
+    own_errors(env('CB_SQL'));
+    exit(0);
+}
+
+out('# php ' . PHP_MAJOR_VERSION . '.' . PHP_MINOR_VERSION . ' mode=' . CB['mode']);
 
 if (RW) {
     scenario('setup', 'setup_schema');

@@ -1115,7 +1115,35 @@ def unbuffered(s):
 # ---------------------------------------------------------------------------------------------
 
 
+def own_errors():
+    """CB_MODE=errors: an error sluice raises itself (scripts/client-batteries.sh's errors
+    phase). Each driver connects and runs CB_SQL, and prints one line: 'DRIVER: ok' or
+    'DRIVER: error CODE STATE MESSAGE' (STATE '?' when the driver does not expose it), the
+    login's error included."""
+    sql = os.environ["CB_SQL"]
+    for drv in (PyMySQL(), MySQLdbDriver()):
+        conn = None
+        try:
+            conn = drv.connect()
+            cur = conn.cursor()
+            cur.execute(sql)
+            cur.fetchall()
+            out(f"{drv.name}: ok")
+        except drv.Error as e:
+            code, state, msg = drv.describe_error(e, conn)
+            out(f"{drv.name}: error {code} {state or '?'} {stable(msg)}")
+        finally:
+            if conn is not None:
+                try:
+                    conn.close()
+                except Exception:
+                    pass
+
+
 def main():
+    if MODE == "errors":
+        own_errors()
+        return
     drivers = [PyMySQL(), MySQLdbDriver()]
     # cannot run at all: no connection, directly or through the proxy
     try:
