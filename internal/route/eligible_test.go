@@ -18,7 +18,7 @@ func TestReadEligibility(t *testing.T) {
 	snap.State = []*topology.NodeState{{}, {Lag: 10 * time.Second, LagKnown: true, Replica: &topology.ReplicaStatus{}},
 		{Replica: &topology.ReplicaStatus{}}}
 	loose, _ := NewEndpoint("rw", Settings{Mode: ReadWrite, Weights: []int{0, 100, 100}, Policy: NewWeighted(), MaxLag: 30 * time.Second})
-	tight, _ := NewEndpoint("ro", Settings{Mode: ReadOnly, Weights: []int{100, 100, 100}, Policy: LeastActive{}, MaxLag: 5 * time.Second})
+	tight, _ := NewEndpoint("ro", Settings{Mode: ReadOnly, Weights: []int{100, 100, 100}, Policy: &LeastActive{}, MaxLag: 5 * time.Second})
 	for _, c := range []struct {
 		ep   *Endpoint
 		want []Ineligible
