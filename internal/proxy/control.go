@@ -115,10 +115,11 @@ func (v *sessionView) commandEnded(now time.Time, inTx bool, pins route.Pin) {
 	v.pins.Store(uint32(pins))
 }
 
-// commandTook is how long the current command has run at now (0 outside a command).
-func (v *sessionView) commandTook(now time.Time) time.Duration {
+// commandTook is how long the current command has run at now() (0 outside a command, where
+// the clock is not read).
+func (v *sessionView) commandTook(now func() time.Time) time.Duration {
 	if t := v.cmdStart.Load(); t != 0 {
-		return time.Duration(now.UnixNano() - t)
+		return time.Duration(now().UnixNano() - t)
 	}
 	return 0
 }

@@ -30,7 +30,7 @@ func (s *session) after(c *classify.Result, stmt []byte, d route.Decision, set *
 	if c := s.nodes.at(s.nodes.cur()); c != nil {
 		c.Adopt(s.nodes.state()) // a USE ran there
 	}
-	s.view.count(d.Node, d.Reason, s.view.commandTook(time.Now()), s.p.topo)
+	s.view.count(d.Node, d.Reason, s.view.commandTook(time.Now), s.p.topo)
 	s.reads.learn(c, stmt, s.resp.Failed, d.Node >= 0 && snap.IsPrimary(d.Node), s.status)
 	if (c.Kind == classify.Set || c.Kind == classify.Prepare || c.Flags&classify.SetStatement != 0) && mentionsFold(stmt, "session_track") ||
 		c.Kinds&runsAnything != 0 {
