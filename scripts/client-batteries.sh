@@ -163,11 +163,11 @@ until_error() {
 errors_phase() {
 	own_error force-node-unknown "$FL_RW" 1105 HY000 "sluice: /*FORCE_NODE*/ names no node called 'replica9'" \
 		"/*FORCE_NODE='replica9'*/ SELECT 1"
-	"$work/sluice" sandbox stop replica1 --dir "$work/sandbox" >/dev/null
+	"$FL_SLUICE" sandbox stop replica1 --dir "$FL_SANDBOX_DIR" >/dev/null
 	until_error "$FL_RW" "/*FORCE_NODE='replica1'*/ SELECT 1" "is down"
 	own_error force-node-down "$FL_RW" 1105 HY000 "sluice: node 'replica1' named by /*FORCE_NODE*/ is down" \
 		"/*FORCE_NODE='replica1'*/ SELECT 1"
-	"$work/sluice" sandbox stop primary --dir "$work/sandbox" >/dev/null
+	"$FL_SLUICE" sandbox stop primary --dir "$FL_SANDBOX_DIR" >/dev/null
 	own_error primary-down "$FL_RW" 1105 HY000 "sluice: cannot connect to a node for endpoint \"rw\"" \
 		"INSERT INTO t_errors VALUES (1)"
 }
