@@ -196,15 +196,7 @@ func writeResult(c *mysql.Conn, buf []byte, f resultFormat, cols []string, rows 
 			return b, err
 		}
 	}
-	if f.caps&mysql.ClientDeprecateEOF == 0 {
-		b = mysql.AppendEOF(b[:0], 0, status)
-	} else {
-		b = mysql.AppendOK(b[:0], mysql.OK{Header: 0xfe, Status: status}, f.caps)
-	}
-	if err := c.WritePacket(b); err != nil {
-		return b, err
-	}
-	return b, c.Flush()
+	return endRows(c, b, f.caps, status)
 }
 
 // writeIDResult sends c the one-row result of SELECT CONNECTION_ID(): one BIGINT UNSIGNED NOT
@@ -241,10 +233,16 @@ func writeIDResult(c *mysql.Conn, buf []byte, f resultFormat, name []byte, id ui
 	if err := c.WritePacket(b); err != nil {
 		return b, err
 	}
-	if f.caps&mysql.ClientDeprecateEOF == 0 {
+	return endRows(c, b, f.caps, status)
+}
+
+// endRows ends a result set sluice writes itself (b: a buffer to build in): an EOF, or the OK
+// that stands for it when the client has CLIENT_DEPRECATE_EOF; then flushes. It returns b.
+func endRows(c *mysql.Conn, b []byte, caps uint32, status uint16) ([]byte, error) {
+	if caps&mysql.ClientDeprecateEOF == 0 {
 		b = mysql.AppendEOF(b[:0], 0, status)
 	} else {
-		b = mysql.AppendOK(b[:0], mysql.OK{Header: 0xfe, Status: status}, f.caps)
+		b = mysql.AppendOK(b[:0], mysql.OK{Header: 0xfe, Status: status}, caps)
 	}
 	if err := c.WritePacket(b); err != nil {
 		return b, err
