@@ -135,8 +135,14 @@ func TestObserveFollowsTheWritableNode(t *testing.T) {
 	if !topo.Snapshot().Switching {
 		t.Fatal("a check older than the read-only refusal ended the switchover")
 	}
+	// Nor does one that began before it and ended after it: it read read_only before then.
+	began := time.Now().Add(-time.Second)
+	topo.Observe([]*NodeState{{Health: Healthy, Began: began, Checked: time.Now()}, replica, replica})
+	if !topo.Snapshot().Switching {
+		t.Fatal("a check that began before the read-only refusal ended the switchover")
+	}
 	// A check after it says writable (the operator changed their mind): it ends.
-	topo.Observe([]*NodeState{{Health: Healthy, Checked: time.Now()}, replica, replica})
+	topo.Observe([]*NodeState{{Health: Healthy, Began: time.Now(), Checked: time.Now()}, replica, replica})
 	if topo.Snapshot().Switching {
 		t.Fatal("still switching while the primary is seen writable")
 	}

@@ -358,8 +358,10 @@ func (t *Topology) Observe(states []*NodeState) {
 func (t *Topology) follow(cur, next *Snapshot) {
 	next.Primary, next.Switching, next.Writable = ChoosePrimary(cur, next.State)
 	if cur.Switching && !next.Switching && next.Primary == cur.Primary {
-		if st := next.State[cur.Primary]; st != nil && st.Checked.Before(t.readOnlyAt) {
-			// Seen writable by a check older than the read-only refusal a session reported.
+		if st := next.State[cur.Primary]; st != nil && !st.Began.After(t.readOnlyAt) {
+			// Seen writable by a check that began before the read-only refusal a session
+			// reported: what it read may be from before the refusal (a check that ends after
+			// the report still read read_only before it), so it proves nothing.
 			next.Switching = true
 		}
 	}
