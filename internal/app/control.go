@@ -576,7 +576,12 @@ func (a *App) Stats() admin.Stats {
 	}
 	for _, e := range cfg.Endpoints {
 		es := a.proxy.EndpointStats(e.Name)
-		as := admin.EndpointStat{Name: e.Name, Sessions: es.Sessions}
+		cs := a.proxy.ClientStats(e.Name)
+		as := admin.EndpointStat{Name: e.Name, Sessions: es.Sessions, Accepted: cs.Accepted, AuthFailures: cs.AuthFailures,
+			Errors: cs.Errors, BytesIn: cs.BytesIn, BytesOut: cs.BytesOut, Refused: make(map[string]uint64, len(cs.Refused))}
+		for i, n := range cs.Refused {
+			as.Refused[proxy.RefusalReasons[i]] = n
+		}
 		for r, byNode := range es.ByRoute {
 			for i, n := range byNode {
 				if n > 0 && i < len(nodes) {
