@@ -611,3 +611,29 @@ func TestDocsNameRealKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeListsSections: the README's Configuration section links every section of the
+// reference, and the reference has a heading for each (a section added to the structs shows up
+// in REFERENCE.md at -update, and here until the README lists it).
+func TestReadmeListsSections(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := os.ReadFile(referenceFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sections(schemaKeys()) {
+		anchor, heading := s, "\n## "+s+"\n"
+		if s == "top" {
+			anchor, heading = "top-level", "\n## Top level\n"
+		}
+		if !strings.Contains(string(ref), heading) {
+			t.Errorf("%s has no heading %q", referenceFile, strings.TrimSpace(heading))
+		}
+		if !strings.Contains(string(readme), "REFERENCE.md#"+anchor+")") {
+			t.Errorf("README.md's Configuration section does not link section %s (REFERENCE.md#%s)", s, anchor)
+		}
+	}
+}
