@@ -223,3 +223,29 @@ func TestDiagnosticsFollowTheServer(t *testing.T) {
 		}
 	}
 }
+
+// TestLearnPrepare: a COM_STMT_PREPARE changes the diagnostics area by the same rule.
+func TestLearnPrepare(t *testing.T) {
+	for _, tc := range []struct {
+		text     string
+		failed   bool
+		warnings uint16
+		diag     int
+	}{
+		{"SELECT 1", false, 0, 2},
+		{"SHOW WARNINGS", false, 0, 2},
+		{"SELECT @@warning_count", false, 0, 2},
+		{"SELECT a FROM t WHERE a = ?", false, 0, 0},
+		{"INSERT INTO t VALUES (?)", false, 0, 0},
+		{"SELECT * FROM missing", true, 0, 0},
+		{"SELECT 'x' + 1", false, 1, 0},
+	} {
+		s := NewSession()
+		s.DiagNode = 2
+		c := classify.Classify([]byte(tc.text))
+		s.LearnPrepare(&c, 0, tc.failed, tc.warnings)
+		if s.DiagNode != tc.diag {
+			t.Errorf("prepare %q (failed %v, %d warnings): DiagNode %d, want %d", tc.text, tc.failed, tc.warnings, s.DiagNode, tc.diag)
+		}
+	}
+}

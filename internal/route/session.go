@@ -163,6 +163,14 @@ func (s *Session) learnDiagnostics(c *classify.Result, o Outcome) {
 	}
 }
 
+// LearnPrepare follows a COM_STMT_PREPARE of the text classified c, sent to node: failed when
+// it answered ERR, warnings its prepare OK's warning count. MariaDB prepares by the rule it runs
+// by (checked on 10.11): a prepare that names a table clears the session's warnings, one that
+// failed or warned replaces them, one of SELECT 1 or SHOW WARNINGS keeps them.
+func (s *Session) LearnPrepare(c *classify.Result, node int, failed bool, warnings uint16) {
+	s.learnDiagnostics(c, Outcome{Node: node, Failed: failed, Warnings: warnings})
+}
+
 // LearnTruncated follows a statement that ran but of which only the head was seen (too large
 // to hold), head classified: what the rest did is unknown, so when the head shows that it may
 // leave session state behind (a temporary table, a lock, a SET, a user variable...), the session
