@@ -123,7 +123,7 @@ func createRun(kind string) func(c *ctl, args []string, _ *ctlFlags) error {
 		body["name"] = args[0]
 		var ch admin.Change
 		return c.do("POST", "/v1/"+kind, body, &ch, func(any) {
-			c.printChange(ch)
+			c.printChange(ch, false)
 			if ch.Endpoint != nil {
 				fmt.Fprintln(c.stdout)
 				c.printEndpoint(*ch.Endpoint)
@@ -139,7 +139,7 @@ func createRun(kind string) func(c *ctl, args []string, _ *ctlFlags) error {
 func deleteRun(kind string) func(c *ctl, args []string, _ *ctlFlags) error {
 	return func(c *ctl, args []string, _ *ctlFlags) error {
 		var ch admin.Change
-		return c.do("DELETE", "/v1/"+kind+"/"+url.PathEscape(args[0]), nil, &ch, func(any) { c.printChange(ch) })
+		return c.do("DELETE", "/v1/"+kind+"/"+url.PathEscape(args[0]), nil, &ch, func(any) { c.printChange(ch, false) })
 	}
 }
 
@@ -273,7 +273,7 @@ func (c *ctl) printEndpoint(e admin.Endpoint) {
 		{"nearest_zone", strconv.FormatBool(s.NearestZone)}, {"max_replica_lag", s.MaxReplicaLag},
 		{"consistency", s.Consistency}, {"consistency_timeout", s.ConsistencyTimeout},
 		{"transaction_split", strconv.FormatBool(s.TransactionSplit)}, {"max_connections", strconv.Itoa(s.MaxConnections)},
-		{"multi_statements", s.MultiStatements}, {"tls", s.TLS},
+		{"multi_statements", s.MultiStatements}, {"tls", s.TLS}, {"allow", orAny(s.Allow)},
 		{"sessions", strconv.FormatInt(e.Sessions, 10)}, {"statements", strconv.FormatUint(e.Statements, 10)},
 		{"statements_by_node", pairs(e.StatementsByNode)},
 	} {
@@ -289,7 +289,7 @@ func (c *ctl) printEndpoint(e admin.Endpoint) {
 func (c *ctl) patch(name string, patch map[string]any) error {
 	var ch admin.Change
 	return c.do("PATCH", "/v1/endpoints/"+url.PathEscape(name), patch, &ch, func(any) {
-		c.printChange(ch)
+		c.printChange(ch, false)
 		if ch.Endpoint != nil {
 			fmt.Fprintln(c.stdout)
 			c.printEndpoint(*ch.Endpoint)
@@ -297,15 +297,27 @@ func (c *ctl) patch(name string, patch map[string]any) error {
 	})
 }
 
-func (c *ctl) printChange(ch admin.Change) {
+// orAny shows an endpoint's allow list; empty means every client may connect.
+func orAny(allow []string) string {
+	if len(allow) == 0 {
+		return "any"
+	}
+	return strings.Join(allow, ",")
+}
+
+// printChange prints the answer to a change. A reload read the file rather than wrote it, so
+// its answer's persisted (always true) says nothing worth printing.
+func (c *ctl) printChange(ch admin.Change, reload bool) {
 	if len(ch.Changed) == 0 {
 		fmt.Fprintln(c.stdout, "nothing changed")
 	} else {
 		fmt.Fprintf(c.stdout, "changed: %s\n", strings.Join(ch.Changed, ", "))
 	}
-	if ch.Persisted {
+	switch {
+	case reload: // the file is what sluice just read
+	case ch.Persisted:
 		fmt.Fprintln(c.stdout, "written to the configuration file")
-	} else {
+	default:
 		fmt.Fprintf(c.stdout, "NOT written to the configuration file: %s\n", ch.PersistError)
 	}
 	if len(ch.Restart) > 0 {

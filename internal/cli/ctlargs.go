@@ -118,7 +118,7 @@ at their next statement boundary, what is left is closed after --timeout`,
 	{name: "reload", help: "read the configuration file again and apply what changed",
 		run: func(c *ctl, _ []string, _ *ctlFlags) error {
 			var ch admin.Change
-			return c.do("POST", "/v1/reload", nil, &ch, func(any) { c.printChange(ch) })
+			return c.do("POST", "/v1/reload", nil, &ch, func(any) { c.printChange(ch, true) })
 		}},
 }
 

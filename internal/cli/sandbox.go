@@ -235,7 +235,8 @@ func loopbackPort(name, v string) (int, error) {
 }
 
 const runUsage = sandboxUsage + `
-Without a subcommand (sluice sandbox [--replicas N] [--base-port P] [--rw ADDR] [--ro ADDR]),
+Without a subcommand (sluice sandbox [--replicas N] [--base-port P] [--rw ADDR] [--ro ADDR]
+[--admin-port P]),
 it starts a primary and N replicas in a fresh temporary directory, then runs sluice in front
 of them with the generated configuration until SIGINT or SIGTERM; then it stops the proxy and
 the cluster and removes the directory.

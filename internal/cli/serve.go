@@ -19,8 +19,9 @@ const serveUsage = `Usage: sluice serve [--config FILE] [--zone ZONE] [--check] 
 
 Runs the proxy with the configuration in FILE (default ./sluice.yaml) until SIGTERM or SIGINT,
 then stops accepting, lets running statements finish for up to timeouts.shutdown, and exits.
-SIGHUP reads FILE again and applies what changed in the endpoints' settings (as POST
-/v1/reload does); an invalid file changes nothing, and the error is logged.
+SIGHUP reads FILE again and applies what can change while sluice runs (the endpoints and their
+settings, replicas added or removed, log.level), as POST /v1/reload does, and logs what needs a
+restart; an invalid file changes nothing, and the error is logged.
 
 --zone (or the environment variable SLUICE_ZONE; the flag wins) says where this sluice runs, in
 place of the file's zone: endpoints with nearest_zone read from that zone's nodes first.
