@@ -204,9 +204,10 @@ type Endpoint struct {
 	// leaves out get 0. A PATCH merges into it (null removes an entry).
 	ReadWeights map[string]int `yaml:"read_weights"`
 	// Balance is how a read (on a read-only endpoint: a new connection) picks among the nodes
-	// with a weight above 0: least-active, fewest statements in flight per unit of weight;
-	// weighted, smooth weighted round robin; least-connections, fewest connections per unit of
-	// weight (see connections_from).
+	// with a weight above 0: least-active, fewest statements in flight per unit of weight (a
+	// read-only endpoint's new connection: fewest of this sluice's connections per unit of
+	// weight, since none is running a statement yet); weighted, smooth weighted round robin;
+	// least-connections, fewest connections per unit of weight (see connections_from).
 	Balance string `yaml:"balance"`
 	// MaxConnections is the most client connections the endpoint holds at once; past it a
 	// client gets error 1040 (08004) in place of the greeting. 0: unlimited (then only
