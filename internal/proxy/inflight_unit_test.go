@@ -199,3 +199,52 @@ func TestArmedReadDoesNotAllocate(t *testing.T) {
 	}
 	assertNoAllocs(t, "an armed read on a replica", run)
 }
+
+// TestTimedOutReadRunsElsewhere: a read on a replica that does not answer within
+// timeouts.read runs on another node at once, and the replica is marked down (which wakes
+// the other reads waiting there). It is not sent to the same replica again on a new
+// connection, as a kept connection that broke is: a node that did not answer would keep the
+// new connection waiting for its greeting too (up to timeouts.connect).
+func TestTimedOutReadRunsElsewhere(t *testing.T) {
+	h := newHungReplica(t)
+	p := h.s.p
+	p.opts.ReadTimeout = 100 * time.Millisecond
+	// replica1's address: a node that takes connections and never greets (hung).
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 4)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	p.topo.Snapshot().Nodes[1].Address = ln.Addr().String() // before any dial: nothing reads it yet
+	answer := resultSet(1)
+	h.primary.load(answer)
+	start := time.Now()
+	if err := wait(t, h.start(t, "SELECT v FROM t WHERE id = 42")); err != nil {
+		t.Fatalf("the session ended: %v", err)
+	}
+	if !bytes.Equal(h.client.out, answer) {
+		t.Fatalf("client got %x, want the primary's answer %x", h.client.out, answer)
+	}
+	select {
+	case c := <-accepted:
+		c.Close()
+		t.Fatal("the timed-out read was sent to the same replica again, on a new connection")
+	default:
+	}
+	if took := time.Since(start); took > 900*time.Millisecond {
+		t.Errorf("the read took %v with timeouts.read 100ms", took)
+	}
+	if p.topo.Snapshot().Up[1] {
+		t.Error("the replica that did not answer within timeouts.read is still up")
+	}
+}
