@@ -248,3 +248,27 @@ func TestTimedOutReadRunsElsewhere(t *testing.T) {
 		t.Error("the replica that did not answer within timeouts.read is still up")
 	}
 }
+
+// BenchmarkReadOnReplica: a one-row read through a two-node session, on the primary (never
+// armed) and on the replica (armed, claimed and disarmed: what interruptible reads add).
+func BenchmarkReadOnReplica(b *testing.B) {
+	for _, tc := range []struct {
+		name    string
+		weights []int
+	}{{"primary", []int{100, 0}}, {"replica, armed", []int{0, 100}}} {
+		b.Run(tc.name, func(b *testing.B) {
+			primary, replica := &memConn{}, &memConn{}
+			r := newTwoNodeSession(b, tc.weights, primary, replica)
+			ex := textQuery(resultSet(1))
+			b.ReportAllocs()
+			for b.Loop() {
+				r.client.load(ex.request)
+				primary.load(ex.response)
+				replica.load(ex.response)
+				if _, err := r.command(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
