@@ -245,10 +245,32 @@ func (r *request) skip(c *mysql.Conn) error {
 // send runs r on the node d chose: acquire its connection (opened and brought in line with the
 // session), open a deferred transaction there, count the statement active, relay.
 func (s *session) send(r *request, d route.Decision, snap *topology.Snapshot) error {
-	r.kept = s.nodes.at(d.Node) != nil
+	kept := s.nodes.at(d.Node)
+	r.kept = kept != nil
+	// A read that may run elsewhere: the watcher may cut its waits on the node short (the
+	// session state's replay, the statement's PREPARE there, a consistency wait, its answer
+	// until the first packet) when the node is found down (inflight.go). Armed on a kept
+	// connection before it is brought in line, on a new one once it is open.
+	interruptible := r.held && route.Interruptible(d, snap) && !s.nodes.inTxOn(d.Node, &s.rs)
+	if interruptible && kept != nil {
+		if !s.nodes.arm(kept) {
+			return &relay.Error{Err: errNodeDown}
+		}
+		r.flight = &kept.flight
+	}
 	c, err := s.nodes.use(d.Node)
 	if err != nil {
 		return err
+	}
+	if interruptible && c != kept {
+		if r.flight != nil && r.flight.Disarm() {
+			// Replaced meanwhile (ErrDiverged), and the node found down while it was.
+			return &relay.Error{Err: errNodeDown}
+		}
+		if r.flight = nil; !s.nodes.arm(c) {
+			return &relay.Error{Err: errNodeDown}
+		}
+		r.flight = &c.flight
 	}
 	pipelined := false
 	if r.await && route.NeedsWait(d, &s.rs, snap) {
@@ -291,16 +313,7 @@ func (s *session) send(r *request, d route.Decision, snap *topology.Snapshot) er
 	load := snap.Load[d.Node]
 	load.Active.Add(1)
 	defer load.Active.Add(-1)
-	inTx := s.nodes.inTxOn(d.Node, &s.rs)
-	if r.held && !inTx && route.Interruptible(d, snap) {
-		// A read that may run elsewhere: the watcher may cut its wait short when the node is
-		// found down before its answer arrives (inflight.go).
-		if !s.nodes.arm(c) {
-			return &relay.Error{Err: errNodeDown}
-		}
-		r.flight = &c.flight
-	}
-	r.redirect = mayRedirect(r, &s.rs, inTx, d.Node, snap)
+	r.redirect = mayRedirect(r, &s.rs, s.nodes.inTxOn(d.Node, &s.rs), d.Node, snap)
 	// A LOAD DATA LOCAL the client sent, as text or prepared (MariaDB prepares it: the file
 	// request then answers COM_STMT_EXECUTE; r.stmt is the prepared text, kept with it).
 	r.infile = r.class.Kind == classify.LoadData && r.class.Flags&(classify.LoadLocal|classify.Multi) == classify.LoadLocal

@@ -16,10 +16,12 @@ import (
 // session's failure) marks the node down, new reads go elsewhere; those already waiting there
 // are woken here and run elsewhere too, when that is safe:
 //
-//   - the session arms its node connection's relay.Flight before it sends a try that
-//     route.Interruptible allows (a plain read on a replica), held whole (it can be sent
-//     again), with no transaction open on that connection; and looks at the topology once
-//     armed (nodeSet.arm);
+//   - the session arms its node connection's relay.Flight for a try that route.Interruptible
+//     allows (a plain read on a replica), held whole (it can be sent again), with no
+//     transaction open on that connection: a kept connection before it is brought in line
+//     with the session's state, a new one once open, so that every wait on the node until the
+//     answer's first packet is covered (the state's replay, the statement's PREPARE there, a
+//     consistency wait, the answer); and it looks at the topology once armed (nodeSet.arm);
 //   - WatchDown follows the topology's snapshots; for every node that goes from up to down it
 //     interrupts the armed flights of the sessions' connections to that node (their kill
 //     targets, published when a connection opens or closes: no per-statement registration)

@@ -69,40 +69,56 @@ func wait(t *testing.T, done <-chan error) error {
 	}
 }
 
-// TestDownReplicaReadRunsElsewhere: a read waits on replica1, which never answers; the monitor
-// marks replica1 down: the watcher interrupts the wait at once, the read runs on the primary
-// (the only node left), the client gets the primary's answer and no error, and the interrupted
-// connection is closed and dropped.
+// TestDownReplicaReadRunsElsewhere: a read waits on replica1, which never answers: for the
+// read's answer, or for the replay of the session's state (a schema the connection does not
+// have yet) before it; the monitor marks replica1 down: the watcher interrupts the wait at
+// once, the read runs on the primary (the only node left), the client gets the primary's
+// answer and no error, and the interrupted connection is closed and dropped.
 func TestDownReplicaReadRunsElsewhere(t *testing.T) {
-	h := newHungReplica(t)
-	p := h.s.p
-	ctx, cancel := context.WithCancel(context.Background())
-	watching := make(chan struct{})
-	go func() { defer close(watching); p.WatchDown(ctx) }()
-	defer func() { cancel(); <-watching }()
+	for _, tc := range []struct {
+		name  string
+		setup func(*hungReplica)
+		// primary is what the primary answers before the read's answer (the schema's OK).
+		primary []byte
+	}{
+		{"waiting for the answer", nil, nil},
+		{"waiting for the session state's replay", func(h *hungReplica) { h.s.nodes.state().DB = "other" }, okPacket},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHungReplica(t)
+			if tc.setup != nil {
+				tc.setup(h)
+			}
+			p := h.s.p
+			ctx, cancel := context.WithCancel(context.Background())
+			watching := make(chan struct{})
+			go func() { defer close(watching); p.WatchDown(ctx) }()
+			defer func() { cancel(); <-watching }()
 
-	answer := resultSet(1)
-	h.primary.load(answer)
-	done := h.start(t, "SELECT v FROM t WHERE id = 42")
-	start := time.Now()
-	p.topo.NodeFailed(1, errors.New("test: found down"))
-	if err := wait(t, done); err != nil {
-		t.Fatalf("the session ended: %v", err)
-	}
-	if took := time.Since(start); took > 2*time.Second {
-		t.Errorf("the read ran elsewhere %v after its node was found down", took)
-	}
-	if !bytes.Equal(h.client.out, answer) {
-		t.Fatalf("client got %x, want the primary's answer %x", h.client.out, answer)
-	}
-	if !bytes.Contains(h.primary.out, []byte("SELECT v FROM t WHERE id = 42")) {
-		t.Fatalf("the primary got %q, not the read", h.primary.out)
-	}
-	if h.s.nodes.at(1) != nil {
-		t.Fatal("the interrupted connection to replica1 is still the session's")
-	}
-	if _, err := h.far.Read(make([]byte, 1)); err == nil {
-		t.Fatal("the interrupted connection to replica1 was not closed")
+			answer := resultSet(1)
+			h.primary.load(append(append([]byte(nil), tc.primary...), answer...))
+			done := h.start(t, "SELECT v FROM t WHERE id = 42")
+			start := time.Now()
+			p.topo.NodeFailed(1, errors.New("test: found down"))
+			if err := wait(t, done); err != nil {
+				t.Fatalf("the session ended: %v", err)
+			}
+			if took := time.Since(start); took > 2*time.Second {
+				t.Errorf("the read ran elsewhere %v after its node was found down", took)
+			}
+			if !bytes.Equal(h.client.out, answer) {
+				t.Fatalf("client got %x, want the primary's answer %x", h.client.out, answer)
+			}
+			if !bytes.Contains(h.primary.out, []byte("SELECT v FROM t WHERE id = 42")) {
+				t.Fatalf("the primary got %q, not the read", h.primary.out)
+			}
+			if h.s.nodes.at(1) != nil {
+				t.Fatal("the interrupted connection to replica1 is still the session's")
+			}
+			if _, err := h.far.Read(make([]byte, 1)); err == nil {
+				t.Fatal("the interrupted connection to replica1 was not closed")
+			}
+		})
 	}
 }
 
