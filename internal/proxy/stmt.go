@@ -28,8 +28,7 @@ func (s *session) prepare() error {
 		return err
 	}
 	if e := s.stmts.full(); e != nil {
-		s.client.SetSeq(1)
-		return writeErr(s.client, e)
+		return s.refuse(nil, e)
 	}
 	st := &stmt{query: append([]byte(nil), p[1:]...)}
 	st.class = s.reader.classifyPrepared(st.query, s.nodes.all(), s.rs.Bound)
