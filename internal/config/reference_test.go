@@ -60,6 +60,8 @@ func changeOf(key string) string {
 		"endpoints[].mode", "endpoints[].multi_statements", "endpoints[].nearest_zone",
 		"endpoints[].read_weights", "endpoints[].transaction_split":
 		return ChangeAPI
+	case "log.level":
+		return ChangeReload
 	case "endpoints[].name":
 		return changeEndpointName
 	case "backends[].name":
