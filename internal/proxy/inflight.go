@@ -46,6 +46,13 @@ var errNodeDown = errors.New("the node was found down while the read waited for 
 // a hung node waits until the node answers or timeouts.read passes.
 func (p *Proxy) WatchDown(ctx context.Context) {
 	prev := p.topo.Snapshot()
+	// Nodes down already when it starts: a read armed on one of them (decided just before)
+	// would otherwise wait for a change that came before the watch.
+	for i, n := range prev.Nodes {
+		if !prev.Up[i] {
+			p.interruptReads(n)
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
