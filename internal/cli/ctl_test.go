@@ -279,6 +279,10 @@ func TestCtl(t *testing.T) {
 // ctlAt returns sluice ctl against the admin API at adminAddr with token, and a variant that
 // fails the test, with sluice's log, when ctl exits non-zero (returning its output otherwise).
 func ctlAt(t *testing.T, adminAddr, token string, logs *syncBuffer) (func(args ...string) (int, string, string), func(args ...string) string) {
+	t.Helper()
+	// sluice opens the admin listener after the endpoints', which is what starting it waited
+	// for: a first ctl command could otherwise find nothing listening yet.
+	waitListen(t, adminAddr, logs)
 	ctl := func(args ...string) (int, string, string) {
 		return runCLI(append([]string{"ctl", "--admin", adminAddr, "--token", token}, args...)...)
 	}
