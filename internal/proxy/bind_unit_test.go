@@ -12,7 +12,8 @@ import (
 // TestNodeSetLeavesUnfitReplica: a read-only endpoint's session bound to a replica that goes
 // past the endpoint's max_replica_lag, or down, moves to the other replica between commands,
 // as a drain moves it; a transaction or a cursor open there holds it until it ends; with no
-// other replica fit it stays; and it does not move back when the replica it left recovers.
+// other replica fit it stays; and it does not move back when the replica it left recovers. The
+// check before each statement allocates nothing.
 func TestNodeSetLeavesUnfitReplica(t *testing.T) {
 	replicating := func(lag time.Duration) *topology.NodeState {
 		return &topology.NodeState{Health: topology.Healthy, Lag: lag, LagKnown: true, Replica: &topology.ReplicaStatus{}}
@@ -42,6 +43,11 @@ func TestNodeSetLeavesUnfitReplica(t *testing.T) {
 	if ns.movesPrimary(set, snap) {
 		t.Fatal("a session on a replica within max_replica_lag moves")
 	}
+	assertNoAllocs(t, "a read-only session's check of its replica", func() {
+		if ns.movesPrimary(set, snap) {
+			t.Fatal("moves")
+		}
+	})
 
 	// replica1 at 3 s: past the limit. A cursor open there, then a transaction, hold it.
 	snap = lags(3*time.Second, 0)
