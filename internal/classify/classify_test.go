@@ -930,6 +930,12 @@ var hintCases = []struct {
 	{"/*FORCE_MASTERX*/ SELECT 1", HintNone, "", Select},
 	{"/*FORCE_MASTER x*/ SELECT 1", HintNone, "", Select},
 	{"/*FORCE_NODE='a*/ SELECT 1", HintNone, "", Select},
+	// The comment ends at its first */, as in the server: a quoted name cannot hide text.
+	{"/*FORCE_NODE='a*/ INSERT INTO t SELECT 1 -- '*/ SELECT 1", HintNone, "", Insert},
+	{"/*FORCE_NODE=\"a*/ INSERT INTO t SELECT 1 -- \"*/ SELECT 1", HintNone, "", Insert},
+	{"/* app */ /*FORCE_NODE='a*/ DELETE FROM t # '*/ SELECT 1", HintNone, "", Delete},
+	{"/*FORCE_NODE='a*/b'*/ SELECT 1", HintNone, "", Unknown},
+	{"/*FORCE_NODE='r 1' */", HintForceNode, "r 1", Unknown},
 	{"/*FORCE_NODE='a'*/", HintForceNode, "a", Unknown},
 	{"/*FORCE_NODE='a'", HintNone, "", Unknown},
 	{"/*FORCE_MASTER", HintNone, "", Unknown},
