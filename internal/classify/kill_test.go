@@ -35,7 +35,12 @@ var killCases = []struct {
 	{"KILL 5; -- done", 5, false, true},
 	{"/*!KILL 5*/", 5, false, true},
 	{"KILL /*!QUERY*/ 5", 5, true, true},
-	{"/*M!100100 KILL 5 */", 5, false, true},
+	{"/*M!100100 KILL 5 */", 0, false, false}, // nothing to MySQL: read two ways
+	{"KILL /*!50000 QUERY */ 5", 5, true, true},
+	{"KILL /*!99999 QUERY */ 5", 0, false, false}, // KILL 5 to MariaDB, KILL QUERY 5 to MySQL 9
+	{"KILL /*M!100000 QUERY */ 5", 0, false, false},
+	{"KILL QUERY /*M!999999 5 */ 5", 0, false, false},
+	{"KILL /*!99999 */ 5", 5, false, true}, // the comment holds nothing: one reading
 
 	// Other forms go to the node as they are.
 	{"KILL USER app", 0, false, false},
