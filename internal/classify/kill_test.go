@@ -141,6 +141,11 @@ func TestSelectsConnectionID(t *testing.T) {
 		{"SELECT CONNECTION_ID() FROM DUAL", true, "CONNECTION_ID()"},
 		{"SELECT CONNECTION_ID() AS id FROM dual;", true, "id"},
 		{"SELECT CONNECTION_ID() -- x\n", true, "CONNECTION_ID()"},
+		// The server keeps ordinary comments in the name, not executable comments' markers.
+		{"SELECT CONNECTION_ID(/* x */)", true, "CONNECTION_ID(/* x */)"},
+		{"SELECT CONNECTION_ID(#x\n)", true, "CONNECTION_ID(#x\n)"},
+		{"SELECT CONNECTION_ID() /* z */", true, "CONNECTION_ID()"},
+		{"SELECT CONNECTION_ID(/*!*/) AS id", true, "id"},
 		// Left to a node.
 		{"SELECT CONNECTION_ID(), 1", false, ""},
 		{"SELECT CONNECTION_ID() + 0", false, ""},
@@ -159,6 +164,9 @@ func TestSelectsConnectionID(t *testing.T) {
 		{"SELECT CONNECTION_ID() '", false, ""},
 		{"SELECT CONNECTION_ID() AS \"id\"", false, ""},
 		{"SELECT CONNECTION_ID() /*!50000 , 1 */", false, ""},
+		{"SELECT CONNECTION_ID(/*!*/)", false, ""},
+		{"SELECT CONNECTION_ID(/*!50000 */)", false, ""},
+		{"SELECT CONNECTION_ID /*M!100000 */ ()", false, ""},
 		{"SELECT CONNECTION_ID(); SELECT 1", false, ""},
 		{"SELECT CONNECTION_ID() INTO @v", false, ""},
 		{"SELECT CONNECTION_ID() FOR UPDATE", false, ""},
