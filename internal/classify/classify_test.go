@@ -1051,6 +1051,11 @@ func TestIsProxyInternal(t *testing.T) {
 		{"SLUICE SHOW NODES; SELECT 1", true, ProxyUnknown},
 		{"sluice: BEGIN NOT ATOMIC SELECT 1; END", false, ProxyNone},
 		{"SLUICE : BEGIN NOT ATOMIC SELECT 1; END sluice", false, ProxyNone},
+		{"SLUICE /* x */ : BEGIN NOT ATOMIC SELECT 1; END sluice", false, ProxyNone},
+		{"SLUICE -- x\n: LOOP LEAVE sluice; END LOOP", false, ProxyNone},
+		{"SLUICE # x\n: BEGIN NOT ATOMIC SELECT 1; END", false, ProxyNone},
+		{"SLUICE /*!: BEGIN NOT ATOMIC SELECT 1; END */", false, ProxyNone},
+		{"SLUICE /* x */ SHOW NODES", true, ProxyUnknown}, // words are separated by whitespace only
 		{"SLUICEX SHOW NODES", false, ProxyNone},
 		{"SLUICE_SHOW NODES", false, ProxyNone},
 		{"SELECT sluice FROM t", false, ProxyNone},

@@ -167,8 +167,10 @@ func IsProxyInternal(stmt []byte) (cmd ProxyCommand, ok bool) {
 	if !eqFold(stmt[w:i], "SLUICE") {
 		return ProxyNone, false
 	}
-	if j := skipSpace(stmt, i); j < len(stmt) && stmt[j] == ':' {
-		return ProxyNone, false // sluice: BEGIN NOT ATOMIC …: MariaDB's labelled block
+	if j := skipLeading(stmt, i); j < len(stmt) && (stmt[j] == ':' || stmt[j] == '/') {
+		// sluice: BEGIN NOT ATOMIC …, MariaDB's labelled block (comments may stand before
+		// the ':'), or an executable comment that may hold the ':': the server's.
+		return ProxyNone, false
 	}
 	return proxyCommand(stmt, i), true
 }
