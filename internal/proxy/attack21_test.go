@@ -48,6 +48,31 @@ func TestAttackSluiceAnswersAndHints(t *testing.T) {
 		}
 	}
 	before := attackState(t, ctx)
+	// A latin1 client: 0xA0 (no-break space) is whitespace to the server, part of a word to
+	// the lexer. Before DependsSpace, both endpoints ran these on a replica, which wrote the
+	// file.
+	for _, ep := range []string{"rw", "ro"} {
+		addr := s.rw
+		if ep == "ro" {
+			addr = s.ro
+		}
+		for _, q := range []string{
+			"SELECT 1 INTO\xa0OUTFILE '/tmp/sluice_atk_24'",
+			"SELECT 1\xa0INTO OUTFILE '/tmp/sluice_atk_24'",
+			"/* app */ /*FORCE_SLAVE*/ SELECT 1 INTO\xa0OUTFILE '/tmp/sluice_atk_24'",
+		} {
+			os.Remove("/tmp/sluice_atk_24")
+			cn := conn(t, open(t, dsn(addr, "app", "app", "test", "charset=latin1")))
+			_, err := cn.ExecContext(ctx, q)
+			node, role, _ := lastRoute(t, cn)
+			if _, serr := os.Stat("/tmp/sluice_atk_24"); serr == nil && (role == "replica" || ep == "ro") {
+				t.Errorf("%s latin1 %q: replica %s wrote the file (err %v)", ep, q, node, err)
+			}
+			t.Logf("%s latin1 %q: %s/%s %v", ep, q, node, role, err)
+			cn.Close()
+		}
+	}
+	os.Remove("/tmp/sluice_atk_24")
 	for _, a := range attacks {
 		addr := s.rw
 		if a.ep == "ro" {
