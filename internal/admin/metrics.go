@@ -2,6 +2,7 @@ package admin
 
 import (
 	"net/http"
+	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -31,6 +32,15 @@ type EndpointStat struct {
 	Name     string
 	Sessions int64
 	Routes   []RouteStat
+	// Client side: connections that logged in, those refused by reason (every reason, zeros
+	// too, so that a rate exists from the start), failed authentications, the error packets
+	// the clients got by code (sluice's own and the nodes'), and the bytes the clients sent
+	// (in) and received (out).
+	Accepted          uint64
+	Refused           map[string]uint64
+	AuthFailures      uint64
+	Errors            map[uint16]uint64
+	BytesIn, BytesOut uint64
 }
 
 // RouteStat counts the statements sent to one node for one reason.
@@ -102,13 +112,34 @@ var (
 		"Client addresses blocked for too many authentication failures (limits.max_auth_failures).", nil, nil)
 	descAdmin = prometheus.NewDesc("sluice_admin_changes_total", "Changes asked of the admin API, by kind and outcome.",
 		[]string{"kind", "outcome"}, nil)
+	descAccepted = prometheus.NewDesc("sluice_client_connections_accepted_total",
+		"Client connections that logged in, by endpoint.", []string{"endpoint"}, nil)
+	descRefused = prometheus.NewDesc("sluice_client_connections_refused_total",
+		"Client connections that ended before they logged in, by endpoint and reason (max_connections, too_many_logins, "+
+			"not_allowed, blocked, tls_required, handshake, login_timeout, auth_failed, no_node, shutting_down).",
+		[]string{"endpoint", "reason"}, nil)
+	descAuthFailures = prometheus.NewDesc("sluice_client_auth_failures_total",
+		"Failed authentications (logins and COM_CHANGE_USER), by endpoint.", []string{"endpoint"}, nil)
+	descClientErrors = prometheus.NewDesc("sluice_client_errors_total",
+		"Error packets the clients got, by endpoint and error code: sluice's own and those relayed from the nodes.",
+		[]string{"endpoint", "code"}, nil)
+	descBytesIn = prometheus.NewDesc("sluice_client_received_bytes_total",
+		"Bytes sluice read from its clients' connections, by endpoint (live sessions: as of their last command).",
+		[]string{"endpoint"}, nil)
+	descBytesOut = prometheus.NewDesc("sluice_client_sent_bytes_total",
+		"Bytes sluice wrote to its clients' connections, by endpoint (live sessions: as of their last command).",
+		[]string{"endpoint"}, nil)
 )
+
+// descs are every metric the collector exports besides Go's and the process's.
+var descs = []*prometheus.Desc{descStatements, descSessions, descNodeConns, descNodeActive, descNodeState, descNodePrimary,
+	descNodeLag, descNodeReadOnly, descNodeRTT, descNodeThreads, descLatency, descWaits, descTimeouts, descPositionReads,
+	descAuthBlocked, descAdmin, descAccepted, descRefused, descAuthFailures, descClientErrors, descBytesIn, descBytesOut}
 
 type collector struct{ stats func() Stats }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descStatements, descSessions, descNodeConns, descNodeActive, descNodeState, descNodePrimary,
-		descNodeLag, descNodeReadOnly, descNodeRTT, descNodeThreads, descLatency, descWaits, descTimeouts, descPositionReads, descAuthBlocked, descAdmin} {
+	for _, d := range descs {
 		ch <- d
 	}
 }
@@ -126,6 +157,16 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		for _, r := range e.Routes {
 			counter(descStatements, r.Statements, e.Name, r.Node, r.Reason)
 		}
+		counter(descAccepted, e.Accepted, e.Name)
+		for reason, n := range e.Refused {
+			counter(descRefused, n, e.Name, reason)
+		}
+		counter(descAuthFailures, e.AuthFailures, e.Name)
+		for code, n := range e.Errors {
+			counter(descClientErrors, n, e.Name, strconv.Itoa(int(code)))
+		}
+		counter(descBytesIn, e.BytesIn, e.Name)
+		counter(descBytesOut, e.BytesOut, e.Name)
 	}
 	for _, n := range st.Nodes {
 		gauge(descNodeConns, float64(n.Connections), n.Name)

@@ -1,27 +1,32 @@
 package admin
 
 import (
+	"encoding/json"
 	"net/http/httptest"
 	"os"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.yaml.in/yaml/v3"
 )
 
-// TestDashboardUsesOurMetrics: every sluice_ metric the shipped Grafana dashboard queries is
-// one /metrics exports (a renamed metric must not leave a dashboard panel empty).
-func TestDashboardUsesOurMetrics(t *testing.T) {
-	data, err := os.ReadFile("../../deploy/grafana/sluice.json")
-	if err != nil {
-		t.Fatal(err)
+// registered are the names of every metric sluice's /metrics exports: its own and Go's and the
+// process's collectors' (a histogram's series add _bucket, _sum and _count).
+func registered(t *testing.T) map[string]bool {
+	t.Helper()
+	ch := make(chan *prometheus.Desc, 256)
+	for _, c := range []prometheus.Collector{&collector{}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
+		c.Describe(ch)
 	}
-	ch := make(chan *prometheus.Desc, 64)
-	(&collector{}).Describe(ch)
 	close(ch)
 	have := map[string]bool{}
-	name := regexp.MustCompile(`fqName: "([a-z_]+)"`)
+	name := regexp.MustCompile(`fqName: "([a-zA-Z0-9_:]+)"`)
 	for d := range ch {
 		m := name.FindStringSubmatch(d.String())
 		if m == nil {
@@ -29,10 +34,17 @@ func TestDashboardUsesOurMetrics(t *testing.T) {
 		}
 		have[m[1]] = true
 	}
-	used := regexp.MustCompile(`sluice_[a-z_]+`).FindAllString(string(data), -1)
-	if len(used) < 10 {
-		t.Fatalf("the dashboard names only %d sluice metrics", len(used))
-	}
+	return have
+}
+
+// queried are the metric names expr reads: the names of sluice's, Go's and the process's
+// families (a PromQL reader would be heavier than the names it has to find).
+var queried = regexp.MustCompile(`\b(?:sluice|go|process)_[a-zA-Z0-9_]+`)
+
+// checkNames reports every metric expr queries that sluice does not export.
+func checkNames(t *testing.T, where, expr string, have map[string]bool) int {
+	t.Helper()
+	used := queried.FindAllString(expr, -1)
 	for _, u := range used {
 		base := u
 		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
@@ -41,8 +53,134 @@ func TestDashboardUsesOurMetrics(t *testing.T) {
 			}
 		}
 		if !have[base] {
-			t.Errorf("the dashboard queries %s, which sluice does not export", u)
+			t.Errorf("%s queries %s, which sluice does not export", where, u)
 		}
+	}
+	return len(used)
+}
+
+// TestDashboardUsesOurMetrics: the shipped Grafana dashboard takes job and cluster (and
+// instance) as template variables, every panel query is filtered by them, and every metric it
+// queries is one /metrics exports (a renamed metric must not leave a panel empty); the client
+// counters have their panels.
+func TestDashboardUsesOurMetrics(t *testing.T) {
+	data, err := os.ReadFile("../../deploy/grafana/sluice.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Templating struct {
+			List []struct{ Name, Query string }
+		}
+		Panels []struct {
+			Title   string
+			Targets []struct{ Expr string }
+		}
+	}
+	if err := json.Unmarshal(data, &dash); err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{}
+	for _, v := range dash.Templating.List {
+		vars[v.Name] = v.Query
+	}
+	for _, v := range []string{"job", "cluster", "instance"} {
+		if _, ok := vars[v]; !ok {
+			t.Errorf("the dashboard has no $%s variable", v)
+		}
+	}
+	have := registered(t)
+	for v, q := range vars {
+		if v != "datasource" {
+			checkNames(t, "variable $"+v, q, have)
+		}
+	}
+	names, exprs := 0, ""
+	for _, p := range dash.Panels {
+		if len(p.Targets) == 0 {
+			t.Errorf("panel %q has no query", p.Title)
+		}
+		for _, tg := range p.Targets {
+			for _, v := range []string{`job=~"$job"`, `cluster=~"$cluster"`, `instance=~"$instance"`} {
+				if !strings.Contains(tg.Expr, v) {
+					t.Errorf("panel %q: %s is not filtered by %s", p.Title, tg.Expr, v)
+				}
+			}
+			names += checkNames(t, "panel "+strconv.Quote(p.Title), tg.Expr, have)
+			exprs += tg.Expr + "\n"
+		}
+	}
+	if names < 10 {
+		t.Fatalf("the dashboard names only %d metrics", names)
+	}
+	for _, m := range []string{"sluice_client_connections_accepted_total", "sluice_client_connections_refused_total",
+		"sluice_client_auth_failures_total", "sluice_client_errors_total", "sluice_client_received_bytes_total",
+		"sluice_client_sent_bytes_total"} {
+		if !strings.Contains(exprs, m) {
+			t.Errorf("no panel shows %s", m)
+		}
+	}
+}
+
+// TestAlertRulesUseOurMetrics: deploy/prometheus/alerts.yml parses, prometheus.yml loads it,
+// every rule has a name, an expression and a summary, and every metric a rule reads is one
+// sluice exports (up is Prometheus' own, for the scrape).
+func TestAlertRulesUseOurMetrics(t *testing.T) {
+	data, err := os.ReadFile("../../deploy/prometheus/alerts.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules struct {
+		Groups []struct {
+			Name  string
+			Rules []struct {
+				Alert       string
+				Expr        string
+				For         string
+				Labels      map[string]string
+				Annotations map[string]string
+			}
+		}
+	}
+	if err := yaml.Unmarshal(data, &rules); err != nil {
+		t.Fatal(err)
+	}
+	have := registered(t)
+	alerts := map[string]bool{}
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			if r.Alert == "" || r.Expr == "" || r.Annotations["summary"] == "" || r.Labels["severity"] == "" {
+				t.Errorf("rule %q: name, expr, severity and summary are required", r.Alert)
+			}
+			if r.For != "" {
+				if _, err := time.ParseDuration(r.For); err != nil {
+					t.Errorf("rule %s: for %q: %v", r.Alert, r.For, err)
+				}
+			}
+			alerts[r.Alert] = true
+			if checkNames(t, "rule "+r.Alert, r.Expr, have) == 0 && !strings.HasPrefix(r.Expr, `up{job="sluice"}`) {
+				t.Errorf("rule %s reads no sluice metric: %s", r.Alert, r.Expr)
+			}
+		}
+	}
+	for _, a := range []string{"SluiceNodeDown", "SluiceReplicaLag", "SluiceErrantReplica", "SluiceNoPrimary",
+		"SluiceSwitchoverStuck", "SluiceAuthFailureSpike"} {
+		if !alerts[a] {
+			t.Errorf("no rule %s", a)
+		}
+	}
+	prom, err := os.ReadFile("../../deploy/prometheus/prometheus.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pc struct {
+		RuleFiles []string `yaml:"rule_files"`
+	}
+	if err := yaml.Unmarshal(prom, &pc); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(pc.RuleFiles, "alerts.yml") {
+		t.Errorf("prometheus.yml's rule_files %v do not load alerts.yml", pc.RuleFiles)
 	}
 }
 

@@ -31,9 +31,12 @@ type App struct {
 	// boot is the configuration sluice started with, never changed: what only a restart
 	// changes (backends, monitor, timeouts, listeners at start) is read there. cfg is the
 	// configuration in force, replaced by the admin API's changes (under changeMu).
-	boot  *config.Config
-	cfg   *config.Config
-	log   *slog.Logger
+	boot *config.Config
+	cfg  *config.Config
+	log  *slog.Logger
+	// level is the process logger's level when NewLogger built the logger (nil otherwise): a
+	// reload sets it (setLogLevel).
+	level *slog.LevelVar
 	topo  *topology.Topology
 	mon   *monitor.Monitor // nil without a monitor account
 	proxy *proxy.Proxy
@@ -163,7 +166,7 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		topo.Close()
 		return nil, err
 	}
-	a := &App{boot: cfg, cfg: cfg, log: log, topo: topo, mon: newMonitor(cfg, topo, positions, log, btls, btlsMode, pubKey), proxy: p,
+	a := &App{boot: cfg, cfg: cfg, log: log, level: logLevel(log), topo: topo, mon: newMonitor(cfg, topo, positions, log, btls, btlsMode, pubKey), proxy: p,
 		positions: positions, btls: btls, btlsMode: btlsMode, pubKey: pubKey,
 		addrs: map[string]string{}, ready: make(chan struct{}), version: "dev", started: time.Now(), errc: make(chan error, 1)}
 	self = a

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"os"
 	"reflect"
@@ -247,8 +248,9 @@ func (a *App) PatchEndpoint(name string, patch map[string]json.RawMessage) (ch a
 	}
 	ch = admin.Change{Changed: keys}
 	ch.Persisted, ch.PersistError = a.persist(data)
+	changes := endpointChanges(a.cfg.Endpoint(name), next.Endpoint(name))
 	a.cfg, a.raw = next, data
-	a.log.Info("endpoint changed from the admin API", "endpoint", name, "settings", strings.Join(keys, ","), "persisted", ch.Persisted)
+	a.log.Info("endpoint changed from the admin API", "endpoint", name, "persisted", ch.Persisted, slog.Group("changed", changes...))
 	for _, e := range a.endpointsOf(next) {
 		if e.Name == name {
 			ch.Endpoint = &e
@@ -506,6 +508,9 @@ func (a *App) Reload() (ch admin.Change, err error) {
 			continue
 		}
 		ch.Changed = append(ch.Changed, "endpoints."+name)
+		if changes := endpointChanges(a.cfg.Endpoint(name), next.Endpoint(name)); changes != nil {
+			a.log.Info("reload: endpoint changed", "endpoint", name, slog.Group("changed", changes...))
+		}
 	}
 	for _, name := range start {
 		if err := a.startEndpoint(next, name); err != nil {
@@ -514,8 +519,10 @@ func (a *App) Reload() (ch admin.Change, err error) {
 			continue
 		}
 		ch.Changed = append(ch.Changed, "endpoints."+name+" (new)")
+		a.log.Info("reload: endpoint created", "endpoint", name, slog.Group("settings", endpointChanges(nil, next.Endpoint(name))...))
 	}
 	for name := range old {
+		a.log.Info("reload: endpoint removed", "endpoint", name, "grace", a.boot.Timeouts.Shutdown.Duration)
 		a.stopEndpoint(name)
 		ch.Changed = append(ch.Changed, "endpoints."+name+" (removed)")
 	}
@@ -525,12 +532,21 @@ func (a *App) Reload() (ch admin.Change, err error) {
 		key      string
 		old, new any
 	}{{"users", b.Users, next.Users}, {"monitor", b.Monitor, next.Monitor},
-		{"admin", b.Admin, next.Admin}, {"log", b.Log, next.Log}, {"timeouts", b.Timeouts, next.Timeouts},
+		{"admin", b.Admin, next.Admin}, {"log.format", b.Log.Format, next.Log.Format}, {"timeouts", b.Timeouts, next.Timeouts},
 		{"tls", b.TLS, next.TLS}, {"backend_tls", b.BackendTLS, next.BackendTLS},
 		{"backend_compress", b.BackendCompress, next.BackendCompress}, {"limits", b.Limits, next.Limits},
 		{"threads", b.Threads, next.Threads}, {"accounts", b.Accounts, next.Accounts}} {
 		if !reflect.DeepEqual(k.old, k.new) {
 			ch.Restart = append(ch.Restart, k.key)
+		}
+	}
+	// log.level changes live (the level of the logger NewLogger built); with another logger,
+	// only a restart changes it.
+	if a.cfg.Log.Level != next.Log.Level {
+		if a.setLogLevel(a.cfg.Log.Level, next.Log.Level) {
+			ch.Changed = append(ch.Changed, "log.level")
+		} else if next.Log.Level != b.Log.Level {
+			ch.Restart = append(ch.Restart, "log.level")
 		}
 	}
 	slices.Sort(ch.Restart)
@@ -560,7 +576,12 @@ func (a *App) Stats() admin.Stats {
 	}
 	for _, e := range cfg.Endpoints {
 		es := a.proxy.EndpointStats(e.Name)
-		as := admin.EndpointStat{Name: e.Name, Sessions: es.Sessions}
+		cs := a.proxy.ClientStats(e.Name)
+		as := admin.EndpointStat{Name: e.Name, Sessions: es.Sessions, Accepted: cs.Accepted, AuthFailures: cs.AuthFailures,
+			Errors: cs.Errors, BytesIn: cs.BytesIn, BytesOut: cs.BytesOut, Refused: make(map[string]uint64, len(cs.Refused))}
+		for i, n := range cs.Refused {
+			as.Refused[proxy.RefusalReasons[i]] = n
+		}
 		for r, byNode := range es.ByRoute {
 			for i, n := range byNode {
 				if n > 0 && i < len(nodes) {
@@ -670,6 +691,7 @@ func (a *App) UndrainNode(name string) (n admin.Node, err error) {
 	if err := a.topo.SetDraining(i, false); err != nil {
 		return admin.Node{}, admin.Errorf(admin.Conflict, "", "%v", err)
 	}
+	a.log.Info("drain ended from the admin API: the node takes reads again", "node", name)
 	return a.nodesOf(0)[i], nil
 }
 
@@ -721,7 +743,8 @@ func (a *App) CreateEndpoint(body map[string]json.RawMessage) (ch admin.Change, 
 	ch = admin.Change{Changed: []string{"endpoints." + name + " (new)"}}
 	ch.Persisted, ch.PersistError = a.persist(data)
 	a.cfg, a.raw = next, data
-	a.log.Info("endpoint created from the admin API", "endpoint", name, "persisted", ch.Persisted)
+	a.log.Info("endpoint created from the admin API", "endpoint", name, "persisted", ch.Persisted,
+		slog.Group("settings", endpointChanges(nil, next.Endpoint(name))...))
 	for _, e := range a.endpointsOf(next) {
 		if e.Name == name {
 			ch.Endpoint = &e

@@ -2,6 +2,7 @@ package app
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -45,7 +46,8 @@ func offlineApp(t *testing.T, text string) (*App, http.Handler, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := New(cfg, nil)
+	// The logger sluice builds (NewLogger), so that log.level follows a reload as in serve.
+	a, err := New(cfg, NewLogger(cfg.Log, io.Discard))
 	if err != nil {
 		t.Fatal(err)
 	}

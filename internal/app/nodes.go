@@ -3,6 +3,7 @@ package app
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -109,7 +110,13 @@ func (a *App) CreateNode(body map[string]json.RawMessage) (ch admin.Change, err 
 	}
 	ch.Persisted, ch.PersistError = a.persist(data)
 	a.cfg, a.raw = next, data
-	a.log.Info("node added from the admin API", "node", name, "address", b.Address, "slot", slot, "persisted", ch.Persisted)
+	// Every endpoint's weight for the new node: what the node's arrival changed.
+	var w []any
+	for _, e := range next.Endpoints {
+		w = append(w, slog.Int(e.Name, e.ReadWeights[name]))
+	}
+	a.log.Info("node added from the admin API", "node", name, "address", b.Address, "zone", b.Zone, "slot", slot,
+		"persisted", ch.Persisted, slog.Group("read_weights", w...))
 	n := a.nodesOf(0)[slot]
 	ch.Node = &n
 	return ch, nil
@@ -135,13 +142,14 @@ func (a *App) DeleteNode(name string) (ch admin.Change, err error) {
 	if err := a.unchangedOnDisk(); err != nil {
 		return admin.Change{}, err
 	}
+	address := a.topo.Snapshot().Nodes[i].Address
 	if err := a.removeNode(i, next); err != nil {
 		return admin.Change{}, err
 	}
 	ch = admin.Change{Changed: []string{"backends." + name + " (removed)"}}
 	ch.Persisted, ch.PersistError = a.persist(data)
 	a.cfg, a.raw = next, data
-	a.log.Info("node removed from the admin API", "node", name, "persisted", ch.Persisted)
+	a.log.Info("node removed from the admin API", "node", name, "address", address, "persisted", ch.Persisted)
 	return ch, nil
 }
 
@@ -257,12 +265,13 @@ func (a *App) reloadNodes(next *config.Config, ch *admin.Change) (bool, error) {
 		}
 	}
 	for _, i := range remove {
-		name := snap.Nodes[i].Name
+		name, address := snap.Nodes[i].Name, snap.Nodes[i].Address
 		if err := a.removeNode(i, next); err != nil {
 			ch.Restart = append(ch.Restart, "backends."+name+" (not removed: "+err.Error()+")")
 			continue
 		}
 		ch.Changed = append(ch.Changed, "backends."+name+" (removed)")
+		a.log.Info("reload: node removed", "node", name, "address", address)
 	}
 	for _, b := range add {
 		slot, err := a.topo.AddNode(topology.Node{Name: b.Name, Address: b.Address, Zone: b.Zone, Role: topology.Replica})
@@ -274,6 +283,7 @@ func (a *App) reloadNodes(next *config.Config, ch *admin.Change) (bool, error) {
 			a.positions.Own(slot, a.topo.Snapshot().Nodes[slot])
 		}
 		ch.Changed = append(ch.Changed, "backends."+b.Name+" (new)")
+		a.log.Info("reload: node added", "node", b.Name, "address", b.Address, "zone", b.Zone, "slot", slot)
 	}
 	return len(add) > 0 || len(remove) > 0, nil
 }

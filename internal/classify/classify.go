@@ -67,6 +67,32 @@ type stmt struct {
 	body      int
 
 	nest int // nesting of statements within this statement (EXPLAIN x, SET STATEMENT … FOR x)
+
+	// selects has bit d set while the parentheses open at depth d hold a SELECT keyword read
+	// at that depth (bit 0: the statement's own level): a FROM there is a query's (TableRef),
+	// one at a depth without it belongs to a function (EXTRACT(YEAR FROM d)). Depths from 64
+	// on count as holding one.
+	selects uint64
+}
+
+// selectAt notes a SELECT keyword at paren depth d.
+func (st *stmt) selectAt(d int) {
+	if d < 64 {
+		st.selects |= 1 << uint(d)
+	}
+}
+
+// selectedAt reports whether a SELECT was read in the parentheses open at depth d.
+func (st *stmt) selectedAt(d int) bool {
+	return d >= 64 || st.selects&(1<<uint(d)) != 0
+}
+
+// closeParen leaves paren depth c.depth+1, which the caller just decremented: what the
+// parentheses held no longer counts.
+func (c *classifier) closeParen() {
+	if d := c.depth + 1; d < 64 {
+		c.st.selects &^= 1 << uint(d)
+	}
 }
 
 type classifier struct {
@@ -216,6 +242,12 @@ func (c *classifier) head(t token) token {
 	switch c.kw(t) {
 	case kwSelect, kwValues, kwTable:
 		st.kind = Select
+		switch c.kw(t) {
+		case kwSelect:
+			st.selectAt(c.depth)
+		case kwTable:
+			c.res.Flags |= TableRef // TABLE t (MySQL 8)
+		}
 	case kwWith:
 		st.withPending, st.withDepth = true, c.depth
 	case kwInsert:
@@ -693,10 +725,40 @@ modifiers:
 	case kwEngine, kwInnodb:
 		st.show = ShowEngine
 	}
+	if c.showReadsCatalog(t, k) {
+		c.res.Flags |= TableRef
+	}
 	if t.typ == tEOF || t.typ == tSemi {
 		return t
 	}
 	return c.next()
+}
+
+// showReadsCatalog reports whether the SHOW whose first word after its modifiers is t (keyword
+// k) is answered from the server's catalog tables (information_schema), which it opens as
+// tables: checked on MariaDB 10.11 (such a SHOW clears the session's warnings, one answered
+// otherwise, SHOW GRANTS, PROCESSLIST, CREATE DATABASE|PROCEDURE…, MASTER STATUS, keeps them).
+func (c *classifier) showReadsCatalog(t token, k kwID) bool {
+	switch k {
+	case kwStatus, kwVariables, kwTables, kwTable, kwColumns, kwFields, kwIndex, kwIndexes, kwKeys,
+		kwDatabases, kwSchemas, kwOpen, kwTriggers, kwEvents, kwPlugins, kwEngines, kwCharacter,
+		kwCharset, kwCollation, kwProfile:
+		return true
+	case kwCreate:
+		switch c.peekKw() {
+		case kwTable, kwView, kwSequence:
+			return true
+		}
+	case kwProcedure, kwFunction, kwPackage:
+		if k == kwPackage && c.identEq(c.lx.peek(), "BODY") {
+			c.next()
+		}
+		return c.peekKw() == kwStatus
+	}
+	// USER_STATISTICS, CLIENT_STATISTICS, INDEX_STATISTICS, TABLE_STATISTICS
+	const suffix = "_STATISTICS"
+	w := c.lx.s[t.start:t.end]
+	return t.typ == tWord && len(w) > len(suffix) && eqFold(w[len(w)-len(suffix):], suffix)
 }
 
 // headExplain reads EXPLAIN/DESCRIBE/DESC [EXTENDED|PARTITIONS|ANALYZE|FORMAT=x|INTO @v]
@@ -730,6 +792,7 @@ func (c *classifier) headExplain() token {
 				return c.inner(t)
 			}
 			st.explainTable = true
+			c.res.Flags |= TableRef
 			return c.next()
 		}
 		t, k = c.nextKw()
@@ -739,6 +802,7 @@ func (c *classifier) headExplain() token {
 	}
 	if t.typ == tIdent {
 		st.explainTable = true // DESCRIBE `t`
+		c.res.Flags |= TableRef
 		return c.next()
 	}
 	return t
@@ -936,6 +1000,7 @@ func (c *classifier) token(t token) {
 	case tRParen:
 		if c.depth > 0 {
 			c.depth--
+			c.closeParen()
 		}
 	case tWord:
 		c.word(t)
@@ -969,8 +1034,8 @@ func (c *classifier) token(t token) {
 		case eqFold(name, "TX_READ_ONLY") || eqFold(name, "TRANSACTION_READ_ONLY"):
 			c.res.Flags |= TxReadOnlyRead
 		case eqFold(name, "WARNING_COUNT") || eqFold(name, "ERROR_COUNT"):
-			// What the previous statement left, as FOUND_ROWS(): read where it ran.
-			c.res.Flags |= FoundRows
+			// What the previous statement left in the diagnostics area: read where it is.
+			c.res.Flags |= DiagnosticsRead
 		}
 	}
 }
@@ -1077,8 +1142,17 @@ func (c *classifier) word(t token) {
 			}
 		}
 	case kwSelect, kwValues, kwTable:
+		if k == kwSelect {
+			st.selectAt(c.depth)
+		}
 		if st.withPending && c.depth == st.withDepth {
 			st.withPending, st.kind = false, Select
+		}
+	case kwFrom:
+		// A query's FROM names a table, a derived table or a CTE, unless it is FROM DUAL;
+		// FROM inside a function's parentheses (EXTRACT, TRIM, SUBSTRING) names none.
+		if st.selectedAt(c.depth) && c.peekKw() != kwDual {
+			c.res.Flags |= TableRef
 		}
 	case kwUpdate, kwDelete, kwInsert, kwReplace:
 		if st.withPending && c.depth == st.withDepth {

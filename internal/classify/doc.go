@@ -116,6 +116,10 @@
 //     CREATE), ordinary comments and a hint are skipped.
 //   - ReleasesAllLocks: RELEASE_ALL_LOCKS( as a call, counted exactly where Classify sets
 //     ReleaseLock (Flags has no bit left to tell the two release functions apart).
+//   - ReadsDiagnostics and KeepsDiagnostics (diag.go): whether a statement reads the session's
+//     warnings (SHOW WARNINGS, @@warning_count…), and whether it leaves them as the previous
+//     statement left them (it names no table: TableRef), by MariaDB's rule, checked against a
+//     live server (servertest's TestDiagnosticsRule).
 //   - ParseKill: KILL [HARD|SOFT] [CONNECTION|QUERY] n with n a plain decimal that fits in
 //     32 bits, words separated by whitespace or comments, trailing ';' allowed. Every other
 //     KILL form is not ok. KillsUser: KILL … USER name, a KILL that names an account.

@@ -30,6 +30,7 @@ const (
 	kwChecksum              // CHECKSUM
 	kwClone                 // CLONE
 	kwClose                 // CLOSE
+	kwCollation             // COLLATION
 	kwColumns               // COLUMNS
 	kwCommit                // COMMIT
 	kwConsistent            // CONSISTENT
@@ -50,8 +51,10 @@ const (
 	kwDescribe              // DESCRIBE
 	kwDo                    // DO
 	kwDrop                  // DROP
+	kwDual                  // DUAL
 	kwEnd                   // END
 	kwEngine                // ENGINE
+	kwEngines               // ENGINES
 	kwErrors                // ERRORS
 	kwEvent                 // EVENT
 	kwEvents                // EVENTS
@@ -122,6 +125,7 @@ const (
 	kwPassword              // PASSWORD
 	kwPersist               // PERSIST
 	kwPersistOnly           // PERSIST_ONLY
+	kwPlugins               // PLUGINS
 	kwPrepare               // PREPARE
 	kwPrevious              // PREVIOUS
 	kwProcedure             // PROCEDURE
@@ -176,6 +180,7 @@ const (
 	kwTo                    // TO
 	kwTransaction           // TRANSACTION
 	kwTrigger               // TRIGGER
+	kwTriggers              // TRIGGERS
 	kwTruncate              // TRUNCATE
 	kwUninstall             // UNINSTALL
 	kwUnique                // UNIQUE
@@ -186,6 +191,7 @@ const (
 	kwValue                 // VALUE
 	kwValues                // VALUES
 	kwVariables             // VARIABLES
+	kwView                  // VIEW
 	kwWarnings              // WARNINGS
 	kwWhile                 // WHILE
 	kwWith                  // WITH
@@ -223,6 +229,7 @@ var keywords = [...]string{
 	kwChecksum:         "CHECKSUM",
 	kwClone:            "CLONE",
 	kwClose:            "CLOSE",
+	kwCollation:        "COLLATION",
 	kwColumns:          "COLUMNS",
 	kwCommit:           "COMMIT",
 	kwConsistent:       "CONSISTENT",
@@ -243,8 +250,10 @@ var keywords = [...]string{
 	kwDescribe:         "DESCRIBE",
 	kwDo:               "DO",
 	kwDrop:             "DROP",
+	kwDual:             "DUAL",
 	kwEnd:              "END",
 	kwEngine:           "ENGINE",
+	kwEngines:          "ENGINES",
 	kwErrors:           "ERRORS",
 	kwEvent:            "EVENT",
 	kwEvents:           "EVENTS",
@@ -315,6 +324,7 @@ var keywords = [...]string{
 	kwPassword:         "PASSWORD",
 	kwPersist:          "PERSIST",
 	kwPersistOnly:      "PERSIST_ONLY",
+	kwPlugins:          "PLUGINS",
 	kwPrepare:          "PREPARE",
 	kwPrevious:         "PREVIOUS",
 	kwProcedure:        "PROCEDURE",
@@ -369,6 +379,7 @@ var keywords = [...]string{
 	kwTo:               "TO",
 	kwTransaction:      "TRANSACTION",
 	kwTrigger:          "TRIGGER",
+	kwTriggers:         "TRIGGERS",
 	kwTruncate:         "TRUNCATE",
 	kwUninstall:        "UNINSTALL",
 	kwUnique:           "UNIQUE",
@@ -379,6 +390,7 @@ var keywords = [...]string{
 	kwValue:            "VALUE",
 	kwValues:           "VALUES",
 	kwVariables:        "VARIABLES",
+	kwView:             "VIEW",
 	kwWarnings:         "WARNINGS",
 	kwWhile:            "WHILE",
 	kwWith:             "WITH",

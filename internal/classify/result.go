@@ -132,8 +132,19 @@ const (
 	// LoadLocal: LOAD DATA|XML … LOCAL INFILE: the client sends a file of its own. Only for
 	// such a statement may a node ask the client for a file.
 	LoadLocal
+	// DiagnosticsRead: @@warning_count or @@error_count read (any scope spelling): what the
+	// session's previous statement left in its node's diagnostics area (ReadsDiagnostics).
+	DiagnosticsRead
+	// TableRef: the statement names a table the server opens before it runs: a FROM at the
+	// level of a SELECT (a subquery's, a derived table's, a CTE's reference included) that is
+	// not FROM DUAL, or a SHOW the server answers from its catalog tables (SHOW TABLES,
+	// STATUS, VARIABLES, COLUMNS, CREATE TABLE…, DESCRIBE tbl). Such a statement clears the
+	// session's warnings first (KeepsDiagnostics). It is set in SELECT, SET, DO, EXPLAIN and
+	// SHOW statements (and in the text of PREPARE … FROM 'text', InnerFlags) only; a
+	// FROM inside a function's parentheses (EXTRACT(YEAR FROM d), TRIM(… FROM s)) is not one.
+	TableRef
 
-	numFlags = 35
+	numFlags = 37
 )
 
 var flagNames = [numFlags]string{
@@ -142,7 +153,7 @@ var flagNames = [numFlags]string{
 	"SysVarRead", "TempTable", "Multi", "WithWrite", "ReadOnlyTx", "ReadWriteTx",
 	"ConsistentSnapshot", "SetAutocommit", "SetNames", "SetTransaction", "SetGlobal",
 	"SetSession", "SetStatement", "ExplainWrite", "SetRole", "Chain", "Release", "Analyze", "ConnectionID",
-	"SetReadWrite", "TxReadOnlyRead", "IntoFile", "LoadLocal",
+	"SetReadWrite", "TxReadOnlyRead", "IntoFile", "LoadLocal", "DiagnosticsRead", "TableRef",
 }
 
 // String lists the set flags as "A|B|C", or "0" when none is set. It allocates: for logs and

@@ -11,6 +11,7 @@ var (
 		"SETVAL", "SQL_CALC_FOUND_ROWS", "NEXT", "PREVIOUS", "CONNECTION_ID",
 	}
 	scanSelect = [...]string{"INTO"}
+	scanTables = [...]string{"SELECT", "FROM"}
 	scanWith   = [...]string{"SELECT", "VALUES", "TABLE", "UPDATE", "DELETE", "INSERT", "REPLACE"}
 	scanBody   = [...]string{"BEGIN", "CASE", "END"}
 )
@@ -20,17 +21,21 @@ const (
 	scanSetSelect = 1 << iota
 	scanSetWith
 	scanSetBody
-	numScanSets = 1 << 3
+	scanSetTables // SELECT and FROM, for TableRef: in the statements that may hold a query
+	numScanSets   = 1 << 4
 )
 
 // scanSet returns the groups of words the current statement looks for.
 func (c *classifier) scanSet() int {
 	set := 0
-	if c.st.kind == Select {
-		set |= scanSetSelect
+	switch c.st.kind {
+	case Select:
+		set |= scanSetSelect | scanSetTables
+	case Set, Do:
+		set |= scanSetTables
 	}
 	if c.st.withPending {
-		set |= scanSetWith
+		set |= scanSetWith | scanSetTables
 	}
 	if c.st.bodyTrack {
 		set |= scanSetBody
@@ -57,6 +62,9 @@ var scanFilters = func() (f [numScanSets][maxKwLen + 1]uint32) {
 		}
 		if set&scanSetBody != 0 {
 			add(scanBody[:])
+		}
+		if set&scanSetTables != 0 {
+			add(scanTables[:])
 		}
 	}
 	return f
@@ -144,6 +152,7 @@ func (c *classifier) fast() token {
 			typ, i = tRParen, i+1
 			if c.depth > 0 {
 				c.depth--
+				c.closeParen()
 			}
 		case cComment:
 			if j := l.skip(i); j != i {

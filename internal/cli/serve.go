@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"strings"
 	"syscall"
 
 	"github.com/sluicedb/sluice/internal/app"
@@ -107,20 +106,6 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// NewLogger builds the process logger from the log section of the configuration.
-func NewLogger(c config.Log, w io.Writer) *slog.Logger {
-	level := slog.LevelInfo
-	switch strings.ToLower(c.Level) {
-	case "debug":
-		level = slog.LevelDebug
-	case "warn":
-		level = slog.LevelWarn
-	case "error":
-		level = slog.LevelError
-	}
-	opts := &slog.HandlerOptions{Level: level}
-	if c.Format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
-}
+// NewLogger builds the process logger from the log section of the configuration
+// (app.NewLogger: its level follows reloads).
+func NewLogger(c config.Log, w io.Writer) *slog.Logger { return app.NewLogger(c, w) }

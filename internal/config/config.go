@@ -98,10 +98,15 @@ const (
 )
 
 // Config is a whole configuration file.
+//
+// The doc comment of every field with a yaml tag is its text in REFERENCE.md, which
+// TestReferenceUpToDate generates from these structs: write it for an operator, without the
+// Go name (it is taken off), defaults and accepted values (the table shows those from the code).
 type Config struct {
 	Path string `yaml:"-"` // file it was loaded from
 	// Zone is where this sluice runs (an availability zone's name), for endpoints with
-	// nearest_zone; overridden by serve's --zone and by SLUICE_ZONE.
+	// `nearest_zone`. The environment variable SLUICE_ZONE overrides it, and `sluice serve
+	// --zone` overrides both.
 	Zone       string     `yaml:"zone"`
 	Users      []User     `yaml:"users"`
 	Backends   []Backend  `yaml:"backends"`
@@ -113,12 +118,14 @@ type Config struct {
 	Timeouts   Timeouts   `yaml:"timeouts"`
 	TLS        TLS        `yaml:"tls"`
 	BackendTLS BackendTLS `yaml:"backend_tls"`
-	// BackendCompress uses the compressed protocol towards the nodes (default false).
+	// BackendCompress uses the compressed protocol (zlib) on sluice's own node connections.
+	// Clients that ask for compression get it either way; on a local network it only costs CPU.
 	BackendCompress bool   `yaml:"backend_compress"`
 	Limits          Limits `yaml:"limits"`
-	// Threads is how many OS threads run Go code at once (GOMAXPROCS): 0 (default) = every CPU
-	// the process may use. On a small host shared with the servers and the clients, fewer
-	// threads cost less CPU per query (fewer wake-ups and cross-CPU hand-offs); see bench/.
+	// Threads is how many OS threads run sluice's Go code at once (GOMAXPROCS): 0 = every CPU
+	// the process may use; the GOMAXPROCS environment variable, when set, wins. On a small host
+	// shared with the servers and the clients, fewer threads cost less CPU per query (fewer
+	// wake-ups and cross-CPU hand-offs); see bench/. At most 1024.
 	Threads int `yaml:"threads"`
 
 	// pos remembers where each key was written so that Validate can point
@@ -128,89 +135,144 @@ type Config struct {
 
 // User is an account clients log in to sluice with.
 type User struct {
-	Name         string `yaml:"name"`
-	Password     string `yaml:"password"`      // plaintext (usually "${APP_PASSWORD}")
-	PasswordHash string `yaml:"password_hash"` // "*" + 40 hex = mysql_native_password hash (SHA1(SHA1(pw))), upper or lower hex
-	AuthPlugin   string `yaml:"auth_plugin"`   // "" (accept whichever of mysql_native_password or caching_sha2_password the client uses) | mysql_native_password | caching_sha2_password
-	RequireTLS   bool   `yaml:"require_tls"`   // refuse this user on connections without TLS
+	// Name is the user name clients log in with; sluice logs in to the nodes under the same
+	// name. Unique, case-sensitive.
+	Name string `yaml:"name"`
+	// Password is the plaintext password, usually `${APP_PASSWORD}`. Exactly one of password
+	// and password_hash must be given; `password: ""` is an account without a password.
+	Password string `yaml:"password"`
+	// PasswordHash is the mysql_native_password hash of the password instead of the password:
+	// "*" and 40 hex digits (either case), SHA1(SHA1(password)), as in SELECT
+	// authentication_string FROM mysql.user. Such a user can log in with
+	// mysql_native_password only.
+	PasswordHash string `yaml:"password_hash"`
+	// AuthPlugin restricts the user's login to one plugin; empty: mysql_native_password or
+	// caching_sha2_password, whichever the client uses. caching_sha2_password needs password,
+	// not password_hash.
+	AuthPlugin string `yaml:"auth_plugin"`
+	// RequireTLS refuses this user (error 1045) on a connection without TLS.
+	RequireTLS bool `yaml:"require_tls"`
 }
 
 // Backend is one MySQL/MariaDB server behind the proxy.
 type Backend struct {
-	Name    string `yaml:"name"`
-	Address string `yaml:"address"` // host:port, required
-	Role    string `yaml:"role"`    // primary | replica
-	Zone    string `yaml:"zone"`    // optional
+	// Name is the node's unique name, used in read_weights, in logs, metrics and the API.
+	Name string `yaml:"name"`
+	// Address is the host:port sluice connects to; the port is a number (not a service name),
+	// IPv6 as [::1]:3306.
+	Address string `yaml:"address"`
+	// Role is the node's role when sluice starts: exactly one primary. Once the monitor has
+	// seen the nodes, roles follow them (the writable node that replicates from no one is the
+	// primary).
+	Role string `yaml:"role"`
+	// Zone is the node's location (an availability zone's name): endpoints with nearest_zone
+	// read from the nodes of sluice's own zone first.
+	Zone string `yaml:"zone"`
 }
 
 // Monitor is the account and cadence used to health-check backends.
 type Monitor struct {
-	User     string   `yaml:"user"` // empty = no monitor account configured
-	Password string   `yaml:"password"`
-	Interval Duration `yaml:"interval"` // default 1s, at least 100ms
-	// DownAfter is how many checks in a row must fail (time out, break) before a node is down;
-	// a node that refuses connections is down at once. Default 3.
+	// User is the account sluice checks the nodes with, streams their binlogs with, and reads
+	// the primary's accounts with (accounts.from_primary); empty: no monitor, and a node a
+	// session failed to reach is only probed until it answers again. See DEPLOYING.md for its
+	// grants.
+	User string `yaml:"user"`
+	// Password is the monitor account's password, usually `${MONITOR_PASSWORD}`; needs user.
+	Password string `yaml:"password"`
+	// Interval is the time between two checks of a node; at least 100ms.
+	Interval Duration `yaml:"interval"`
+	// DownAfter is how many checks in a row must fail (time out, break) before a node is
+	// down; a node that refuses connections is down at once. At least 1.
 	DownAfter int `yaml:"down_after"`
 	// SwitchoverTimeout is how long a statement for the primary waits for a new one while no
-	// node takes writes (a switchover under way). Default 10s; 0: it fails at once.
+	// node takes writes (a switchover under way); 0: it fails at once. At most 5m.
 	SwitchoverTimeout Duration `yaml:"switchover_timeout"`
 }
 
 // Endpoint is one listening socket clients connect to.
 type Endpoint struct {
-	Name           string         `yaml:"name"`
-	Listen         string         `yaml:"listen"`          // host:port
-	Mode           string         `yaml:"mode"`            // read-write (default) | read-only
-	ReadWeights    map[string]int `yaml:"read_weights"`    // backend name -> 0..10000; after defaults every backend has an entry
-	Balance        string         `yaml:"balance"`         // least-active (default) | weighted
-	MaxConnections int            `yaml:"max_connections"` // default 20000; 0 = unlimited
-	TLS            string         `yaml:"tls"`             // off | optional | required; default optional when tls.cert is set, else off
-	// TransactionSplit: in a transaction, reads before the first write go to a replica and the
-	// transaction opens on the primary at its first write (read-write endpoints only).
+	// Name is the endpoint's unique name, used in logs, metrics and the API.
+	Name string `yaml:"name"`
+	// Listen is the host:port to listen on: an empty host (":6033") listens on every
+	// interface; port 0 picks a free port (for tests).
+	Listen string `yaml:"listen"`
+	// Mode: read-write sends writes to the primary and spreads reads by read_weights;
+	// read-only binds each client connection to one replica, refuses writes (error 1290) and
+	// never uses the primary.
+	Mode string `yaml:"mode"`
+	// ReadWeights is each backend's share of the reads, 0 to 10000 (0: none); backends the map
+	// leaves out get 0. A PATCH merges into it (null removes an entry).
+	ReadWeights map[string]int `yaml:"read_weights"`
+	// Balance is how a read (on a read-only endpoint: a new connection) picks among the nodes
+	// with a weight above 0: least-active, fewest statements in flight per unit of weight;
+	// weighted, smooth weighted round robin; least-connections, fewest connections per unit of
+	// weight (see connections_from).
+	Balance string `yaml:"balance"`
+	// MaxConnections is the most client connections the endpoint holds at once; past it a
+	// client gets error 1040 (08004) in place of the greeting. 0: unlimited (then only
+	// limits.max_pending_logins bounds a flood).
+	MaxConnections int `yaml:"max_connections"`
+	// TLS is whether the endpoint offers TLS: required refuses plain clients with error 3159;
+	// optional and required need tls.cert.
+	TLS string `yaml:"tls"`
+	// TransactionSplit: the reads of a transaction before its first write go to a replica, and
+	// the transaction opens on the primary at that write (with the client's own BEGIN). For
+	// READ COMMITTED: under REPEATABLE READ the early reads do not share the transaction's
+	// snapshot. Read-write endpoints only.
 	TransactionSplit bool `yaml:"transaction_split"`
-	// NearestZone: reads go to the usable nodes of this sluice's zone (the top-level zone), and
-	// to all usable nodes when that zone has none.
+	// NearestZone: reads go to the usable nodes of this sluice's zone (the top-level zone),
+	// under the endpoint's balance, and to all usable nodes when that zone has none.
 	NearestZone bool `yaml:"nearest_zone"`
-	// ConnectionsFrom: where balance least-connections counts connections: proxy (default: this
-	// sluice's own) or nodes (Threads_connected, polled by the monitor).
+	// ConnectionsFrom is where balance least-connections counts connections: proxy (this
+	// sluice's own) or nodes (Threads_connected, polled by the monitor: needs monitor.user).
 	ConnectionsFrom string `yaml:"connections_from"`
-	// MaxReplicaLag: a replica whose lag (measured by the monitor) is past it takes no new
-	// reads, and comes back once under three quarters of it; 0 = no limit. Default 30s.
+	// MaxReplicaLag: a replica whose lag (measured by the monitor from GTID positions) is past
+	// it takes no new reads (nor new sessions of a read-only endpoint; those bound to it move
+	// to a replica within it at their next statement); it comes back once under three
+	// quarters of it. With no replica within it, reads go to the primary (read-write) and new
+	// read-only sessions are refused. 0: no limit.
 	MaxReplicaLag Duration `yaml:"max_replica_lag"`
-	// MultiStatements: "state" (default: a batch pins the session to the primary when it may
-	// leave session state behind) or "strict" (any batch pins it).
+	// MultiStatements: state, a multi-statement batch pins the session to the primary when it
+	// may leave session state behind; strict, any batch pins it.
 	MultiStatements string `yaml:"multi_statements"`
-	// Consistency: what a read on a replica must see. eventual (default): any replica within
-	// max_replica_lag; session: everything this session committed; global: everything
-	// committed on the primary before the read arrived.
+	// Consistency is what a read on a replica must see: eventual, anything the replica applied
+	// (within max_replica_lag); session, everything this session committed; global, everything
+	// committed on the primary before the read arrived. session and global need monitor.user
+	// and a read-write endpoint.
 	Consistency string `yaml:"consistency"`
-	// ConsistencyTimeout: how long a read waits for a replica to reach the position its level
-	// needs, then it goes to the primary. Default 10ms, at most 60s.
+	// ConsistencyTimeout is how long a read waits for a replica to reach the position its
+	// consistency level needs before it goes to the primary; at most 60s.
 	ConsistencyTimeout Duration `yaml:"consistency_timeout"`
-	// Allow lists the client networks (CIDR, or one address) the endpoint accepts; empty: any.
-	// A client from elsewhere gets error 1130 before anything else.
+	// Allow lists the client networks the endpoint accepts, each a CIDR network (10.0.0.0/8)
+	// or one address; empty: any. IPv4 clients match IPv4-mapped IPv6 entries too (::/0 is
+	// every client). A client from elsewhere gets error 1130 in place of the greeting.
 	Allow []string `yaml:"allow"`
 }
 
 // Accounts says where client accounts come from besides the users list.
 type Accounts struct {
-	// FromPrimary loads the primary's own accounts (mysql.global_priv on MariaDB, mysql.user
-	// on MySQL) with the monitor account, and refreshes them every Refresh and, rate-limited,
-	// when an unknown user tries to log in. The users list wins on a clash of names.
-	FromPrimary bool     `yaml:"from_primary"`
-	Refresh     Duration `yaml:"refresh"` // default 60s, at least 1s
-	// TopologyUsers are the users who may see the nodes through SLUICE SHOW NODES (names,
-	// addresses, roles, lag, positions); empty (default): every user.
+	// FromPrimary loads the primary's own accounts (user, host, plugin, hash, lock; from
+	// mysql.global_priv on MariaDB, mysql.user on MySQL) with the monitor account, and
+	// refreshes them every refresh and, at most once a second, when an unknown user tries to
+	// log in (that login fails at once). users may then be empty; a name in users wins. Needs
+	// monitor.user.
+	FromPrimary bool `yaml:"from_primary"`
+	// Refresh is how often from_primary reads the accounts again; at least 1s.
+	Refresh Duration `yaml:"refresh"`
+	// TopologyUsers are the users who may run SLUICE SHOW NODES (node names, addresses, roles,
+	// lag, positions); others get error 1227. Empty: every user.
 	TopologyUsers []string `yaml:"topology_users"`
 }
 
 // Admin is the control plane's HTTP listener: the REST API that sluice ctl speaks, /metrics,
 // /healthz and /readyz, and Go's /debug/pprof/.
 type Admin struct {
-	// Listen is host:port; empty (default): no admin listener.
+	// Listen is the host:port of the admin HTTP listener (the REST API of sluice ctl,
+	// /metrics, /healthz, /readyz, /debug/pprof/); empty: none.
 	Listen string `yaml:"listen"`
-	// Token: every request but /healthz, /readyz and /metrics must carry it
-	// (Authorization: Bearer TOKEN). Required when Listen is not a loopback address.
+	// Token: every request but /healthz, /readyz and /metrics must carry it (Authorization:
+	// Bearer TOKEN), usually `${SLUICE_ADMIN_TOKEN}`. Required when listen is not a loopback
+	// address.
 	Token string `yaml:"token"`
 	// TLS serves HTTPS with the tls.cert certificate.
 	TLS bool `yaml:"tls"`
@@ -218,59 +280,88 @@ type Admin struct {
 
 // TLS is the certificate sluice presents to clients.
 type TLS struct {
-	Cert string `yaml:"cert"` // PEM certificate (chain) file
-	Key  string `yaml:"key"`  // PEM private key file
+	// Cert is the PEM certificate (chain) file sluice presents to clients (and admin.tls's);
+	// checked at load, with key.
+	Cert string `yaml:"cert"`
+	// Key is the PEM private key file of cert; both or neither.
+	Key string `yaml:"key"`
 }
 
 // BackendTLS is how sluice connects to the nodes.
 type BackendTLS struct {
-	// Mode: mirror (default: TLS to the node exactly when the client's own connection uses TLS,
-	// so what a client sees of TLS is consistent), off, preferred (whenever the node offers it),
-	// required (fail when the node does not offer it).
-	Mode       string `yaml:"mode"`
-	Verify     bool   `yaml:"verify"`      // verify the node's certificate (against ca, or the system roots)
-	CA         string `yaml:"ca"`          // PEM CA file
-	ServerName string `yaml:"server_name"` // name to verify; default the host of the backend address
-	// ServerPublicKey is a PEM file with the nodes' RSA public key (MySQL's
+	// Mode: mirror, TLS to a node exactly when the client's own connection uses TLS (so what a
+	// client sees of TLS matches its connection; the monitor and binlog streams use none); off;
+	// preferred, whenever the node offers it; required, fail when the node does not.
+	Mode string `yaml:"mode"`
+	// Verify checks the node's certificate (against ca, or the system roots) and its name.
+	// Only over verified TLS does sluice send a node a password itself (caching_sha2_password's
+	// full authentication, mysql_clear_password).
+	Verify bool `yaml:"verify"`
+	// CA is the PEM CA file verify checks against; empty: the system roots.
+	CA string `yaml:"ca"`
+	// ServerName is the name verify expects in the node's certificate; empty: the host of the
+	// backend's address.
+	ServerName string `yaml:"server_name"`
+	// ServerPublicKey is a PEM file with the nodes' RSA public key (their
 	// caching_sha2_password_public_key_path): caching_sha2_password's full authentication
-	// encrypts the password to it on connections without verified TLS. Without it (or verify),
-	// such a login is refused: sluice never takes the key a node offers.
+	// encrypts the password to it where TLS is not verified. Without it (or verify), such a
+	// login is refused: sluice never takes the key a node offers. Applies to the binlog
+	// streams too.
 	ServerPublicKey string `yaml:"server_public_key"`
 }
 
 // Limits protect the proxy's memory from one session.
 type Limits struct {
-	MaxPreparedStatements int `yaml:"max_prepared_statements"` // binary prepared statements per session (default 16382)
-	MaxLongData           int `yaml:"max_long_data"`           // bytes a session may keep for its prepared statements: their texts and long data waiting for EXECUTE (default 64 MiB)
+	// MaxPreparedStatements bounds a session's binary prepared statements; past it error 1461.
+	MaxPreparedStatements int `yaml:"max_prepared_statements"`
+	// MaxLongData bounds the bytes a session keeps for its prepared statements: their texts
+	// and the long data waiting for EXECUTE. Past it an EXECUTE fails with error 1153, a
+	// PREPARE with 1041.
+	MaxLongData int `yaml:"max_long_data"`
 	// MaxPendingLogins bounds the connections, of all endpoints together, that have not
-	// proven a password yet (default 1000); past it a new connection gets error 1040 at once.
+	// proven a password yet; past it a new connection gets error 1040 at once. Each holds
+	// about 40 KiB until timeouts.login.
 	MaxPendingLogins int `yaml:"max_pending_logins"`
-	// MaxPendingLoginBytes bounds the packet bytes those connections hold together (default
-	// 16 MiB, at least 65 KiB); a login whose packet would pass it gets error 1040.
+	// MaxPendingLoginBytes bounds the packet bytes those connections hold together (at least
+	// 65 KiB, one login's largest packet); a login whose packet would pass it gets error 1040.
 	MaxPendingLoginBytes int `yaml:"max_pending_login_bytes"`
 	// MaxAuthFailures is how many authentication failures (every error 1045 of a login or
-	// COM_CHANGE_USER: wrong password, unknown user, host not allowed) one client address may
-	// have, each within auth_block of the previous, before it is blocked for auth_block
-	// (default 10; 0: never blocked). A blocked address's new connections get error 1129.
-	// A successful login does not reset the count (as MaxScale's max_auth_errors_until_block).
-	MaxAuthFailures int      `yaml:"max_auth_failures"`
-	AuthBlock       Duration `yaml:"auth_block"` // default 60s
+	// COM_CHANGE_USER: wrong password, unknown user, host not allowed, require_tls) one client
+	// address may have, each within auth_block of the previous, before it is blocked for
+	// auth_block; 0: never. A blocked address's new connections get error 1129. A successful
+	// login does not reset the count (as MaxScale's max_auth_errors_until_block). sluice checks
+	// passwords itself, so the servers' own limits never see these failures.
+	MaxAuthFailures int `yaml:"max_auth_failures"`
+	// AuthBlock is how long a blocked address stays blocked after its last failure, and how
+	// long a failure counts towards max_auth_failures.
+	AuthBlock Duration `yaml:"auth_block"`
 }
 
 // Log configures sluice's own log output.
 type Log struct {
-	Format string `yaml:"format"` // text (default) | json
-	Level  string `yaml:"level"`  // debug | info (default) | warn | error
+	Format string `yaml:"format"` // the log's format: text (key=value) or json, one object a line
+	Level  string `yaml:"level"`  // the least severe level logged
 }
 
 // Timeouts bounds the time spent on network operations.
 type Timeouts struct {
-	Connect  Duration `yaml:"connect"`  // dial + handshake to a node, default 5s
-	Read     Duration `yaml:"read"`     // max wait for a node's response bytes once a statement was sent; 0 = none (default: long queries are legitimate)
-	Write    Duration `yaml:"write"`    // max time for one write to a socket, default 30s
-	Shutdown Duration `yaml:"shutdown"` // graceful drain on SIGTERM, default 30s
-	Idle     Duration `yaml:"idle"`     // idle client connection timeout; 0 = none (default)
-	Login    Duration `yaml:"login"`    // a client's whole login, from connect to its password proven; default 10s
+	// Connect bounds dialing a node and its handshake (the monitor's checks too).
+	Connect Duration `yaml:"connect"`
+	// Read is the longest wait for a node's response bytes once a statement was sent; 0: no
+	// limit (long queries are legitimate).
+	Read Duration `yaml:"read"`
+	// Write bounds one write to a socket, and how long a client may stall in the middle of a
+	// command (the rest of a packet, the next packet of a LOAD DATA LOCAL file).
+	Write Duration `yaml:"write"`
+	// Shutdown is how long a graceful shutdown (SIGTERM, SIGINT) waits for sessions to finish
+	// their statements; then the rest are closed. 0: no wait. A second signal ends sluice at
+	// once.
+	Shutdown Duration `yaml:"shutdown"`
+	// Idle closes client connections idle this long; 0: never.
+	Idle Duration `yaml:"idle"`
+	// Login bounds a client's whole login, from its connection (TLS included) to its password
+	// proven; past it error 1159 (08S01).
+	Login Duration `yaml:"login"`
 }
 
 // DefaultAccountsRefresh is how often accounts.from_primary reloads the primary's accounts.

@@ -21,5 +21,8 @@
 //
 // Configs built in Go code rather than parsed from YAML should call
 // ApplyDefaults before Validate. The keys, their defaults and their meaning
-// are documented in REFERENCE.md next to this file.
+// are documented in REFERENCE.md next to this file, whose key tables are
+// generated from these structs (yaml tags, field doc comments, the defaults
+// the code applies): after changing a key, run
+// go test ./internal/config -run TestReferenceUpToDate -update.
 package config

@@ -113,7 +113,7 @@ func (c *Conn) EnableCompression(role CompressRole, level int) error {
 	z := &compressLayer{
 		role:    role,
 		level:   level,
-		src:     c.nc,
+		src:     &countingReader{r: c.nc, n: &c.received},
 		dst:     &c.dw,
 		raw:     make([]byte, c.br.Size()+frameHeader),
 		rawSize: c.br.Size() + frameHeader,

@@ -35,6 +35,9 @@ type Conn struct {
 	dw      sockWriter
 	sr      sockReader
 	cw      countingWriter // under bw: counts what left the write buffer
+	// received counts the bytes read from the connection (sockReader, or the compressed
+	// layer's reads once compression is on): Received.
+	received uint64
 
 	// MaxPacket bounds the size of one logical packet ReadPacket assembles (0: 1 GiB).
 	MaxPacket int
@@ -91,6 +94,22 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 // tell whether anything at all was written in between (a response that has begun, even with
 // part of a packet, cannot be replaced by another).
 func (c *Conn) Sent() uint64 { return c.cw.n + uint64(c.bw.Buffered()) }
+
+// Received counts the bytes read from c's connection so far (read ahead into the buffer
+// included): with Sent, the traffic of a client connection (sluice_client_*_bytes_total).
+func (c *Conn) Received() uint64 { return c.received }
+
+// countingReader counts the bytes read through it into *n.
+type countingReader struct {
+	r io.Reader
+	n *uint64
+}
+
+func (r *countingReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	*r.n += uint64(n)
+	return n, err
+}
 
 // NetConn returns the underlying connection.
 func (c *Conn) NetConn() net.Conn { return c.nc }

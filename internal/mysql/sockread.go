@@ -73,7 +73,9 @@ func (r *sockReader) init(c *Conn, nc net.Conn) {
 
 func (r *sockReader) Read(p []byte) (int, error) {
 	if r.rc == nil {
-		return r.nc.Read(p)
+		n, err := r.nc.Read(p)
+		r.c.received += uint64(n)
+		return n, err
 	}
 	if len(p) == 0 {
 		return 0, nil
@@ -94,6 +96,7 @@ func (r *sockReader) Read(p []byte) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	r.c.received += uint64(r.n)
 	return r.n, r.err
 }
 

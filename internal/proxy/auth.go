@@ -34,6 +34,17 @@ type authEnv struct {
 	p   *Proxy
 	c   *mysql.Conn
 	log *slog.Logger
+	// front counts the failures for the client's endpoint (nil: not counted).
+	front *frontStats
+}
+
+// deny writes the client its authentication failure se, counted for its endpoint.
+func (env authEnv) deny(se *mysql.SQLError) {
+	if env.front != nil {
+		env.front.authFailures.Add(1)
+		env.front.errors.count(se.Code)
+	}
+	_ = writeErr(env.c, se)
 }
 
 // authenticate verifies the client's credentials against the configuration, switching the
@@ -51,7 +62,7 @@ func (l *login) authenticate(env authEnv, name, clientPlugin string, resp []byte
 		// As the server answers: the same 1045 as for a wrong password (1130 after the right
 		// one would tell a client on any host when it guessed the password of an account
 		// meant for others). The reason goes to sluice's log.
-		_ = writeErr(env.c, mysql.AccessDenied(name, l.host, l.usedPassword))
+		env.deny(mysql.AccessDenied(name, l.host, l.usedPassword))
 		// (Debug: a line written only after the right password would cost time a wrong one
 		// does not.)
 		env.log.Debug("login refused: no account of the user lets the client's host in", "user", name, "host", l.host)
@@ -59,12 +70,12 @@ func (l *login) authenticate(env authEnv, name, clientPlugin string, resp []byte
 	}
 	if err == nil && u.Locked {
 		// After the password, as the server checks it.
-		_ = writeErr(env.c, mysql.NewError(mysql.ErrAccountLocked, "HY000", "Access denied, this account is locked"))
+		env.deny(mysql.NewError(mysql.ErrAccountLocked, "HY000", "Access denied, this account is locked"))
 		return fmt.Errorf("%w: user %s is locked", errAuth, u.Name)
 	}
 	if err == nil && u.RequireTLS && !l.tls {
 		l.failed(env)
-		_ = writeErr(env.c, mysql.AccessDenied(u.Name, l.host, true))
+		env.deny(mysql.AccessDenied(u.Name, l.host, true))
 		return fmt.Errorf("%w: user %s requires TLS", errAuth, u.Name)
 	}
 	if err != nil {
@@ -147,7 +158,7 @@ func (l *login) checkCredentials(env authEnv, name, clientPlugin string, resp []
 	l.usedPassword = len(resp) > 0
 	deny := func() (*User, backend.Credentials, error) {
 		l.failed(env)
-		_ = writeErr(c, mysql.AccessDenied(name, l.host, len(resp) > 0))
+		env.deny(mysql.AccessDenied(name, l.host, len(resp) > 0))
 		return nil, backend.Credentials{}, fmt.Errorf("%w for user %q", errAuth, name)
 	}
 	if u == nil {

@@ -20,6 +20,9 @@ type sessionStats struct {
 	byRoute []atomic.Uint64 // [reason*nodes + node]
 	lat     []atomic.Uint64 // [node*(len(LatencyBuckets)+1) + bucket]: statements per bucket, the last +Inf
 	latSum  []atomic.Uint64 // [node]: nanoseconds
+	// bytesIn and bytesOut are the client connection's traffic: a session's as of its last
+	// command (sessionView.traffic), an endpoint's the sum of its ended sessions'.
+	bytesIn, bytesOut atomic.Uint64
 }
 
 // LatencyBuckets are the upper bounds, in seconds, of the statement latency histograms.
@@ -59,6 +62,8 @@ func (st *sessionStats) add(o *sessionStats) {
 	for i := range o.latSum {
 		st.latSum[i].Add(o.latSum[i].Load())
 	}
+	st.bytesIn.Add(o.bytesIn.Load())
+	st.bytesOut.Add(o.bytesOut.Load())
 }
 
 // grown returns st's counts with room for nodes nodes (st itself when it has that room).
@@ -135,6 +140,14 @@ func (v *sessionView) count(node int, reason route.Reason, took time.Duration, t
 		v.stats.Store(st)
 	}
 	st.count(node, reason, took)
+}
+
+// traffic records the client connection's bytes so far, read (in) and written (out): plain
+// stores of the connection's own counters, at each command's end and the session's.
+func (v *sessionView) traffic(in, out uint64) {
+	st := v.stats.Load()
+	st.bytesIn.Store(in)
+	st.bytesOut.Store(out)
 }
 
 // counts returns the session's statement counts (add them up, never change them).

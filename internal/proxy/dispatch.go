@@ -193,7 +193,7 @@ route:
 				return err
 			}
 			if d.Err != nil {
-				s.resp.Failed = true
+				s.resp.Failed, s.resp.Code = true, d.Err.Code
 				return writeErr(s.client, d.Err)
 			}
 			return s.localTransaction(r, d)
@@ -486,7 +486,7 @@ func (s *session) refuse(r *request, se *mysql.SQLError) error {
 	} else {
 		s.client.SetSeq(1)
 	}
-	s.resp.Failed = true
+	s.resp.Failed, s.resp.Code = true, se.Code
 	return writeErr(s.client, se)
 }
 

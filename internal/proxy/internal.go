@@ -21,7 +21,7 @@ const errSpecificAccessDenied = 1227
 // allowed to see the topology.
 func (s *session) proxyCommand(cmd classify.ProxyCommand) error {
 	if err := mayRun(cmd, s.login.user, s.p.opts.TopologyUsers); err != nil {
-		s.resp.Failed = true
+		s.resp.Failed, s.resp.Code = true, err.Code
 		return writeErr(s.client, err)
 	}
 	var cols []string

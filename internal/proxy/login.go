@@ -42,6 +42,9 @@ type login struct {
 	creds        backend.Credentials
 	charset      uint8
 	attrs        []byte
+	// refused says why the login failed (refusedHandshake unless another reason is known):
+	// the reason the endpoint counts the connection under.
+	refused refusal
 }
 
 // greeting is the handshake the client is greeted with (by server info, on connection id),
@@ -99,21 +102,25 @@ func (s *session) handshake() (err error) {
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			// The login took longer than the login timeout (a client that sends nothing, or
 			// a byte at a time): told, as a server tells of its connect_timeout, and closed.
-			_ = writeErr(s.client, mysql.NewError(mysql.ErrNetReadInterrupted, "08S01", "Got timeout reading communication packets (login not completed within %s)", s.p.opts.LoginTimeout))
+			s.login.refused = refusedLoginTimeout
+			s.ep.front.refuse(s.client, mysql.NewError(mysql.ErrNetReadInterrupted, "08S01", "Got timeout reading communication packets (login not completed within %s)", s.p.opts.LoginTimeout))
 		case errors.Is(err, mysql.ErrBudget):
-			_ = writeErr(s.client, mysql.NewError(mysql.ErrConCount, "08004", "Too many connections (connections in their login hold too much memory)"))
+			s.login.refused = refusedTooManyLogins
+			s.ep.front.refuse(s.client, mysql.NewError(mysql.ErrConCount, "08004", "Too many connections (connections in their login hold too much memory)"))
 		}
 	}()
 	if !s.ep.allowed(s.login.ip) {
 		// In place of the greeting, as a server refuses a host no account lets in.
 		s.client.SetSeq(0)
-		_ = writeErr(s.client, hostRefused(s.login.host))
+		s.login.refused = refusedNotAllowed
+		s.ep.front.refuse(s.client, hostRefused(s.login.host))
 		return fmt.Errorf("client %s is not in endpoint %s's allow list", s.login.host, s.ep.cfg.Name)
 	}
 	if s.p.authBlock.isBlocked(s.login.ip) {
 		// As the allow list's refusal: the address guessed too many passwords.
 		s.client.SetSeq(0)
-		_ = writeErr(s.client, hostBlocked(s.login.blockedHost()))
+		s.login.refused = refusedBlocked
+		s.ep.front.refuse(s.client, hostBlocked(s.login.blockedHost()))
 		return fmt.Errorf("client %s is blocked for too many authentication failures", s.login.host)
 	}
 	tlsOffered := s.ep.cfg.TLS != TLSOff && s.p.opts.TLS != nil
@@ -130,12 +137,12 @@ func (s *session) handshake() (err error) {
 	}
 	resp, err := mysql.ParseHandshakeResponse(p)
 	if err != nil {
-		_ = writeErr(s.client, mysql.NewError(mysql.ErrHandshake, "08S01", "Bad handshake"))
+		s.ep.front.refuse(s.client, mysql.NewError(mysql.ErrHandshake, "08S01", "Bad handshake"))
 		return err
 	}
 	if resp.SSLRequest {
 		if !tlsOffered {
-			_ = writeErr(s.client, mysql.NewError(mysql.ErrHandshake, "08S01", "Bad handshake: TLS is not enabled on this endpoint"))
+			s.ep.front.refuse(s.client, mysql.NewError(mysql.ErrHandshake, "08S01", "Bad handshake: TLS is not enabled on this endpoint"))
 			return errors.New("client asked for TLS")
 		}
 		tc, c, tlsResp, err := s.login.upgradeTLS(s.client, s.p.opts.TLS, s.p.opts.WriteTimeout)
@@ -148,11 +155,15 @@ func (s *session) handshake() (err error) {
 		resp = tlsResp
 	}
 	if s.ep.cfg.TLS == TLSRequired && !s.login.tls {
-		_ = writeErr(s.client, mysql.NewError(mysql.ErrSecureTransportRequired, "HY000", "Connections using insecure transport are prohibited on endpoint %s (tls: required)", s.ep.cfg.Name))
+		s.login.refused = refusedTLSRequired
+		s.ep.front.refuse(s.client, mysql.NewError(mysql.ErrSecureTransportRequired, "HY000", "Connections using insecure transport are prohibited on endpoint %s (tls: required)", s.ep.cfg.Name))
 		return errors.New("client without TLS on a TLS-only endpoint")
 	}
 	s.login.negotiate(hs, resp)
-	if err := s.login.authenticate(authEnv{p: s.p, c: s.client, log: s.log}, resp.User, resp.AuthPlugin, resp.AuthResponse, false); err != nil {
+	if err := s.login.authenticate(authEnv{p: s.p, c: s.client, log: s.log, front: &s.ep.front}, resp.User, resp.AuthPlugin, resp.AuthResponse, false); err != nil {
+		if errors.Is(err, errAuth) {
+			s.login.refused = refusedAuth
+		}
 		return err
 	}
 	s.p.loggedIn(s)
@@ -160,6 +171,13 @@ func (s *session) handshake() (err error) {
 	s.client.MaxPacket = 0 // logged in: the node's max_allowed_packet applies
 	s.nodes.state().DB = resp.Database
 	if err := s.connectNode(true); err != nil {
+		// The client got the node's error, or sluice's when no node could be reached.
+		s.login.refused = refusedNoNode
+		code := uint16(mysql.ErrUnknown)
+		if se := (*mysql.SQLError)(nil); errors.As(err, &se) {
+			code = se.Code
+		}
+		s.ep.front.errors.count(code)
 		return err
 	}
 	if err := writeOK(s.client, s.nodes.conn().Status, s.login.caps); err != nil {
@@ -246,16 +264,17 @@ func (s *session) changeUser() error {
 	name, db, charset, attrs, err := parseChangeUser(p, s.login.caps)
 	if err != nil {
 		s.client.SetSeq(1)
+		s.ep.front.errors.count(mysql.ErrHandshake)
 		return writeErr(s.client, mysql.NewError(mysql.ErrHandshake, "08S01", "Bad handshake"))
 	}
 	if s.p.authBlock.isBlocked(s.login.ip) {
 		// The address failed too often (on this connection or others): refused before
 		// any password exchange, and the connection ends.
 		s.client.SetSeq(1)
-		_ = writeErr(s.client, hostBlocked(s.login.blockedHost()))
+		s.ep.front.refuse(s.client, hostBlocked(s.login.blockedHost()))
 		return fmt.Errorf("client %s is blocked for too many authentication failures", s.login.host)
 	}
-	err = s.login.authenticate(authEnv{p: s.p, c: s.client, log: s.log}, name, "", nil, true)
+	err = s.login.authenticate(authEnv{p: s.p, c: s.client, log: s.log, front: &s.ep.front}, name, "", nil, true)
 	if errors.Is(err, errAuth) && s.p.authBlock.isBlocked(s.login.ip) {
 		// This failure blocked the address: the connection ends rather than log in to a node
 		// again for a client that may not change user any more.

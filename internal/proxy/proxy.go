@@ -235,6 +235,8 @@ type endpoint struct {
 	admit atomic.Pointer[admission]
 	// ln is the listener Serve accepts on (under Proxy.mu), closed when the endpoint is removed.
 	ln net.Listener
+	// front counts the endpoint's logins, refusals, authentication failures and client errors.
+	front frontStats
 	// done holds the statement counts of the endpoint's sessions that ended (sessionStats);
 	// guarded by Proxy.mu, and replaced (not changed in place) when it needs room for more nodes.
 	done *sessionStats
@@ -519,6 +521,8 @@ func (p *Proxy) Serve(name string, ln net.Listener) error {
 			// A flood of connections that do not log in: refused at once, before a session
 			// and its buffers exist, with the error a server gives past max_connections.
 			p.pending.Add(-1)
+			ep.front.refused[refusedTooManyLogins].Add(1)
+			ep.front.errors.count(mysql.ErrConCount)
 			go refuseEarly(nc)
 			continue
 		}
@@ -526,6 +530,7 @@ func (p *Proxy) Serve(name string, ln net.Listener) error {
 		s.client.SetBudget(p.loginBytes)
 		if !p.track(s) {
 			p.loggedIn(s)
+			ep.front.refused[refusedShuttingDown].Add(1)
 			nc.Close()
 			continue
 		}

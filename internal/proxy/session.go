@@ -137,16 +137,20 @@ func (s *session) run(overLimit bool) {
 			s.log.Error("session panic", "panic", r, "stack", string(debug.Stack()))
 		}
 		s.close()
+		s.view.traffic(s.client.Received(), s.client.Sent())
 	}()
 	if overLimit {
 		s.client.SetSeq(0)
-		_ = writeErr(s.client, mysql.NewError(mysql.ErrConCount, "08004", "Too many connections"))
+		s.ep.front.refused[refusedMaxConnections].Add(1)
+		s.ep.front.refuse(s.client, mysql.NewError(mysql.ErrConCount, "08004", "Too many connections"))
 		return
 	}
 	if err := s.handshake(); err != nil {
+		s.ep.front.refused[s.login.refused].Add(1)
 		s.log.Debug("handshake failed", "err", err)
 		return
 	}
+	s.ep.front.accepted.Add(1)
 	s.view.loggedIn(s.login.user.Name, time.Now())
 	s.log.Debug("session started", "user", s.login.user.Name, "node", s.nodes.node().Name)
 	s.loop()
@@ -247,6 +251,10 @@ func (s *session) loop() {
 		s.view.commandStarted(time.Now())
 		quit, err := s.command()
 		s.view.commandEnded(time.Now(), s.rs.InTx, s.rs.Pins)
+		s.view.traffic(s.client.Received(), s.client.Sent())
+		if s.resp.Failed {
+			s.ep.front.errors.count(s.resp.Code)
+		}
 		if err != nil {
 			s.log.Debug("session ends", "reason", err)
 			return
@@ -278,8 +286,7 @@ func (s *session) command() (quit bool, err error) {
 	}
 	if n == 0 {
 		_ = s.client.Discard(4)
-		s.client.SetSeq(1)
-		return false, writeErr(s.client, mysql.NewError(mysql.ErrUnknownCom, "08S01", "Unknown command"))
+		return false, s.refuse(nil, mysql.NewError(mysql.ErrUnknownCom, "08S01", "Unknown command"))
 	}
 	p, err := s.client.PeekPayload(n, 1)
 	if err != nil {

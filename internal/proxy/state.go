@@ -26,7 +26,7 @@ func (s *session) after(c *classify.Result, stmt []byte, d route.Decision, set *
 	s.view.routed(d.Node, d.Reason)
 	snap := s.p.topo.Snapshot()
 	replay := s.rs.Learn(c, stmt, d, set, route.Outcome{Node: s.nodes.cur(), Primary: snap.IsPrimary(s.nodes.cur()), Status: s.status,
-		Failed: s.resp.Failed, StateFull: len(s.nodes.state().Stmts) >= maxState})
+		Failed: s.resp.Failed, Warnings: s.resp.Warnings, StateFull: len(s.nodes.state().Stmts) >= maxState})
 	if c := s.nodes.at(s.nodes.cur()); c != nil {
 		c.Adopt(s.nodes.state()) // a USE ran there
 	}

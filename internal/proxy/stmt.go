@@ -28,14 +28,18 @@ func (s *session) prepare() error {
 		return err
 	}
 	if e := s.stmts.full(); e != nil {
-		s.client.SetSeq(1)
-		return writeErr(s.client, e)
+		return s.refuse(nil, e)
 	}
 	st := &stmt{query: append([]byte(nil), p[1:]...)}
 	st.class = s.reader.classifyPrepared(st.query, s.nodes.all(), s.rs.Bound)
 	c, err := s.nodes.use(s.nodes.home())
 	if err == nil {
-		err = s.stmts.prepareRelayed(c.Conn, s.nodes.home(), st, p, s.client)
+		var failed bool
+		var warnings uint16
+		if failed, warnings, err = s.stmts.prepareRelayed(c.Conn, s.nodes.home(), st, p, s.client); err == nil {
+			// A prepare changes the node's diagnostics area as running the text would.
+			s.rs.LearnPrepare(&st.class, s.nodes.home(), failed, warnings)
+		}
 	}
 	if err == nil {
 		err = relay.Finish(s.client)
@@ -173,26 +177,28 @@ func readKept(client *mysql.Conn, room int) ([]byte, error) {
 // prepareRelayed prepares st (whose COM_STMT_PREPARE, read whole, is p) on bc, node node's
 // connection, and relays the node's answer to client with sluice's new statement id in place of
 // the node's; the statement is then kept, bound there. An ERR is relayed as it is (nothing is
-// kept). The client's response is left unflushed.
-func (t *statements) prepareRelayed(bc *backend.Conn, node int, st *stmt, p []byte, client *mysql.Conn) error {
+// kept: failed). warnings is the prepare OK's warning count. The client's response is left
+// unflushed.
+func (t *statements) prepareRelayed(bc *backend.Conn, node int, st *stmt, p []byte, client *mysql.Conn) (failed bool, warnings uint16, err error) {
 	if err := relay.Send(client, bc, p); err != nil {
-		return err
+		return false, 0, err
 	}
 	n, _, err := bc.PeekHeader()
 	if err != nil {
-		return &relay.Error{Err: err}
+		return false, 0, &relay.Error{Err: err}
 	}
 	first, err := bc.PeekPayload(n, 12)
 	if err != nil {
-		return &relay.Error{Err: err}
+		return false, 0, &relay.Error{Err: err}
 	}
 	if len(first) == 0 || first[0] != 0x00 || len(first) < 12 {
 		// ERR (or anything unexpected): relay it as it is.
 		if err := bc.CopyPacket(client, n); err != nil {
-			return relay.FromNode(err)
+			return false, 0, relay.FromNode(err)
 		}
-		return nil
+		return true, 0, nil
 	}
+	warnings = uint16(first[10]) | uint16(first[11])<<8
 	backendID := getUint32(first[1:])
 	st.columns = uint16(first[5]) | uint16(first[6])<<8
 	st.params = uint16(first[7]) | uint16(first[8])<<8
@@ -202,22 +208,22 @@ func (t *statements) prepareRelayed(bc *backend.Conn, node int, st *stmt, p []by
 	client.SetSeq(seq)
 	if err := client.WriteRaw([]byte{byte(n), byte(n >> 8), byte(n >> 16), seq, 0x00,
 		byte(st.id), byte(st.id >> 8), byte(st.id >> 16), byte(st.id >> 24)}); err != nil {
-		return &relay.Error{Client: true, Err: err}
+		return false, 0, &relay.Error{Client: true, Err: err}
 	}
 	if err := bc.Discard(9); err != nil {
-		return &relay.Error{Err: err}
+		return false, 0, &relay.Error{Err: err}
 	}
 	if err := bc.CopyN(client, n-5); err != nil {
-		return relay.FromNode(err)
+		return false, 0, relay.FromNode(err)
 	}
 	bc.SetSeq(seq + 1)
 	client.SetSeq(seq + 1)
 	if st.shape, err = relayDefs(bc, int(st.params), int(st.columns), client); err != nil {
-		return err
+		return false, 0, err
 	}
 	st.bind(bc, node, backendID)
 	t.add(st)
-	return nil
+	return false, warnings, nil
 }
 
 // relayDefs relays (dst != nil) or skips the params parameter and columns column definitions

@@ -254,7 +254,7 @@ func TestStatementsPrepareRelayed(t *testing.T) {
 	tb.lastID = 4 // sluice's id differs from the node's (7)
 	prep := append([]byte{mysql.ComStmtPrepare}, benchPrepareSQL...)
 	st := &stmt{query: []byte(benchPrepareSQL)}
-	if err := tb.prepareRelayed(bc, 0, st, prep, cc); err != nil {
+	if _, _, err := tb.prepareRelayed(bc, 0, st, prep, cc); err != nil {
 		t.Fatal(err)
 	}
 	if err := cc.Flush(); err != nil {
@@ -278,7 +278,7 @@ func TestStatementsPrepareRelayed(t *testing.T) {
 	node.load(refusal)
 	client.load(nil)
 	st2 := &stmt{query: []byte("SELECT * FROM nope")}
-	if err := tb.prepareRelayed(bc, 0, st2, append([]byte{mysql.ComStmtPrepare}, st2.query...), cc); err != nil {
+	if _, _, err := tb.prepareRelayed(bc, 0, st2, append([]byte{mysql.ComStmtPrepare}, st2.query...), cc); err != nil {
 		t.Fatal(err)
 	}
 	_ = cc.Flush()
@@ -298,7 +298,7 @@ func TestStatementsBindOn(t *testing.T) {
 	hc, oc, dc := memNode(home), memNode(other), memNode(differs)
 	home.load(benchPrepareOK)
 	st := &stmt{query: []byte(benchPrepareSQL)}
-	if err := tb.prepareRelayed(hc, 0, st, append([]byte{mysql.ComStmtPrepare}, st.query...), mysql.NewConn(&memConn{}, 0, 0)); err != nil {
+	if _, _, err := tb.prepareRelayed(hc, 0, st, append([]byte{mysql.ComStmtPrepare}, st.query...), mysql.NewConn(&memConn{}, 0, 0)); err != nil {
 		t.Fatal(err)
 	}
 

@@ -80,6 +80,10 @@ type Result struct {
 	// value the client got may differ (Options.TxPending).
 	Status     uint16
 	StatusSeen bool
+	// Warnings is the warning count of that same packet (the OK's warnings field, the
+	// classic EOF's, the OK in the place of EOF under CLIENT_DEPRECATE_EOF): how many
+	// conditions the response's last statement raised. 0 when none was seen (an ERR).
+	Warnings uint16
 	// Failed: an ERR ended the response, the node's or sluice's (a refused LOCAL INFILE
 	// request), with Code.
 	Failed bool
@@ -357,7 +361,7 @@ func (r *responder) readOnlyRefusal(n int) error {
 // copyErr relays an ERR that ends a response, and notes its code. Some errors mean the node
 // is closing the connection (KILL CONNECTION, shutdown, idle disconnect): NodeClosing.
 func (r *responder) copyErr(n int) error {
-	r.res.Failed = true
+	r.res.Failed, r.res.Warnings = true, 0 // an OK before it (a batch's) is not the last word
 	if p, err := r.src.PeekPayload(n, 3); err == nil && len(p) == 3 {
 		r.res.Code = uint16(p[1]) | uint16(p[2])<<8
 		switch r.res.Code {
@@ -420,7 +424,7 @@ func (r *responder) relayOK(n int) (more bool, err error) {
 	} else if ok, err = mysql.ParseOK(p, src.Caps); err != nil {
 		return false, FromNode(err)
 	}
-	r.res.Status, r.res.StatusSeen = ok.Status, true
+	r.res.Status, r.res.StatusSeen, r.res.Warnings = ok.Status, true, ok.Warnings
 	if o := r.opt.Observer; o != nil {
 		o.OK(src, ok, classicEOF)
 	}

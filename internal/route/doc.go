@@ -8,7 +8,8 @@
 // Reroute for a read whose replica failed). The session's routing state (Session) learns from
 // each statement's outcome (Learn): the transaction its node reports, and the pins that keep it
 // on the primary (temporary tables, LOCK TABLES, GET_LOCK, SETs that cannot be replayed,
-// batches). The proxy reports outcomes and carries decisions out; it builds no Decision itself.
+// batches), and the node whose diagnostics area holds the session's warnings (DiagNode: SHOW
+// WARNINGS and @@warning_count go there, not merely where the previous statement ran). The proxy reports outcomes and carries decisions out; it builds no Decision itself.
 //
 // Nothing that can change a node goes to a replica, whatever wraps it (a batch behind START
 // TRANSACTION READ ONLY or FOUND_ROWS(), SET STATEMENT … FOR, EXECUTE IMMEDIATE, PREPARE, a

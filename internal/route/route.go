@@ -466,7 +466,9 @@ func writesData(k classify.Kind) bool {
 // ReasonReadOnlyTx): a cheap superset, with no side effect, for the proxy to know before
 // deciding whether it must find the position a consistency level needs.
 func MayReadReplica(c *classify.Result, s *Session, ep *Settings, snap *topology.Snapshot) bool {
-	if ep.Mode == ReadOnly || c.Hint != classify.HintNone || c.Flags&classify.Multi != 0 || s.Pins != 0 {
+	if ep.Mode == ReadOnly || c.Hint != classify.HintNone || c.Flags&classify.Multi != 0 || s.Pins != 0 ||
+		classify.ReadsDiagnostics(c) {
+		// (The diagnostics statements go where the session's warnings are: no position.)
 		return false
 	}
 	if s.InTx && s.TxNode >= 0 && (s.TxNode == snap.Primary || (c.Kind != classify.Begin && c.Flags&classify.SetAutocommit == 0)) {
@@ -513,7 +515,13 @@ func decideOutsideTx(c *classify.Result, s *Session, ep *Settings, snap *topolog
 		}
 		return Decision{Node: snap.Primary, Reason: ReasonSession}
 	}
-	if c.Flags&classify.FoundRows != 0 || (c.Kind == classify.Show && c.Show == classify.ShowWarnings) {
+	diag := !primary && classify.ReadsDiagnostics(c)
+	if diag && s.DiagNode >= 0 && snap.Routable(s.DiagNode) {
+		// SHOW WARNINGS, @@warning_count…: where the session's warnings are, which is not
+		// always where the previous statement ran (SELECT 1 keeps them where they were).
+		return Decision{Node: s.DiagNode, Reason: ReasonPrevious}
+	}
+	if diag || c.Flags&classify.FoundRows != 0 {
 		if s.LastNode >= 0 && snap.Up[s.LastNode] {
 			return Decision{Node: s.LastNode, Reason: ReasonPrevious}
 		}

@@ -28,6 +28,11 @@ type Session struct {
 	Pins      Pin
 	LastNode  int // node of the previous statement, -1 before the first
 	Bound     int // read-only endpoint: the replica the session is bound to
+	// DiagNode is the node whose diagnostics area holds what the server would show the
+	// session now (SHOW WARNINGS, SHOW ERRORS, @@warning_count…), -1 when none is known: the
+	// node of the last statement that changed it there (Learn). Decide sends the statements
+	// that read it there (classify.ReadsDiagnostics).
+	DiagNode int
 
 	// tempTables and userLocks count what holds PinTempTable and PinGetLock (Learn): the
 	// temporary tables the session created and has not dropped, the GET_LOCK locks it holds.
@@ -39,7 +44,7 @@ type Session struct {
 
 // NewSession returns the state of a session that just connected.
 func NewSession() Session {
-	return Session{TxNode: -1, Autocommit: true, LastNode: -1, Bound: -1}
+	return Session{TxNode: -1, Autocommit: true, LastNode: -1, Bound: -1, DiagNode: -1}
 }
 
 // Reset makes s the state of a session that just connected (COM_RESET_CONNECTION,
@@ -61,6 +66,8 @@ type Outcome struct {
 	// StateFull: the session holds as many session statements to replay as it may: a SET that
 	// would be replayed pins the session to the primary instead.
 	StateFull bool
+	// Warnings is the warning count the node reported in the statement's last OK/EOF.
+	Warnings uint16
 }
 
 // Learn follows what statement c (its text stmt), decided as d under ep, left behind: the
@@ -70,6 +77,7 @@ type Outcome struct {
 // the session's other node connections (a successful, replayable SET).
 func (s *Session) Learn(c *classify.Result, stmt []byte, d Decision, ep *Settings, o Outcome) (replay bool) {
 	s.LastNode = d.Node
+	s.learnDiagnostics(c, o)
 	switch {
 	case s.InTx && s.TxNode >= 0 && o.Node != s.TxNode:
 		// It ran on another node than the session's open transaction (a hint sent it
@@ -126,6 +134,41 @@ func (s *Session) Learn(c *classify.Result, stmt []byte, d Decision, ep *Setting
 		s.pin(PinMulti, true)
 	}
 	return replay
+}
+
+// learnDiagnostics follows where the session's diagnostics area is (DiagNode) after a
+// statement c that ran on o.Node. MariaDB (10.11, checked statement by statement on a live
+// server: classify's servertest TestDiagnosticsRule) keeps one list of conditions per
+// connection and changes it so:
+//
+//   - a statement that raises a condition (o.Failed, o.Warnings > 0) replaces the list with its
+//     own: the node that ran it holds what SHOW WARNINGS must show;
+//   - one that names a table clears the list before it runs, even with no warning: its node's
+//     list is now the right one (empty), while another node may still hold older warnings;
+//   - one that names no table and raises nothing (SELECT 1, SET, BEGIN, SHOW GRANTS…:
+//     classify.KeepsDiagnostics) leaves the list as it was, on the node of the statement
+//     before: DiagNode stays, wherever this one ran;
+//   - the diagnostics statements (classify.ReadsDiagnostics) never change it but by their own
+//     error.
+//
+// A statement sluice answers itself (o.Node < 0) touches no node's list.
+func (s *Session) learnDiagnostics(c *classify.Result, o Outcome) {
+	switch {
+	case o.Node < 0:
+	case o.Failed:
+		s.DiagNode = o.Node
+	case classify.ReadsDiagnostics(c):
+	case o.Warnings > 0 || !classify.KeepsDiagnostics(c):
+		s.DiagNode = o.Node
+	}
+}
+
+// LearnPrepare follows a COM_STMT_PREPARE of the text classified c, sent to node: failed when
+// it answered ERR, warnings its prepare OK's warning count. MariaDB prepares by the rule it runs
+// by (checked on 10.11): a prepare that names a table clears the session's warnings, one that
+// failed or warned replaces them, one of SELECT 1 or SHOW WARNINGS keeps them.
+func (s *Session) LearnPrepare(c *classify.Result, node int, failed bool, warnings uint16) {
+	s.learnDiagnostics(c, Outcome{Node: node, Failed: failed, Warnings: warnings})
 }
 
 // LearnTruncated follows a statement that ran but of which only the head was seen (too large
