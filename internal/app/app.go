@@ -376,6 +376,11 @@ func (a *App) Run(ctx context.Context) error {
 	}
 	cancel()
 	defer a.topo.Close()
+	// Reads waiting on a node the topology marks down go elsewhere (proxy.WatchDown).
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	var watch sync.WaitGroup
+	watch.Go(func() { a.proxy.WatchDown(watchCtx) })
+	defer func() { stopWatch(); watch.Wait() }()
 	if a.mon != nil {
 		monCtx, stopMon := context.WithCancel(context.Background())
 		var wg sync.WaitGroup

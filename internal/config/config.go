@@ -348,7 +348,9 @@ type Timeouts struct {
 	// Connect bounds dialing a node and its handshake (the monitor's checks too).
 	Connect Duration `yaml:"connect"`
 	// Read is the longest wait for a node's response bytes once a statement was sent; 0: no
-	// limit (long queries are legitimate).
+	// limit (long queries are legitimate). A plain read on a replica past it runs on another
+	// node, and the replica is marked down (the other reads waiting there move too); any other
+	// statement past it fails as when its node is lost.
 	Read Duration `yaml:"read"`
 	// Write bounds one write to a socket, and how long a client may stall in the middle of a
 	// command (the rest of a packet, the next packet of a LOAD DATA LOCAL file).

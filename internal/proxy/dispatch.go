@@ -52,6 +52,10 @@ type request struct {
 	// consistency level); otherwise it goes to the primary.
 	await   bool
 	waitFor time.Duration
+	// flight is the node connection's flight, armed while the try under way may be
+	// interrupted (its node found down before its answer arrived) and sent elsewhere
+	// (inflight.go); nil otherwise. Set by send, ended by land.
+	flight *relay.Flight
 }
 
 // resendable reports whether the command can still be sent to another node.
@@ -201,6 +205,9 @@ route:
 		tries := 0
 		for {
 			err := s.send(r, d, snap)
+			if r.flight != nil {
+				err = r.land(err)
+			}
 			if err == nil {
 				return s.after(&r.class, r.stmt, d, set)
 			}
@@ -238,10 +245,32 @@ func (r *request) skip(c *mysql.Conn) error {
 // send runs r on the node d chose: acquire its connection (opened and brought in line with the
 // session), open a deferred transaction there, count the statement active, relay.
 func (s *session) send(r *request, d route.Decision, snap *topology.Snapshot) error {
-	r.kept = s.nodes.at(d.Node) != nil
+	kept := s.nodes.at(d.Node)
+	r.kept = kept != nil
+	// A read that may run elsewhere: the watcher may cut its waits on the node short (the
+	// session state's replay, the statement's PREPARE there, a consistency wait, its answer
+	// until the first packet) when the node is found down (inflight.go). Armed on a kept
+	// connection before it is brought in line, on a new one once it is open.
+	interruptible := r.held && route.Interruptible(d, snap) && !s.nodes.inTxOn(d.Node, &s.rs)
+	if interruptible && kept != nil {
+		if !s.nodes.arm(kept) {
+			return &relay.Error{Err: errNodeDown}
+		}
+		r.flight = &kept.flight
+	}
 	c, err := s.nodes.use(d.Node)
 	if err != nil {
 		return err
+	}
+	if interruptible && c != kept {
+		if r.flight != nil && r.flight.Disarm() {
+			// Replaced meanwhile (ErrDiverged), and the node found down while it was.
+			return &relay.Error{Err: errNodeDown}
+		}
+		if r.flight = nil; !s.nodes.arm(c) {
+			return &relay.Error{Err: errNodeDown}
+		}
+		r.flight = &c.flight
 	}
 	pipelined := false
 	if r.await && route.NeedsWait(d, &s.rs, snap) {
@@ -337,6 +366,7 @@ func (s *session) respond(bc *backend.Conn, kind relay.Kind, r *request) error {
 		opt.Node = n.Name
 	}
 	if r != nil {
+		opt.Flight = r.flight
 		opt.Redirect = r.redirect && !s.responseStarted()
 		if r.infile {
 			opt.Infile, opt.InfileName = true, r.stmt[r.class.Name[0]:r.class.Name[1]]
@@ -373,8 +403,12 @@ func (s *session) retry(r *request, d route.Decision, err error, tries *int, set
 		f.Cause = route.CauseStateSync
 	case errors.As(err, &re) && re.Client:
 		f.Cause = route.CauseFinal
+	case errors.Is(err, errNodeDown):
+		f.Cause = route.CauseDown
 	}
-	f.Renewable = r.kept && !r.renewed && !errors.As(err, &se) && nodeFault(err)
+	// A kept connection that broke may have been closed idle: renewed once. One that timed
+	// out (timeouts.read) says the node did not answer: a new connection there would wait too.
+	f.Renewable = r.kept && !r.renewed && !errors.As(err, &se) && nodeFault(err) && !errors.Is(err, os.ErrDeadlineExceeded)
 	next, what := route.Retry(&s.rs, set, snap, f)
 	switch what {
 	case route.Stop:
@@ -389,7 +423,9 @@ func (s *session) retry(r *request, d route.Decision, err error, tries *int, set
 		// A replica that failed is taken out of routing; one that answered with an error (it
 		// refused the connection: too many connections, access denied there), cannot serve
 		// this client (errCapsMismatch) or was removed meanwhile (errNodeGone) is not down.
-		if nodeFault(err) && !errors.As(err, &se) {
+		// One found down (CauseDown) the topology knows of already: a new report would only
+		// put off its return.
+		if f.Cause != route.CauseDown && nodeFault(err) && !errors.As(err, &se) {
 			s.p.topo.NodeFailed(d.Node, unwrapRelay(err))
 		}
 		s.nodes.drop(d.Node)

@@ -8,6 +8,7 @@ import (
 	"github.com/sluicedb/sluice/internal/backend"
 	"github.com/sluicedb/sluice/internal/classify"
 	"github.com/sluicedb/sluice/internal/mysql"
+	"github.com/sluicedb/sluice/internal/relay"
 	"github.com/sluicedb/sluice/internal/topology"
 )
 
@@ -38,6 +39,9 @@ type killTarget struct {
 	node     *topology.Node
 	threadID uint32
 	conn     net.Conn // sluice's connection to that thread, closed when the session is killed
+	// flight is that connection's: armed while a read that may run elsewhere waits there
+	// (interrupted, and conn closed, when the node is found down: inflight.go).
+	flight *relay.Flight
 }
 
 func (p *Proxy) session(id uint32) *session {

@@ -9,6 +9,7 @@ import (
 	"github.com/sluicedb/sluice/internal/backend"
 	"github.com/sluicedb/sluice/internal/classify"
 	"github.com/sluicedb/sluice/internal/mysql"
+	"github.com/sluicedb/sluice/internal/relay"
 	"github.com/sluicedb/sluice/internal/route"
 	"github.com/sluicedb/sluice/internal/topology"
 )
@@ -30,6 +31,9 @@ type nodeConn struct {
 	// dialect is how the node reads text (its greeting's version), when dialectKnown.
 	dialect      classify.Dialect
 	dialectKnown bool
+	// flight is armed while a read that may run elsewhere waits for its answer here: a
+	// watcher that learns the node is down interrupts it (inflight.go).
+	flight relay.Flight
 }
 
 // release takes the connection out of its node's count, once: when it is closed, or as soon

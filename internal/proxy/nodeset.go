@@ -291,7 +291,7 @@ func (ns *nodeSet) publish() {
 	var ts []killTarget
 	for i, c := range ns.conns {
 		if c != nil {
-			ts = append(ts, killTarget{home: i == ns.homeIdx, node: ns.topo.Snapshot().Nodes[i], threadID: c.Handshake.ConnectionID, conn: c.NetConn()})
+			ts = append(ts, killTarget{home: i == ns.homeIdx, node: ns.topo.Snapshot().Nodes[i], threadID: c.Handshake.ConnectionID, conn: c.NetConn(), flight: &c.flight})
 		}
 	}
 	ns.targets.Store(&ts)

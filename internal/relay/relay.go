@@ -72,6 +72,10 @@ type Options struct {
 	Log *slog.Logger
 	// Observer, when set, is told of every OK and EOF (see Observer).
 	Observer Observer
+	// Flight, when set, is the armed flight of the command (see Flight): the answer is
+	// claimed for the client when its first packet arrives, before any byte is written, and
+	// an answer interrupted first ends with ErrInterrupted, nothing written.
+	Flight *Flight
 }
 
 // Result is what the relay saw of one response, for the session to apply.
@@ -183,9 +187,26 @@ func Response(dst *mysql.Conn, src *backend.Conn, kind Kind, opt *Options) (Resu
 		_ = src.NetConn().SetReadDeadline(time.Now().Add(t))
 		defer src.NetConn().SetReadDeadline(time.Time{})
 	}
-	err := r.relay(kind)
+	var err error
+	if r.opt.Flight != nil {
+		err = r.claim()
+	}
+	if err == nil {
+		err = r.relay(kind)
+	}
 	r.res.Wrote = dst.Sent() != r.start
 	return r.res, err
+}
+
+// claim waits for the answer's first packet and takes the answer for the client (Flight.claim).
+func (r *responder) claim() error {
+	if _, _, err := r.src.PeekHeader(); err != nil {
+		return FromNode(err)
+	}
+	if !r.opt.Flight.claim() {
+		return &Error{Err: ErrInterrupted}
+	}
+	return nil
 }
 
 // responder is one Response under way. It lives on Response's stack.

@@ -6,8 +6,9 @@ import (
 )
 
 // What happens when a statement does not run where Decide sent it: a read whose replica failed
-// before any byte of its answer reached the client goes to another replica once, then to the
-// primary; one whose replica did not reach the position its consistency level needs goes to the
+// before any byte of its answer reached the client (or was found down while the read waited for
+// its answer: CauseDown, Interruptible) goes to another replica once, then to the primary; one
+// whose replica did not reach the position its consistency level needs goes to the
 // primary, which has it; one whose prepared form or session state a replica refused goes to the
 // primary too. The proxy says what failed (Failed); Retry and Elsewhere say where it goes.
 
@@ -31,6 +32,11 @@ const (
 	// part of the answer reached the client, the session was killed, or the client's own
 	// connection broke.
 	CauseFinal
+	// CauseDown: the node was found down (by the monitor, or by another session's failure)
+	// while the try waited for its answer, and the proxy cut the wait short before any byte
+	// of the answer arrived (only a try Interruptible allows): the read runs elsewhere. Unlike
+	// CauseNode, the same node is never tried again, and the topology knows already.
+	CauseDown
 )
 
 // Failed is a try of a statement that did not work out: where it went and why it failed there.
@@ -88,10 +94,20 @@ func Retry(s *Session, ep *Settings, snap *topology.Snapshot, f Failed) (Decisio
 		// binding holds the session where it is.
 		return f.Decision, Stop
 	}
-	if f.Renewable {
+	if f.Renewable && f.Cause != CauseDown {
 		return f.Decision, Renew
 	}
 	return f.Decision, Elsewhere
+}
+
+// Interruptible reports whether a try decided as d over snap may be cut short when its node is
+// found down before any byte of its answer arrived, and sent again elsewhere (CauseDown): a
+// plain read the policy sent to a replica (ReasonRead: no lock, no side effect, outside any
+// transaction — safe to run twice). A hint names its node, a transaction or a binding holds the
+// session where it is, and nothing for the primary runs twice. The proxy adds what it alone
+// knows: the command is held whole, and no transaction is open on that connection.
+func Interruptible(d Decision, snap *topology.Snapshot) bool {
+	return d.Reason == ReasonRead && d.Err == nil && !d.Local && d.Node >= 0 && d.Node != snap.Primary
 }
 
 // Reroute routes read c (its text stmt) after tries replicas failed it (Retry said

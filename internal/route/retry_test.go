@@ -43,6 +43,18 @@ func TestRetry(t *testing.T) {
 		{"the bound replica failed", ro, Failed{Decision: Decision{Node: 1, Reason: ReasonBound}}, Decision{Node: 1, Reason: ReasonBound}, Stop, 0},
 		{"a kept connection broke", rw(), Failed{Decision: read, Renewable: true}, read, Renew, 0},
 		{"the read's replica failed", rw(), Failed{Decision: read}, read, Elsewhere, 0},
+		{"the read's replica was found down while it waited", rw(), Failed{Decision: read, Cause: CauseDown}, read, Elsewhere, 0},
+		{"found down: never renewed on the same node, even on a kept connection", rw(),
+			Failed{Decision: read, Cause: CauseDown, Renewable: true}, read, Elsewhere, 0},
+		{"found down, but part of the answer reached the client", rw(), Failed{Decision: read, Cause: CauseFinal}, read, Stop, 0},
+		{"found down under a hint", rw(), Failed{Decision: Decision{Node: 2, Reason: ReasonHint}, Cause: CauseDown},
+			Decision{Node: 2, Reason: ReasonHint}, Stop, 0},
+		{"found down in a read-only transaction", rw(), Failed{Decision: Decision{Node: 2, Reason: ReasonReadOnlyTx}, Cause: CauseDown},
+			Decision{Node: 2, Reason: ReasonReadOnlyTx}, Stop, 0},
+		{"found down: the bound replica", ro, Failed{Decision: Decision{Node: 1, Reason: ReasonBound}, Cause: CauseDown},
+			Decision{Node: 1, Reason: ReasonBound}, Stop, 0},
+		{"found down: the primary never runs a statement twice", rw(), Failed{Decision: Decision{Node: 0, Reason: ReasonRead}, Cause: CauseDown},
+			Decision{Node: 0, Reason: ReasonRead}, Stop, 0},
 	} {
 		s := NewSession()
 		d, next := Retry(&s, tc.ep, cluster(), tc.f)
@@ -102,5 +114,61 @@ func TestNeedsWait(t *testing.T) {
 		if got := NeedsWait(tc.d, &s, snap); got != tc.want {
 			t.Errorf("%+v, target %v: %v, want %v", tc.d, tc.hasTarget, got, tc.want)
 		}
+	}
+}
+
+// TestInterruptible: only a plain read the policy sent to a replica may be cut short when its
+// node is found down, and run elsewhere: never a write, a locking read or one with side effects
+// (all the primary's), a hint's, a transaction's or a binding's read, nor a refusal or a local
+// answer.
+func TestInterruptible(t *testing.T) {
+	snap := cluster()
+	for _, tc := range []struct {
+		name string
+		d    Decision
+		want bool
+	}{
+		{"a read on a replica", Decision{Node: 1, Reason: ReasonRead}, true},
+		{"a read the policy sent to the primary", Decision{Node: 0, Reason: ReasonRead}, false},
+		{"a write", Decision{Node: 0, Reason: ReasonWrite}, false},
+		{"a hint's replica", Decision{Node: 2, Reason: ReasonHint}, false},
+		{"in a transaction on a replica", Decision{Node: 2, Reason: ReasonInTransaction}, false},
+		{"a read-only transaction's start", Decision{Node: 2, Reason: ReasonReadOnlyTx}, false},
+		{"the bound replica", Decision{Node: 1, Reason: ReasonBound}, false},
+		{"a fallback", Decision{Node: 0, Reason: ReasonFallback}, false},
+		{"a refusal", Decision{Node: -1, Reason: ReasonRead, Err: errNoReplica}, false},
+		{"a local answer", Decision{Node: -1, Reason: ReasonRead, Local: true}, false},
+	} {
+		if got := Interruptible(tc.d, snap); got != tc.want {
+			t.Errorf("%s: Interruptible = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	// What Decide makes of statements: only the plain read is interruptible.
+	for _, tc := range []struct {
+		stmt string
+		want bool
+	}{
+		{"SELECT v FROM t WHERE id = 1", true},
+		{"SELECT v FROM t WHERE id = 1 FOR UPDATE", false},
+		{"SELECT v FROM t LOCK IN SHARE MODE", false},
+		{"SELECT GET_LOCK('a', 1)", false},
+		{"SELECT NEXTVAL(s)", false},
+		{"INSERT INTO t VALUES (1)", false},
+		{"UPDATE t SET v = 1", false},
+		{"/*FORCE_SLAVE*/ SELECT 1", false},
+	} {
+		s := NewSession()
+		c := classify.Classify([]byte(tc.stmt))
+		d := Decide(&c, []byte(tc.stmt), &s, rw(), snap)
+		if got := Interruptible(d, snap); got != tc.want {
+			t.Errorf("%q (decided %+v): Interruptible = %v, want %v", tc.stmt, d, got, tc.want)
+		}
+	}
+	// Inside a transaction, a read is the transaction's.
+	s := NewSession()
+	s.InTx, s.TxNode = true, 0
+	c := classify.Classify([]byte("SELECT 1"))
+	if d := Decide(&c, []byte("SELECT 1"), &s, rw(), snap); Interruptible(d, snap) {
+		t.Errorf("a read in a transaction (decided %+v) is interruptible", d)
 	}
 }
