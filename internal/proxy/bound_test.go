@@ -1,13 +1,8 @@
 package proxy_test
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
-	"os"
-	"path/filepath"
-	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -181,8 +176,7 @@ func TestBoundSessionsLeaveHungReplica(t *testing.T) {
 	boundRowsTable(t, rw)
 	sessions := bindSessions(t, open(t, dsn(s.ro, "app", "app", "test", "")), 6, names)
 
-	resume := freeze(t, "replica1")
-	defer resume()
+	resume := freeze(t, "replica1") // hung_test.go's
 	waitNodes(t, rw, func(n map[string]nodeRow) bool { return n["replica1"].state == "down" })
 	for _, b := range sessions {
 		start := time.Now()
@@ -201,36 +195,4 @@ func TestBoundSessionsLeaveHungReplica(t *testing.T) {
 			t.Errorf("a session read on %s after replica1 answered again, want it to stay on replica2", r.server)
 		}
 	}
-}
-
-// freeze stops node name's server process (SIGSTOP): it keeps its connections and answers
-// nothing. The function returned lets it run again (once; also when the test ends).
-func freeze(t *testing.T, name string) (resume func()) {
-	t.Helper()
-	n, err := testutil.Cluster(t).Node(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(n.Dir, "mysqld.pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(string(bytes.TrimSpace(b)))
-	if err != nil || pid <= 1 {
-		t.Fatalf("%s: pid file %q", name, b)
-	}
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	stopped := true
-	resume = func() {
-		if stopped {
-			stopped = false
-			if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
-				t.Error(err)
-			}
-		}
-	}
-	t.Cleanup(resume)
-	return resume
 }
