@@ -37,6 +37,7 @@ func (c *classifier) classify(stmt []byte, nest int) {
 		stmt = stmt[:maxStmt]
 	}
 	c.lx.s = stmt
+	c.lx.spaces = hasSpaceByte(stmt)
 	c.nest = nest
 	c.hint()
 	c.run()

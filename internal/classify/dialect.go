@@ -66,7 +66,58 @@ const (
 	// may end in such a byte (big5, cp932, gbk, sjis, gb18030) the server reads the two as
 	// one character, so the string or name ends elsewhere; the lexer reads bytes.
 	DependsCharset
+	// DependsSpace: a byte 0xA0 or 0xFF outside strings, quoted names and comments (in a
+	// word, number or variable). Single-byte client character sets read one of them as
+	// whitespace (0xA0, the no-break space: latin1, latin2, latin5, latin7, cp1250, greek,
+	// hebrew, armscii8, dec8, geostd8; 0xFF: cp852, cp866, keybcs2; checked on MariaDB
+	// 10.11), where SELECT 1 INTO\xa0OUTFILE … is SELECT … INTO OUTFILE; the lexer reads
+	// them as part of a word, as every other character set does (SpaceCharset).
+	DependsSpace
 )
+
+// spaceCharsets are the client character sets that read 0xA0 or 0xFF as whitespace
+// (DependsSpace).
+var spaceCharsets = [...]string{"LATIN1", "LATIN2", "LATIN5", "LATIN7", "CP1250", "GREEK", "HEBREW",
+	"ARMSCII8", "DEC8", "GEOSTD8", "CP852", "CP866", "KEYBCS2"}
+
+// SpaceCharset reports whether the client character set called name (as character_set_client
+// gives it, any case) reads 0xA0 or 0xFF as whitespace: text marked DependsSpace reads
+// otherwise there.
+func SpaceCharset(name []byte) bool {
+	for _, cs := range spaceCharsets {
+		if eqFold(name, cs) {
+			return true
+		}
+	}
+	return false
+}
+
+// spaceCollations has the collation ids (as a handshake gives them, below 256) of the
+// spaceCharsets, MariaDB's and MySQL's alike.
+var spaceCollations = func() (t [256]bool) {
+	for _, id := range [...]uint8{
+		5, 8, 15, 31, 47, 48, 49, 94, // latin1
+		2, 9, 21, 27, 77, // latin2
+		30, 78, // latin5
+		20, 41, 42, 79, // latin7
+		26, 34, 44, 66, 99, // cp1250
+		25, 70, // greek
+		16, 71, // hebrew
+		32, 64, // armscii8
+		3, 69, // dec8
+		92, 93, // geostd8
+		40, 81, // cp852
+		36, 68, // cp866
+		37, 73, // keybcs2
+	} {
+		t[id] = true
+	}
+	return t
+}()
+
+// SpaceCollation reports whether the character set of collation id (a handshake's) reads 0xA0
+// or 0xFF as whitespace (SpaceCharset).
+func SpaceCollation(id uint8) bool { return spaceCollations[id] }
 
 // ParseServerVersion reads the version string a server announces (in its handshake, or as
 // @@version) into its flavor and version number. MariaDB before 11 prefixes its handshake's

@@ -176,6 +176,42 @@ func TestDependsCharset(t *testing.T) {
 	}
 }
 
+// A byte 0xA0 or 0xFF outside quotes and comments is whitespace in some single-byte character
+// sets (checked on MariaDB 10.11: under SET NAMES latin1, SELECT 1 INTO\xa0@x sets @x; under
+// cp852, the same with \xff): a word holding one may be two words there.
+func TestDependsSpace(t *testing.T) {
+	cases := []struct {
+		in  string
+		dep bool
+	}{
+		{"SELECT 1 INTO\xa0OUTFILE '/tmp/x'", true},
+		{"SELECT * FROM t FOR\xa0UPDATE", true},
+		{"SELECT GET_LOCK\xa0('a', 0)", true},
+		{"SELECT 1\xa0INTO @x", true},
+		{"SELECT @a\xa0INTO @x", true},
+		{"SELECT 1 INTO\xffOUTFILE '/tmp/x'", true},
+		{"SELECT 1 /*!INTO\xa0OUTFILE '/tmp/x' */", true},
+		{"PREPARE s FROM 'SELECT 1 INTO\xa0OUTFILE ''/x'''", true},
+		{"SELECT 1 --\xa0x\n", true},
+		{"SELECT 'caf\xe9\xa0', `a\xa0b`, \"\xff\"", false},
+		{"SELECT 1 /* \xa0 */ # \xff\n", false},
+		{"SELECT voil\xc3\xa0", true}, // utf8's à: a word either way, but the byte is there
+		{"SELECT 1", false},
+	}
+	for _, tc := range cases {
+		r := ClassifyFor([]byte(tc.in), Dialect{})
+		if got := r.Depends&DependsSpace != 0; got != tc.dep {
+			t.Errorf("%q: DependsSpace %v, want %v", tc.in, got, tc.dep)
+		}
+	}
+	if !SpaceCharset([]byte("LATIN1")) || !SpaceCharset([]byte("cp852")) || SpaceCharset([]byte("utf8mb4")) || SpaceCharset([]byte("latin")) {
+		t.Error("SpaceCharset")
+	}
+	if !SpaceCollation(8) || !SpaceCollation(47) || SpaceCollation(45) || SpaceCollation(33) || SpaceCollation(63) {
+		t.Error("SpaceCollation")
+	}
+}
+
 // Two readings that split a text differently differ in Splits even where kinds agree.
 func TestSplitsDiffer(t *testing.T) {
 	stmt := []byte(`SELECT 'a\'; SELECT 1; SELECT 'b'`)

@@ -54,7 +54,9 @@
 // 0x81 up and a '\', '`', '[' or ']' after it are one character, and a string or name ends
 // elsewhere. It does not read those sets; it marks text where that matters (DependsCharset),
 // which the proxy then does not send to a replica unless the session's set is known to be
-// another.
+// another. Likewise single-byte sets (latin1 and others) read 0xA0 or 0xFF as whitespace,
+// where the lexer reads a word: a word, number or variable holding one is marked
+// DependsSpace (SpaceCharset, SpaceCollation name those sets; servertest checks them).
 //
 // # Decisions
 //

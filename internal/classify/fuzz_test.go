@@ -55,6 +55,9 @@ func FuzzClassify(f *testing.F) {
 		if r.Hint == HintForceNode && r.NodeName[0] == r.NodeName[1] {
 			t.Fatal("HintForceNode without a node name")
 		}
+		if r.Hint == HintForceNode && bytes.Contains(stmt[r.NodeName[0]:r.NodeName[1]], []byte("*/")) {
+			t.Fatalf("node name %q holds the */ that ends the hint's comment", stmt[r.NodeName[0]:r.NodeName[1]])
+		}
 		if r.Hint != HintForceNode && r.NodeName != [2]int32{} {
 			t.Fatalf("node name %v without HintForceNode", r.NodeName)
 		}

@@ -1,5 +1,7 @@
 package classify
 
+import "bytes"
+
 // hint reads a routing hint comment before the statement's first token: /*FORCE_MASTER*/,
 // /*FORCE_SLAVE*/, /*FORCE_NODE='name'*/ ("name" or a bare name also), with spaces allowed
 // inside the comment and the words in any case. FORCE_PRIMARY and FORCE_REPLICA are accepted as
@@ -39,8 +41,16 @@ func (c *classifier) hint() {
 
 // hintAt reads the comment that starts at s[i] ("/*") as a hint; when it is one, it sets the
 // result's Hint and NodeName and returns the index after the comment.
+//
+// The comment ends at its first "*/", as in the server, quotes or not: a quoted node name
+// cannot hold one (/*FORCE_NODE='a*/ INSERT … -- '*/ SELECT 1 is an INSERT to the server,
+// and no hint).
 func (c *classifier) hintAt(i int) (end int, ok bool) {
-	s := c.lx.s
+	closing := bytes.Index(c.lx.s[i+2:], []byte("*/"))
+	if closing < 0 {
+		return 0, false
+	}
+	s := c.lx.s[:i+2+closing] // the comment's text, without its "*/"
 	i = skipSpace(s, i+2)
 	w := i
 	for i < len(s) && isWordByte(s[i]) {
@@ -89,12 +99,11 @@ func (c *classifier) hintAt(i int) (end int, ok bool) {
 			return 0, false
 		}
 	}
-	i = skipSpace(s, i)
-	if i+1 >= len(s) || s[i] != '*' || s[i+1] != '/' {
+	if skipSpace(s, i) != len(s) {
 		return 0, false
 	}
 	c.res.Hint, c.res.NodeName = h, name
-	return i + 2, true
+	return len(s) + 2, true
 }
 
 // skipSpace returns the index of the first non-whitespace byte at or after i.
@@ -158,8 +167,10 @@ func IsProxyInternal(stmt []byte) (cmd ProxyCommand, ok bool) {
 	if !eqFold(stmt[w:i], "SLUICE") {
 		return ProxyNone, false
 	}
-	if j := skipSpace(stmt, i); j < len(stmt) && stmt[j] == ':' {
-		return ProxyNone, false // sluice: BEGIN NOT ATOMIC …: MariaDB's labelled block
+	if j := skipLeading(stmt, i); j < len(stmt) && (stmt[j] == ':' || stmt[j] == '/') {
+		// sluice: BEGIN NOT ATOMIC …, MariaDB's labelled block (comments may stand before
+		// the ':'), or an executable comment that may hold the ':': the server's.
+		return ProxyNone, false
 	}
 	return proxyCommand(stmt, i), true
 }

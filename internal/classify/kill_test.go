@@ -35,7 +35,12 @@ var killCases = []struct {
 	{"KILL 5; -- done", 5, false, true},
 	{"/*!KILL 5*/", 5, false, true},
 	{"KILL /*!QUERY*/ 5", 5, true, true},
-	{"/*M!100100 KILL 5 */", 5, false, true},
+	{"/*M!100100 KILL 5 */", 0, false, false}, // nothing to MySQL: read two ways
+	{"KILL /*!50000 QUERY */ 5", 5, true, true},
+	{"KILL /*!99999 QUERY */ 5", 0, false, false}, // KILL 5 to MariaDB, KILL QUERY 5 to MySQL 9
+	{"KILL /*M!100000 QUERY */ 5", 0, false, false},
+	{"KILL QUERY /*M!999999 5 */ 5", 0, false, false},
+	{"KILL /*!99999 */ 5", 5, false, true}, // the comment holds nothing: one reading
 
 	// Other forms go to the node as they are.
 	{"KILL USER app", 0, false, false},
@@ -136,6 +141,11 @@ func TestSelectsConnectionID(t *testing.T) {
 		{"SELECT CONNECTION_ID() FROM DUAL", true, "CONNECTION_ID()"},
 		{"SELECT CONNECTION_ID() AS id FROM dual;", true, "id"},
 		{"SELECT CONNECTION_ID() -- x\n", true, "CONNECTION_ID()"},
+		// The server keeps ordinary comments in the name, not executable comments' markers.
+		{"SELECT CONNECTION_ID(/* x */)", true, "CONNECTION_ID(/* x */)"},
+		{"SELECT CONNECTION_ID(#x\n)", true, "CONNECTION_ID(#x\n)"},
+		{"SELECT CONNECTION_ID() /* z */", true, "CONNECTION_ID()"},
+		{"SELECT CONNECTION_ID(/*!*/) AS id", true, "id"},
 		// Left to a node.
 		{"SELECT CONNECTION_ID(), 1", false, ""},
 		{"SELECT CONNECTION_ID() + 0", false, ""},
@@ -154,6 +164,9 @@ func TestSelectsConnectionID(t *testing.T) {
 		{"SELECT CONNECTION_ID() '", false, ""},
 		{"SELECT CONNECTION_ID() AS \"id\"", false, ""},
 		{"SELECT CONNECTION_ID() /*!50000 , 1 */", false, ""},
+		{"SELECT CONNECTION_ID(/*!*/)", false, ""},
+		{"SELECT CONNECTION_ID(/*!50000 */)", false, ""},
+		{"SELECT CONNECTION_ID /*M!100000 */ ()", false, ""},
 		{"SELECT CONNECTION_ID(); SELECT 1", false, ""},
 		{"SELECT CONNECTION_ID() INTO @v", false, ""},
 		{"SELECT CONNECTION_ID() FOR UPDATE", false, ""},

@@ -88,6 +88,9 @@ type lexer struct {
 
 	d   Dialect // the server and sql_mode whose reading the lexer follows
 	dep Depends // what met so far another server or mode would read otherwise
+	// spaces: the text holds a byte 0xA0 or 0xFF somewhere, so the tokens outside quotes are
+	// looked at for one (DependsSpace). Set by the classifier; other readers leave it off.
+	spaces bool
 
 	peeked  token
 	hasPeek bool
@@ -140,7 +143,16 @@ func (l *lexer) scan() token {
 		typ, i = l.lexOther(i)
 	}
 	l.i = i
+	if l.spaces && typ != tString && typ != tIdent && hasSpaceByte(s[start:i]) {
+		l.dep |= DependsSpace
+	}
 	return token{typ: typ, start: int32(start), end: int32(i)}
+}
+
+// hasSpaceByte reports whether b holds a byte some single-byte character set reads as
+// whitespace (DependsSpace).
+func hasSpaceByte(b []byte) bool {
+	return bytes.IndexByte(b, 0xa0) >= 0 || bytes.IndexByte(b, 0xff) >= 0
 }
 
 // skip returns the index of the first byte at or after i that is not whitespace or inside

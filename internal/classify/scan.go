@@ -164,6 +164,9 @@ func (c *classifier) fast() token {
 			typ, i = l.lexOther(i)
 			look = typ == tSemi || typ == tUserVar || typ == tSysVar
 		}
+		if l.spaces && typ != tString && typ != tIdent && hasSpaceByte(s[start:i]) {
+			l.dep |= DependsSpace // as scan
+		}
 		t := token{typ: typ, start: int32(start), end: int32(i)}
 		if look {
 			l.i, l.prev, l.cur = i, prev, t

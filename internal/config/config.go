@@ -228,9 +228,10 @@ type Endpoint struct {
 	// sluice's own) or nodes (Threads_connected, polled by the monitor: needs monitor.user).
 	ConnectionsFrom string `yaml:"connections_from"`
 	// MaxReplicaLag: a replica whose lag (measured by the monitor from GTID positions) is past
-	// it takes no new reads (nor new sessions of a read-only endpoint); it comes back once
-	// under three quarters of it. With no replica within it, reads go to the primary
-	// (read-write) and new read-only sessions are refused. 0: no limit.
+	// it takes no new reads (nor new sessions of a read-only endpoint; those bound to it move
+	// to a replica within it at their next statement); it comes back once under three
+	// quarters of it. With no replica within it, reads go to the primary (read-write) and new
+	// read-only sessions are refused. 0: no limit.
 	MaxReplicaLag Duration `yaml:"max_replica_lag"`
 	// MultiStatements: state, a multi-statement batch pins the session to the primary when it
 	// may leave session state behind; strict, any batch pins it.

@@ -29,19 +29,11 @@ func (ns *nodeSet) leave(rs *route.Session, set *route.Settings, snap *topology.
 		}
 		// A read-only endpoint's session bound to the node (its connection there perhaps
 		// closed already, while it was idle) moves to another replica.
-		if set.Mode == route.ReadOnly && snap.IsDraining(ns.homeIdx) && ns.movable(rs) {
-			if c := ns.conns[ns.homeIdx]; c == nil || !ns.cursorOn(c) {
-				ns.rebind(rs, set, snap)
-			}
+		if set.Mode == route.ReadOnly && snap.IsDraining(ns.homeIdx) && ns.mayRebind(rs) {
+			ns.rebind(rs, set, snap)
 		}
 	}
-	if snap.Nodes[ns.homeIdx] != ns.homeNode || snap.IsRemoved(ns.homeIdx) {
-		if set.Mode != route.ReadOnly || !ns.movable(rs) {
-			return
-		}
-		if c := ns.conns[ns.homeIdx]; c != nil && ns.cursorOn(c) {
-			return
-		}
+	if (snap.Nodes[ns.homeIdx] != ns.homeNode || snap.IsRemoved(ns.homeIdx)) && set.Mode == route.ReadOnly && ns.mayRebind(rs) {
 		ns.rebind(rs, set, snap)
 	}
 }

@@ -33,6 +33,9 @@ type sqlMode struct {
 	// or ']' (known: the login's character set or a tracked character_set_client said which;
 	// blind: the client changed what the server tracks, so changes may go unseen).
 	trail, trailKnown, blind bool
+	// space: the client character set reads 0xA0 or 0xFF as whitespace (latin1's no-break
+	// space: classify.DependsSpace); known with trail.
+	space bool
 }
 
 func newSQLMode() sqlMode { return sqlMode{unsure: classify.AllModes} }
@@ -45,11 +48,13 @@ var trailCollations = [256]bool{1: true, 84: true, 95: true, 96: true, 28: true,
 // loginCharset learns the character set of a login (a handshake's collation id).
 func (m *sqlMode) loginCharset(collation uint8) {
 	m.trail, m.trailKnown = trailCollations[collation], true
+	m.space = classify.SpaceCollation(collation)
 }
 
 // trackedCharset learns character_set_client's new value from a node's session tracking.
 func (m *sqlMode) trackedCharset(name []byte) {
 	m.trail, m.trailKnown = false, true
+	m.space = classify.SpaceCharset(name)
 	for _, cs := range [...]string{"big5", "cp932", "gbk", "sjis", "gb18030"} {
 		if len(name) >= len(cs) && eqFoldASCII(name[:len(cs)], cs) {
 			m.trail = true
@@ -69,6 +74,10 @@ func eqFoldASCII(b []byte, lower string) bool {
 
 // mayTrail reports whether the client character set may be one with such characters.
 func (m *sqlMode) mayTrail() bool { return m.trail || !m.trailKnown || m.blind }
+
+// maySpace reports whether the client character set may be one that reads 0xA0 or 0xFF as
+// whitespace.
+func (m *sqlMode) maySpace() bool { return m.space || !m.trailKnown || m.blind }
 
 // observe follows the server status of an OK or EOF from a node (maria: a MariaDB node). Every
 // server reports NO_BACKSLASH_ESCAPES; MariaDB also ANSI_QUOTES, and MSSQL (the only mode with
@@ -234,6 +243,11 @@ func (rd *reader) readings(stmt []byte, r *classify.Result, conns []*nodeConn, b
 	if r.Depends&classify.DependsCharset != 0 && (changer || rd.mode.mayTrail()) {
 		// The lexer reads bytes: in a character set whose characters may end in '\' or a
 		// quote, it cannot tell where this text's strings or names end.
+		return disputed(r)
+	}
+	if r.Depends&classify.DependsSpace != 0 && (changer || rd.mode.maySpace()) {
+		// A word holding 0xA0 or 0xFF is two words where the character set reads it as
+		// whitespace (latin1: SELECT 1 INTO\xa0OUTFILE …); the lexer reads one.
 		return disputed(r)
 	}
 	if r.Depends&classify.DependsMode == 0 {

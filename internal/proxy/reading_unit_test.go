@@ -205,3 +205,45 @@ func TestSessionReadingsReadOnly(t *testing.T) {
 		t.Errorf("on a 10.11 replica: %v", got.Kind)
 	}
 }
+
+// TestSessionReadingsSpace: latin1 and other single-byte character sets read 0xA0 (or 0xFF) as
+// whitespace, so SELECT 1 INTO\xa0OUTFILE … is an INTO OUTFILE there (checked on MariaDB
+// 10.11): where the session's character set may be one of those, such text is not a read.
+// Before, it was one SELECT for a replica, which wrote the file.
+func TestSessionReadingsSpace(t *testing.T) {
+	r := newTwoNodeSession(t, []int{0, 100}, &memConn{}, &memConn{})
+	s := r.s
+	trap := []byte("SELECT 1 INTO\xa0OUTFILE '/tmp/x'")
+	read := func() bool { return s.classify(trap).Kind == classify.Select }
+	fresh := func(collation uint8) {
+		s.reader.mode = newSQLMode()
+		s.reader.mode.observe(0x0002, true)
+		s.reader.mode.loginCharset(collation)
+	}
+	fresh(45) // utf8mb4_general_ci: 0xA0 is part of a character
+	if !read() {
+		t.Error("utf8mb4: not read as one SELECT")
+	}
+	for _, collation := range []uint8{8, 47, 9, 26, 40} { // latin1 (2), latin2, cp1250, cp852
+		fresh(collation)
+		if read() {
+			t.Errorf("collation %d at login: read as a SELECT", collation)
+		}
+	}
+	fresh(45)
+	s.reader.mode.trackedCharset([]byte("latin1"))
+	if read() {
+		t.Error("latin1 tracked: read as a SELECT")
+	}
+	s.reader.mode.trackedCharset([]byte("utf8mb4"))
+	if !read() {
+		t.Error("utf8mb4 tracked again: not read as a SELECT")
+	}
+	if got := s.classify(append([]byte("SET NAMES latin1; "), trap...)); got.Kind != classify.Unknown {
+		t.Errorf("a batch that may change the character set: %v", got.Kind)
+	}
+	fresh(8)
+	if b := []byte("SELECT 'caf\xe9\xa0' FROM t WHERE a = 1"); s.classify(b).Kind != classify.Select {
+		t.Error("latin1: a no-break space in a string made the read not one")
+	}
+}

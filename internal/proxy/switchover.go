@@ -30,15 +30,18 @@ import (
 //     with state that cannot be replayed (temporary tables, locks) cannot move either: it
 //     ends with an error, as a server that went away would end it.
 //   - On a read-only endpoint, a session bound to the replica that became the primary is bound
-//     to another replica the same way.
+//     to another replica the same way; so is one bound to a replica unfit for the endpoint's
+//     reads for any other reason (route.Unfit: down, draining, removed, errant or broken,
+//     detached, past max_replica_lag), where nothing holds it (rebind; bind.go in route says
+//     what happens when no replica is fit).
 
 // movesPrimary reports whether the session must look at the switchover before routing: a
 // switchover under way, or a home that is no longer where it belongs (on a read-only endpoint:
-// the primary, or a replica the monitor found errant or broken, which the session leaves as it
-// would leave a node that went down). One comparison on the hot path.
+// a node unfit for the endpoint's reads, route.Unfit, the primary included). One comparison
+// on the hot path (Unfit is computed once per snapshot and endpoint).
 func (ns *nodeSet) movesPrimary(set *route.Settings, snap *topology.Snapshot) bool {
 	if set.Mode == route.ReadOnly {
-		return ns.homeIdx == snap.Primary || (ns.homeIdx < len(snap.State) && snap.State[ns.homeIdx].Faulty())
+		return ns.homeIdx < topology.MaxNodes && route.Unfit(set, snap)&(1<<ns.homeIdx) != 0
 	}
 	return snap.Switching || ns.homeIdx != snap.Primary
 }
@@ -61,7 +64,7 @@ func (s *session) switchover(r *request, set *route.Settings, snap *topology.Sna
 		}
 	}
 	if set.Mode == route.ReadOnly {
-		if s.nodes.movesPrimary(set, snap) && s.nodes.movable(&s.rs) {
+		if s.nodes.mayRebind(&s.rs) {
 			s.nodes.rebind(&s.rs, set, snap)
 		}
 		return snap, false, nil
@@ -134,7 +137,9 @@ func (ns *nodeSet) follow(rs *route.Session, set *route.Settings, snap *topology
 		return nil
 	}
 	if set.Mode == route.ReadOnly {
-		ns.rebind(rs, set, snap)
+		if ns.mayRebind(rs) {
+			ns.rebind(rs, set, snap)
+		}
 		return nil
 	}
 	if ns.homeIdx == snap.Primary {
@@ -169,9 +174,21 @@ func awaitPrimary(topo Topology, snap *topology.Snapshot, deadline time.Time, st
 // not be given: no transaction, no pinned state.
 func (ns *nodeSet) movable(rs *route.Session) bool { return !ns.inTxOn(ns.homeIdx, rs) && rs.Pins == 0 }
 
+// mayRebind reports whether a read-only endpoint's session may leave its home now: it holds
+// nothing there (movable) and no cursor is open on its connection there (a COM_STMT_FETCH
+// still reads from it).
+func (ns *nodeSet) mayRebind(rs *route.Session) bool {
+	if !ns.movable(rs) {
+		return false
+	}
+	c := ns.conns[ns.homeIdx]
+	return c == nil || !ns.cursorOn(c)
+}
+
 // rebind moves a read-only endpoint's session to a replica the endpoint's policy picks: off a
-// node that became the primary, is being drained, or was removed (none: it stays, its
-// connection still read-only).
+// node unfit for its reads (route.Unfit: the primary now, down, draining, removed, errant,
+// lagging...). With none fit it stays (its connection there still read-only), and tries again
+// at its next statement. The caller checked mayRebind.
 func (ns *nodeSet) rebind(rs *route.Session, set *route.Settings, snap *topology.Snapshot) {
 	// The same slot is a move too when another node holds it now (its node was removed).
 	if i := route.BindReplica(rs, set, snap); i >= 0 && (i != ns.homeIdx || snap.Nodes[i] != ns.homeNode) {

@@ -119,7 +119,7 @@ func (e *Endpoint) Update(s Settings) error {
 	if s.MaxLag < 0 {
 		return fmt.Errorf("endpoint %s: negative max_replica_lag", e.name)
 	}
-	s.Name, s.gate = e.name, e.gate
+	s.Name, s.gate, s.unfit = e.name, e.gate, &unfitCache{}
 	s.Weights = append([]int(nil), s.Weights...)
 	e.settings.Store(&s)
 	return nil
@@ -148,7 +148,8 @@ type Settings struct {
 	Consistency        Consistency
 	ConsistencyTimeout time.Duration
 
-	gate *lagGate // the endpoint's (set by Update); nil in Settings built by hand: no memory
+	gate  *lagGate    // the endpoint's (set by Update); nil in Settings built by hand: no memory
+	unfit *unfitCache // Unfit's last answer, this version's own (set by Update); nil: none kept
 }
 
 // lagGate remembers which replicas an endpoint set aside for lag, so that one hovering around
@@ -658,13 +659,3 @@ func readOnlyRefuses(c *classify.Result) bool {
 // statements.
 const readOnlyBatchKinds = classify.KindSet(1<<classify.Select | 1<<classify.Show | 1<<classify.Explain |
 	1<<classify.Set | 1<<classify.Use | 1<<classify.Begin | 1<<classify.Commit | 1<<classify.Rollback)
-
-// BindReplica chooses the replica a new session of a read-only endpoint is bound to, or -1.
-func BindReplica(s *Session, ep *Settings, snap *topology.Snapshot) int {
-	if _, ok := ep.Policy.(*LeastActive); ok {
-		bind := *ep
-		bind.Policy = LeastConnections{}
-		return pickReplica(s, &bind, snap, false)
-	}
-	return pickReplica(s, ep, snap, false)
-}
