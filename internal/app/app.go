@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicedb/sluice/internal/admin"
@@ -37,9 +38,12 @@ type App struct {
 	// level is the process logger's level when NewLogger built the logger (nil otherwise): a
 	// reload sets it (setLogLevel).
 	level *slog.LevelVar
-	topo  *topology.Topology
-	mon   *monitor.Monitor // nil without a monitor account
-	proxy *proxy.Proxy
+	// stopping is set when a shutdown begins: the endpoints refuse new clients, and /readyz
+	// says so while the sessions still running finish.
+	stopping atomic.Bool
+	topo     *topology.Topology
+	mon      *monitor.Monitor // nil without a monitor account
+	proxy    *proxy.Proxy
 	// positions is each node's applied position, kept by the monitor and the binlog streams
 	// (nil without a monitor account); btls, btlsMode say how the streams use TLS.
 	positions *topology.Positions
@@ -434,6 +438,7 @@ func (a *App) Run(ctx context.Context) error {
 	case <-ctx.Done():
 	case serveErr = <-a.errc:
 	}
+	a.stopping.Store(true) // /readyz: 503 from now on, so that a load balancer stops sending
 	a.log.Info("shutting down (a second signal ends sluice at once)", "sessions", a.proxy.Sessions(), "grace", a.boot.Timeouts.Shutdown.Duration)
 	sctx, scancel := context.WithTimeout(context.Background(), a.boot.Timeouts.Shutdown.Duration)
 	defer scancel()

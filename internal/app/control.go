@@ -170,14 +170,18 @@ func (a *App) KillSession(id uint64) bool {
 	return ok
 }
 
-// Readiness implements admin.Control: every endpoint listens and the primary is up; degraded
-// when the monitor cannot log in to some nodes (routing goes on on what was last seen of them,
-// and nothing new is learnt: a switchover, lag, a node that went away).
+// Readiness implements admin.Control: every endpoint listens, no shutdown has begun and the
+// primary is up; degraded when the monitor cannot log in to some nodes (routing goes on on
+// what was last seen of them, and nothing new is learnt: a switchover, lag, a node that went
+// away).
 func (a *App) Readiness() error {
 	select {
 	case <-a.ready:
 	default:
 		return errors.New("the endpoints are not listening yet")
+	}
+	if a.stopping.Load() {
+		return errors.New("shutting down: new connections are refused while the running sessions finish")
 	}
 	snap := a.topo.Snapshot()
 	if snap.Primary < 0 || !snap.Up[snap.Primary] {
@@ -217,7 +221,6 @@ func (a *App) PatchEndpoint(name string, patch map[string]json.RawMessage) (ch a
 		return admin.Change{}, admin.Errorf(admin.NotFound, "", "no endpoint is named %q", name)
 	}
 	set := map[string]any{}
-	var keys []string
 	for k, raw := range patch {
 		if !slices.Contains(patchable, k) {
 			msg := "unknown setting"
@@ -236,9 +239,7 @@ func (a *App) PatchEndpoint(name string, patch map[string]json.RawMessage) (ch a
 			v = config.MergePatch{Patch: m, Base: settingInForce(a.cfg.Endpoint(name), k)}
 		}
 		set[k] = v // nil (JSON null): back to the default
-		keys = append(keys, k)
 	}
-	slices.Sort(keys)
 	data, next, err := a.edited(config.EditEndpoint(a.cfg.Path, a.raw, name, set))
 	if err != nil {
 		return admin.Change{}, err
@@ -246,9 +247,15 @@ func (a *App) PatchEndpoint(name string, patch map[string]json.RawMessage) (ch a
 	if err := a.applyEndpoint(next, name); err != nil {
 		return admin.Change{}, admin.Errorf(admin.Invalid, "", "%v", err)
 	}
-	ch = admin.Change{Changed: keys}
-	ch.Persisted, ch.PersistError = a.persist(data)
+	// Changed names what is now different, not every key given: a PATCH that sets a value
+	// already in force changes nothing, and says so.
 	changes := endpointChanges(a.cfg.Endpoint(name), next.Endpoint(name))
+	ch = admin.Change{Changed: []string{}}
+	for _, c := range changes {
+		ch.Changed = append(ch.Changed, c.(slog.Attr).Key)
+	}
+	slices.Sort(ch.Changed)
+	ch.Persisted, ch.PersistError = a.persist(data)
 	a.cfg, a.raw = next, data
 	a.log.Info("endpoint changed from the admin API", "endpoint", name, "persisted", ch.Persisted, slog.Group("changed", changes...))
 	for _, e := range a.endpointsOf(next) {

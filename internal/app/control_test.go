@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -131,6 +132,27 @@ func TestPatchMergesMaps(t *testing.T) {
 	want = map[string]int{"primary": 0, "replica1": 100, "replica2": 100}
 	if got := ch.Endpoint.Settings.ReadWeights; !equalWeights(got, want) {
 		t.Errorf("back to the default: %v, want %v", got, want)
+	}
+}
+
+// TestPatchChangedNamesWhatChanged: a PATCH's answer lists the settings whose value in force
+// changed, not every key it gave; one that sets values already in force changed nothing.
+func TestPatchChangedNamesWhatChanged(t *testing.T) {
+	_, h, _ := offlineApp(t, offline)
+	code, ch := patch(t, h, "rw", `{"max_connections": 50, "max_replica_lag": "7s"}`)
+	if code != http.StatusOK {
+		t.Fatalf("PATCH: %d", code)
+	}
+	if !slices.Equal(ch.Changed, []string{"max_connections", "max_replica_lag"}) {
+		t.Errorf("changed %q, want max_connections and max_replica_lag", ch.Changed)
+	}
+	code, ch = patch(t, h, "rw", `{"max_connections": 50, "max_replica_lag": "9s"}`)
+	if code != http.StatusOK || !slices.Equal(ch.Changed, []string{"max_replica_lag"}) {
+		t.Errorf("PATCH with max_connections already 50: %d, changed %q, want max_replica_lag only", code, ch.Changed)
+	}
+	code, ch = patch(t, h, "rw", `{"max_connections": 50}`)
+	if code != http.StatusOK || len(ch.Changed) != 0 {
+		t.Errorf("PATCH of the value in force: %d, changed %q, want nothing", code, ch.Changed)
 	}
 }
 

@@ -171,7 +171,24 @@ func waitListen(t *testing.T, addr string, logs *syncBuffer) {
 }
 
 func TestServeGracefulShutdown(t *testing.T) {
-	addr, cmd, exited, logs := startServe(t, "")
+	adminAddr := "127.0.0.1:" + strconv.Itoa(testutil.FreePort(t))
+	addr, cmd, exited, logs, _ := startServeAt(t, "admin: {listen: '"+adminAddr+"'}\n")
+	readyz := func() (int, string) {
+		resp, err := http.Get("http://" + adminAddr + "/readyz")
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for code, _ := readyz(); code != http.StatusOK; code, _ = readyz() {
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz never answered 200 before the shutdown\n%s", logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	db, err := sql.Open("mysql", "app:app@tcp("+addr+")/?timeout=5s")
 	if err != nil {
 		t.Fatal(err)
@@ -191,11 +208,15 @@ func TestServeGracefulShutdown(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	// New connections are refused once shutdown began.
+	// New connections are refused once shutdown began, and /readyz says so (503) while the
+	// running statement finishes: a load balancer stops sending clients.
 	time.Sleep(200 * time.Millisecond)
 	if nc, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 		nc.Close()
 		t.Error("sluice still accepts connections after SIGTERM")
+	}
+	if code, body := readyz(); code != http.StatusServiceUnavailable || !strings.Contains(body, "shutting down") {
+		t.Errorf("/readyz during the shutdown: %d %s, want 503 shutting down", code, body)
 	}
 	select {
 	case err := <-result:
