@@ -43,6 +43,12 @@ const (
 	BackendTLSPreferred = "preferred"
 	BackendTLSRequired  = "required"
 
+	// PoolModeOff, PoolModeSession: an endpoint's pool_mode. PoolModeTransaction is the
+	// spelling of transaction-level pooling, which is not built yet: Validate refuses it.
+	PoolModeOff         = "off"
+	PoolModeSession     = "session"
+	PoolModeTransaction = "transaction"
+
 	LogLevelDebug = "debug"
 	LogLevelInfo  = "info"
 	LogLevelWarn  = "warn"
@@ -95,6 +101,12 @@ const (
 	// MinPendingLoginBytes lets at least one login's largest packet in (64 KiB of connection
 	// attributes and the handshake around them).
 	MinPendingLoginBytes = 65 << 10
+
+	// DefaultPoolIdleTimeout is how long a pooled node connection waits idle before it is
+	// closed; DefaultPoolAcquireTimeout how long a client waits for a node connection at
+	// pool.max_per_node.
+	DefaultPoolIdleTimeout    = 60 * time.Second
+	DefaultPoolAcquireTimeout = 5 * time.Second
 )
 
 // Config is a whole configuration file.
@@ -122,6 +134,9 @@ type Config struct {
 	// Clients that ask for compression get it either way; on a local network it only costs CPU.
 	BackendCompress bool   `yaml:"backend_compress"`
 	Limits          Limits `yaml:"limits"`
+	// Pool is the node connection pool's limits for every endpoint with pool_mode session; an
+	// endpoint's own pool section overrides them key by key, and a user's overrides both.
+	Pool Pool `yaml:"pool"`
 	// Threads is how many OS threads run sluice's Go code at once (GOMAXPROCS): 0 = every CPU
 	// the process may use; the GOMAXPROCS environment variable, when set, wins. On a small host
 	// shared with the servers and the clients, fewer threads cost less CPU per query (fewer
@@ -152,6 +167,76 @@ type User struct {
 	AuthPlugin string `yaml:"auth_plugin"`
 	// RequireTLS refuses this user (error 1045) on a connection without TLS.
 	RequireTLS bool `yaml:"require_tls"`
+	// Pool overrides the pool limits (the top-level pool, then the endpoint's) for this user's
+	// node connections, key by key: only the keys given here.
+	Pool Pool `yaml:"pool"`
+
+	// poolSet says which of Pool's keys were given (poolKeyMaxPerNode...).
+	poolSet uint8
+}
+
+// Pool is the limits of the session-level pool of node connections (endpoints with pool_mode
+// session): when a client session ends, its node connections are reset (COM_RESET_CONNECTION)
+// and kept for the next session of the same user.
+type Pool struct {
+	// MaxPerNode is the most connections sluice keeps open to one node for one user (idle and
+	// in use, all endpoints together); a session that needs one more waits up to
+	// acquire_timeout, then gets error 1040. 0: unlimited.
+	MaxPerNode int `yaml:"max_per_node"`
+	// IdleTimeout: a pooled connection idle this long is closed (COM_QUIT). 0: kept until
+	// max_lifetime or until its node leaves.
+	IdleTimeout Duration `yaml:"idle_timeout"`
+	// MaxLifetime: a node connection older than this is closed when its session releases it,
+	// instead of being pooled. 0: no limit.
+	MaxLifetime Duration `yaml:"max_lifetime"`
+	// AcquireTimeout is how long a client waits for a node connection when the node is at
+	// max_per_node for its user; then it gets error 1040 saying so. 0: it does not wait.
+	AcquireTimeout Duration `yaml:"acquire_timeout"`
+}
+
+// The keys of a pool section, as bits of User.poolSet.
+const (
+	poolKeyMaxPerNode uint8 = 1 << iota
+	poolKeyIdleTimeout
+	poolKeyMaxLifetime
+	poolKeyAcquireTimeout
+)
+
+// PoolOf is the pool limits of user's node connections through endpoint e (after defaults):
+// e's pool, with the keys user's own pool section gives. A user not in the users list gets e's.
+func (c *Config) PoolOf(e *Endpoint, user string) Pool {
+	p := e.Pool
+	for i := range c.Users {
+		u := &c.Users[i]
+		if u.Name != user {
+			continue
+		}
+		if u.poolSet&poolKeyMaxPerNode != 0 {
+			p.MaxPerNode = u.Pool.MaxPerNode
+		}
+		if u.poolSet&poolKeyIdleTimeout != 0 {
+			p.IdleTimeout = u.Pool.IdleTimeout
+		}
+		if u.poolSet&poolKeyMaxLifetime != 0 {
+			p.MaxLifetime = u.Pool.MaxLifetime
+		}
+		if u.poolSet&poolKeyAcquireTimeout != 0 {
+			p.AcquireTimeout = u.Pool.AcquireTimeout
+		}
+		break
+	}
+	return p
+}
+
+// PoolUsers are the names of the users with a pool section of their own.
+func (c *Config) PoolUsers() []string {
+	var out []string
+	for _, u := range c.Users {
+		if u.poolSet != 0 {
+			out = append(out, u.Name)
+		}
+	}
+	return out
 }
 
 // Backend is one MySQL/MariaDB server behind the proxy.
@@ -248,6 +333,13 @@ type Endpoint struct {
 	// or one address; empty: any. IPv4 clients match IPv4-mapped IPv6 entries too (::/0 is
 	// every client). A client from elsewhere gets error 1130 in place of the greeting.
 	Allow []string `yaml:"allow"`
+	// PoolMode is what happens to the session's node connections when its client leaves:
+	// session resets them (COM_RESET_CONNECTION) and keeps them for the next client of the
+	// same user (limits: pool); off closes them. (transaction, pooling per transaction, is
+	// not available yet.)
+	PoolMode string `yaml:"pool_mode"`
+	// Pool overrides the top-level pool limits for this endpoint, key by key.
+	Pool Pool `yaml:"pool"`
 }
 
 // Accounts says where client accounts come from besides the users list.
@@ -482,6 +574,23 @@ func (c *Config) applyDefaults(unset func(key string, zero bool) bool) {
 	dur(&c.Limits.AuthBlock, "limits.auth_block", DefaultAuthBlock)
 	dur(&c.Timeouts.Login, "timeouts.login", DefaultLoginTimeout)
 	str(&c.Log.Level, "log.level", LogLevelInfo)
+	dur(&c.Pool.IdleTimeout, "pool.idle_timeout", DefaultPoolIdleTimeout)
+	dur(&c.Pool.AcquireTimeout, "pool.acquire_timeout", DefaultPoolAcquireTimeout)
+	for i := range c.Users {
+		u := &c.Users[i]
+		p := indexKey("users", i) + ".pool."
+		u.poolSet = 0
+		for _, k := range []struct {
+			key  string
+			bit  uint8
+			zero bool
+		}{{"max_per_node", poolKeyMaxPerNode, u.Pool.MaxPerNode == 0}, {"idle_timeout", poolKeyIdleTimeout, u.Pool.IdleTimeout.Duration == 0},
+			{"max_lifetime", poolKeyMaxLifetime, u.Pool.MaxLifetime.Duration == 0}, {"acquire_timeout", poolKeyAcquireTimeout, u.Pool.AcquireTimeout.Duration == 0}} {
+			if !unset(p+k.key, k.zero) {
+				u.poolSet |= k.bit
+			}
+		}
+	}
 	for i := range c.Endpoints {
 		e := &c.Endpoints[i]
 		p := indexKey("endpoints", i)
@@ -497,6 +606,13 @@ func (c *Config) applyDefaults(unset func(key string, zero bool) bool) {
 		}
 		str(&e.TLS, p+".tls", defTLS)
 		str(&e.MultiStatements, p+".multi_statements", MultiStatementsState)
+		str(&e.PoolMode, p+".pool_mode", PoolModeSession)
+		if unset(p+".pool.max_per_node", e.Pool.MaxPerNode == 0) {
+			e.Pool.MaxPerNode = c.Pool.MaxPerNode
+		}
+		dur(&e.Pool.IdleTimeout, p+".pool.idle_timeout", c.Pool.IdleTimeout.Duration)
+		dur(&e.Pool.MaxLifetime, p+".pool.max_lifetime", c.Pool.MaxLifetime.Duration)
+		dur(&e.Pool.AcquireTimeout, p+".pool.acquire_timeout", c.Pool.AcquireTimeout.Duration)
 		if unset(p+".max_connections", e.MaxConnections == 0) {
 			e.MaxConnections = DefaultMaxConnections
 		}

@@ -52,8 +52,11 @@ func TestLoadExample(t *testing.T) {
 			MultiStatements: "state", Consistency: "eventual", ConsistencyTimeout: dur(10 * time.Millisecond),
 			MaxReplicaLag:   dur(30 * time.Second),
 			ConnectionsFrom: "proxy",
+			PoolMode:        "session",
+			Pool:            Pool{IdleTimeout: dur(time.Minute), AcquireTimeout: dur(5 * time.Second)},
 		}},
-		Log: Log{Format: "text", Level: "info"},
+		Pool: Pool{IdleTimeout: dur(time.Minute), AcquireTimeout: dur(5 * time.Second)},
+		Log:  Log{Format: "text", Level: "info"},
 		Timeouts: Timeouts{
 			Connect:  dur(5 * time.Second),
 			Write:    dur(30 * time.Second),

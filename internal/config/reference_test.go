@@ -58,8 +58,12 @@ func changeOf(key string) string {
 	case "endpoints[].allow", "endpoints[].balance", "endpoints[].connections_from", "endpoints[].consistency",
 		"endpoints[].consistency_timeout", "endpoints[].max_connections", "endpoints[].max_replica_lag",
 		"endpoints[].mode", "endpoints[].multi_statements", "endpoints[].nearest_zone",
-		"endpoints[].read_weights", "endpoints[].transaction_split":
+		"endpoints[].read_weights", "endpoints[].transaction_split",
+		"endpoints[].pool_mode", "endpoints[].pool.max_per_node", "endpoints[].pool.idle_timeout",
+		"endpoints[].pool.max_lifetime", "endpoints[].pool.acquire_timeout":
 		return ChangeAPI
+	case "pool.max_per_node", "pool.idle_timeout", "pool.max_lifetime", "pool.acquire_timeout":
+		return ChangeReload
 	case "log.level":
 		return ChangeReload
 	case "endpoints[].name":

@@ -77,6 +77,10 @@ func (c *Config) validate() []*Error {
 		k.errorf("limits.max_auth_failures", "must not be negative (0: never block)")
 	}
 	k.duration("limits.auth_block", c.Limits.AuthBlock, c.Limits.MaxAuthFailures > 0)
+	k.pool("pool", c.Pool)
+	for i, u := range c.Users {
+		k.pool(indexKey("users", i)+".pool", u.Pool)
+	}
 	if c.Threads < 0 || c.Threads > 1024 {
 		k.errorf("threads", "must be between 0 (every CPU) and 1024")
 	}
@@ -287,6 +291,14 @@ func (k *checker) endpoints(replicas, namedReplicas int) {
 		if replicas == 0 && (e.Mode == ModeReadWrite || e.Mode == ModeReadOnly) {
 			k.errorf(p+".mode", "a %s endpoint needs at least one backend with role replica", e.Mode)
 		}
+		switch e.PoolMode {
+		case PoolModeOff, PoolModeSession:
+		case PoolModeTransaction:
+			k.errorf(p+".pool_mode", "transaction (pooling per transaction) is not available yet: use session or off")
+		default:
+			k.oneOf(p+".pool_mode", e.PoolMode, PoolModeOff, PoolModeSession)
+		}
+		k.pool(p+".pool", e.Pool)
 		k.oneOf(p+".balance", e.Balance, BalanceLeastActive, BalanceWeighted, BalanceLeastConnections)
 		k.oneOf(p+".connections_from", e.ConnectionsFrom, ConnectionsFromProxy, ConnectionsFromNodes)
 		if e.ConnectionsFrom == ConnectionsFromNodes && c.Monitor.User == "" {
@@ -447,6 +459,16 @@ func isDigits(s string) bool {
 		}
 	}
 	return s != ""
+}
+
+// pool checks a pool section at key.
+func (k *checker) pool(key string, p Pool) {
+	if p.MaxPerNode < 0 {
+		k.errorf(key+".max_per_node", "must not be negative (0: unlimited)")
+	}
+	k.duration(key+".idle_timeout", p.IdleTimeout, false)
+	k.duration(key+".max_lifetime", p.MaxLifetime, false)
+	k.duration(key+".acquire_timeout", p.AcquireTimeout, false)
 }
 
 // duration checks that d is not negative and, if positive is set, not 0.
