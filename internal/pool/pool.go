@@ -333,6 +333,19 @@ func (p *Pool[C]) Discard(c C, resetFailed bool) {
 	p.closeAll([]C{c})
 }
 
+// Forget is Discard for a connection the caller closes itself (at once, without the COM_QUIT
+// of Ops.Close: it may be broken).
+func (p *Pool[C]) Forget(c C) {
+	p.mu.Lock()
+	if l, ok := p.lent[c]; ok {
+		delete(p.lent, c)
+		g := p.groups[l.key]
+		g.open--
+		g.roomMade()
+	}
+	p.mu.Unlock()
+}
+
 // Sweep closes the idle connections past their idle timeout or lifetime, and those of the keys
 // keep refuses (nil: all kept): a node removed, down or draining.
 func (p *Pool[C]) Sweep(keep func(Key) bool) {

@@ -345,6 +345,7 @@ func (p *Proxy) UpdateEndpoint(name string, s EndpointSettings) error {
 		return err
 	}
 	ep.admit.Store(&admission{maxConns: int64(s.MaxConnections), allow: slices.Clone(s.Allow)})
+	ep.pool.Store(clonePool(s.Pool))
 	return nil
 }
 
@@ -358,7 +359,7 @@ func (p *Proxy) EndpointSettings(name string) (EndpointSettings, bool) {
 	a := ep.admit.Load()
 	r := *ep.route.Settings()
 	r.Weights = slices.Clone(r.Weights)
-	return EndpointSettings{MaxConnections: int(a.maxConns), Allow: slices.Clone(a.allow), Routing: r}, true
+	return EndpointSettings{MaxConnections: int(a.maxConns), Allow: slices.Clone(a.allow), Routing: r, Pool: *clonePool(*ep.pool.Load())}, true
 }
 
 // allowed reports whether the endpoint's allow list lets a client from ip in.

@@ -79,14 +79,14 @@ func (p *Proxy) closeConnsTo(i int, idleOnly bool) int {
 			}
 			movableHome = s.settings.mode == route.ReadOnly && !pinned
 		}
-		if ts := s.nodes.killTargets(); ts != nil {
+		s.nodes.withTargets(func(ts []killTarget) {
 			for _, t := range ts {
 				if t.node == n && (!t.home || movableHome) {
 					t.conn.Close() // an idle session's watch sees it lost, and releases it
 					closed++
 				}
 			}
-		}
+		})
 	}
 	return closed
 }

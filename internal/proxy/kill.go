@@ -71,9 +71,21 @@ func (p *Proxy) killSession(id uint32, queryOnly bool, by *nodeSet, byUser strin
 	if info == nil {
 		return nil, -1, mysql.NewError(mysql.ErrNoSuchThread, "HY000", "Unknown thread id: %d", id)
 	}
+	// The targets are acted on under the target's killMu: its connections cannot be lent to
+	// another session (pool_mode session) until the KILLs below have reached their threads.
+	target.nodes.killMu.RLock()
+	locked := true
+	unlock := func() {
+		if locked {
+			locked = false
+			target.nodes.killMu.RUnlock()
+		}
+	}
+	defer unlock()
 	ts := target.nodes.killTargets()
 	own := info.user == byUser
 	if len(ts) == 0 {
+		unlock() // kill takes it again
 		if !own {
 			return target, -1, killDenied(id)
 		}
@@ -105,6 +117,7 @@ func (p *Proxy) killSession(id uint32, queryOnly bool, by *nodeSet, byUser strin
 			err, failed = e, t.node.Index
 		}
 	}
+	unlock()
 	if err == nil && !queryOnly {
 		target.kill()
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 
 	"github.com/sluicedb/sluice/internal/backend"
@@ -45,11 +46,20 @@ type nodeSet struct {
 	// COM_SET_OPTION value, the session statements (SET ..., SET NAMES) to replay.
 	st backend.State
 
-	// targets is published for KILL, a drain and shutdown from other goroutines.
+	// targets is published for KILL, a drain and shutdown from other goroutines. killMu is
+	// held (read) by whoever acts on the targets it loaded (sends a KILL to their threads,
+	// closes their connections), and (write) by releaseAll while it unpublishes them: once
+	// releaseAll has them, no KILL meant for this session can reach a node thread the pool
+	// hands to another session.
 	targets atomic.Pointer[[]killTarget]
+	killMu  sync.RWMutex
 	// cursor: a cursor was opened on one of the connections (a drain leaves the session's idle
 	// connections alone: a FETCH may follow).
 	cursor atomic.Bool
+	// settled: the session ended between two commands (no response pending on any connection),
+	// so its connections may be reset and pooled; tainted: it ran something a reset may not
+	// undo (XA), so none may. Session goroutine only.
+	settled, tainted bool
 }
 
 // nodeHooks is what a node set needs from its owner. Every hook runs on the session's
@@ -65,6 +75,11 @@ type nodeHooks struct {
 	closing func(bc *backend.Conn)
 	// cursorOn reports whether the session has a cursor open on bc.
 	cursorOn func(bc *backend.Conn) bool
+	// spare connects to node n for one command (a KILL), outside any pool: the caller closes
+	// the connection. nil: dial.
+	spare func(n *topology.Node, st *backend.State) (*backend.Conn, error)
+	// discard closes a connection dial gave (a pool forgets it). nil: Close.
+	discard func(bc *backend.Conn)
 }
 
 // init readies an empty set for topo's nodes; the home is node 0 until openHome.
@@ -113,7 +128,7 @@ func (ns *nodeSet) open(i int) (*nodeConn, error) {
 	snap.Load[i].Conns.Add(1)
 	if cur := ns.topo.Snapshot(); cur.Nodes[i] != n || cur.IsRemoved(i) {
 		snap.Load[i].Conns.Add(-1)
-		bc.Close()
+		ns.discard(bc)
 		return nil, &backend.ConnectError{Addr: n.Address, Err: fmt.Errorf("%w: %s", errNodeGone, n.Name)}
 	}
 	c := &nodeConn{Conn: bc, idx: i, name: n.Name}
@@ -132,6 +147,9 @@ func (ns *nodeSet) open(i int) (*nodeConn, error) {
 // dialSpare opens a connection to node n as the set's client that the set does not keep (nor
 // count, nor publish): the caller uses it for one thing (a KILL) and closes it.
 func (ns *nodeSet) dialSpare(n *topology.Node) (*backend.Conn, error) {
+	if ns.hooks.spare != nil {
+		return ns.hooks.spare(n, &ns.st)
+	}
 	return ns.hooks.dial(n, false, &ns.st)
 }
 
@@ -214,7 +232,7 @@ func (ns *nodeSet) dropFailed(i int) {
 // current connection falls back to the home node's; the session unbinds what it had there.
 func (ns *nodeSet) closeConn(i int) {
 	c := ns.conns[i]
-	c.Close()
+	ns.discard(c.Conn)
 	ns.conns[i] = nil
 	c.release(ns.topo.Snapshot().Load[i])
 	if ns.curConn == c.Conn {
@@ -226,6 +244,61 @@ func (ns *nodeSet) closeConn(i int) {
 	if ns.hooks.closing != nil {
 		ns.hooks.closing(c.Conn)
 	}
+}
+
+// discard closes bc, a connection dial gave.
+func (ns *nodeSet) discard(bc *backend.Conn) {
+	if ns.hooks.discard != nil {
+		ns.hooks.discard(bc)
+		return
+	}
+	bc.Close()
+}
+
+// settle records that the session ends between two commands: nothing is pending on its
+// connections.
+func (ns *nodeSet) settle() { ns.settled = true }
+
+// taint records that the session ran something a reset may not undo (XA): its connections are
+// closed at its end, never pooled.
+func (ns *nodeSet) taint() { ns.tainted = true }
+
+// releaseAll lets go of every connection as the session ends: lend takes those it may reuse
+// (when the session settled, was not tainted, and no cursor may be open) and the set forgets
+// them; the others are closed. The kill targets are unpublished first, under killMu, so that a
+// KILL of this session that is under way finishes before any connection is lent.
+func (ns *nodeSet) releaseAll(lend func(c *nodeConn) bool) {
+	ns.killMu.Lock()
+	ns.targets.Store(nil)
+	ns.killMu.Unlock()
+	reusable := ns.settled && !ns.tainted && !ns.mayHoldCursor() && lend != nil
+	snap := ns.topo.Snapshot()
+	for i, c := range ns.conns {
+		if c == nil {
+			continue
+		}
+		if reusable && !c.released.Load() && c.Fingerprint().Options == 0 && lend(c) {
+			ns.conns[i] = nil
+			if i < len(snap.Load) {
+				c.release(snap.Load[i])
+			}
+			if ns.hooks.closing != nil {
+				ns.hooks.closing(c.Conn) // the reset drops what the session bound there
+			}
+			continue
+		}
+		ns.closeConn(i)
+	}
+	ns.curConn = nil
+}
+
+// withTargets runs f on the published kill targets, holding killMu: f may act on them (send a
+// KILL to their threads, close their connections) knowing none has been lent to another
+// session. f must not wait on this session.
+func (ns *nodeSet) withTargets(f func([]killTarget)) {
+	ns.killMu.RLock()
+	defer ns.killMu.RUnlock()
+	f(ns.killTargets())
 }
 
 // closeAll closes every connection (the session ends, or its user changes).

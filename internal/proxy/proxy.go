@@ -59,11 +59,13 @@ type Endpoint struct {
 	Allow   []netip.Prefix
 	TLS     TLSMode
 	Routing route.Settings
+	// Pool is what happens to the sessions' node connections when their clients leave.
+	Pool PoolSettings
 }
 
 // Settings are the endpoint's settings that can change while it serves.
 func (e Endpoint) Settings() EndpointSettings {
-	return EndpointSettings{MaxConnections: e.MaxConnections, Allow: e.Allow, Routing: e.Routing}
+	return EndpointSettings{MaxConnections: e.MaxConnections, Allow: e.Allow, Routing: e.Routing, Pool: e.Pool}
 }
 
 // EndpointSettings are what can change about an endpoint while it serves, as one value:
@@ -72,6 +74,7 @@ type EndpointSettings struct {
 	MaxConnections int            // 0: no limit
 	Allow          []netip.Prefix // empty: any client
 	Routing        route.Settings
+	Pool           PoolSettings // the pool mode and limits (sessions read them at each open and release)
 }
 
 // TLSMode is whether an endpoint offers TLS to its clients.
@@ -223,6 +226,8 @@ type Proxy struct {
 	// flag matters (an accept error in Serve).
 	closing atomic.Bool
 	wg      sync.WaitGroup // one per tracked session
+	// pool keeps node connections between sessions (pool_mode session; pool.go).
+	pool *nodePool
 }
 
 // endpoint is one endpoint as the proxy runs it.
@@ -233,6 +238,9 @@ type endpoint struct {
 	// admit is who gets in (cfg's MaxConnections and Allow at first), replaced whole by
 	// UpdateEndpoint; never nil once the endpoint is added.
 	admit atomic.Pointer[admission]
+	// pool is the pool mode and limits (cfg's Pool at first), replaced whole by UpdateEndpoint;
+	// never nil once the endpoint is added.
+	pool atomic.Pointer[PoolSettings]
 	// ln is the listener Serve accepts on (under Proxy.mu), closed when the endpoint is removed.
 	ln net.Listener
 	// front counts the endpoint's logins, refusals, authentication failures and client errors.
@@ -291,6 +299,7 @@ func New(opts Options) (*Proxy, error) {
 		byID:      make(map[uint32]*session),
 		stop:      make(chan struct{}),
 		listeners: make(map[net.Listener]struct{}),
+		pool:      newNodePool(),
 	}
 	for i := range opts.Users {
 		u := &opts.Users[i]
@@ -327,6 +336,7 @@ func (p *Proxy) AddEndpoint(ep Endpoint) error {
 	}
 	e := &endpoint{cfg: ep, route: re}
 	e.admit.Store(&admission{maxConns: int64(ep.MaxConnections), allow: slices.Clone(ep.Allow)})
+	e.pool.Store(clonePool(ep.Pool))
 	e.done = newSessionStats(len(p.topo.Snapshot().Nodes))
 	p.epMu.Lock()
 	defer p.epMu.Unlock()

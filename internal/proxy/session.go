@@ -106,9 +106,16 @@ func (p *Proxy) newSession(ep *endpoint, nc net.Conn) *session {
 	s.reader = newReader(s.settings.mode, p.topo, &p.greeted)
 	s.nodes.init(p.topo, s.log, nodeHooks{
 		dial: func(n *topology.Node, readOnly bool, st *backend.State) (*backend.Conn, error) {
-			return p.dialNode(&s.login, n, readOnly, st, func(bc *backend.Conn) {
+			return p.acquire(&s.login, ep.pool.Load(), s.life.done(), n, readOnly, st, func(bc *backend.Conn) {
 				s.reads.track(bc, s.settings.current().Consistency, s.log)
 			})
+		},
+		spare: func(n *topology.Node, st *backend.State) (*backend.Conn, error) {
+			return p.dialNode(&s.login, n, false, st, nil)
+		},
+		discard: func(bc *backend.Conn) {
+			p.pool.Forget(bc)
+			bc.Close()
 		},
 		opened:   func(c *nodeConn, n *topology.Node) { s.reader.opened(c, n, s.login.charset) },
 		closing:  s.stmts.unbind,
@@ -162,7 +169,8 @@ func (s *session) close() {
 	// connection closes (a node's ERR that ends the session, a command finished at shutdown).
 	_ = s.client.Flush()
 	s.nc.Close()
-	s.nodes.closeAll()
+	// After the client's connection is closed: it never waits for the resets.
+	s.p.releaseNodes(&s.nodes, &s.login, s.ep.pool.Load())
 }
 
 // drain is called by Shutdown: an idle session closes now, a busy one after its command.
@@ -184,11 +192,11 @@ func (s *session) responseStarted() bool { return s.client.Sent() != s.sentAt }
 func (s *session) kill() {
 	s.life.kill()
 	s.raw.Close()
-	if ts := s.nodes.killTargets(); ts != nil {
+	s.nodes.withTargets(func(ts []killTarget) {
 		for _, t := range ts {
 			t.conn.Close()
 		}
-	}
+	})
 }
 
 // writeErr writes e to the client c, as the whole answer to its command.
@@ -241,6 +249,7 @@ func (s *session) loop() {
 		if err != nil {
 			if !errors.Is(err, net.ErrClosed) {
 				s.log.Debug("session ends", "reason", err)
+				s.nodes.settle() // the client left (or idled out) between two commands
 			}
 			return
 		}
@@ -269,7 +278,11 @@ func (s *session) loop() {
 			}
 			s.nodes.drop(s.nodes.cur())
 		}
-		if quit || !s.life.end() {
+		if quit {
+			s.nodes.settle()
+			return
+		}
+		if !s.life.end() {
 			return
 		}
 	}

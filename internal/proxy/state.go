@@ -24,6 +24,9 @@ type routeInfo struct {
 // followed by the guard there; when that fails the session ends.
 func (s *session) after(c *classify.Result, stmt []byte, d route.Decision, set *route.Settings) error {
 	s.view.routed(d.Node, d.Reason)
+	if c.Kind == classify.XA {
+		s.nodes.taint() // an XA transaction may outlive a reset: no pooling of this session's connections
+	}
 	snap := s.p.topo.Snapshot()
 	replay := s.rs.Learn(c, stmt, d, set, route.Outcome{Node: s.nodes.cur(), Primary: snap.IsPrimary(s.nodes.cur()), Status: s.status,
 		Failed: s.resp.Failed, Warnings: s.resp.Warnings, StateFull: len(s.nodes.state().Stmts) >= maxState})

@@ -1,0 +1,261 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/sluicedb/sluice/internal/backend"
+	"github.com/sluicedb/sluice/internal/mysql"
+	"github.com/sluicedb/sluice/internal/pool"
+	"github.com/sluicedb/sluice/internal/topology"
+)
+
+// The session-level pool (pool_mode session). A session's node connections come from the
+// proxy's pool (acquire, the node set's dial hook) and, when the session ends between two
+// commands, go back to it after a reset (recycle); everything else about them is as before:
+// the node set owns them while the session lives.
+//
+// The pool lives here, not in backend, because what makes a connection reusable is the
+// session's business: how it ended (between commands, no cursor, no XA), whether its node is
+// still one sessions may use, what a reset leaves (the database, the handshake's character set)
+// and what a new session must apply on top (its database, the read-only guard, GTID tracking).
+// internal/pool itself knows nothing of the protocol.
+
+// PoolMode is what an endpoint does with a session's node connections when its client leaves.
+type PoolMode uint8
+
+const (
+	PoolOff     PoolMode = iota // closed
+	PoolSession                 // reset and kept for the next session of the same user
+)
+
+// ParsePoolMode reads an endpoint's pool_mode as the configuration spells it.
+func ParsePoolMode(s string) (PoolMode, error) {
+	switch s {
+	case "off":
+		return PoolOff, nil
+	case "", "session":
+		return PoolSession, nil
+	}
+	return PoolOff, fmt.Errorf("unknown pool_mode %q (want off or session)", s)
+}
+
+// PoolSettings are an endpoint's pool mode and limits (part of EndpointSettings: they change
+// live). Users holds whole limits for the users that override the endpoint's.
+type PoolSettings struct {
+	Mode   PoolMode
+	Limits pool.Limits
+	Users  map[string]pool.Limits
+}
+
+// limitsOf is user's limits under s.
+func (s *PoolSettings) limitsOf(user string) pool.Limits {
+	if l, ok := s.Users[user]; ok {
+		return l
+	}
+	return s.Limits
+}
+
+// clonePool is a copy of s that shares nothing with it.
+func clonePool(s PoolSettings) *PoolSettings {
+	s.Users = maps.Clone(s.Users)
+	return &s
+}
+
+// nodePool is the proxy's pool of node connections.
+type nodePool = pool.Pool[*backend.Conn]
+
+// quitTimeout bounds the COM_QUIT sent to a connection the pool closes; resetTimeout bounds
+// the reset of a connection on its way back to the pool; pingTimeout the ping of one idle long.
+const (
+	quitTimeout  = time.Second
+	resetTimeout = 2 * time.Second
+	pingTimeout  = time.Second
+)
+
+func newNodePool() *nodePool {
+	return pool.New(pool.Options[*backend.Conn]{Ops: pool.Ops[*backend.Conn]{
+		Ping: func(c *backend.Conn) error {
+			nc := c.NetConn()
+			_ = nc.SetDeadline(time.Now().Add(pingTimeout))
+			defer func() { _ = nc.SetDeadline(time.Time{}) }()
+			return c.Command([]byte{mysql.ComPing})
+		},
+		Close: func(c *backend.Conn) {
+			// COM_QUIT lets the node end the thread at once, without an "aborted connection".
+			_ = c.NetConn().SetDeadline(time.Now().Add(quitTimeout))
+			c.SetSeq(0)
+			_ = c.WritePacketFlush([]byte{mysql.ComQuit})
+			c.Close()
+		},
+	}})
+}
+
+// poolKey and poolVariant say which pooled connections a session of login l may use on node n.
+func (p *Proxy) poolKey(l *login, n *topology.Node) pool.Key {
+	return pool.Key{Node: n.Name, User: l.creds.User}
+}
+
+func (p *Proxy) poolVariant(l *login, n *topology.Node, readOnly bool) pool.Variant {
+	cfg, _ := p.backendTLS(n, l.tls)
+	return pool.Variant{Caps: l.caps, MariaDBCaps: l.mcaps, Charset: l.charset, ReadOnly: readOnly, TLS: cfg != nil}
+}
+
+// acquire is the node set's dial hook under pool_mode session: a connection to node n for
+// login l from the pool (reset by the session that released it), brought to what a new
+// connection would be (the session's database, the read-only guard due, GTID tracking); else
+// a new one (dialNode). Waits at pool.max_per_node are bounded by acquire_timeout and by the
+// session's life (done).
+func (p *Proxy) acquire(l *login, ps *PoolSettings, done <-chan struct{}, n *topology.Node, readOnly bool, st *backend.State, primary func(*backend.Conn)) (*backend.Conn, error) {
+	if ps.Mode != PoolSession {
+		return p.dialNode(l, n, readOnly, st, primary)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	var fresh bool
+	c, reused, err := p.pool.Get(ctx, p.poolKey(l, n), p.poolVariant(l, n, readOnly), ps.limitsOf(l.creds.User),
+		func(c *backend.Conn) bool {
+			// COM_RESET_CONNECTION keeps the database: a session that has none cannot take a
+			// connection that has one (nothing takes a connection back to no database).
+			return c.Addr == n.Address && (st.DB != "" || c.Fingerprint().DB == "")
+		},
+		func() (*backend.Conn, error) {
+			fresh = true
+			return p.dialNode(l, n, readOnly, st, primary)
+		})
+	if err != nil || !reused || fresh {
+		return c, err
+	}
+	// The connection carries the database its last session left, nothing of that session's
+	// statements, and no read-only guard (the reset ended it): the session's state from its
+	// epoch's start, the guard due at the first Sync.
+	c.Adopt(&backend.State{DB: c.Fingerprint().DB, Epoch: st.Epoch})
+	c.MarkReset(st.Epoch)
+	if st.DB != "" && c.Fingerprint().DB != st.DB {
+		// As a new connection would (it logs in with the database): a database the node refuses
+		// is the node's error to the client, at once.
+		if err := c.Sync(&backend.State{DB: st.DB, Epoch: st.Epoch}); err != nil {
+			p.pool.Discard(c, false)
+			var se *backend.SyncError
+			if errors.As(err, &se) {
+				return nil, se.Err
+			}
+			return nil, &backend.ConnectError{Addr: n.Address, Err: err}
+		}
+	}
+	if readOnly {
+		if err := c.Guard(); err != nil {
+			p.pool.Discard(c, false)
+			return nil, &backend.ConnectError{Addr: n.Address, Err: err}
+		}
+	} else if primary != nil {
+		primary(c)
+	}
+	return c, nil
+}
+
+// recycle resets bc (COM_RESET_CONNECTION), which a session of login l released between two
+// commands, and gives it back to the pool; a connection whose reset fails or leaves it in an
+// unexpected state is closed. Bounded by resetTimeout. Called after the client's connection was
+// closed: the client never waits for it.
+func (p *Proxy) recycle(bc *backend.Conn, k pool.Key, v pool.Variant, lim pool.Limits) {
+	nc := bc.NetConn()
+	_ = nc.SetDeadline(time.Now().Add(resetTimeout))
+	err := bc.Command([]byte{mysql.ComResetConnection})
+	var db string
+	if err == nil && v.ReadOnly {
+		err = bc.Guard() // not needed for the next session (it runs it again), but a cheap check
+	}
+	if err == nil {
+		// The database the reset kept, as the node says: what the next session compares its own
+		// with (and whether a session without one may take the connection).
+		var rows *backend.Rows
+		if rows, err = bc.Query("SELECT DATABASE()"); err == nil {
+			if len(rows.Values) != 1 || len(rows.Values[0]) != 1 {
+				err = errors.New("SELECT DATABASE() did not answer one value")
+			} else if !rows.Values[0][0].Null {
+				db = rows.Values[0][0].S
+			}
+		}
+	}
+	if err == nil && bc.Status&mysql.StatusInTrans != 0 {
+		err = errors.New("still in a transaction after the reset")
+	}
+	if err != nil {
+		p.log.Debug("pool: reset failed; closing the connection", "node", k.Node, "user", k.User, "err", err)
+		p.pool.Discard(bc, true)
+		return
+	}
+	_ = nc.SetDeadline(time.Time{})
+	bc.Adopt(&backend.State{DB: db})
+	p.pool.Put(bc, v, lim)
+}
+
+// releaseNodes lets go of a session's node connections as it ends (its client's connection is
+// closed already): under pool_mode session, those ns may lend (nodeSet.releaseAll) and whose
+// node still takes work are reset and pooled for the next session of login l; the others are
+// closed.
+func (p *Proxy) releaseNodes(ns *nodeSet, l *login, ps *PoolSettings) {
+	if ps.Mode != PoolSession {
+		ns.releaseAll(nil)
+		return
+	}
+	type lent struct {
+		bc *backend.Conn
+		k  pool.Key
+		v  pool.Variant
+	}
+	var out []lent
+	snap := p.topo.Snapshot()
+	ns.releaseAll(func(c *nodeConn) bool {
+		if c.idx >= len(snap.Nodes) {
+			return false
+		}
+		n := snap.Nodes[c.idx]
+		if !poolable(snap, c.idx, n) || n.Name != c.name || n.Address != c.Addr {
+			return false
+		}
+		out = append(out, lent{c.Conn, p.poolKey(l, n), p.poolVariant(l, n, c.ReadOnly())})
+		return true
+	})
+	lim := ps.limitsOf(l.creds.User)
+	for _, c := range out {
+		p.recycle(c.bc, c.k, c.v, lim)
+	}
+}
+
+// poolable reports whether node i of snap may take pooled connections: still the node the
+// connection was opened to, and one that takes new work (topology.Snapshot.Routable).
+func poolable(snap *topology.Snapshot, i int, n *topology.Node) bool {
+	return i < len(snap.Nodes) && snap.Nodes[i] == n && snap.Routable(i)
+}
+
+// RunPool closes the pool's idle connections past their idle timeout or lifetime, or whose
+// node left, is down or draining, every second until ctx ends; then it closes the pool.
+func (p *Proxy) RunPool(ctx context.Context) {
+	p.pool.Run(ctx, time.Second, func(k pool.Key) bool {
+		snap := p.topo.Snapshot()
+		for i, n := range snap.Nodes {
+			if n != nil && n.Name == k.Node {
+				return poolable(snap, i, n)
+			}
+		}
+		return false
+	})
+}
+
+// PoolStat is one (node, user)'s pool numbers.
+type PoolStat = pool.Stat
+
+// PoolStats returns the pool's numbers per node and user.
+func (p *Proxy) PoolStats() []PoolStat { return p.pool.Stats() }
