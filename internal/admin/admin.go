@@ -188,7 +188,9 @@ type Options struct {
 	TLS *tls.Config
 	// Metrics serves /metrics when not nil.
 	Metrics http.Handler
-	Logger  *slog.Logger
+	// Pools serves GET /v1/pools when not nil.
+	Pools  Pools
+	Logger *slog.Logger
 }
 
 // Server is the admin HTTP server.
@@ -294,6 +296,9 @@ func New(o Options) *Server {
 	mux.HandleFunc("PATCH /v1/endpoints/{name}", s.auth(s.patchEndpoint))
 	mux.HandleFunc("POST /v1/endpoints", s.auth(s.create(o.Control.CreateEndpoint)))
 	mux.HandleFunc("DELETE /v1/endpoints/{name}", s.auth(s.remove(o.Control.DeleteEndpoint)))
+	if o.Pools != nil {
+		mux.HandleFunc("GET /v1/pools", s.auth(servePools(o.Pools)))
+	}
 	mux.HandleFunc("GET /v1/sessions", s.auth(func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"sessions": o.Control.Sessions()})
 	}))

@@ -25,6 +25,8 @@ type Stats struct {
 	// AdminChanges counts the admin API's changes by kind and outcome ({"patch_endpoint",
 	// "applied"}, ...).
 	AdminChanges map[[2]string]uint64
+	// Pools are the session-level pool's figures by node and user.
+	Pools []Pool
 }
 
 // EndpointStat is one endpoint's figures.
@@ -142,6 +144,9 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range descs {
 		ch <- d
 	}
+	for _, d := range poolDescs {
+		ch <- d
+	}
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
@@ -152,6 +157,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
 	}
+	collectPools(ch, st.Pools)
 	for _, e := range st.Endpoints {
 		gauge(descSessions, float64(e.Sessions), e.Name)
 		for _, r := range e.Routes {

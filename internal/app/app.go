@@ -22,6 +22,7 @@ import (
 	"github.com/sluicedb/sluice/internal/gtid"
 	"github.com/sluicedb/sluice/internal/monitor"
 	"github.com/sluicedb/sluice/internal/mysql"
+	"github.com/sluicedb/sluice/internal/pool"
 	"github.com/sluicedb/sluice/internal/proxy"
 	"github.com/sluicedb/sluice/internal/route"
 	"github.com/sluicedb/sluice/internal/topology"
@@ -183,7 +184,7 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		a.disk = a.raw
 	}
 	if cfg.Admin.Listen != "" {
-		o := admin.Options{Control: a, Token: cfg.Admin.Token, Logger: log, Metrics: admin.MetricsHandler(a.Stats)}
+		o := admin.Options{Control: a, Token: cfg.Admin.Token, Logger: log, Metrics: admin.MetricsHandler(a.Stats), Pools: a}
 		if cfg.Admin.TLS {
 			o.TLS = opts.TLS.Clone()
 		}
@@ -355,6 +356,10 @@ func endpoint(cfg *config.Config, e config.Endpoint, slots []string) (proxy.Endp
 	if err != nil {
 		return proxy.Endpoint{}, err
 	}
+	poolMode, err := proxy.ParsePoolMode(e.PoolMode)
+	if err != nil {
+		return proxy.Endpoint{}, err
+	}
 	ep := proxy.Endpoint{
 		Name: e.Name, Listen: e.Listen, MaxConnections: e.MaxConnections, TLS: tlsMode, Allow: allowList(e),
 		Routing: route.Settings{
@@ -365,10 +370,35 @@ func endpoint(cfg *config.Config, e config.Endpoint, slots []string) (proxy.Endp
 			Consistency: consistency, ConsistencyTimeout: e.ConsistencyTimeout.Duration,
 		},
 	}
+	ep.Pool = proxy.PoolSettings{Mode: poolMode, Limits: poolLimits(e.Pool)}
+	for _, u := range cfg.PoolUsers() {
+		if ep.Pool.Users == nil {
+			ep.Pool.Users = map[string]pool.Limits{}
+		}
+		ep.Pool.Users[u] = poolLimits(cfg.PoolOf(&e, u))
+	}
 	for _, name := range slots {
 		ep.Routing.Weights = append(ep.Routing.Weights, e.ReadWeights[name]) // "": 0
 	}
 	return ep, nil
+}
+
+// poolLimits are the pool's limits of a pool section.
+func poolLimits(p config.Pool) pool.Limits {
+	return pool.Limits{MaxPerNode: p.MaxPerNode, IdleTimeout: p.IdleTimeout.Duration, MaxLifetime: p.MaxLifetime.Duration,
+		AcquireTimeout: p.AcquireTimeout.Duration}
+}
+
+// Pools implements admin.Pools.
+func (a *App) Pools() []admin.Pool {
+	st := a.proxy.PoolStats()
+	out := make([]admin.Pool, len(st))
+	for i, s := range st {
+		out[i] = admin.Pool{Node: s.Node, User: s.User, Open: s.Open, Idle: s.Idle, InUse: s.InUse, Waiting: s.Waiting,
+			Created: s.Created, Reused: s.Reused, Resets: s.Resets, ResetFailures: s.ResetFailures, Waits: s.Waits,
+			WaitSeconds: s.Waited.Seconds()}
+	}
+	return out
 }
 
 // Run listens on every endpoint and serves until ctx ends, then shuts down gracefully: it stops
@@ -384,6 +414,8 @@ func (a *App) Run(ctx context.Context) error {
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	var watch sync.WaitGroup
 	watch.Go(func() { a.proxy.WatchDown(watchCtx) })
+	// The pool's janitor; it closes the pool when sluice stops.
+	watch.Go(func() { a.proxy.RunPool(watchCtx) })
 	defer func() { stopWatch(); watch.Wait() }()
 	if a.mon != nil {
 		monCtx, stopMon := context.WithCancel(context.Background())

@@ -568,6 +568,7 @@ func (a *App) Stats() admin.Stats {
 	var st admin.Stats
 	st.ConsistencyWaits, st.ConsistencyTimeouts, st.PrimaryPositionReads = a.proxy.ConsistencyCounts()
 	st.AuthBlocked = a.proxy.AuthBlocked()
+	st.Pools = a.Pools()
 	// sluice_node_state's lagging: past the tightest endpoint's max_replica_lag (the API says
 	// which endpoint reads from which node).
 	var maxLag time.Duration

@@ -325,6 +325,19 @@ func (c *ctl) printChange(ch admin.Change, reload bool) {
 	}
 }
 
+func (c *ctl) pools() error {
+	var out struct{ Pools []admin.Pool }
+	return c.do("GET", "/v1/pools", nil, &out, func(any) {
+		w := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(w, "NODE\tUSER\tOPEN\tIDLE\tIN USE\tWAITING\tCREATED\tREUSED\tRESETS\tRESET FAILURES\tWAITS\tWAITED")
+		for _, p := range out.Pools {
+			fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", p.Node, p.User, p.Open, p.Idle, p.InUse, p.Waiting,
+				p.Created, p.Reused, p.Resets, p.ResetFailures, p.Waits, time.Duration(p.WaitSeconds*float64(time.Second)).Round(time.Millisecond))
+		}
+		w.Flush()
+	})
+}
+
 func (c *ctl) sessions() error {
 	var out struct{ Sessions []admin.Session }
 	return c.do("GET", "/v1/sessions", nil, &out, func(any) {

@@ -105,6 +105,8 @@ at their next statement boundary, what is left is closed after --timeout`,
 			var n admin.Node
 			return c.do("POST", "/v1/nodes/"+url.PathEscape(args[0])+"/undrain", nil, &n, func(any) { fmt.Fprintf(c.stdout, "%s: %s\n", n.Name, n.State) })
 		}},
+	{name: "pools", help: "the session-level pool per node and user: open, idle, in use, waiting, created, reused, resets",
+		run: func(c *ctl, _ []string, _ *ctlFlags) error { return c.pools() }},
 	{name: "sessions", help: "client sessions: user, client, endpoint, nodes, transaction, age",
 		run: func(c *ctl, _ []string, _ *ctlFlags) error { return c.sessions() }},
 	{name: "kill", args: "ID", min: 1, max: 1, help: "close a client session",
