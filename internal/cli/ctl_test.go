@@ -119,6 +119,23 @@ func TestCtl(t *testing.T) {
 	if out := mustCtl("sessions"); !strings.Contains(out, "ID") || !strings.Contains(out, strconv.FormatUint(mine, 10)) {
 		t.Errorf("sessions:\n%s", out)
 	}
+	// The pool (pool_mode session, the default): the held session's connections were made by it.
+	if out := mustCtl("pools"); !regexp.MustCompile(`(?m)^NODE +USER +OPEN +IDLE +IN USE`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^primary +app +[1-9]`).MatchString(out) {
+		t.Errorf("pools:\n%s", out)
+	}
+	var pools struct {
+		Pools []struct {
+			Node, User string
+			Created    int
+		}
+	}
+	if err := json.Unmarshal([]byte(mustCtl("-o", "json", "pools")), &pools); err != nil {
+		t.Fatal(err)
+	}
+	if len(pools.Pools) == 0 || pools.Pools[0].Created == 0 {
+		t.Errorf("pools as JSON: %+v", pools)
+	}
 	mustCtl("kill", strconv.FormatUint(mine, 10))
 	if err := conn.PingContext(context.Background()); err == nil {
 		t.Error("the killed session still answers")

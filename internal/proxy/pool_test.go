@@ -1,0 +1,309 @@
+package proxy_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/sluicedb/sluice/internal/admin"
+	"github.com/sluicedb/sluice/internal/config"
+	"github.com/sluicedb/sluice/internal/testutil"
+)
+
+// poolConfig sets every endpoint's pool mode and max_per_node, reads on the primary (so that a
+// session holds one node connection: the primary's).
+func poolConfig(mode string, maxPerNode int, acquire time.Duration) func(*config.Config) {
+	return func(c *config.Config) {
+		primaryReads(c)
+		for i := range c.Endpoints {
+			c.Endpoints[i].PoolMode = mode
+			c.Endpoints[i].Pool.MaxPerNode = maxPerNode
+			c.Endpoints[i].Pool.AcquireTimeout.Duration = acquire
+		}
+	}
+}
+
+// client is one client session through sluice: a single connection of its own.
+type client struct {
+	db *sql.DB
+	c  *sql.Conn
+}
+
+func connect(t *testing.T, d string) *client {
+	t.Helper()
+	db := open(t, d)
+	db.SetMaxOpenConns(1)
+	c, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &client{db: db, c: c}
+}
+
+// leave ends the client's session (COM_QUIT).
+func (cl *client) leave() {
+	cl.c.Close()
+	cl.db.Close()
+}
+
+// thread is the node thread under the client's session (CONNECTION_ID() alone is sluice's id;
+// an expression goes to the node).
+func (cl *client) thread(t *testing.T) int64 {
+	t.Helper()
+	return cl.int(t, "SELECT CONNECTION_ID()+0")
+}
+
+func (cl *client) exec(t *testing.T, q string) {
+	t.Helper()
+	if _, err := cl.c.ExecContext(context.Background(), q); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+}
+
+func (cl *client) str(t *testing.T, q string) sql.NullString {
+	t.Helper()
+	var s sql.NullString
+	if err := cl.c.QueryRowContext(context.Background(), q).Scan(&s); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return s
+}
+
+func (cl *client) int(t *testing.T, q string) int64 {
+	t.Helper()
+	var n int64
+	if err := cl.c.QueryRowContext(context.Background(), q).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return n
+}
+
+// TestPoolIsolation: client A leaves state of every kind on its node connection and leaves;
+// client B, forced onto the same node connection (max_per_node 1) under pool_mode session,
+// sees none of it, as a fresh direct connection would not, and has its own handshake's
+// database; under pool_mode off B gets a connection of its own. A session without a database
+// never takes a pooled connection that has one.
+func TestPoolIsolation(t *testing.T) {
+	cl := testutil.Cluster(t)
+	direct := open(t, cl.DSN("primary", "app", "app", "test"))
+	mustExec(t, direct, "CREATE DATABASE IF NOT EXISTS pool_other")
+	mustExec(t, direct, "CREATE TABLE IF NOT EXISTS test.pool_tx (id INT AUTO_INCREMENT PRIMARY KEY, v INT)")
+	fresh := connect(t, cl.DSN("primary", "app", "app", "test"))
+	defer fresh.leave()
+	global := map[string]string{}
+	for _, v := range []string{"@@sql_mode", "@@tx_isolation", "@@time_zone", "@@character_set_client", "@@collation_connection",
+		"@@session_track_system_variables", "@@max_statement_time"} {
+		global[v] = fresh.str(t, "SELECT "+v).String
+	}
+
+	for _, mode := range []string{"session", "off"} {
+		t.Run(mode, func(t *testing.T) {
+			s := startSluice(t, poolConfig(mode, 1, 5*time.Second))
+			a := connect(t, dsn(s.rw, "app", "app", "test", ""))
+			ta := a.thread(t)
+			for _, q := range []string{
+				"SET SESSION sql_mode='ANSI_QUOTES'",
+				"SET SESSION TRANSACTION ISOLATION LEVEL SERIALIZABLE",
+				"SET time_zone='+05:00'",
+				"SET NAMES latin1",
+				"SET SESSION max_statement_time=5",
+				"SET SESSION session_track_system_variables=''",
+				"SET @a=42",
+				"CREATE TEMPORARY TABLE pool_tmp (id INT)",
+				"DO GET_LOCK('pool_lock', 0)",
+				"PREPARE pool_stmt FROM 'SELECT 1'",
+				"INSERT INTO test.pool_tx (v) VALUES (1)",
+				"USE pool_other",
+				"BEGIN",
+				"INSERT INTO test.pool_tx (v) VALUES (42)",
+				"DO CAST('x' AS SIGNED)", // a warning
+			} {
+				a.exec(t, q)
+			}
+			if a.int(t, "SELECT LAST_INSERT_ID()") == 0 || a.str(t, "SELECT DATABASE()").String != "pool_other" {
+				t.Fatal("A's state did not take")
+			}
+			a.leave()
+
+			b := connect(t, dsn(s.rw, "app", "app", "test", ""))
+			defer b.leave()
+			// The first statement: a reset leaves no warnings either.
+			if n := b.int(t, "SELECT @@warning_count"); n != 0 {
+				t.Errorf("B sees %d warnings", n)
+			}
+			tb := b.thread(t)
+			if mode == "session" && tb != ta {
+				t.Fatalf("B is on node thread %d, A was on %d: not reused under max_per_node 1", tb, ta)
+			}
+			if mode == "off" && tb == ta {
+				t.Fatalf("pool_mode off: B reused A's thread %d", ta)
+			}
+			for v, want := range global {
+				if got := b.str(t, "SELECT "+v).String; got != want {
+					t.Errorf("B's %s = %q, a fresh connection's %q", v, got, want)
+				}
+			}
+			if db := b.str(t, "SELECT DATABASE()"); db.String != "test" {
+				t.Errorf("B's database %v, want its handshake's (test)", db)
+			}
+			if v := b.str(t, "SELECT @a"); v.Valid {
+				t.Errorf("B sees A's @a = %q", v.String)
+			}
+			if n := b.int(t, "SELECT LAST_INSERT_ID()"); n != 0 {
+				t.Errorf("B's LAST_INSERT_ID() = %d", n)
+			}
+			if n := b.int(t, "SELECT @@in_transaction"); n != 0 {
+				t.Error("B is in A's transaction")
+			}
+			var rows int
+			if err := direct.QueryRow("SELECT COUNT(*) FROM test.pool_tx WHERE v = 42").Scan(&rows); err != nil || rows != 0 {
+				t.Errorf("A's uncommitted row: %d (%v), want rolled back", rows, err)
+			}
+			if v := b.str(t, "SELECT IS_USED_LOCK('pool_lock')"); v.Valid {
+				t.Errorf("A's lock is still held (by %s)", v.String)
+			}
+			_, err := b.c.ExecContext(context.Background(), "SELECT * FROM pool_tmp")
+			if me := (*mysql.MySQLError)(nil); !errors.As(err, &me) || me.Number != 1146 {
+				t.Errorf("B reading A's temporary table: %v, want 1146", err)
+			}
+			_, err = b.c.ExecContext(context.Background(), "EXECUTE pool_stmt")
+			if me := (*mysql.MySQLError)(nil); !errors.As(err, &me) || me.Number != 1243 {
+				t.Errorf("B executing A's prepared statement: %v, want 1243", err)
+			}
+			// B's own state works on that connection.
+			b.exec(t, "SET @b=1")
+			if b.int(t, "SELECT @b") != 1 {
+				t.Error("B's own user variable")
+			}
+			b.leave()
+
+			// A session without a database never takes a connection that has one: B left
+			// "test" selected on it.
+			c := connect(t, dsn(s.rw, "app", "app", "", ""))
+			defer c.leave()
+			if db := c.str(t, "SELECT DATABASE()"); db.Valid {
+				t.Errorf("a session without a database is in %q", db.String)
+			}
+			if tc := c.thread(t); tc == ta {
+				t.Errorf("a session without a database took the pooled connection (thread %d) that has one", ta)
+			}
+			if mode == "session" {
+				// And one that has none is reused by the next session without one.
+				c.exec(t, "SET @c=1")
+				tc := c.thread(t)
+				c.leave()
+				d := connect(t, dsn(s.rw, "app", "app", "", ""))
+				defer d.leave()
+				if td := d.thread(t); td != tc {
+					t.Errorf("a connection without a database was not reused (%d, then %d)", tc, td)
+				}
+				if db := d.str(t, "SELECT DATABASE()"); db.Valid {
+					t.Errorf("no database asked, in %q", db.String)
+				}
+			}
+		})
+	}
+}
+
+// TestPoolOtherCharset: a client whose handshake has another character set does not take a
+// pooled connection opened with another one (a reset goes back to the handshake's), and gets its own.
+func TestPoolOtherCharset(t *testing.T) {
+	s := startSluice(t, poolConfig("session", 1, 5*time.Second))
+	a := connect(t, dsn(s.rw, "app", "app", "test", ""))
+	ta := a.thread(t)
+	a.leave()
+	b := connect(t, dsn(s.rw, "app", "app", "test", "collation=latin1_swedish_ci"))
+	defer b.leave()
+	if tb := b.thread(t); tb == ta {
+		t.Errorf("a latin1 client took a utf8mb4 connection (thread %d)", ta)
+	}
+	if cs := b.str(t, "SELECT @@character_set_client").String; cs != "latin1" {
+		t.Errorf("character_set_client %q, want latin1 (the handshake's)", cs)
+	}
+}
+
+// poolOf is the pool figures of node and user.
+func poolOf(s *sluice, node, user string) admin.Pool {
+	for _, p := range s.app.Pools() {
+		if p.Node == node && p.User == user {
+			return p
+		}
+	}
+	return admin.Pool{}
+}
+
+// TestPoolReuse: 200 short client sessions one after another use the same few node
+// connections: the primary's thread count stays flat, and created + reused add up.
+func TestPoolReuse(t *testing.T) {
+	s := startSluice(t, poolConfig("session", 0, 5*time.Second))
+	adm, err := testutil.Cluster(t).AdminDB("primary")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	threads := func() int {
+		var n int
+		if err := adm.QueryRow("SELECT COUNT(*) FROM information_schema.processlist WHERE user = 'app'").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := threads()
+	const sessions = 200
+	for i := range sessions {
+		c := connect(t, dsn(s.rw, "app", "app", "test", ""))
+		if n := c.int(t, "SELECT 1"); n != 1 {
+			t.Fatalf("session %d: %d", i, n)
+		}
+		c.leave()
+	}
+	// The last session's connection goes back once its reset is done.
+	deadline := time.Now().Add(5 * time.Second)
+	for poolOf(s, "primary", "app").InUse > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	p := poolOf(s, "primary", "app")
+	if p.Created+p.Reused != sessions {
+		t.Errorf("created %d + reused %d, want %d sessions", p.Created, p.Reused, sessions)
+	}
+	if p.Created > 3 || p.Resets < sessions-3 || p.ResetFailures != 0 || p.InUse != 0 || p.Idle != p.Open {
+		t.Errorf("pool %+v: want at most 3 connections made for %d sequential sessions", p, sessions)
+	}
+	if after := threads(); after-before > 3 {
+		t.Errorf("the primary's threads of app went from %d to %d over %d sessions", before, after, sessions)
+	}
+	t.Logf("%d sessions: created %d, reused %d, resets %d; app's threads %d -> %d", sessions, p.Created, p.Reused, p.Resets, before, threads())
+}
+
+// TestPoolLimit: at max_per_node a client waits acquire_timeout, then gets 1040 saying which
+// limit; once the connection is released, the next client gets it.
+func TestPoolLimit(t *testing.T) {
+	s := startSluice(t, poolConfig("session", 1, 300*time.Millisecond))
+	a := connect(t, dsn(s.rw, "app", "app", "test", ""))
+	ta := a.thread(t)
+	db := open(t, dsn(s.rw, "app", "app", "test", ""))
+	start := time.Now()
+	err := db.Ping()
+	me := (*mysql.MySQLError)(nil)
+	if !errors.As(err, &me) || me.Number != 1040 || !strings.Contains(me.Message, "pool.max_per_node=1") ||
+		!strings.Contains(me.Message, "node primary for user app") {
+		t.Fatalf("a client past max_per_node: %v, want 1040 naming the limit", err)
+	}
+	if d := time.Since(start); d < 300*time.Millisecond {
+		t.Errorf("refused after %s, before acquire_timeout", d)
+	}
+	if p := poolOf(s, "primary", "app"); p.Waits == 0 || p.WaitSeconds < 0.3 {
+		t.Errorf("pool %+v: the wait is not counted", p)
+	}
+	a.leave()
+	b := connect(t, dsn(s.rw, "app", "app", "test", ""))
+	defer b.leave()
+	if tb := b.thread(t); tb != ta {
+		t.Errorf("after A left, B got thread %d, not A's %d", tb, ta)
+	}
+}
