@@ -110,7 +110,7 @@ func (p *Proxy) poolVariant(l *login, n *topology.Node, readOnly bool) pool.Vari
 // a new one (dialNode). Waits at pool.max_per_node are bounded by acquire_timeout and by the
 // session's life (done).
 func (p *Proxy) acquire(l *login, ps *PoolSettings, done <-chan struct{}, n *topology.Node, readOnly bool, st *backend.State, primary func(*backend.Conn)) (*backend.Conn, error) {
-	if ps.Mode != PoolSession {
+	if ps == nil || ps.Mode != PoolSession {
 		return p.dialNode(l, n, readOnly, st, primary)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -206,7 +206,7 @@ func (p *Proxy) recycle(bc *backend.Conn, k pool.Key, v pool.Variant, lim pool.L
 // node still takes work are reset and pooled for the next session of login l; the others are
 // closed.
 func (p *Proxy) releaseNodes(ns *nodeSet, l *login, ps *PoolSettings) {
-	if ps.Mode != PoolSession {
+	if ps == nil || ps.Mode != PoolSession {
 		ns.releaseAll(nil)
 		return
 	}

@@ -1,0 +1,97 @@
+package proxy
+
+import (
+	"testing"
+	"time"
+
+	"github.com/sluicedb/sluice/internal/backend"
+)
+
+// TestReleaseAllLends: at the session's end, the node set lends its connections only when the
+// session settled between commands, ran no XA, holds no cursor, and a connection carries no
+// COM_SET_OPTION; the others are closed. Lent ones leave the node's count and their session's
+// bindings, and the kill targets are gone before lend sees any.
+func TestReleaseAllLends(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		prep   func(ns *nodeSet)
+		lendOK bool
+	}{
+		{"settled", func(ns *nodeSet) { ns.settle() }, true},
+		{"mid-command", func(ns *nodeSet) {}, false},
+		{"xa", func(ns *nodeSet) { ns.settle(); ns.taint() }, false},
+		{"cursor", func(ns *nodeSet) { ns.settle(); ns.noteCursor() }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			topo := threeNodes(t)
+			ns, d := newTestNodeSet(t, topo)
+			if _, err := ns.openHome(0); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := ns.use(1); err != nil {
+				t.Fatal(err)
+			}
+			tc.prep(ns)
+			var lent []*backend.Conn
+			ns.releaseAll(func(c *nodeConn) bool {
+				if ns.killTargets() != nil {
+					t.Error("a connection was lent while the kill targets were published")
+				}
+				lent = append(lent, c.Conn)
+				return true
+			})
+			snap := topo.Snapshot()
+			if tc.lendOK != (len(lent) == 2) || (!tc.lendOK && len(lent) != 0) {
+				t.Fatalf("lent %d connections, want lending %v", len(lent), tc.lendOK)
+			}
+			if conns(snap, 0) != 0 || conns(snap, 1) != 0 || ns.at(0) != nil || ns.at(1) != nil || ns.conn() != nil {
+				t.Fatal("the set still holds or counts a connection after releaseAll")
+			}
+			if len(d.closed) != 2 {
+				t.Fatalf("the session unbound %d connections, want 2", len(d.closed))
+			}
+			for i, nc := range d.conns {
+				if closed := nc.closed; closed == tc.lendOK {
+					t.Errorf("connection %d closed %v, lent %v", i, closed, tc.lendOK)
+				}
+			}
+		})
+	}
+}
+
+// TestReleaseAllWaitsForKill: a KILL under way (withTargets) holds the release back: no
+// connection is lent before it is done.
+func TestReleaseAllWaitsForKill(t *testing.T) {
+	topo := threeNodes(t)
+	ns, _ := newTestNodeSet(t, topo)
+	if _, err := ns.openHome(0); err != nil {
+		t.Fatal(err)
+	}
+	ns.settle()
+	inKill, killDone := make(chan struct{}), make(chan struct{})
+	go ns.withTargets(func(ts []killTarget) {
+		if len(ts) != 1 {
+			t.Errorf("%d targets, want 1", len(ts))
+		}
+		close(inKill)
+		<-killDone
+	})
+	<-inKill
+	released := make(chan struct{})
+	go func() {
+		ns.releaseAll(func(*nodeConn) bool { return true })
+		close(released)
+	}()
+	select {
+	case <-released:
+		t.Fatal("the connection was released while a KILL of its thread was under way")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(killDone)
+	<-released
+	ns.withTargets(func(ts []killTarget) {
+		if ts != nil {
+			t.Error("targets still published after releaseAll")
+		}
+	})
+}
