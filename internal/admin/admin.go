@@ -150,6 +150,16 @@ type EndpointSettings struct {
 	MultiStatements    string         `json:"multi_statements"`
 	TLS                string         `json:"tls"`
 	Allow              []string       `json:"allow"`
+	PoolMode           string         `json:"pool_mode"`
+	Pool               PoolSettings   `json:"pool"`
+}
+
+// PoolSettings are an endpoint's pool limits in force (its own, or the top-level pool's).
+type PoolSettings struct {
+	MaxPerNode     int    `json:"max_per_node"`
+	IdleTimeout    string `json:"idle_timeout"`
+	MaxLifetime    string `json:"max_lifetime"`
+	AcquireTimeout string `json:"acquire_timeout"`
 }
 
 // Session is one client session.
