@@ -61,7 +61,7 @@ var errNodeGone = errors.New("the node was removed while sluice connected to it"
 // failed (and should be reported to the topology): not when the node is healthy but cannot serve
 // this client, or is gone.
 func nodeFault(err error) bool {
-	return !errors.Is(err, errCapsMismatch) && !errors.Is(err, errNodeGone)
+	return !errors.Is(err, errCapsMismatch) && !errors.Is(err, errNodeGone) && !errors.Is(err, errPoolWaitEnded)
 }
 
 // maxState bounds the replay list; past it the session is pinned to the primary.

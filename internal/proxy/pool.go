@@ -24,6 +24,10 @@ import (
 // and what a new session must apply on top (its database, the read-only guard, GTID tracking).
 // internal/pool itself knows nothing of the protocol.
 
+// errPoolWaitEnded: the session ended (killed, shut down) while it waited for a pooled
+// connection. It says nothing of the node's health.
+var errPoolWaitEnded = errors.New("the session ended while it waited for a node connection (pool.max_per_node)")
+
 // PoolMode is what an endpoint does with a session's node connections when its client leaves.
 type PoolMode uint8
 
@@ -133,6 +137,9 @@ func (p *Proxy) acquire(l *login, ps *PoolSettings, done <-chan struct{}, n *top
 			fresh = true
 			return p.dialNode(l, n, readOnly, st, primary)
 		})
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return nil, &backend.ConnectError{Addr: n.Address, Err: errPoolWaitEnded}
+	}
 	if err != nil || !reused || fresh {
 		return c, err
 	}
