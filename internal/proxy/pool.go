@@ -117,17 +117,22 @@ func (p *Proxy) acquire(l *login, ps *PoolSettings, done <-chan struct{}, n *top
 	if ps == nil || ps.Mode != PoolSession {
 		return p.dialNode(l, n, readOnly, st, primary)
 	}
+	lim := ps.limitsOf(l.creds.User)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() {
-		select {
-		case <-done:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	if lim.MaxPerNode > 0 && lim.AcquireTimeout > 0 {
+		// Only then may Get wait: the wait ends with the session (KILL, shutdown). The watcher
+		// ends with this call.
+		go func() {
+			select {
+			case <-done:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
 	var fresh bool
-	c, reused, err := p.pool.Get(ctx, p.poolKey(l, n), p.poolVariant(l, n, readOnly), ps.limitsOf(l.creds.User),
+	c, reused, err := p.pool.Get(ctx, p.poolKey(l, n), p.poolVariant(l, n, readOnly), lim,
 		func(c *backend.Conn) bool {
 			// COM_RESET_CONNECTION keeps the database: a session that has none cannot take a
 			// connection that has one (nothing takes a connection back to no database).
