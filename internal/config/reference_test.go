@@ -446,6 +446,9 @@ func defaultOf(t *testing.T, k refKey, parsed *Config, built map[string]*Config)
 	if _, in := valueIn(baseFile(), k.Path); in {
 		return "none" // a key baseFile must give, without being required (users[].password)
 	}
+	if strings.HasPrefix(k.Path, "users[].pool.") {
+		return "the endpoint's" // a user's pool keys override only when given (Config.PoolOf)
+	}
 	base := render(valueAt(parsed, k.concrete()), parsed)
 	def := base
 	for _, ctx := range defaultContexts {
