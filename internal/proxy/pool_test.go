@@ -238,7 +238,8 @@ func poolOf(s *sluice, node, user string) admin.Pool {
 }
 
 // TestPoolReuse: 200 short client sessions one after another use the same few node
-// connections: the primary's thread count stays flat, and created + reused add up.
+// connections: the primary's threads of the user grow by the pooled connections only (not by
+// one per session), and created + reused add up to the sessions.
 func TestPoolReuse(t *testing.T) {
 	s := startSluice(t, poolConfig("session", 0, 5*time.Second))
 	adm, err := testutil.Cluster(t).AdminDB("primary")
@@ -271,11 +272,13 @@ func TestPoolReuse(t *testing.T) {
 	if p.Created+p.Reused != sessions {
 		t.Errorf("created %d + reused %d, want %d sessions", p.Created, p.Reused, sessions)
 	}
-	if p.Created > 3 || p.Resets < sessions-3 || p.ResetFailures != 0 || p.InUse != 0 || p.Idle != p.Open {
-		t.Errorf("pool %+v: want at most 3 connections made for %d sequential sessions", p, sessions)
+	// A client may log in before the previous one's connection is back (its reset runs after
+	// the client left): a few connections, never one per session.
+	if p.Created > 10 || p.Resets != sessions || p.ResetFailures != 0 || p.InUse != 0 || p.Idle != p.Open {
+		t.Errorf("pool %+v: want at most 10 connections made for %d sequential sessions", p, sessions)
 	}
-	if after := threads(); after-before > 3 {
-		t.Errorf("the primary's threads of app went from %d to %d over %d sessions", before, after, sessions)
+	if after := threads(); after-before > p.Open {
+		t.Errorf("the primary's threads of app went from %d to %d over %d sessions (%d pooled)", before, after, sessions, p.Open)
 	}
 	t.Logf("%d sessions: created %d, reused %d, resets %d; app's threads %d -> %d", sessions, p.Created, p.Reused, p.Resets, before, threads())
 }
