@@ -114,7 +114,7 @@ func (p *Proxy) poolVariant(l *login, n *topology.Node, readOnly bool) pool.Vari
 // a new one (dialNode). Waits at pool.max_per_node are bounded by acquire_timeout and by the
 // session's life (done).
 func (p *Proxy) acquire(l *login, ps *PoolSettings, done <-chan struct{}, n *topology.Node, readOnly bool, st *backend.State, primary func(*backend.Conn)) (*backend.Conn, error) {
-	if ps == nil || ps.Mode != PoolSession {
+	if !p.pooled(l, ps) {
 		return p.dialNode(l, n, readOnly, st, primary)
 	}
 	lim := ps.limitsOf(l.creds.User)
@@ -213,12 +213,25 @@ func (p *Proxy) recycle(bc *backend.Conn, k pool.Key, v pool.Variant, lim pool.L
 	p.pool.Put(bc, v, lim)
 }
 
+// pooled reports whether the node connections of login l are pooled under ps: pool_mode
+// session, and a user of the configured users list. An account read from the primary
+// (accounts.from_primary) is the node's to vouch for at each login: a pooled connection would
+// skip the node's own checks of it (an account locked, dropped or given a new password there
+// since), so its sessions log in to the nodes every time.
+func (p *Proxy) pooled(l *login, ps *PoolSettings) bool {
+	if ps == nil || ps.Mode != PoolSession {
+		return false
+	}
+	_, configured := p.users[l.creds.User]
+	return configured
+}
+
 // releaseNodes lets go of a session's node connections as it ends (its client's connection is
 // closed already): under pool_mode session, those ns may lend (nodeSet.releaseAll) and whose
 // node still takes work are reset and pooled for the next session of login l; the others are
 // closed.
 func (p *Proxy) releaseNodes(ns *nodeSet, l *login, ps *PoolSettings) {
-	if ps == nil || ps.Mode != PoolSession {
+	if !p.pooled(l, ps) {
 		ns.releaseAll(nil)
 		return
 	}
