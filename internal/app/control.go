@@ -25,7 +25,8 @@ import (
 
 // patchable are the endpoint settings PATCH /v1/endpoints/{name} changes while sluice runs.
 var patchable = []string{"allow", "balance", "connections_from", "consistency", "consistency_timeout", "max_connections",
-	"max_replica_lag", "mode", "multi_statements", "nearest_zone", "read_weights", "transaction_split", "pool_mode", "pool"}
+	"max_replica_lag", "mode", "multi_statements", "nearest_zone", "read_weights", "transaction_split", "pool_mode",
+	"pool.max_per_node", "pool.idle_timeout", "pool.max_lifetime", "pool.acquire_timeout"}
 
 // Proxy implements admin.Control.
 func (a *App) Proxy() admin.Proxy {
@@ -234,6 +235,17 @@ func (a *App) PatchEndpoint(name string, patch map[string]json.RawMessage) (ch a
 		v, err := patchValue(k, raw)
 		if err != nil {
 			return admin.Change{}, err
+		}
+		if sub, ok := strings.CutPrefix(k, "pool."); ok {
+			// The endpoint's pool section merges key by key: those given change, a null
+			// removes one (the top-level pool's then applies), the others stay.
+			mp, _ := set["pool"].(config.MergePatch)
+			if mp.Patch == nil {
+				mp.Patch = map[string]any{}
+			}
+			mp.Patch[sub] = v
+			set["pool"] = mp
+			continue
 		}
 		if m, ok := v.(map[string]any); ok {
 			// A map merges (RFC 7386): the entries given change, a null removes one, the
