@@ -13,7 +13,9 @@
 //     where pools plug in), home and current node, the session state they carry (synced
 //     through backend.Conn.Sync) and the kill targets other goroutines read; nodes.go dials a
 //     node as the client; drain.go and switchover.go: leaving drained or removed nodes and
-//     following the primary.
+//     following the primary; pool.go: pool_mode session, the node set's dial hook taking a
+//     connection from the proxy's pool (internal/pool) and the session's end resetting and
+//     giving back what may be reused (the kill targets unpublished first).
 //   - statements (stmttable.go): binary prepared statements (sluice's ids, bindings per
 //     connection, long data, limits); stmt.go: their commands on the wire.
 //   - readTarget (readtarget.go): what a replica read must see under a consistency level (the
