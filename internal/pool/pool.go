@@ -30,6 +30,9 @@ type Variant struct {
 	ReadOnly bool
 	// TLS: the connection to the node is encrypted.
 	TLS bool
+	// Attrs identifies the connection attributes sent at login (a hash): the node shows them
+	// for the connection's whole life (performance_schema.session_connect_attrs).
+	Attrs uint64
 }
 
 // Limits are the settings of one Get or Put (the endpoint's pool settings, with the user's
@@ -344,6 +347,28 @@ func (p *Pool[C]) Forget(c C) {
 		g.roomMade()
 	}
 	p.mu.Unlock()
+}
+
+// EvictNode closes every idle connection to node, of every user, and reports how many: the
+// node refused a new connection as full (its max_connections), and idle ones hold its slots.
+func (p *Pool[C]) EvictNode(node string) int {
+	var stale []C
+	p.mu.Lock()
+	for k, g := range p.groups {
+		if k.Node != node || len(g.idle) == 0 {
+			continue
+		}
+		for _, e := range g.idle {
+			stale = append(stale, e.c)
+		}
+		g.open -= len(g.idle)
+		clear(g.idle)
+		g.idle = g.idle[:0]
+		g.roomMade()
+	}
+	p.mu.Unlock()
+	p.closeAll(stale)
+	return len(stale)
 }
 
 // Sweep closes the idle connections past their idle timeout or lifetime, and those of the keys

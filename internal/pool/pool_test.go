@@ -323,3 +323,28 @@ func TestConcurrent(t *testing.T) {
 		t.Fatalf("created %d + reused %d != %d Gets", s.Created, s.Reused, 16*200)
 	}
 }
+
+// TestEvictNode: a node found full gets its idle connections closed, every user's, and only
+// that node's; those in use stay.
+func TestEvictNode(t *testing.T) {
+	r := newRig()
+	lim := Limits{}
+	k2 := Key{Node: "n1", User: "other"}
+	k3 := Key{Node: "n2", User: "app"}
+	a, _ := r.get(t, k1, v1, lim)
+	b, _ := r.get(t, k2, v1, lim)
+	c, _ := r.get(t, k3, v1, lim)
+	busy, _ := r.get(t, k1, v1, lim)
+	r.p.Put(a, v1, lim)
+	r.p.Put(b, v1, lim)
+	r.p.Put(c, v1, lim)
+	if n := r.p.EvictNode("n1"); n != 2 {
+		t.Fatalf("evicted %d, want 2", n)
+	}
+	if !a.closed.Load() || !b.closed.Load() || c.closed.Load() || busy.closed.Load() {
+		t.Fatal("EvictNode closed the wrong connections")
+	}
+	if s := stat(r.p, k1); s.Open != 1 || s.Idle != 0 || s.InUse != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+}

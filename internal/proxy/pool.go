@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"time"
 
@@ -105,7 +106,9 @@ func (p *Proxy) poolKey(l *login, n *topology.Node) pool.Key {
 
 func (p *Proxy) poolVariant(l *login, n *topology.Node, readOnly bool) pool.Variant {
 	cfg, _ := p.backendTLS(n, l.tls)
-	return pool.Variant{Caps: l.caps, MariaDBCaps: l.mcaps, Charset: l.charset, ReadOnly: readOnly, TLS: cfg != nil}
+	h := fnv.New64a()
+	_, _ = h.Write(l.attrs)
+	return pool.Variant{Caps: l.caps, MariaDBCaps: l.mcaps, Charset: l.charset, ReadOnly: readOnly, TLS: cfg != nil, Attrs: h.Sum64()}
 }
 
 // acquire is the node set's dial hook under pool_mode session: a connection to node n for
@@ -140,7 +143,16 @@ func (p *Proxy) acquire(l *login, ps *PoolSettings, done <-chan struct{}, n *top
 		},
 		func() (*backend.Conn, error) {
 			fresh = true
-			return p.dialNode(l, n, readOnly, st, primary)
+			c, err := p.dialNode(l, n, readOnly, st, primary)
+			for try := 0; try < fullRetries && nodeFull(err) && p.pool.EvictNode(n.Name) > 0; try++ {
+				// The node is full, and the pool's idle connections hold some of its slots:
+				// they are closed (COM_QUIT), and the node given a moment to free them.
+				if !pauseFor(done, fullPause) {
+					break
+				}
+				c, err = p.dialNode(l, n, readOnly, st, primary)
+			}
+			return c, err
 		})
 	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		return nil, &backend.ConnectError{Addr: n.Address, Err: errPoolWaitEnded}
@@ -174,6 +186,35 @@ func (p *Proxy) acquire(l *login, ps *PoolSettings, done <-chan struct{}, n *top
 		primary(c)
 	}
 	return c, nil
+}
+
+// fullRetries and fullPause: how often, and after what pause, a dial the node refused as full
+// is tried again once the pool closed idle connections to it.
+const (
+	fullRetries = 3
+	fullPause   = 20 * time.Millisecond
+)
+
+// nodeFull reports whether err is a node's refusal of a new connection for lack of room: 1040
+// (max_connections) or 1203 (the user's max_user_connections).
+func nodeFull(err error) bool {
+	var se *mysql.SQLError
+	return err != nil && errors.As(err, &se) && (se.Code == mysql.ErrConCount || se.Code == errTooManyUserConnections)
+}
+
+// errTooManyUserConnections is the server's ER_TOO_MANY_USER_CONNECTIONS.
+const errTooManyUserConnections = 1203
+
+// pauseFor waits d, or less when done is closed first (then it reports false).
+func pauseFor(done <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // recycle resets bc (COM_RESET_CONNECTION), which a session of login l released between two
