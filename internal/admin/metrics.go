@@ -116,7 +116,8 @@ var (
 		"Client connections that logged in, by endpoint.", []string{"endpoint"}, nil)
 	descRefused = prometheus.NewDesc("sluice_client_connections_refused_total",
 		"Client connections that ended before they logged in, by endpoint and reason (max_connections, too_many_logins, "+
-			"not_allowed, blocked, tls_required, handshake, login_timeout, auth_failed, no_node, shutting_down).",
+			"not_allowed, blocked, tls_required, handshake, login_timeout, auth_failed, no_node, shutting_down, "+
+			"max_user_connections).",
 		[]string{"endpoint", "reason"}, nil)
 	descAuthFailures = prometheus.NewDesc("sluice_client_auth_failures_total",
 		"Failed authentications (logins and COM_CHANGE_USER), by endpoint.", []string{"endpoint"}, nil)
