@@ -109,8 +109,8 @@ func TestSluiceCommands(t *testing.T) {
 		}
 	}
 	// What is not topology stays open to every user.
-	var node, role, reason string
-	if err := other.QueryRowContext(ctx, "SLUICE SHOW LAST ROUTE").Scan(&node, &role, &reason); err != nil {
+	var node, role, reason, pins string
+	if err := other.QueryRowContext(ctx, "SLUICE SHOW LAST ROUTE").Scan(&node, &role, &reason, &pins); err != nil {
 		t.Errorf("SHOW LAST ROUTE as %s: %v", plainUser, err)
 	}
 
