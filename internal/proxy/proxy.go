@@ -549,6 +549,9 @@ func (p *Proxy) Serve(name string, ln net.Listener) error {
 		n := ep.active.Add(1)
 		go func() {
 			defer p.wg.Done()
+			// After untrack: a session listed (SessionList) always holds its place under
+			// its user's max_user_connections, however it ended (run recovers a panic).
+			defer s.login.release()
 			defer p.untrack(s)
 			defer ep.active.Add(-1)
 			defer p.loggedIn(s)

@@ -137,7 +137,6 @@ func (s *session) run(overLimit bool) {
 			s.log.Error("session panic", "panic", r, "stack", string(debug.Stack()))
 		}
 		s.close()
-		s.login.release()
 		s.view.traffic(s.client.Received(), s.client.Sent())
 	}()
 	if overLimit {

@@ -68,7 +68,8 @@ func (l *login) holdUser(limits map[string]*userLimit, name string) *mysql.SQLEr
 }
 
 // release gives back the session's place under its user's limit: at the session's end, on
-// every path (Proxy.Serve's session goroutine). A second call does nothing.
+// every path, once it left the proxy's list of sessions (Proxy.Serve's session goroutine). A
+// second call does nothing.
 func (l *login) release() {
 	if l.held != nil {
 		l.held.give()
