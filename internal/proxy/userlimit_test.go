@@ -16,6 +16,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/sluicedb/sluice/internal/config"
+	smysql "github.com/sluicedb/sluice/internal/mysql"
 	"github.com/sluicedb/sluice/internal/testutil"
 )
 
@@ -55,6 +56,7 @@ func waitAppSessions(t *testing.T, s *sluice, want int) {
 // once neither leak places nor make more (the limit holds exactly afterwards).
 func TestMaxUserConnections(t *testing.T) {
 	const limit = 3
+	plain := withPlainUser(t)
 	s := startSluice(t, func(c *config.Config) {
 		c.Admin.Listen, c.Admin.Token = "127.0.0.1:0", ""
 		for i := range c.Users {
@@ -62,6 +64,8 @@ func TestMaxUserConnections(t *testing.T) {
 				c.Users[i].MaxUserConnections = limit
 			}
 		}
+		plain(c)
+		c.Users[len(c.Users)-1].MaxUserConnections = 1
 	})
 	ctx := context.Background()
 	rw := open(t, dsn(s.rw, "app", "app", "", ""))
@@ -240,6 +244,43 @@ func TestMaxUserConnections(t *testing.T) {
 		c.Close()
 	}
 	t.Logf("under load: %d logins in, %d refused with 1226", in.Load(), out.Load())
+
+	// COM_CHANGE_USER: to a user at its limit, the server's 1226, and the session stays with
+	// its previous user (and its place); to a user with room, the place moves with it.
+	via := rawConnect(t, s.rw, "app", "app")
+	defer via.Close()
+	holder := rawConnect(t, s.rw, plainUser, plainPassword)
+	r := changeUserRaw(t, via, plainUser, plainPassword)
+	if !smysql.IsERR(r) || smysql.ParseERR(r).Code != 1226 || smysql.ParseERR(r).Message != userLimitMessage(plainUser, 1) {
+		t.Fatalf("change to a user at its limit: %q", r)
+	}
+	if got := query(t, via, "SELECT SUBSTRING_INDEX(CURRENT_USER(), '@', 1)"); got != "app" {
+		t.Fatalf("after a refused change of user: %q, want app", got)
+	}
+	waitAppSessions(t, s, 1)
+	holder.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r = changeUserRaw(t, via, plainUser, plainPassword)
+		if smysql.IsOK(r) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond) // the holder's session ends a moment after it left
+	}
+	if !smysql.IsOK(r) {
+		t.Fatalf("change to a user with room: %v", smysql.ParseERR(r))
+	}
+	waitAppSessions(t, s, 0) // app's place came back
+	pdb := open(t, dsn(s.rw, plainUser, plainPassword, "", ""))
+	if err := pdb.PingContext(ctx); mysqlErr(t, err).Number != 1226 {
+		t.Fatalf("a login as %s while a changed session holds its place: %v", plainUser, err)
+	}
+	if r := changeUserRaw(t, via, "app", "app"); !smysql.IsOK(r) {
+		t.Fatalf("change back to app: %v", smysql.ParseERR(r))
+	}
+	if err := pdb.PingContext(ctx); err != nil {
+		t.Fatalf("a login as %s once the changed session left it: %v", plainUser, err)
+	}
 }
 
 // TestMaxUserConnectionsLikeServer: the mariadb client past a user's limit sees through sluice
