@@ -74,7 +74,7 @@ reps=${REPS:-3}
 tables=${TABLES:-4}
 table_size=${TABLE_SIZE:-10000}
 sluice_threads=${SLUICE_THREADS:-1}
-idle_conns=${IDLE_CONNS:-1000}
+read -r -a idle_counts <<<"${IDLE_CONNS:-1000}"
 admin_rate=${ADMIN_RATE:-10}
 scrapes=${SCRAPES:-100}
 readonly all_parts="systems idle consistency short" all_cons_workloads="oltp_read_only oltp_point_select"
@@ -90,7 +90,7 @@ if [[ ${SMOKE:-0} == 1 ]]; then
 	run_time=3
 	reps=1
 	workloads=("${workloads[0]}")
-	idle_conns=${IDLE_CONNS:-100}
+	read -r -a idle_counts <<<"${IDLE_CONNS:-100}"
 	cons_modes=("${modes[0]}")
 	ryw_n=${RYW_N:-200}
 	short_time=${SHORT_TIME:-2}
@@ -116,9 +116,30 @@ for n in ${run_time:+"$run_time"} "$reps" "$tables" "$table_size" "${thread_coun
 	[[ $n =~ ^[1-9][0-9]*$ ]] || fl_die "TIME, REPS, THREADS, TABLES, TABLE_SIZE, CONS_THREADS, RYW_N, SHORT_CLIENTS and SHORT_TIME must be positive integers"
 done
 [[ $admin_rate =~ ^[0-9]+(\.[0-9]+)?$ ]] || fl_die "ADMIN_RATE must be a number of rounds a second"
-for n in "$sluice_threads" "$idle_conns" "$scrapes"; do
-	[[ $n =~ ^[0-9]+$ ]] || fl_die "SLUICE_THREADS and IDLE_CONNS must be integers >= 0"
+for n in "$sluice_threads" "$scrapes"; do
+	[[ $n =~ ^[0-9]+$ ]] || fl_die "SLUICE_THREADS and SCRAPES must be integers >= 0"
 done
+# IDLE_CONNS: 0 (skip the idle step), or counts in increasing order, opened in steps.
+if [[ ${idle_counts[*]} == 0 ]]; then
+	idle_counts=()
+fi
+prev=0
+for n in ${idle_counts[@]+"${idle_counts[@]}"}; do
+	if ! [[ $n =~ ^[1-9][0-9]*$ ]] || ((n <= prev)); then
+		fl_die "IDLE_CONNS must be 0 or positive counts in increasing order (got '${IDLE_CONNS:-}')"
+	fi
+	prev=$n
+done
+# sluice-p holds two sockets per idle session (the client's and its primary connection) within
+# this shell's open-files limit, which it inherits: counts above it are reported as skipped.
+fd_limit=$(ulimit -n)
+[[ $fd_limit =~ ^[0-9]+$ ]] || fd_limit=1048576
+idle_fit=() idle_skipped=()
+for n in ${idle_counts[@]+"${idle_counts[@]}"}; do
+	if ((2 * n + 200 <= fd_limit)); then idle_fit+=("$n"); else idle_skipped+=("$n"); fi
+done
+idle_conns=0
+if ((${#idle_fit[@]} > 0)); then idle_conns=${idle_fit[-1]}; fi
 ((${#parts[@]} > 0)) || fl_die "PARTS is empty"
 for part in "${parts[@]}"; do
 	[[ " $all_parts " == *" $part "* ]] || fl_die "unknown part '$part' in PARTS (known: $all_parts)"
@@ -133,7 +154,10 @@ done
 has_part() { [[ " ${parts[*]} " == *" $1 "* ]]; }
 want_systems=0 want_idle=0 want_cons=0 want_short=0
 if has_part systems; then want_systems=1; fi
-if has_part idle && ((idle_conns > 0)); then want_idle=1; fi
+if has_part idle && ((${#idle_fit[@]} > 0)); then want_idle=1; fi
+if has_part idle && ((${#idle_fit[@]} == 0 && ${#idle_skipped[@]} > 0)); then
+	fl_log "note: every IDLE_CONNS count needs more open files than ulimit -n ($fd_limit) allows: the idle step is skipped"
+fi
 if has_part consistency; then want_cons=1; fi
 if has_part short; then want_short=1; fi
 # Missing tools: apt-get update, then install (as root or with password-less sudo), or say how.
@@ -177,20 +201,30 @@ pid_r=
 pid_b=
 pid_so=
 pid_ss=
-idle_pid=
-idle_fd=
+idle_pids=()
+idle_fds=()
 fl_begin sluice-bench
 out=${OUT:-$work/results.json}
 
-# Stop the idle-connection opener, HAProxy, the sluice of system C and sluice-c (fl_cleanup stops
+# stop_idle: close the idle-connection openers' stdin and stop them.
+stop_idle() {
+	local f p
+	for f in ${idle_fds[@]+"${idle_fds[@]}"}; do
+		exec {f}>&-
+	done
+	idle_fds=()
+	for p in ${idle_pids[@]+"${idle_pids[@]}"}; do
+		fl_stop_pid "$p"
+	done
+	idle_pids=()
+}
+
+# Stop the idle-connection openers, HAProxy, the sluice of system C and sluice-c (fl_cleanup stops
 # FL_SLUICE_PID, system D's, the sandbox, and removes $work).
 bench_cleanup() {
 	local rc=$?
 	set +e
-	if [[ -n $idle_fd ]]; then
-		exec {idle_fd}>&-
-	fi
-	fl_stop_pid "$idle_pid"
+	stop_idle
 	fl_stop_pid "$haproxy_pid"
 	haproxy_pid=
 	if [[ -n $pid_p && $pid_p != "$FL_SLUICE_PID" ]]; then
@@ -211,13 +245,17 @@ bench_cleanup() {
 			fl_stop_pid "$p"
 		fi
 	done
-	pid_b= pid_so= pid_ss=
+	pid_b=""
+	pid_so=""
+	pid_ss=""
 	if [[ $status == failed ]]; then
 		fl_tail "$work/haproxy.log"
 		fl_tail "$work/sluice-p.log"
 		fl_tail "$work/sluice-r.log"
 		fl_tail "$work/sluice-b.log"
-		fl_tail "$work/idleconns.log"
+		for f in "$work"/idleconns-*.log; do
+			fl_tail "$f"
+		done
 		fl_tail "$work/sluice-c.log"
 		fl_tail "$work/sluice-off.log"
 		fl_tail "$work/sluice-session.log"
@@ -522,59 +560,92 @@ scrape_cost() {
 if ((want_idle)); then
 	p_alive || fl_die "sluice-p (pid $pid_p) is not running any more"
 	read -r sc0_p50 sc0_p99 sc0_cpu sc0_bytes <<<"$(scrape_cost none)"
-	fl_log "idle connections: opening $idle_conns through sluice-p ($addr_p)"
+	fl_log "idle connections: opening ${idle_fit[*]} (in steps) through sluice-p ($addr_p)${idle_skipped[*]:+; skipped: ${idle_skipped[*]} (open files: ulimit -n is $fd_limit)}"
 	conns_before=$(primary_conns)
 	rss_before=$(mem_kib "$pid_p" VmRSS)
 	t0=$SECONDS
-	mkfifo "$work/idleconns.in"
-	# Holding the fifo open read-write keeps the opener's stdin open until we close it.
-	exec {idle_fd}<>"$work/idleconns.in"
-	: >"$work/idleconns.out"
-	"$work/idleconns" -addr "$addr_p" -n "$idle_conns" -user "$FL_USER" -password "$FL_PASSWORD" \
-		<"$work/idleconns.in" {idle_fd}>&- >"$work/idleconns.out" 2>"$work/idleconns.log" &
-	idle_pid=$!
-	until grep -q '^opened ' "$work/idleconns.out"; do
-		if ! kill -0 "$idle_pid" 2>/dev/null; then
-			fl_tail "$work/idleconns.log"
-			fl_die "idleconns exited before opening $idle_conns connections"
+	prev=0
+	idle_rows=()
+	idle_levels_json=""
+	for c in "${idle_fit[@]}"; do
+		more=$((c - prev))
+		# One more opener for this step, with a fifo of its own as stdin: holding it open
+		# read-write keeps the opener's stdin open until we close it. It holds none of the
+		# earlier steps' fifos (closed in the subshell before the exec).
+		mkfifo "$work/idleconns-$c.in"
+		exec {fd}<>"$work/idleconns-$c.in"
+		: >"$work/idleconns-$c.out"
+		(
+			for f in ${idle_fds[@]+"${idle_fds[@]}"} "$fd"; do
+				exec {f}>&-
+			done
+			exec "$work/idleconns" -addr "$addr_p" -n "$more" -user "$FL_USER" -password "$FL_PASSWORD" \
+				<"$work/idleconns-$c.in" >"$work/idleconns-$c.out" 2>"$work/idleconns-$c.log"
+		) &
+		idle_pids+=("$!")
+		idle_fds+=("$fd")
+		t1=$SECONDS
+		until grep -q '^opened ' "$work/idleconns-$c.out"; do
+			if ! kill -0 "${idle_pids[-1]}" 2>/dev/null; then
+				fl_tail "$work/idleconns-$c.log"
+				fl_die "idleconns exited before opening $more more connections (to $c)"
+			fi
+			((SECONDS - t1 < 180 + more / 50)) || fl_die "idleconns did not open $more more connections (to $c) within $((180 + more / 50)) s"
+			sleep 0.2
+		done
+		open_s=$((SECONDS - t0))
+		# Let sluice settle (a session may still be finishing its backend login): RSS unchanged
+		# over one second, at most 10 s.
+		rss_after=$(mem_kib "$pid_p" VmRSS)
+		for _ in $(seq 10); do
+			sleep 1
+			r=$(mem_kib "$pid_p" VmRSS)
+			[[ $r == "$rss_after" ]] && break
+			rss_after=$r
+		done
+		conns_after=$(primary_conns)
+		p_alive || fl_die "sluice-p died with $c idle connections"
+		diff_kib=$((rss_after - rss_before))
+		per_conn=$(awk -v d="$diff_kib" -v n="$c" 'BEGIN { printf "%.1f", d / n }')
+		per_1000=$(awk -v d="$diff_kib" -v n="$c" 'BEGIN { printf "%.1f", d / n * 1000 / 1024 }')
+		marginal=- marginal_json=null
+		if ((prev > 0)); then
+			marginal=$(awk -v d="$((rss_after - rss_prev))" -v n="$more" 'BEGIN { printf "%.1f", d / n }')
+			marginal_json=$marginal
 		fi
-		((SECONDS - t0 < 180)) || fl_die "idleconns did not open $idle_conns connections within 180 s"
-		sleep 0.2
+		fl_log "idle connections: $c open after ${open_s}s; sluice-p RSS $(mib "$rss_before") -> $(mib "$rss_after") MiB ($per_conn KiB each); primary connections $conns_before -> $conns_after"
+		idle_rows+=("$(printf '| %d | %s | %s | %s | %s | %s | %s | %s → %s |' "$c" "$(mib "$rss_before")" "$(mib "$rss_after")" \
+			"$(mib "$diff_kib")" "$per_conn" "$per_1000" "$marginal" "$conns_before" "$conns_after")")
+		idle_levels_json+="${idle_levels_json:+, }$(printf '{"connections": %d, "rss_kib": %d, "rss_diff_kib": %d, "kib_per_connection": %s, "kib_per_connection_since_previous": %s, "primary_connections": %d, "open_seconds": %d}' \
+			"$c" "$rss_after" "$diff_kib" "$per_conn" "$marginal_json" "$conns_after" "$open_s")"
+		prev=$c
+		rss_prev=$rss_after
 	done
-	open_s=$((SECONDS - t0))
-	# Let sluice settle (a session may still be finishing its backend login): RSS unchanged
-	# over one second, at most 10 s.
-	rss_after=$(mem_kib "$pid_p" VmRSS)
-	for _ in $(seq 10); do
-		sleep 1
-		r=$(mem_kib "$pid_p" VmRSS)
-		[[ $r == "$rss_after" ]] && break
-		rss_after=$r
-	done
-	conns_after=$(primary_conns)
+	idle_conns=$prev
 	read -r sc_p50 sc_p99 sc_cpu sc_bytes <<<"$(scrape_cost idle)"
 	p_alive || fl_die "sluice-p died with $idle_conns idle connections"
-	exec {idle_fd}>&-
-	idle_fd=
-	fl_stop_pid "$idle_pid"
-	idle_pid=
-	diff_kib=$((rss_after - rss_before))
-	per_conn=$(awk -v d="$diff_kib" -v n="$idle_conns" 'BEGIN { printf "%.1f", d / n }')
-	per_1000=$(awk -v d="$diff_kib" -v n="$idle_conns" 'BEGIN { printf "%.1f", d / n * 1000 / 1024 }')
-	fl_log "idle connections: $idle_conns open in ${open_s}s; sluice-p RSS $(mib "$rss_before") -> $(mib "$rss_after") MiB; primary connections $conns_before -> $conns_after"
+	stop_idle
+	for c in ${idle_skipped[@]+"${idle_skipped[@]}"}; do
+		idle_rows+=("$(printf '| %d | skipped: sluice-p needs 2 open files per idle session (the client'"'"'s socket and its primary connection), %d with its own; ulimit -n is %d | | | | | | |' \
+			"$c" "$((2 * c + 200))" "$fd_limit")")
+	done
 	idle_table=$(
-		printf '\nIdle client connections through sluice-p (logged in as %s, then idle; RSS = VmRSS of sluice-p).\n\n' "$FL_USER"
-		printf '| idle connections | RSS before MiB | RSS with them MiB | difference MiB | KiB per connection | MiB per 1 000 | primary connections before → with |\n'
-		printf '|---:|---:|---:|---:|---:|---:|---:|\n'
-		printf '| %d | %s | %s | %s | %s | %s | %s → %s |\n' "$idle_conns" "$(mib "$rss_before")" "$(mib "$rss_after")" \
-			"$(mib "$diff_kib")" "$per_conn" "$per_1000" "$conns_before" "$conns_after"
+		printf '\nIdle client connections through sluice-p (logged in as %s, then idle; RSS = VmRSS of sluice-p; opened in steps, each count including the ones before; since previous: the RSS growth from the row before, per connection added).\n\n' "$FL_USER"
+		printf '| idle connections | RSS before MiB | RSS with them MiB | difference MiB | KiB per connection | MiB per 1 000 | KiB per connection since previous | primary connections before → with |\n'
+		printf '|---:|---:|---:|---:|---:|---:|---:|---:|\n'
+		printf '%s\n' "${idle_rows[@]}"
 		printf '\nA /metrics scrape of sluice-p over HTTP (bench/adminload, %d scrapes one after another; CPU: sluice-p'"'"'s over them, per scrape).\n\n' "$scrapes"
 		printf '| client sessions | p50 ms | p99 ms | sluice CPU ms per scrape | bytes |\n|---:|---:|---:|---:|---:|\n'
 		printf '| 0 | %s | %s | %s | %s |\n| %d | %s | %s | %s | %s |\n' "$sc0_p50" "$sc0_p99" "$sc0_cpu" "$sc0_bytes" \
 			"$idle_conns" "$sc_p50" "$sc_p99" "$sc_cpu" "$sc_bytes"
 	)
-	idle_json=$(printf '{"connections": %d, "rss_before_kib": %d, "rss_after_kib": %d, "rss_diff_kib": %d, "kib_per_connection": %s, "mib_per_1000": %s, "primary_connections_before": %d, "primary_connections_after": %d, "open_seconds": %d, "scrapes": %d, "scrape_without": {"p50_ms": %s, "p99_ms": %s, "cpu_ms": %s, "bytes": %s}, "scrape_with": {"p50_ms": %s, "p99_ms": %s, "cpu_ms": %s, "bytes": %s}}' \
+	# The top-level fields are the largest count's, as before there were steps.
+	idle_json=$(printf '{"connections": %d, "rss_before_kib": %d, "rss_after_kib": %d, "rss_diff_kib": %d, "kib_per_connection": %s, "mib_per_1000": %s, "primary_connections_before": %d, "primary_connections_after": %d, "open_seconds": %d, "levels": [%s], "skipped": [%s], "open_files_limit": %d, "scrapes": %d, "scrape_without": {"p50_ms": %s, "p99_ms": %s, "cpu_ms": %s, "bytes": %s}, "scrape_with": {"p50_ms": %s, "p99_ms": %s, "cpu_ms": %s, "bytes": %s}}' \
 		"$idle_conns" "$rss_before" "$rss_after" "$diff_kib" "$per_conn" "$per_1000" "$conns_before" "$conns_after" "$open_s" \
+		"$idle_levels_json" "$(
+			IFS=,
+			echo "${idle_skipped[*]}"
+		)" "$fd_limit" \
 		"$scrapes" "$sc0_p50" "$sc0_p99" "$sc0_cpu" "$sc0_bytes" "$sc_p50" "$sc_p99" "$sc_cpu" "$sc_bytes")
 fi
 
@@ -700,7 +771,8 @@ fi
 short_runs=$work/short-runs.tsv
 : >"$short_runs"
 short_systems=()
-addr_so= addr_ss=
+addr_so=""
+addr_ss=""
 pool_off_key=absent
 pool_session=no
 pool_session_note=
@@ -998,7 +1070,7 @@ table=$work/table.md
 		while IFS=$'\t' read -r wl m th sys qps _; do
 			[[ $sys == sluice-pa ]] || continue
 			calls=0 worst=0
-			for f in "$work"/admin-"$wl-$m-$th"-*.json; do
+			for f in "$work/admin-$wl-$m-$th"-*.json; do
 				[[ -f $f ]] || continue
 				calls=$((calls + $(fl_json_get "$f" calls || echo 0)))
 				worst=$(awk -v a="$worst" -v b="$(fl_json_get "$f" p99_ms || echo 0)" 'BEGIN { print (b + 0 > a + 0) ? b : a }')
@@ -1080,6 +1152,11 @@ cat "$table"
 
 # Results JSON.
 jnum() { if [[ $1 == - || -z $1 ]]; then printf 'null'; else printf '%s' "$1"; fi; }
+# jstr TEXT: TEXT with its double quotes and backslashes escaped, for a JSON string.
+jstr() {
+	local t=${1//\\/\\\\}
+	printf '%s' "${t//\"/\\\"}"
+}
 jbool() { case $1 in yes) printf true ;; no) printf false ;; *) printf null ;; esac; }
 # jlist WORD...: a JSON array of strings.
 jlist() {
@@ -1166,7 +1243,7 @@ json_medians() {
 	if ((want_short)); then
 		printf '{\n    "clients": %d,\n    "time": %d,\n    "reps": %d,\n    "pool_mode_off_key": %s,\n    "pool_mode_session": %s,\n    "pool_mode_session_refused": "%s",\n' \
 			"$short_clients" "$short_time" "$reps" "$([[ $pool_off_key == off ]] && echo true || echo false)" \
-			"$([[ $pool_session == yes ]] && echo true || echo false)" "$(sed 's/["\\]/\\&/g' <<<"$pool_session_note")"
+			"$([[ $pool_session == yes ]] && echo true || echo false)" "$(jstr "$pool_session_note")"
 		printf '    "systems": {"direct": "%s", "haproxy": "%s", "sluice-off": "%s", "sluice-session": "%s"},\n    "runs": [\n' \
 			"$FL_PRIMARY" "$haproxy_addr" "$addr_so" "$addr_ss"
 		sep=""
