@@ -841,6 +841,9 @@ one_short() {
 	cp99=$(fl_json_get "$json" connect_p99_ms || true)
 	if ((rc != 0)) || [[ -z $conns || -z $errs ]]; then
 		failures+=("short connections $sys rep $rep: exit $rc, ${errs:-?} failed iterations: $(tail -n 1 "$log")")
+	fi
+	if [[ -z $conns || -z $errs ]]; then
+		# No result at all: the run counts as one error.
 		errs=$((${errs:-0} + 1))
 	fi
 	if [[ -n $conns && $conns != 0 ]]; then
