@@ -1141,6 +1141,9 @@ table=$work/table.md
 			sluice-off) pm=off; [[ $pool_off_key == off ]] || pm="(no pool_mode key: no pool)" ;;
 			sluice-session) pm=session ;;
 			esac
+			if [[ $lpc != - ]]; then
+				lpc=$(awk -v v="$lpc" 'BEGIN { printf "%.2f", v }')
+			fi
 			printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$sys" "$pm" "$cps" "$p50" "$p99" "$avg" \
 				"$cp50" "$cp99" "$errs" "$lpc" "$cpu" "$rss" "$(ratio "$cps" "${sc[direct]:--}")" "$(ratio "$cps" "${sc[haproxy]:--}")" \
 				"$(ratio "$p99" "${s99[direct]:--}")"
