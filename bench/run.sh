@@ -54,7 +54,8 @@
 #                                  go build -o /tmp/sluice-base ./cmd/sluice in it)
 #   KEEP=1                         keep the work directory and the sandbox
 #   PROFILE_DIR=dir                write CPU profiles of the sluices there (sluice-p.cpu,
-#                                  sluice-r.cpu, sluice-c.cpu; read with 'go tool pprof BINARY FILE')
+#                                  sluice-r.cpu, sluice-c.cpu, sluice-off.cpu, sluice-session.cpu;
+#                                  read with 'go tool pprof BINARY FILE')
 #
 # Exit status: 0 when every run finished without errors (and no stale read at session or global),
 # 1 otherwise. The consistency levels' QPS targets are reported, never a failure.
@@ -876,6 +877,9 @@ if ((want_short)); then
 	fi
 	FL_RW=$addr_so
 	FL_SLUICE_ARGS=()
+	if [[ -n ${PROFILE_DIR:-} ]]; then
+		FL_SLUICE_ARGS=(--cpuprofile "$PROFILE_DIR/sluice-off.cpu")
+	fi
 	FIDELITY_READS=replicas fl_sluice_start "$work/sluice-off.yaml" "$work/sluice-off.log"
 	pid_so=$FL_SLUICE_PID
 	short_systems=(direct haproxy sluice-off)
@@ -887,6 +891,9 @@ if ((want_short)); then
 		addr_ss=$ss_addr
 		pool_session=yes
 		FL_RW=$addr_ss
+		if [[ -n ${PROFILE_DIR:-} ]]; then
+			FL_SLUICE_ARGS=(--cpuprofile "$PROFILE_DIR/sluice-session.cpu")
+		fi
 		FIDELITY_READS=replicas fl_sluice_start "$work/sluice-session.yaml" "$work/sluice-session.log"
 		pid_ss=$FL_SLUICE_PID
 		short_systems+=(sluice-session)
