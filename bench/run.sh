@@ -18,6 +18,13 @@
 # at that level; sysbench oltp_read_only --skip_trx=on and oltp_point_select through the three,
 # interleaved, and bench/ryw (read-your-writes: UPDATE then SELECT on one connection) through each.
 #
+# Then short connections (part short): bench/shortconn's SHORT_CLIENTS clients each loop over
+# connect, one point select, disconnect, for SHORT_TIME seconds, through direct, haproxy,
+# sluice-off (a sluice with endpoint rw at pool_mode: off, reads on the primary) and
+# sluice-session (pool_mode: session), interleaved; connections per second and p50/p99 of an
+# iteration. A binary that does not know the key pool_mode runs sluice-off without it (no pool:
+# what off means) and has no sluice-session (reported as not available).
+#
 # Environment (see bench/README.md):
 #   WORKLOADS="oltp_point_select oltp_read_only oltp_read_write"
 #                                  (oltp_read_only always runs with --skip_trx=on)
@@ -31,13 +38,15 @@
 #                                  (with them open, SCRAPES /metrics scrapes measure a scrape's cost)
 #   ADMIN_RATE=10                  rounds a second of bench/adminload beside system sluice-pa
 #   SCRAPES=100                    /metrics scrapes of sluice-p without and with the idle connections
-#   PARTS="systems idle consistency"  which parts run (any of them, in that order)
+#   PARTS="systems idle consistency short"  which parts run (any of them, in that order)
 #   CONS_WORKLOADS="oltp_read_only oltp_point_select"  sysbench workloads of the consistency part
 #   CONS_THREADS=8                 sysbench threads of the consistency part
 #   CONS_TIMEOUT=                  consistency_timeout of the cons-* endpoints (default: sluice's, 10ms)
 #   RYW_N=2000                     write-then-read pairs per level (bench/ryw)
+#   SHORT_CLIENTS=16               clients of the short part (bench/shortconn)
+#   SHORT_TIME=10                  seconds per short-connection run
 #   SMOKE=1                        TIME=3 REPS=1, only the first workload, IDLE_CONNS=100; consistency
-#                                  part: only the first mode, RYW_N=200
+#                                  part: only the first mode, RYW_N=200; SHORT_TIME=2
 #   OUT=path                       results JSON (default: the work directory, see README)
 #   SLUICE_BIN=path                use this sluice binary instead of building one
 #   SLUICE_BASE_BIN=path           also run system sluice-b with this binary (e.g. one built from the
@@ -45,7 +54,8 @@
 #                                  go build -o /tmp/sluice-base ./cmd/sluice in it)
 #   KEEP=1                         keep the work directory and the sandbox
 #   PROFILE_DIR=dir                write CPU profiles of the sluices there (sluice-p.cpu,
-#                                  sluice-r.cpu, sluice-c.cpu; read with 'go tool pprof BINARY FILE')
+#                                  sluice-r.cpu, sluice-c.cpu, sluice-off.cpu, sluice-session.cpu;
+#                                  read with 'go tool pprof BINARY FILE')
 #
 # Exit status: 0 when every run finished without errors (and no stale read at session or global),
 # 1 otherwise. The consistency levels' QPS targets are reported, never a failure.
@@ -65,23 +75,26 @@ reps=${REPS:-3}
 tables=${TABLES:-4}
 table_size=${TABLE_SIZE:-10000}
 sluice_threads=${SLUICE_THREADS:-1}
-idle_conns=${IDLE_CONNS:-1000}
+read -r -a idle_counts <<<"${IDLE_CONNS:-1000}"
 admin_rate=${ADMIN_RATE:-10}
 scrapes=${SCRAPES:-100}
-readonly all_parts="systems idle consistency" all_cons_workloads="oltp_read_only oltp_point_select"
+readonly all_parts="systems idle consistency short" all_cons_workloads="oltp_read_only oltp_point_select"
 read -r -a parts <<<"${PARTS:-$all_parts}"
 read -r -a cons_workloads <<<"${CONS_WORKLOADS:-$all_cons_workloads}"
 cons_threads=${CONS_THREADS:-8}
 cons_timeout=${CONS_TIMEOUT:-}
 ryw_n=${RYW_N:-2000}
+short_clients=${SHORT_CLIENTS:-16}
+short_time=${SHORT_TIME:-10}
 cons_modes=("${modes[@]}")
 if [[ ${SMOKE:-0} == 1 ]]; then
 	run_time=3
 	reps=1
 	workloads=("${workloads[0]}")
-	idle_conns=${IDLE_CONNS:-100}
+	read -r -a idle_counts <<<"${IDLE_CONNS:-100}"
 	cons_modes=("${modes[0]}")
 	ryw_n=${RYW_N:-200}
+	short_time=${SHORT_TIME:-2}
 fi
 systems=(direct haproxy sluice-p sluice-pa sluice-r)
 base_bin=${SLUICE_BASE_BIN:-}
@@ -100,13 +113,34 @@ for w in "${workloads[@]}"; do
 	[[ " $all_workloads " == *" $w "* ]] || fl_die "unknown workload '$w' (known: $all_workloads)"
 done
 ((${#thread_counts[@]} > 0)) || fl_die "THREADS is empty"
-for n in ${run_time:+"$run_time"} "$reps" "$tables" "$table_size" "${thread_counts[@]}" "$cons_threads" "$ryw_n"; do
-	[[ $n =~ ^[1-9][0-9]*$ ]] || fl_die "TIME, REPS, THREADS, TABLES, TABLE_SIZE, CONS_THREADS and RYW_N must be positive integers"
+for n in ${run_time:+"$run_time"} "$reps" "$tables" "$table_size" "${thread_counts[@]}" "$cons_threads" "$ryw_n" "$short_clients" "$short_time"; do
+	[[ $n =~ ^[1-9][0-9]*$ ]] || fl_die "TIME, REPS, THREADS, TABLES, TABLE_SIZE, CONS_THREADS, RYW_N, SHORT_CLIENTS and SHORT_TIME must be positive integers"
 done
 [[ $admin_rate =~ ^[0-9]+(\.[0-9]+)?$ ]] || fl_die "ADMIN_RATE must be a number of rounds a second"
-for n in "$sluice_threads" "$idle_conns" "$scrapes"; do
-	[[ $n =~ ^[0-9]+$ ]] || fl_die "SLUICE_THREADS and IDLE_CONNS must be integers >= 0"
+for n in "$sluice_threads" "$scrapes"; do
+	[[ $n =~ ^[0-9]+$ ]] || fl_die "SLUICE_THREADS and SCRAPES must be integers >= 0"
 done
+# IDLE_CONNS: 0 (skip the idle step), or counts in increasing order, opened in steps.
+if [[ ${idle_counts[*]} == 0 ]]; then
+	idle_counts=()
+fi
+prev=0
+for n in ${idle_counts[@]+"${idle_counts[@]}"}; do
+	if ! [[ $n =~ ^[1-9][0-9]*$ ]] || ((n <= prev)); then
+		fl_die "IDLE_CONNS must be 0 or positive counts in increasing order (got '${IDLE_CONNS:-}')"
+	fi
+	prev=$n
+done
+# sluice-p holds two sockets per idle session (the client's and its primary connection) within
+# this shell's open-files limit, which it inherits: counts above it are reported as skipped.
+fd_limit=$(ulimit -n)
+[[ $fd_limit =~ ^[0-9]+$ ]] || fd_limit=1048576
+idle_fit=() idle_skipped=()
+for n in ${idle_counts[@]+"${idle_counts[@]}"}; do
+	if ((2 * n + 200 <= fd_limit)); then idle_fit+=("$n"); else idle_skipped+=("$n"); fi
+done
+idle_conns=0
+if ((${#idle_fit[@]} > 0)); then idle_conns=${idle_fit[-1]}; fi
 ((${#parts[@]} > 0)) || fl_die "PARTS is empty"
 for part in "${parts[@]}"; do
 	[[ " $all_parts " == *" $part "* ]] || fl_die "unknown part '$part' in PARTS (known: $all_parts)"
@@ -119,10 +153,14 @@ done
 
 # has_part PART: PART is in PARTS.
 has_part() { [[ " ${parts[*]} " == *" $1 "* ]]; }
-want_systems=0 want_idle=0 want_cons=0
+want_systems=0 want_idle=0 want_cons=0 want_short=0
 if has_part systems; then want_systems=1; fi
-if has_part idle && ((idle_conns > 0)); then want_idle=1; fi
+if has_part idle && ((${#idle_fit[@]} > 0)); then want_idle=1; fi
+if has_part idle && ((${#idle_fit[@]} == 0 && ${#idle_skipped[@]} > 0)); then
+	fl_log "note: every IDLE_CONNS count needs more open files than ulimit -n ($fd_limit) allows: the idle step is skipped"
+fi
 if has_part consistency; then want_cons=1; fi
+if has_part short; then want_short=1; fi
 # Missing tools: apt-get update, then install (as root or with password-less sudo), or say how.
 ensure_packages "sysbench haproxy mariadb mariadbd" "sysbench haproxy mariadb-client mariadb-server" ||
 	fl_die "sysbench, haproxy and MariaDB are needed (see above)"
@@ -162,20 +200,32 @@ admin_p=
 pid_c=
 pid_r=
 pid_b=
-idle_pid=
-idle_fd=
+pid_so=
+pid_ss=
+idle_pids=()
+idle_fds=()
 fl_begin sluice-bench
 out=${OUT:-$work/results.json}
 
-# Stop the idle-connection opener, HAProxy, the sluice of system C and sluice-c (fl_cleanup stops
+# stop_idle: close the idle-connection openers' stdin and stop them.
+stop_idle() {
+	local f p
+	for f in ${idle_fds[@]+"${idle_fds[@]}"}; do
+		exec {f}>&-
+	done
+	idle_fds=()
+	for p in ${idle_pids[@]+"${idle_pids[@]}"}; do
+		fl_stop_pid "$p"
+	done
+	idle_pids=()
+}
+
+# Stop the idle-connection openers, HAProxy, the sluice of system C and sluice-c (fl_cleanup stops
 # FL_SLUICE_PID, system D's, the sandbox, and removes $work).
 bench_cleanup() {
 	local rc=$?
 	set +e
-	if [[ -n $idle_fd ]]; then
-		exec {idle_fd}>&-
-	fi
-	fl_stop_pid "$idle_pid"
+	stop_idle
 	fl_stop_pid "$haproxy_pid"
 	haproxy_pid=
 	if [[ -n $pid_p && $pid_p != "$FL_SLUICE_PID" ]]; then
@@ -189,13 +239,27 @@ bench_cleanup() {
 	pid_r=
 	fl_stop_pid "$pid_c"
 	pid_c=
+	# sluice-b and the short part's sluices; the last one started is FL_SLUICE_PID (fl_cleanup's).
+	local p
+	for p in "$pid_b" "$pid_so" "$pid_ss"; do
+		if [[ -n $p && $p != "$FL_SLUICE_PID" ]]; then
+			fl_stop_pid "$p"
+		fi
+	done
+	pid_b=""
+	pid_so=""
+	pid_ss=""
 	if [[ $status == failed ]]; then
 		fl_tail "$work/haproxy.log"
 		fl_tail "$work/sluice-p.log"
 		fl_tail "$work/sluice-r.log"
 		fl_tail "$work/sluice-b.log"
-		fl_tail "$work/idleconns.log"
+		for f in "$work"/idleconns-*.log; do
+			fl_tail "$f"
+		done
 		fl_tail "$work/sluice-c.log"
+		fl_tail "$work/sluice-off.log"
+		fl_tail "$work/sluice-session.log"
 	fi
 	(exit "$rc")
 	fl_cleanup
@@ -345,6 +409,10 @@ if ((want_cons)); then
 	command -v go >/dev/null 2>&1 || fl_die "go not found: needed to build bench/ryw (PARTS without consistency skips that part)"
 	(cd "$root" && go build -o "$work/ryw" ./bench/ryw) || fl_die "go build ./bench/ryw failed"
 fi
+if ((want_short)); then
+	command -v go >/dev/null 2>&1 || fl_die "go not found: needed to build bench/shortconn (PARTS without short skips that part)"
+	(cd "$root" && go build -o "$work/shortconn" ./bench/shortconn) || fl_die "go build ./bench/shortconn failed"
+fi
 fl_sandbox_up "$work/sandbox" --replicas 2 --max-connections "$max_conns"
 fl_sandbox_read "$work/sandbox"
 ((${#FL_REPLICAS[@]} == 2)) || fl_die "expected 2 replicas, got ${#FL_REPLICAS[@]}"
@@ -361,7 +429,7 @@ addr_p=
 addr_r=
 pid_r=
 sandbox_rw=$FL_RW
-if ((want_systems)); then
+if ((want_systems || want_short)); then
 	# B: HAProxy.
 	haproxy_addr=127.0.0.1:$(free_port)
 	sed -e "s/@LISTEN@/$haproxy_addr/" -e "s/@PRIMARY@/$FL_PRIMARY/" "$root/bench/haproxy.cfg" >"$work/haproxy.cfg"
@@ -493,59 +561,92 @@ scrape_cost() {
 if ((want_idle)); then
 	p_alive || fl_die "sluice-p (pid $pid_p) is not running any more"
 	read -r sc0_p50 sc0_p99 sc0_cpu sc0_bytes <<<"$(scrape_cost none)"
-	fl_log "idle connections: opening $idle_conns through sluice-p ($addr_p)"
+	fl_log "idle connections: opening ${idle_fit[*]} (in steps) through sluice-p ($addr_p)${idle_skipped[*]:+; skipped: ${idle_skipped[*]} (open files: ulimit -n is $fd_limit)}"
 	conns_before=$(primary_conns)
 	rss_before=$(mem_kib "$pid_p" VmRSS)
 	t0=$SECONDS
-	mkfifo "$work/idleconns.in"
-	# Holding the fifo open read-write keeps the opener's stdin open until we close it.
-	exec {idle_fd}<>"$work/idleconns.in"
-	: >"$work/idleconns.out"
-	"$work/idleconns" -addr "$addr_p" -n "$idle_conns" -user "$FL_USER" -password "$FL_PASSWORD" \
-		<"$work/idleconns.in" {idle_fd}>&- >"$work/idleconns.out" 2>"$work/idleconns.log" &
-	idle_pid=$!
-	until grep -q '^opened ' "$work/idleconns.out"; do
-		if ! kill -0 "$idle_pid" 2>/dev/null; then
-			fl_tail "$work/idleconns.log"
-			fl_die "idleconns exited before opening $idle_conns connections"
+	prev=0
+	idle_rows=()
+	idle_levels_json=""
+	for c in "${idle_fit[@]}"; do
+		more=$((c - prev))
+		# One more opener for this step, with a fifo of its own as stdin: holding it open
+		# read-write keeps the opener's stdin open until we close it. It holds none of the
+		# earlier steps' fifos (closed in the subshell before the exec).
+		mkfifo "$work/idleconns-$c.in"
+		exec {fd}<>"$work/idleconns-$c.in"
+		: >"$work/idleconns-$c.out"
+		(
+			for f in ${idle_fds[@]+"${idle_fds[@]}"} "$fd"; do
+				exec {f}>&-
+			done
+			exec "$work/idleconns" -addr "$addr_p" -n "$more" -user "$FL_USER" -password "$FL_PASSWORD" \
+				<"$work/idleconns-$c.in" >"$work/idleconns-$c.out" 2>"$work/idleconns-$c.log"
+		) &
+		idle_pids+=("$!")
+		idle_fds+=("$fd")
+		t1=$SECONDS
+		until grep -q '^opened ' "$work/idleconns-$c.out"; do
+			if ! kill -0 "${idle_pids[-1]}" 2>/dev/null; then
+				fl_tail "$work/idleconns-$c.log"
+				fl_die "idleconns exited before opening $more more connections (to $c)"
+			fi
+			((SECONDS - t1 < 180 + more / 50)) || fl_die "idleconns did not open $more more connections (to $c) within $((180 + more / 50)) s"
+			sleep 0.2
+		done
+		open_s=$((SECONDS - t0))
+		# Let sluice settle (a session may still be finishing its backend login): RSS unchanged
+		# over one second, at most 10 s.
+		rss_after=$(mem_kib "$pid_p" VmRSS)
+		for _ in $(seq 10); do
+			sleep 1
+			r=$(mem_kib "$pid_p" VmRSS)
+			[[ $r == "$rss_after" ]] && break
+			rss_after=$r
+		done
+		conns_after=$(primary_conns)
+		p_alive || fl_die "sluice-p died with $c idle connections"
+		diff_kib=$((rss_after - rss_before))
+		per_conn=$(awk -v d="$diff_kib" -v n="$c" 'BEGIN { printf "%.1f", d / n }')
+		per_1000=$(awk -v d="$diff_kib" -v n="$c" 'BEGIN { printf "%.1f", d / n * 1000 / 1024 }')
+		marginal=- marginal_json=null
+		if ((prev > 0)); then
+			marginal=$(awk -v d="$((rss_after - rss_prev))" -v n="$more" 'BEGIN { printf "%.1f", d / n }')
+			marginal_json=$marginal
 		fi
-		((SECONDS - t0 < 180)) || fl_die "idleconns did not open $idle_conns connections within 180 s"
-		sleep 0.2
+		fl_log "idle connections: $c open after ${open_s}s; sluice-p RSS $(mib "$rss_before") -> $(mib "$rss_after") MiB ($per_conn KiB each); primary connections $conns_before -> $conns_after"
+		idle_rows+=("$(printf '| %d | %s | %s | %s | %s | %s | %s | %s → %s |' "$c" "$(mib "$rss_before")" "$(mib "$rss_after")" \
+			"$(mib "$diff_kib")" "$per_conn" "$per_1000" "$marginal" "$conns_before" "$conns_after")")
+		idle_levels_json+="${idle_levels_json:+, }$(printf '{"connections": %d, "rss_kib": %d, "rss_diff_kib": %d, "kib_per_connection": %s, "kib_per_connection_since_previous": %s, "primary_connections": %d, "open_seconds": %d}' \
+			"$c" "$rss_after" "$diff_kib" "$per_conn" "$marginal_json" "$conns_after" "$open_s")"
+		prev=$c
+		rss_prev=$rss_after
 	done
-	open_s=$((SECONDS - t0))
-	# Let sluice settle (a session may still be finishing its backend login): RSS unchanged
-	# over one second, at most 10 s.
-	rss_after=$(mem_kib "$pid_p" VmRSS)
-	for _ in $(seq 10); do
-		sleep 1
-		r=$(mem_kib "$pid_p" VmRSS)
-		[[ $r == "$rss_after" ]] && break
-		rss_after=$r
-	done
-	conns_after=$(primary_conns)
+	idle_conns=$prev
 	read -r sc_p50 sc_p99 sc_cpu sc_bytes <<<"$(scrape_cost idle)"
 	p_alive || fl_die "sluice-p died with $idle_conns idle connections"
-	exec {idle_fd}>&-
-	idle_fd=
-	fl_stop_pid "$idle_pid"
-	idle_pid=
-	diff_kib=$((rss_after - rss_before))
-	per_conn=$(awk -v d="$diff_kib" -v n="$idle_conns" 'BEGIN { printf "%.1f", d / n }')
-	per_1000=$(awk -v d="$diff_kib" -v n="$idle_conns" 'BEGIN { printf "%.1f", d / n * 1000 / 1024 }')
-	fl_log "idle connections: $idle_conns open in ${open_s}s; sluice-p RSS $(mib "$rss_before") -> $(mib "$rss_after") MiB; primary connections $conns_before -> $conns_after"
+	stop_idle
+	for c in ${idle_skipped[@]+"${idle_skipped[@]}"}; do
+		idle_rows+=("$(printf '| %d | skipped: sluice-p needs 2 open files per idle session (the client'"'"'s socket and its primary connection), %d with its own; ulimit -n is %d | | | | | | |' \
+			"$c" "$((2 * c + 200))" "$fd_limit")")
+	done
 	idle_table=$(
-		printf '\nIdle client connections through sluice-p (logged in as %s, then idle; RSS = VmRSS of sluice-p).\n\n' "$FL_USER"
-		printf '| idle connections | RSS before MiB | RSS with them MiB | difference MiB | KiB per connection | MiB per 1 000 | primary connections before → with |\n'
-		printf '|---:|---:|---:|---:|---:|---:|---:|\n'
-		printf '| %d | %s | %s | %s | %s | %s | %s → %s |\n' "$idle_conns" "$(mib "$rss_before")" "$(mib "$rss_after")" \
-			"$(mib "$diff_kib")" "$per_conn" "$per_1000" "$conns_before" "$conns_after"
+		printf '\nIdle client connections through sluice-p (logged in as %s, then idle; RSS = VmRSS of sluice-p; opened in steps, each count including the ones before; since previous: the RSS growth from the row before, per connection added).\n\n' "$FL_USER"
+		printf '| idle connections | RSS before MiB | RSS with them MiB | difference MiB | KiB per connection | MiB per 1 000 | KiB per connection since previous | primary connections before → with |\n'
+		printf '|---:|---:|---:|---:|---:|---:|---:|---:|\n'
+		printf '%s\n' "${idle_rows[@]}"
 		printf '\nA /metrics scrape of sluice-p over HTTP (bench/adminload, %d scrapes one after another; CPU: sluice-p'"'"'s over them, per scrape).\n\n' "$scrapes"
 		printf '| client sessions | p50 ms | p99 ms | sluice CPU ms per scrape | bytes |\n|---:|---:|---:|---:|---:|\n'
 		printf '| 0 | %s | %s | %s | %s |\n| %d | %s | %s | %s | %s |\n' "$sc0_p50" "$sc0_p99" "$sc0_cpu" "$sc0_bytes" \
 			"$idle_conns" "$sc_p50" "$sc_p99" "$sc_cpu" "$sc_bytes"
 	)
-	idle_json=$(printf '{"connections": %d, "rss_before_kib": %d, "rss_after_kib": %d, "rss_diff_kib": %d, "kib_per_connection": %s, "mib_per_1000": %s, "primary_connections_before": %d, "primary_connections_after": %d, "open_seconds": %d, "scrapes": %d, "scrape_without": {"p50_ms": %s, "p99_ms": %s, "cpu_ms": %s, "bytes": %s}, "scrape_with": {"p50_ms": %s, "p99_ms": %s, "cpu_ms": %s, "bytes": %s}}' \
+	# The top-level fields are the largest count's, as before there were steps.
+	idle_json=$(printf '{"connections": %d, "rss_before_kib": %d, "rss_after_kib": %d, "rss_diff_kib": %d, "kib_per_connection": %s, "mib_per_1000": %s, "primary_connections_before": %d, "primary_connections_after": %d, "open_seconds": %d, "levels": [%s], "skipped": [%s], "open_files_limit": %d, "scrapes": %d, "scrape_without": {"p50_ms": %s, "p99_ms": %s, "cpu_ms": %s, "bytes": %s}, "scrape_with": {"p50_ms": %s, "p99_ms": %s, "cpu_ms": %s, "bytes": %s}}' \
 		"$idle_conns" "$rss_before" "$rss_after" "$diff_kib" "$per_conn" "$per_1000" "$conns_before" "$conns_after" "$open_s" \
+		"$idle_levels_json" "$(
+			IFS=,
+			echo "${idle_skipped[*]}"
+		)" "$fd_limit" \
 		"$scrapes" "$sc0_p50" "$sc0_p99" "$sc0_cpu" "$sc0_bytes" "$sc_p50" "$sc_p99" "$sc_cpu" "$sc_bytes")
 fi
 
@@ -664,6 +765,163 @@ if ((want_cons)); then
 	fi
 fi
 
+# Short connections: SHORT_CLIENTS clients of bench/shortconn, each looping over connect, one
+# point select, disconnect, through direct, haproxy, sluice-off and sluice-session, interleaved.
+# sluice-off and sluice-session are sluices of their own on fresh ports, endpoint rw with reads
+# on the primary (like sluice-p, for a like-for-like point select), at pool_mode off / session.
+short_runs=$work/short-runs.tsv
+: >"$short_runs"
+short_systems=()
+addr_so=""
+addr_ss=""
+pool_off_key=absent
+pool_session=no
+pool_session_note=
+# set_endpoint_key CONFIG ENDPOINT KEY VALUE: add "KEY: VALUE" to that endpoint of a sandbox
+# sluice.yaml (right under its name line).
+set_endpoint_key() {
+	awk -v ep="$2" -v line="    $3: $4" '
+		{ print }
+		/^  - name: / && $3 == ep { print line; changed = 1 }
+		END { if (!changed) exit 3 }' "$1" >"$1.new" || return
+	mv "$1.new" "$1"
+}
+# short_config NAME: the sandbox's sluice.yaml for a short-part sluice: reads pinned to the
+# primary, endpoints on fresh ports, threads SLUICE_THREADS; prints rw's address.
+short_config() {
+	local f=$work/$1.yaml addr
+	addr=127.0.0.1:$(free_port)
+	cp "$FL_SANDBOX_DIR/sluice.yaml" "$f"
+	pin_reads "$f" "$primary_name" || fl_die "cannot rewrite read_weights in $1.yaml"
+	set_listen "$f" rw "$addr" || fl_die "cannot rewrite the rw listen address of $1.yaml"
+	set_listen "$f" ro "127.0.0.1:$(free_port)" || fl_die "cannot rewrite the ro listen address of $1.yaml"
+	set_threads "$f" "$sluice_threads"
+	echo "$addr"
+}
+# accepts CONFIG LOG: 'sluice serve --check' passes on CONFIG (the nodes are up, so its monitor
+# login works: a failure is the configuration's).
+accepts() { "$FL_SLUICE" serve --config "$1" --check >"$2" 2>&1; }
+# one_short SYSTEM ADDR PID REP: one bench/shortconn run through ADDR, with the proxy PID's CPU
+# time and peak RSS (none when PID is empty) and every node's Connections counter (logins
+# accepted) read around it; appends one line to $short_runs (columns: see the medians below).
+one_short() {
+	local sys=$1 addr=$2 pid=$3 rep=$4 rc=0 before=0 cpu=- rss=- n k json log
+	local logins_before=0 logins=0 conns cps p50 p99 avg cp50 cp99 errs cpu_us=- per_conn=-
+	if [[ -n $pid ]] && ! kill -0 "$pid" 2>/dev/null; then
+		fl_die "$sys (pid $pid) is not running any more"
+	fi
+	json=$work/short-$sys-$rep.json
+	log=$work/short-$sys-$rep.log
+	for n in "${nodes[@]}"; do
+		logins_before=$((logins_before + $(fl_sql "$n" -e "SHOW GLOBAL STATUS LIKE 'Connections'" | awk '{ print $2 }')))
+	done
+	if [[ -n $pid ]]; then
+		if [[ $rss_peak == run ]]; then
+			reset_peak "$pid" || fl_die "clear_refs of $sys (pid $pid) failed"
+		fi
+		before=$(cpu_ticks "$pid")
+	fi
+	"$work/shortconn" -addr "$addr" -clients "$short_clients" -duration "${short_time}s" \
+		-user "$FL_USER" -password "$FL_PASSWORD" -db "$db" -table sbtest1 -rows "$table_size" >"$json" 2>"$log" || rc=$?
+	if [[ -n $pid ]]; then
+		cpu=$(($(cpu_ticks "$pid") - before))
+		rss=$(mem_kib "$pid" VmHWM)
+	fi
+	for n in "${nodes[@]}"; do
+		logins=$((logins + $(fl_sql "$n" -e "SHOW GLOBAL STATUS LIKE 'Connections'" | awk '{ print $2 }')))
+	done
+	# Each node's 'after' read is a login of its own, counted in its answer.
+	logins=$((logins - logins_before - ${#nodes[@]}))
+	conns=$(fl_json_get "$json" connections || true)
+	errs=$(fl_json_get "$json" errors || true)
+	cps=$(fl_json_get "$json" cps || true)
+	p50=$(fl_json_get "$json" p50_ms || true)
+	p99=$(fl_json_get "$json" p99_ms || true)
+	avg=$(fl_json_get "$json" avg_ms || true)
+	cp50=$(fl_json_get "$json" connect_p50_ms || true)
+	cp99=$(fl_json_get "$json" connect_p99_ms || true)
+	if ((rc != 0)) || [[ -z $conns || -z $errs ]]; then
+		failures+=("short connections $sys rep $rep: exit $rc, ${errs:-?} failed iterations: $(tail -n 1 "$log")")
+	fi
+	if [[ -z $conns || -z $errs ]]; then
+		# No result at all: the run counts as one error.
+		errs=$((${errs:-0} + 1))
+	fi
+	if [[ -n $conns && $conns != 0 ]]; then
+		per_conn=$(awk -v l="$logins" -v c="$conns" 'BEGIN { printf "%.2f", l / c }')
+		if [[ $cpu != - ]]; then
+			cpu_us=$(awk -v t="$cpu" -v hz="$clk_tck" -v c="$conns" 'BEGIN { printf "%.1f", t / hz * 1e6 / c }')
+		fi
+	fi
+	for k in cps p50 p99 avg cp50 cp99; do
+		[[ -n ${!k} ]] || printf -v "$k" '%s' -
+	done
+	printf '%s\t%d\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n' "$sys" "$rep" "$rc" "${conns:-0}" "$errs" \
+		"$cps" "$p50" "$p99" "$avg" "$cp50" "$cp99" "$cpu_us" "$rss" "$per_conn" "$logins" >>"$short_runs"
+}
+
+if ((want_short)); then
+	# sluice-off: pool_mode: off when this binary knows the key; without it, today's sluice (no pool).
+	addr_so=$(short_config sluice-off) || fl_die "cannot write sluice-off.yaml"
+	accepts "$work/sluice-off.yaml" "$work/check-sluice-off.log" || {
+		fl_tail "$work/check-sluice-off.log"
+		fl_die "sluice serve --check refused sluice-off.yaml (without pool_mode)"
+	}
+	cp "$work/sluice-off.yaml" "$work/probe-off.yaml"
+	set_endpoint_key "$work/probe-off.yaml" rw pool_mode off || fl_die "cannot add pool_mode to probe-off.yaml"
+	if accepts "$work/probe-off.yaml" "$work/check-pool-off.log"; then
+		mv "$work/probe-off.yaml" "$work/sluice-off.yaml"
+		pool_off_key=off
+	else
+		fl_log "note: this sluice refuses pool_mode: off ($(grep -m 1 -i pool_mode "$work/check-pool-off.log" || head -n 1 "$work/check-pool-off.log")); sluice-off runs without the key (no pool)"
+	fi
+	FL_RW=$addr_so
+	FL_SLUICE_ARGS=()
+	if [[ -n ${PROFILE_DIR:-} ]]; then
+		FL_SLUICE_ARGS=(--cpuprofile "$PROFILE_DIR/sluice-off.cpu")
+	fi
+	FIDELITY_READS=replicas fl_sluice_start "$work/sluice-off.yaml" "$work/sluice-off.log"
+	pid_so=$FL_SLUICE_PID
+	short_systems=(direct haproxy sluice-off)
+
+	# sluice-session: only when this binary accepts pool_mode: session.
+	ss_addr=$(short_config sluice-session) || fl_die "cannot write sluice-session.yaml"
+	set_endpoint_key "$work/sluice-session.yaml" rw pool_mode session || fl_die "cannot add pool_mode to sluice-session.yaml"
+	if accepts "$work/sluice-session.yaml" "$work/check-pool-session.log"; then
+		addr_ss=$ss_addr
+		pool_session=yes
+		FL_RW=$addr_ss
+		if [[ -n ${PROFILE_DIR:-} ]]; then
+			FL_SLUICE_ARGS=(--cpuprofile "$PROFILE_DIR/sluice-session.cpu")
+		fi
+		FIDELITY_READS=replicas fl_sluice_start "$work/sluice-session.yaml" "$work/sluice-session.log"
+		pid_ss=$FL_SLUICE_PID
+		short_systems+=(sluice-session)
+	else
+		pool_session_note=$(grep -m 1 -i pool_mode "$work/check-pool-session.log" || head -n 1 "$work/check-pool-session.log")
+		fl_log "note: this sluice refuses pool_mode: session ($pool_session_note): sluice-session is not available in this binary"
+	fi
+	fl_log "short connections: direct $FL_PRIMARY, haproxy $haproxy_addr, sluice-off $addr_so (pid $pid_so, pool_mode key: $pool_off_key), sluice-session ${addr_ss:-not available} ${pid_ss:+(pid $pid_ss)}"
+
+	declare -A short_addr=([direct]=$FL_PRIMARY [haproxy]=$haproxy_addr [sluice-off]=$addr_so [sluice-session]=$addr_ss)
+	declare -A short_pid=([direct]="" [haproxy]=$haproxy_pid [sluice-off]=$pid_so [sluice-session]=$pid_ss)
+	total=$((reps * ${#short_systems[@]}))
+	fl_log "short connections: $total runs of ${short_time}s x $short_clients clients"
+	i=0
+	for ((rep = 1; rep <= reps; rep++)); do
+		for sys in "${short_systems[@]}"; do
+			i=$((i + 1))
+			fl_log "[short $i/$total] $sys rep $rep"
+			one_short "$sys" "${short_addr[$sys]}" "${short_pid[$sys]}" "$rep"
+		done
+	done
+	for p in sluice-off sluice-session; do
+		if fl_sluice_panicked "$work/$p.log"; then
+			failures+=("$p logged a panic (see $work/$p.log)")
+		fi
+	done
+fi
+
 # Medians per workload, mode, threads and system (QPS, latencies, CPU per query, peak RSS);
 # errors, Com_select deltas and queries summed over the reps. Columns of $runs and $cons_runs:
 #   1 workload 2 mode 3 threads 4 system 5 rep 6 qps 7 avg 8 p99 9 queries 10 errors 11 cpu_s
@@ -703,6 +961,39 @@ medians=$work/medians.tsv
 medians_of "$runs" "$medians"
 cons_medians=$work/cons-medians.tsv
 medians_of "$cons_runs" "$cons_medians"
+# Medians of the short part per system (connections and errors summed over the reps). Columns
+# of $short_runs:
+#   1 system 2 rep 3 exit 4 connections 5 errors 6 cps 7 p50_ms 8 p99_ms 9 avg_ms
+#   10 connect_p50_ms 11 connect_p99_ms 12 cpu_us_per_conn 13 peak_rss_kib 14 node_logins_per_conn
+#   15 node_logins
+# and of the medians: system cps p50 p99 avg connect_p50 connect_p99 errors cpu_us rss_mib
+# node_logins_per_conn connections.
+short_medians=$work/short-medians.tsv
+awk -F '\t' '
+	function median(key, col,   n, i, j, t, a) {
+		n = split(vals[key, col], a, " ")
+		if (n == 0) return "-"
+		for (i = 2; i <= n; i++) { t = a[i] + 0; for (j = i - 1; j >= 1 && a[j] + 0 > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+		if (n % 2) return a[(n + 1) / 2]
+		return (a[n / 2] + a[n / 2 + 1]) / 2
+	}
+	{
+		key = $1
+		if (!(key in seen)) { seen[key] = 1; order[++k] = key }
+		for (c = 6; c <= 14; c++) if ($c != "-") vals[key, c] = vals[key, c] " " $c
+		errs[key] += $5
+		conns[key] += $4
+	}
+	END {
+		for (i = 1; i <= k; i++) {
+			key = order[i]
+			rss = median(key, 13)
+			if (rss != "-") rss = sprintf("%.1f", rss / 1024)
+			printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\n", key, median(key, 6), median(key, 7),
+				median(key, 8), median(key, 9), median(key, 10), median(key, 11), errs[key], median(key, 12), rss,
+				median(key, 14), conns[key]
+		}
+	}' "$short_runs" >"$short_medians"
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b + 0 == 0) print "-"; else printf "%.2f", a / b }'; }
 # spread P R1 R2: "p 0% / r1 50% / r2 50%".
@@ -747,6 +1038,19 @@ if [[ $rss_peak == start ]]; then
 fi
 # ryw LEVEL KEY: a field of bench/ryw's output for that level.
 ryw() { fl_json_get "$work/ryw-$1.json" "$2"; }
+# The short part's target: sluice-session's conn/s at least twice direct's.
+readonly short_target=2
+short_ratio=- short_met=-
+short_verdict="not measured (no short part)"
+if ((want_short)); then
+	short_verdict="not measured: sluice-session is not available in this binary"
+	if [[ $pool_session == yes ]]; then
+		short_ratio=$(ratio "$(awk -F '\t' '$1 == "sluice-session" { print $2 }' "$short_medians")" \
+			"$(awk -F '\t' '$1 == "direct" { print $2 }' "$short_medians")")
+		short_met=$(meets "$short_ratio" "$short_target")
+		short_verdict="$short_ratio x ($short_met)"
+	fi
+fi
 table=$work/table.md
 {
 	if ((want_systems)); then
@@ -776,7 +1080,7 @@ table=$work/table.md
 		while IFS=$'\t' read -r wl m th sys qps _; do
 			[[ $sys == sluice-pa ]] || continue
 			calls=0 worst=0
-			for f in "$work"/admin-"$wl-$m-$th"-*.json; do
+			for f in "$work/admin-$wl-$m-$th"-*.json; do
 				[[ -f $f ]] || continue
 				calls=$((calls + $(fl_json_get "$f" calls || echo 0)))
 				worst=$(awk -v a="$worst" -v b="$(fl_json_get "$f" p99_ms || echo 0)" 'BEGIN { print (b + 0 > a + 0) ? b : a }')
@@ -827,11 +1131,45 @@ table=$work/table.md
 			done
 		fi
 	fi
+	if ((want_short)); then
+		printf '\nShort connections (bench/shortconn): %d clients, each looping over connect (a new TCP connection and a full mysql_native_password login, no TLS), SELECT c FROM sbtest1 WHERE id = <random> (text protocol), disconnect (COM_QUIT); %s s per run, %d rep(s), systems interleaved; medians. sluice threads: %s; sluice-off and sluice-session read from the primary.\n' \
+			"$short_clients" "$short_time" "$reps" "$sluice_threads"
+		printf 'conn/s: iterations completed per second. p50, p99, avg ms: one iteration (connect + query + disconnect). connect p50/p99 ms: the connect and login alone. node logins/conn: logins the three nodes accepted (their Connections counters) per client connection. CPU µs/conn: the proxy'"'"'s CPU per client connection. RSS MiB: its %s. × direct, × haproxy: conn/s relative to theirs (higher is better); p99 × direct: lower is better.\n\n' "$rss_note"
+		printf '| system | pool_mode | conn/s | p50 ms | p99 ms | avg ms | connect p50 ms | connect p99 ms | errors | node logins/conn | CPU µs/conn | RSS MiB | conn/s × direct | conn/s × haproxy | p99 × direct |\n'
+		printf '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n'
+		declare -A sc s99
+		while IFS=$'\t' read -r sys cps p50 p99 _; do
+			sc[$sys]=$cps
+			s99[$sys]=$p99
+		done <"$short_medians"
+		while IFS=$'\t' read -r sys cps p50 p99 avg cp50 cp99 errs cpu rss lpc _; do
+			pm=-
+			case $sys in
+			sluice-off) pm=off; [[ $pool_off_key == off ]] || pm="(no pool_mode key: no pool)" ;;
+			sluice-session) pm=session ;;
+			esac
+			if [[ $lpc != - ]]; then
+				lpc=$(awk -v v="$lpc" 'BEGIN { printf "%.2f", v }')
+			fi
+			printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$sys" "$pm" "$cps" "$p50" "$p99" "$avg" \
+				"$cp50" "$cp99" "$errs" "$lpc" "$cpu" "$rss" "$(ratio "$cps" "${sc[direct]:--}")" "$(ratio "$cps" "${sc[haproxy]:--}")" \
+				"$(ratio "$p99" "${s99[direct]:--}")"
+		done <"$short_medians"
+		if [[ $pool_session != yes ]]; then
+			printf '| sluice-session | session | not available in this binary (%s) | | | | | | | | | | | | |\n' "$(tr '|' '/' <<<"$pool_session_note")"
+		fi
+		printf '\nTarget (issue 22): sluice-session ≥ 2 x direct'"'"'s conn/s: %s.\n' "$short_verdict"
+	fi
 } >"$table"
 cat "$table"
 
 # Results JSON.
 jnum() { if [[ $1 == - || -z $1 ]]; then printf 'null'; else printf '%s' "$1"; fi; }
+# jstr TEXT: TEXT with its double quotes and backslashes escaped, for a JSON string.
+jstr() {
+	local t=${1//\\/\\\\}
+	printf '%s' "${t//\"/\\\"}"
+}
 jbool() { case $1 in yes) printf true ;; no) printf false ;; *) printf null ;; esac; }
 # jlist WORD...: a JSON array of strings.
 jlist() {
@@ -910,10 +1248,37 @@ json_medians() {
 			printf '%s\n      "%s": %s' "$sep" "$lv" "$(tr -d '\n' <"$work/ryw-$lv.json")"
 			sep=","
 		done
-		printf '\n    }\n  }\n}\n'
+		printf '\n    }\n  }'
 	else
-		printf 'null\n}\n'
+		printf 'null'
 	fi
+	printf ',\n  "short": '
+	if ((want_short)); then
+		printf '{\n    "clients": %d,\n    "time": %d,\n    "reps": %d,\n    "pool_mode_off_key": %s,\n    "pool_mode_session": %s,\n    "pool_mode_session_refused": "%s",\n' \
+			"$short_clients" "$short_time" "$reps" "$([[ $pool_off_key == off ]] && echo true || echo false)" \
+			"$([[ $pool_session == yes ]] && echo true || echo false)" "$(jstr "$pool_session_note")"
+		printf '    "systems": {"direct": "%s", "haproxy": "%s", "sluice-off": "%s", "sluice-session": "%s"},\n    "runs": [\n' \
+			"$FL_PRIMARY" "$haproxy_addr" "$addr_so" "$addr_ss"
+		sep=""
+		while IFS=$'\t' read -r sys rep rc conns errs cps p50 p99 avg cp50 cp99 cpu rss lpc logins; do
+			printf '%s      {"system": "%s", "rep": %d, "connections": %d, "errors": %d, "cps": %s, "p50_ms": %s, "p99_ms": %s, "avg_ms": %s, "connect_p50_ms": %s, "connect_p99_ms": %s, "cpu_us_per_connection": %s, "peak_rss_kib": %s, "node_logins": %d, "node_logins_per_connection": %s, "exit": %d}' \
+				"$sep" "$sys" "$rep" "$conns" "$errs" "$(jnum "$cps")" "$(jnum "$p50")" "$(jnum "$p99")" "$(jnum "$avg")" "$(jnum "$cp50")" \
+				"$(jnum "$cp99")" "$(jnum "$cpu")" "$(jnum "$rss")" "$logins" "$(jnum "$lpc")" "$rc"
+			sep=$',\n'
+		done <"$short_runs"
+		printf '\n    ],\n    "medians": [\n'
+		sep=""
+		while IFS=$'\t' read -r sys cps p50 p99 avg cp50 cp99 errs cpu rss lpc conns; do
+			printf '%s      {"system": "%s", "cps": %s, "p50_ms": %s, "p99_ms": %s, "avg_ms": %s, "connect_p50_ms": %s, "connect_p99_ms": %s, "errors": %d, "cpu_us_per_connection": %s, "peak_rss_mib": %s, "node_logins_per_connection": %s, "connections_sum": %d}' \
+				"$sep" "$sys" "$(jnum "$cps")" "$(jnum "$p50")" "$(jnum "$p99")" "$(jnum "$avg")" "$(jnum "$cp50")" "$(jnum "$cp99")" \
+				"$errs" "$(jnum "$cpu")" "$(jnum "$rss")" "$(jnum "$lpc")" "$conns"
+			sep=$',\n'
+		done <"$short_medians"
+		printf '\n    ],\n    "session_vs_direct": %s,\n    "target": %s,\n    "met": %s\n  }' "$(jnum "$short_ratio")" "$short_target" "$(jbool "$short_met")"
+	else
+		printf 'null'
+	fi
+	printf '\n}\n'
 } >"$out"
 fl_log "results: $out"
 if [[ -z ${OUT:-} && ${KEEP:-0} != 1 ]]; then

@@ -171,8 +171,8 @@ func run(addr, user, password, db, table string, id, n, warmup int, timeout time
 			t0 = start
 		}
 
-		var node, role, reason string
-		if err := conn.QueryRowContext(ctx, "/*PROXY_INTERNAL*/ SHOW LAST ROUTE").Scan(&node, &role, &reason); err != nil {
+		var node, role, reason, pins string
+		if err := conn.QueryRowContext(ctx, "/*PROXY_INTERNAL*/ SHOW LAST ROUTE").Scan(&node, &role, &reason, &pins); err != nil {
 			return nil, fmt.Errorf("pair %d: SHOW LAST ROUTE: %v", i+1, err)
 		}
 		var ep, level string

@@ -170,7 +170,7 @@ type Session struct {
 	Endpoint      string   `json:"endpoint"`
 	Nodes         []string `json:"nodes"` // nodes it holds a connection to
 	InTransaction bool     `json:"in_transaction"`
-	Pins          []string `json:"pins"` // what holds it on the primary
+	Pins          []string `json:"pins"` // what holds it on the primary: temporary_table, lock_tables, user_lock, session_variable, multi_statement
 	AgeSeconds    float64  `json:"age_seconds"`
 	// StatementSeconds is how long its current statement has run; null when idle.
 	StatementSeconds *float64 `json:"statement_seconds"`

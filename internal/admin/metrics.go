@@ -43,6 +43,9 @@ type EndpointStat struct {
 	AuthFailures      uint64
 	Errors            map[uint16]uint64
 	BytesIn, BytesOut uint64
+	// Pinned counts the live sessions held on the primary, by pin reason (every reason, zeros
+	// too; a session held for two reasons counts under both).
+	Pinned map[string]int64
 }
 
 // RouteStat counts the statements sent to one node for one reason.
@@ -89,7 +92,11 @@ func MetricsHandler(stats func() Stats) http.Handler {
 var (
 	descStatements = prometheus.NewDesc("sluice_statements_total", "Statements sent to the nodes, by endpoint, node and routing reason.",
 		[]string{"endpoint", "node", "reason"}, nil)
-	descSessions   = prometheus.NewDesc("sluice_client_sessions", "Client sessions open, by endpoint.", []string{"endpoint"}, nil)
+	descSessions = prometheus.NewDesc("sluice_client_sessions", "Client sessions open, by endpoint.", []string{"endpoint"}, nil)
+	descPinned   = prometheus.NewDesc("sluice_pinned_sessions",
+		"Client sessions held on the primary now, by endpoint and pin reason (temporary_table, lock_tables, user_lock, "+
+			"session_variable, multi_statement); a session held for two reasons counts under both.",
+		[]string{"endpoint", "reason"}, nil)
 	descNodeConns  = prometheus.NewDesc("sluice_node_connections", "This sluice's open connections to the node.", []string{"node"}, nil)
 	descNodeActive = prometheus.NewDesc("sluice_node_active_statements", "Statements running on the node now, sent by this sluice.",
 		[]string{"node"}, nil)
@@ -118,7 +125,8 @@ var (
 		"Client connections that logged in, by endpoint.", []string{"endpoint"}, nil)
 	descRefused = prometheus.NewDesc("sluice_client_connections_refused_total",
 		"Client connections that ended before they logged in, by endpoint and reason (max_connections, too_many_logins, "+
-			"not_allowed, blocked, tls_required, handshake, login_timeout, auth_failed, no_node, shutting_down).",
+			"not_allowed, blocked, tls_required, handshake, login_timeout, auth_failed, no_node, shutting_down, "+
+			"max_user_connections).",
 		[]string{"endpoint", "reason"}, nil)
 	descAuthFailures = prometheus.NewDesc("sluice_client_auth_failures_total",
 		"Failed authentications (logins and COM_CHANGE_USER), by endpoint.", []string{"endpoint"}, nil)
@@ -134,7 +142,7 @@ var (
 )
 
 // descs are every metric the collector exports besides Go's and the process's.
-var descs = []*prometheus.Desc{descStatements, descSessions, descNodeConns, descNodeActive, descNodeState, descNodePrimary,
+var descs = []*prometheus.Desc{descStatements, descSessions, descPinned, descNodeConns, descNodeActive, descNodeState, descNodePrimary,
 	descNodeLag, descNodeReadOnly, descNodeRTT, descNodeThreads, descLatency, descWaits, descTimeouts, descPositionReads,
 	descAuthBlocked, descAdmin, descAccepted, descRefused, descAuthFailures, descClientErrors, descBytesIn, descBytesOut}
 
@@ -160,6 +168,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	collectPools(ch, st.Pools)
 	for _, e := range st.Endpoints {
 		gauge(descSessions, float64(e.Sessions), e.Name)
+		for reason, n := range e.Pinned {
+			gauge(descPinned, float64(n), e.Name, reason)
+		}
 		for _, r := range e.Routes {
 			counter(descStatements, r.Statements, e.Name, r.Node, r.Reason)
 		}

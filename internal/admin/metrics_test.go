@@ -216,3 +216,28 @@ func TestNodeVerdictMetrics(t *testing.T) {
 		t.Error("read_only exported for a node whose read_only is not known")
 	}
 }
+
+// TestPinnedSessionsMetric: each endpoint's pinned sessions are a sluice_pinned_sessions gauge
+// per reason, zeros included (as the app hands every reason over).
+func TestPinnedSessionsMetric(t *testing.T) {
+	h := MetricsHandler(func() Stats {
+		return Stats{Endpoints: []EndpointStat{
+			{Name: "rw", Pinned: map[string]int64{"temporary_table": 2, "user_lock": 1, "lock_tables": 0}},
+			{Name: "ro", Pinned: map[string]int64{"temporary_table": 0}},
+		}}
+	})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	for _, want := range []string{
+		`sluice_pinned_sessions{endpoint="rw",reason="temporary_table"} 2`,
+		`sluice_pinned_sessions{endpoint="rw",reason="user_lock"} 1`,
+		`sluice_pinned_sessions{endpoint="rw",reason="lock_tables"} 0`,
+		`sluice_pinned_sessions{endpoint="ro",reason="temporary_table"} 0`,
+		"# TYPE sluice_pinned_sessions gauge",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}

@@ -127,7 +127,7 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 	opts.BackendTLSConfig = btls
 	opts.BackendPublicKey = pubKey
 	for _, u := range cfg.Users {
-		pu := proxy.User{Name: u.Name, Plugin: u.AuthPlugin, RequireTLS: u.RequireTLS}
+		pu := proxy.User{Name: u.Name, Plugin: u.AuthPlugin, RequireTLS: u.RequireTLS, MaxConnections: u.MaxUserConnections}
 		if u.PasswordHash != "" {
 			h, err := mysql.ParseNativeHash(u.PasswordHash)
 			if err != nil {

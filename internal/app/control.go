@@ -604,6 +604,10 @@ func (a *App) Stats() admin.Stats {
 		for i, n := range cs.Refused {
 			as.Refused[proxy.RefusalReasons[i]] = n
 		}
+		as.Pinned = make(map[string]int64, len(es.Pinned))
+		for i, n := range es.Pinned {
+			as.Pinned[route.PinNames[i]] = n
+		}
 		for r, byNode := range es.ByRoute {
 			for i, n := range byNode {
 				if n > 0 && i < len(nodes) {

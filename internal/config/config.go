@@ -167,6 +167,13 @@ type User struct {
 	AuthPlugin string `yaml:"auth_plugin"`
 	// RequireTLS refuses this user (error 1045) on a connection without TLS.
 	RequireTLS bool `yaml:"require_tls"`
+	// MaxUserConnections is the most client sessions this user holds through sluice at once,
+	// counted over every endpoint; past it a login (or a COM_CHANGE_USER to the user) gets the
+	// server's error 1226 (42000) after its password is proven, as from a server's
+	// max_user_connections. 0: unlimited. Accounts taken from the primary
+	// (accounts.from_primary) that are not in this list have no limit in sluice (the
+	// primary's own limits still apply to the connections sluice opens).
+	MaxUserConnections int `yaml:"max_user_connections"`
 	// Pool overrides the pool limits (the top-level pool, then the endpoint's) for this user's
 	// node connections, key by key: only the keys given here.
 	Pool Pool `yaml:"pool"`

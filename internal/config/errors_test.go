@@ -120,6 +120,10 @@ func TestParseErrors(t *testing.T) {
 			`sluice.yaml:3: users[0].auth_plugin: caching_sha2_password needs password, not password_hash (a mysql_native_password hash cannot verify a caching_sha2_password scramble)`,
 		}},
 
+		{"negative max_user_connections", edit("", "    password: secret\n", "    password: secret\n    max_user_connections: -1\n"), []string{
+			`sluice.yaml:4: users[0].max_user_connections: must not be negative (0: unlimited)`,
+		}},
+
 		// Backends.
 		{"no backends", edit("", "backends:\n  - name: primary\n    address: 127.0.0.1:3306\n    role: primary\n"+replicaBlock, "backends: []\n"), []string{
 			`sluice.yaml:4: backends: at least one backend is required`,

@@ -110,6 +110,9 @@ func (k *checker) users() {
 		if hasHash && !validNativeHash(u.PasswordHash) {
 			k.errorf(p+".password_hash", `invalid value (want "*" followed by 40 hex digits, as in SELECT authentication_string FROM mysql.user)`)
 		}
+		if u.MaxUserConnections < 0 {
+			k.errorf(p+".max_user_connections", "must not be negative (0: unlimited)")
+		}
 		switch u.AuthPlugin {
 		case "", AuthNativePassword:
 		case AuthCachingSHA2:

@@ -49,10 +49,11 @@ func (env authEnv) deny(se *mysql.SQLError) {
 
 // authenticate verifies the client's credentials against the configuration, switching the
 // client to another plugin first when needed (always when force is set, as for
-// COM_CHANGE_USER), and applies the user's login rules (require_tls): every login, the first one
-// and each change of user, goes through it. On failure the client has been sent error 1045 and
-// no node was touched, and l keeps its user. On success l holds the user and what sluice logs
-// in to the nodes with.
+// COM_CHANGE_USER), and applies the user's login rules (require_tls, then
+// max_user_connections): every login, the first one and each change of user, goes through it.
+// On failure the client has been sent its error (1045, a locked account's, 1226: errUserLimit)
+// and no node was touched, and l keeps its user (and its place under that user's limit). On
+// success l holds the user, a place under its limit and what sluice logs in to the nodes with.
 func (l *login) authenticate(env authEnv, name, clientPlugin string, resp []byte, force bool) error {
 	u, creds, err := l.checkCredentials(env, name, clientPlugin, resp, force)
 	// Each 1045 is counted for the client's address (failed) before the client sees it: its
@@ -80,6 +81,15 @@ func (l *login) authenticate(env authEnv, name, clientPlugin string, resp []byte
 	}
 	if err != nil {
 		return err
+	}
+	// Last, as the server checks it: a place under the user's max_user_connections. Not an
+	// authentication failure (the password was right): not counted as one, nor for the block.
+	if se := l.holdUser(env.p.userLimits, name); se != nil {
+		if env.front != nil {
+			env.front.errors.count(se.Code)
+		}
+		_ = writeErr(env.c, se)
+		return fmt.Errorf("%w: %s", errUserLimit, se.Message)
 	}
 	l.user, l.creds = u, creds
 	return nil

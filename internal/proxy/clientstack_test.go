@@ -255,12 +255,12 @@ func TestExtendedMetadataLikeDirect(t *testing.T) {
 	if !bytes.Contains(direct[1], []byte("\x01\x04json")) {
 		t.Errorf("no format=json block in the direct column definition % x: the test no longer tests it", direct[1])
 	}
-	// sluice's own result: three column definitions, each with an empty extended block.
+	// sluice's own result: four column definitions, each with an empty extended block.
 	route := via.query(t, "/*PROXY_INTERNAL*/ SHOW LAST ROUTE")
-	if len(route) != 1+3+1+1 {
+	if len(route) != 1+4+1+1 {
 		t.Fatalf("SHOW LAST ROUTE: %d packets", len(route))
 	}
-	for _, def := range route[1:4] {
+	for _, def := range route[1:5] {
 		p := def
 		for range 6 { // catalog, schema, table, org_table, name, org_name
 			_, n, err := smysql.ReadLenEncString(p)

@@ -170,7 +170,7 @@ func (v *sessionView) describe(si *SessionInfo) bool {
 		return false
 	}
 	si.User, si.Started = info.user, info.started
-	si.InTx, si.Pins = v.inTx.Load(), pinNames(route.Pin(v.pins.Load()))
+	si.InTx, si.Pins = v.inTx.Load(), route.Pin(v.pins.Load()).Names(nil)
 	if t := v.cmdStart.Load(); t != 0 {
 		si.Statement = time.Unix(0, t)
 	}
@@ -199,7 +199,7 @@ type SessionInfo struct {
 	Endpoint string
 	Nodes    []string // the nodes it holds a connection to
 	InTx     bool
-	Pins     []string // what holds it on the primary
+	Pins     []string // what holds it on the primary: route.PinNames
 	Started  time.Time
 	// Statement is when its current command began; zero when idle.
 	Statement time.Time
@@ -230,20 +230,6 @@ func (p *Proxy) SessionList() []SessionInfo {
 	return out
 }
 
-func pinNames(p route.Pin) []string {
-	var names []string
-	for _, n := range []struct {
-		pin  route.Pin
-		name string
-	}{{route.PinTempTable, "temporary table"}, {route.PinLockTables, "LOCK TABLES"}, {route.PinGetLock, "GET_LOCK"},
-		{route.PinSet, "session variable"}, {route.PinMulti, "multi-statement"}} {
-		if p&n.pin != 0 {
-			names = append(names, n.name)
-		}
-	}
-	return names
-}
-
 // KillSession closes client session id as KILL CONNECTION does: its client connection and its
 // node connections. It reports whether there was such a session.
 func (p *Proxy) KillSession(id uint32) bool {
@@ -266,6 +252,9 @@ type EndpointStats struct {
 	// Latency: per node, statements per LatencyBuckets bucket (the last +Inf) and their sum.
 	Latency    [][]uint64
 	LatencySum []time.Duration
+	// Pinned counts the live sessions held on the primary by each pin reason (a session
+	// with two counts under both), by bit: route.PinNames labels them.
+	Pinned [route.NumPins]int64
 }
 
 // EndpointStats returns endpoint name's figures: its ended sessions' and its live ones'.
@@ -277,12 +266,22 @@ func (p *Proxy) EndpointStats(name string) EndpointStats {
 	// Under the lock, the ended sessions' total and the live sessions (a session's counters
 	// are folded into done under the same lock as it leaves the live ones: each is counted
 	// once); the adding up is done outside it, so that a scrape does not hold up logins.
+	var pinned [route.NumPins]int64
 	p.mu.Lock()
 	done := ep.done
 	live := make([]*sessionStats, 0, len(p.sessions))
 	for s := range p.sessions {
 		if s.ep == ep {
 			live = append(live, s.view.counts())
+			// As the session published them after its last command (sessionView): read
+			// here, at the scrape, never counted per statement.
+			if pins := s.view.pins.Load(); pins != 0 {
+				for i := range pinned {
+					if pins&(1<<i) != 0 {
+						pinned[i]++
+					}
+				}
+			}
 		}
 	}
 	// done is replaced, not changed, when it grows; it is added to under mu: copied here.
@@ -297,7 +296,7 @@ func (p *Proxy) EndpointStats(name string) EndpointStats {
 		sum.add(st)
 	}
 	st := EndpointStats{Sessions: ep.active.Load(), ByNode: make([]uint64, n), ByRoute: make([][]uint64, route.NumReasons),
-		Latency: make([][]uint64, n), LatencySum: make([]time.Duration, n)}
+		Latency: make([][]uint64, n), LatencySum: make([]time.Duration, n), Pinned: pinned}
 	for r := range route.NumReasons {
 		st.ByRoute[r] = make([]uint64, n)
 		for i := range n {

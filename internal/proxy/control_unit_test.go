@@ -55,7 +55,7 @@ func TestSessionView(t *testing.T) {
 	}
 	si = SessionInfo{}
 	v.describe(&si)
-	if !si.InTx || !slices.Equal(si.Pins, []string{"temporary table", "GET_LOCK"}) || !si.Statement.IsZero() {
+	if !si.InTx || !slices.Equal(si.Pins, []string{"temporary_table", "user_lock"}) || !si.Statement.IsZero() {
 		t.Fatalf("after a command: %+v", si)
 	}
 	inTx, pinned, since := v.held()

@@ -17,23 +17,25 @@ const (
 	// refusedHandshake: the client broke off its login or sent one sluice cannot read (a bad
 	// handshake packet, a failed TLS handshake, TLS asked of an endpoint without it, a
 	// connection closed mid-login).
-	refusedHandshake      refusal = iota
-	refusedMaxConnections         // past the endpoint's max_connections (1040)
-	refusedTooManyLogins          // past limits.max_pending_logins or their memory (1040)
-	refusedNotAllowed             // not in the endpoint's allow list (1130)
-	refusedBlocked                // the address is blocked for its authentication failures (1129)
-	refusedTLSRequired            // without TLS on an endpoint with tls: required (3159)
-	refusedLoginTimeout           // the login took longer than timeouts.login (1159)
-	refusedAuth                   // authentication failed (1045, a locked account...)
-	refusedNoNode                 // logged in, but no node could take the session
-	refusedShuttingDown           // sluice was shutting down (closed without a word)
+	refusedHandshake          refusal = iota
+	refusedMaxConnections             // past the endpoint's max_connections (1040)
+	refusedTooManyLogins              // past limits.max_pending_logins or their memory (1040)
+	refusedNotAllowed                 // not in the endpoint's allow list (1130)
+	refusedBlocked                    // the address is blocked for its authentication failures (1129)
+	refusedTLSRequired                // without TLS on an endpoint with tls: required (3159)
+	refusedLoginTimeout               // the login took longer than timeouts.login (1159)
+	refusedAuth                       // authentication failed (1045, a locked account...)
+	refusedNoNode                     // logged in, but no node could take the session
+	refusedShuttingDown               // sluice was shutting down (closed without a word)
+	refusedMaxUserConnections         // the user was at its max_user_connections (1226)
 	numRefusals
 )
 
 // RefusalReasons label the refusals (sluice_client_connections_refused_total's reason), by
 // refusal.
 var RefusalReasons = [numRefusals]string{"handshake", "max_connections", "too_many_logins", "not_allowed", "blocked",
-	"tls_required", "login_timeout", "auth_failed", "no_node", "shutting_down"}
+	"tls_required", "login_timeout", "auth_failed", "no_node", "shutting_down",
+	"max_user_connections"}
 
 // frontStats counts one endpoint's client side. Shared by the endpoint's sessions and its accept
 // loop: atomics, written at a login's end, an authentication failure and a command that failed,

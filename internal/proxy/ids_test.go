@@ -71,14 +71,14 @@ func TestSluiceCommands(t *testing.T) {
 
 	// Both spellings, any case, a trailing ';', leading comments before SLUICE.
 	for _, q := range []string{"SELECT 1", "SLUICE SHOW LAST ROUTE", "sluice show last route;", "/* app */ SLUICE SHOW LAST ROUTE", "/*PROXY_INTERNAL*/ SHOW LAST ROUTE"} {
-		var node, role, reason string
+		var node, role, reason, pins string
 		if q == "SELECT 1" {
 			if _, err := app.ExecContext(ctx, q); err != nil {
 				t.Fatal(err)
 			}
 			continue
 		}
-		if err := app.QueryRowContext(ctx, q).Scan(&node, &role, &reason); err != nil {
+		if err := app.QueryRowContext(ctx, q).Scan(&node, &role, &reason, &pins); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 		if node == "" || reason == "" {
@@ -109,8 +109,8 @@ func TestSluiceCommands(t *testing.T) {
 		}
 	}
 	// What is not topology stays open to every user.
-	var node, role, reason string
-	if err := other.QueryRowContext(ctx, "SLUICE SHOW LAST ROUTE").Scan(&node, &role, &reason); err != nil {
+	var node, role, reason, pins string
+	if err := other.QueryRowContext(ctx, "SLUICE SHOW LAST ROUTE").Scan(&node, &role, &reason, &pins); err != nil {
 		t.Errorf("SHOW LAST ROUTE as %s: %v", plainUser, err)
 	}
 

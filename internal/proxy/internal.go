@@ -36,7 +36,7 @@ func (s *session) proxyCommand(cmd classify.ProxyCommand) error {
 		rows = [][]cell{{text(s.ep.cfg.Name), text(set.Consistency.String()), n(set.ConsistencyTimeout.Milliseconds()),
 			n(s.p.consistencyWaits.Load()), n(s.p.consistencyTimeouts.Load()), n(int64(s.p.primaryPos.readings()))}}
 	default:
-		cols, rows = lastRouteRow(s.view.lastRoute(), s.p.topo.Snapshot())
+		cols, rows = lastRouteRow(s.view.lastRoute(), s.rs.Pins, s.p.topo.Snapshot())
 	}
 	b, err := writeResult(s.client, s.client.Scratch(), resultFormat{caps: s.login.caps, mcaps: s.login.mcaps, status: s.status}, cols, rows)
 	keepScratch(s.client, b)
@@ -62,8 +62,10 @@ func mayRun(cmd classify.ProxyCommand, user *User, topologyUsers []string) *mysq
 }
 
 // lastRouteRow is SHOW LAST ROUTE's answer: the node the previous statement ran on, its role
-// now, and why it went there (all empty before the session's first statement).
-func lastRouteRow(r routeInfo, snap *topology.Snapshot) ([]string, [][]cell) {
+// now, and why it went there (all empty before the session's first statement); and what pins
+// the session to the primary now (pins, as the statements so far left them: route.PinNames
+// joined by commas, empty when nothing does).
+func lastRouteRow(r routeInfo, pins route.Pin, snap *topology.Snapshot) ([]string, [][]cell) {
 	node, role, reason := "", "", ""
 	if r.valid {
 		reason = r.reason.String()
@@ -76,7 +78,7 @@ func lastRouteRow(r routeInfo, snap *topology.Snapshot) ([]string, [][]cell) {
 			node, role = "sluice", "proxy"
 		}
 	}
-	return []string{"node", "role", "reason"}, [][]cell{{text(node), text(role), text(reason)}}
+	return []string{"node", "role", "reason", "pins"}, [][]cell{{text(node), text(role), text(reason), text(pins.String())}}
 }
 
 // nodeRows is SHOW NODES's answer: one row per node, as the topology's snapshot has it, seen

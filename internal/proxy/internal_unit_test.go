@@ -116,17 +116,22 @@ func TestNodeRowsAndLastRoute(t *testing.T) {
 	if rows[0][14].s != "no: weight 0" || rows[1][14].s != "yes" {
 		t.Errorf("reads: %q, %q", rows[0][14].s, rows[1][14].s)
 	}
-	_, rows = lastRouteRow(routeInfo{}, snap)
-	if rows[0][0].s != "" || rows[0][2].s != "" {
+	_, rows = lastRouteRow(routeInfo{}, 0, snap)
+	if rows[0][0].s != "" || rows[0][2].s != "" || rows[0][3].s != "" {
 		t.Errorf("before any statement: %+v", rows)
 	}
-	_, rows = lastRouteRow(routeInfo{valid: true, node: 1, reason: route.ReasonRead}, snap)
+	_, rows = lastRouteRow(routeInfo{valid: true, node: 1, reason: route.ReasonRead}, 0, snap)
 	if rows[0][0].s != "replica1" || rows[0][1].s != "replica" || rows[0][2].s != route.ReasonRead.String() {
 		t.Errorf("a read: %+v", rows)
 	}
-	_, rows = lastRouteRow(routeInfo{valid: true, node: -1, reason: route.ReasonRead}, snap)
+	_, rows = lastRouteRow(routeInfo{valid: true, node: -1, reason: route.ReasonRead}, 0, snap)
 	if rows[0][0].s != "sluice" || rows[0][1].s != "proxy" {
 		t.Errorf("answered by sluice: %+v", rows)
+	}
+	// The pins column: what holds the session on the primary now, by its stable names.
+	cols, rows = lastRouteRow(routeInfo{valid: true, node: 0, reason: route.ReasonPinned}, route.PinTempTable|route.PinGetLock, snap)
+	if len(cols) != 4 || cols[3] != "pins" || rows[0][3].s != "temporary_table,user_lock" {
+		t.Errorf("pinned: %v %+v", cols, rows)
 	}
 }
 

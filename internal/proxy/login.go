@@ -45,6 +45,9 @@ type login struct {
 	// refused says why the login failed (refusedHandshake unless another reason is known):
 	// the reason the endpoint counts the connection under.
 	refused refusal
+	// held is the user's max_user_connections the session holds a place under (nil: none);
+	// holdUser takes it, release gives it back (userlimit.go).
+	held *userLimit
 }
 
 // greeting is the handshake the client is greeted with (by server info, on connection id),
@@ -161,8 +164,11 @@ func (s *session) handshake() (err error) {
 	}
 	s.login.negotiate(hs, resp)
 	if err := s.login.authenticate(authEnv{p: s.p, c: s.client, log: s.log, front: &s.ep.front}, resp.User, resp.AuthPlugin, resp.AuthResponse, false); err != nil {
-		if errors.Is(err, errAuth) {
+		switch {
+		case errors.Is(err, errAuth):
 			s.login.refused = refusedAuth
+		case errors.Is(err, errUserLimit):
+			s.login.refused = refusedMaxUserConnections
 		}
 		return err
 	}
@@ -280,11 +286,11 @@ func (s *session) changeUser() error {
 		// again for a client that may not change user any more.
 		return err
 	}
-	if errors.Is(err, errAuth) {
+	if errors.Is(err, errAuth) || errors.Is(err, errUserLimit) {
 		// authenticate sent the client its error. The server resets the session before it
 		// authenticates and keeps the previous user and database when that fails (MariaDB),
 		// with the server's default character set: so does sluice, with fresh node
-		// connections as that user.
+		// connections as that user (which keeps its place under its max_user_connections).
 		// The client has its error: a node that cannot be reached now ends the session
 		// without a second one.
 		s.nodes.closeAll()

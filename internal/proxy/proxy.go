@@ -35,6 +35,9 @@ type User struct {
 	// Unsupported says why an account from the primary cannot log in through sluice (its
 	// plugin); empty: it can.
 	Unsupported string
+	// MaxConnections is the most sessions logged in as this user at once, over every endpoint
+	// (past it: error 1226 after the password); 0: no limit. Read from Options.Users at New.
+	MaxConnections int
 	// hostDenied: no account of the user lets the client's host in (1045 whatever the
 	// password, as from the server).
 	hostDenied bool
@@ -177,12 +180,15 @@ type Options struct {
 // Fields set by New and never changed need no lock: opts, log, users, topo, endpoints. The
 // others say what guards them.
 type Proxy struct {
-	opts      Options
-	log       *slog.Logger
-	users     map[string]*User
-	topo      Topology
-	endpoints map[string]*endpoint
-	stop      chan struct{} // closed by Shutdown (under mu): accept back-off waits end
+	opts  Options
+	log   *slog.Logger
+	users map[string]*User
+	// userLimits are the users with a max_user_connections, by name (built at New, read only
+	// after: no lock); each counts the sessions logged in as its user (userlimit.go).
+	userLimits map[string]*userLimit
+	topo       Topology
+	endpoints  map[string]*endpoint
+	stop       chan struct{} // closed by Shutdown (under mu): accept back-off waits end
 
 	nextID atomic.Uint32
 	server atomic.Pointer[serverInfo] // what clients are greeted with, learnt from the primary
@@ -304,6 +310,12 @@ func New(opts Options) (*Proxy, error) {
 	for i := range opts.Users {
 		u := &opts.Users[i]
 		p.users[u.Name] = u
+		if u.MaxConnections > 0 {
+			if p.userLimits == nil {
+				p.userLimits = make(map[string]*userLimit)
+			}
+			p.userLimits[u.Name] = &userLimit{max: int64(u.MaxConnections)}
+		}
 	}
 	p.decoy = newDecoyPlugins(opts.Users)
 	if p.opts.MaxPendingLogins <= 0 {
@@ -547,6 +559,9 @@ func (p *Proxy) Serve(name string, ln net.Listener) error {
 		n := ep.active.Add(1)
 		go func() {
 			defer p.wg.Done()
+			// After untrack: a session listed (SessionList) always holds its place under
+			// its user's max_user_connections, however it ended (run recovers a panic).
+			defer s.login.release()
 			defer p.untrack(s)
 			defer ep.active.Add(-1)
 			defer p.loggedIn(s)

@@ -16,7 +16,8 @@ import (
 // lastRoute asks sluice where the previous statement of this connection went.
 func lastRoute(t testing.TB, conn *sql.Conn) (node, role, reason string) {
 	t.Helper()
-	if err := conn.QueryRowContext(context.Background(), "/*PROXY_INTERNAL*/ SHOW LAST ROUTE").Scan(&node, &role, &reason); err != nil {
+	var pins string
+	if err := conn.QueryRowContext(context.Background(), "/*PROXY_INTERNAL*/ SHOW LAST ROUTE").Scan(&node, &role, &reason, &pins); err != nil {
 		t.Fatal(err)
 	}
 	return node, role, reason

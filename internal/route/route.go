@@ -2,6 +2,7 @@ package route
 
 import (
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -212,7 +213,28 @@ const (
 	PinGetLock                    // GET_LOCK until the locks are released
 	PinSet                        // a SET sluice cannot replay on other nodes
 	PinMulti                      // a multi-statement batch, or a statement too large to read whole, that may have left state behind
+
+	// NumPins is how many pin reasons there are: bits 0 to NumPins-1.
+	NumPins = 5
 )
+
+// PinNames are the pin reasons' names, by bit (PinNames[i] names Pin(1<<i)): what
+// /v1/sessions, SHOW LAST ROUTE and the reason label of sluice_pinned_sessions say. They are an
+// interface: a name, once given, never changes (README's table of pins).
+var PinNames = [NumPins]string{"temporary_table", "lock_tables", "user_lock", "session_variable", "multi_statement"}
+
+// Names appends the names of p's reasons to dst, in bit order.
+func (p Pin) Names(dst []string) []string {
+	for i, n := range PinNames {
+		if p&(1<<i) != 0 {
+			dst = append(dst, n)
+		}
+	}
+	return dst
+}
+
+// String is p's names joined by commas ("" when p holds none).
+func (p Pin) String() string { return strings.Join(p.Names(nil), ",") }
 
 // Reason says why a statement went where it went.
 type Reason uint8

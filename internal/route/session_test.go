@@ -1,6 +1,7 @@
 package route
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/sluicedb/sluice/internal/classify"
@@ -173,5 +174,40 @@ func TestSessionReset(t *testing.T) {
 		if s.Pins != st.pins {
 			t.Fatalf("after the reset, %s: pins %b, want %b", st.stmt, s.Pins, st.pins)
 		}
+	}
+}
+
+// TestPinNames: each pin has its own stable name (an interface: the API, SHOW LAST ROUTE and the
+// metric's label), named in bit order, and every bit below NumPins has one.
+func TestPinNames(t *testing.T) {
+	for _, c := range []struct {
+		pin  Pin
+		want string
+	}{
+		{0, ""},
+		{PinTempTable, "temporary_table"},
+		{PinLockTables, "lock_tables"},
+		{PinGetLock, "user_lock"},
+		{PinSet, "session_variable"},
+		{PinMulti, "multi_statement"},
+		{PinTempTable | PinGetLock, "temporary_table,user_lock"},
+		{PinMulti | PinSet | PinLockTables, "lock_tables,session_variable,multi_statement"},
+	} {
+		if got := c.pin.String(); got != c.want {
+			t.Errorf("Pin(%#x): %q, want %q", uint16(c.pin), got, c.want)
+		}
+	}
+	if got := Pin(1<<NumPins - 1).Names(nil); len(got) != NumPins {
+		t.Errorf("every pin: %v, want %d names", got, NumPins)
+	}
+	if PinMulti != 1<<(NumPins-1) {
+		t.Errorf("NumPins %d does not cover the last pin %#x", NumPins, uint16(PinMulti))
+	}
+	seen := map[string]bool{}
+	for _, n := range PinNames {
+		if n == "" || seen[n] || strings.ContainsAny(n, " ,") {
+			t.Errorf("pin name %q: empty, repeated, or not a label", n)
+		}
+		seen[n] = true
 	}
 }
