@@ -185,14 +185,17 @@ time_of() {
 # Every node's max_connections: the widest sysbench run through sluice-r or sluice-c (one
 # connection per client on the primary and on each replica, with room for the sluices' monitors
 # and binlog streams), and the idle connections, each of which holds a primary connection through
-# sluice-p.
+# sluice-p. The sluices pool their node connections (pool_mode: session, the default): a client
+# that leaves leaves its connections open for pool.idle_timeout (60 s), so what one part used
+# is still open in the next: every part's count is added, not the widest taken. The short part's
+# clients also leave server threads ending behind them.
 max_threads=$cons_threads
 for t in "${thread_counts[@]}"; do
 	if ((t > max_threads)); then max_threads=$t; fi
 done
-max_conns=200
-if ((2 * max_threads + 50 > max_conns)); then max_conns=$((2 * max_threads + 50)); fi
-if ((want_idle && idle_conns + 100 > max_conns)); then max_conns=$((idle_conns + 100)); fi
+max_conns=$((200 + 6 * max_threads))
+if ((want_idle)); then max_conns=$((max_conns + 2 * idle_conns)); fi
+if ((want_short)); then max_conns=$((max_conns + 8 * short_clients)); fi
 
 haproxy_pid=
 pid_p=
