@@ -305,24 +305,31 @@ func TestAttackNoReplicaWrites(t *testing.T) {
 				t.Errorf("%s %q: %s ran on replica %s", a.ep, a.stmts, q, node)
 			}
 		}
-		for i := 1; i <= 11 && a.ep == "ro"; i++ {
-			// The read-only endpoint never reaches the primary: a file is a replica's.
-			if _, err := os.Stat(fmt.Sprintf("/tmp/sluice_atk_%d", i)); err == nil {
-				t.Errorf("ro %q: a replica wrote /tmp/sluice_atk_%d", a.stmts, i)
-			}
-		}
 		cn.Close()
 		db.Close()
-		for i := 1; i <= 11; i++ {
-			os.Remove(fmt.Sprintf("/tmp/sluice_atk_%d", i))
-		}
-		after := attackState(t, ctx)
-		for name, b := range before {
-			if after[name] != b {
-				t.Errorf("%s %q changed replica %s:\n before %s\n after  %s\n%s", a.ep, a.stmts, name, b, after[name], strings.Join(log, "\n"))
-			}
-		}
-		t.Logf("%s: %s", a.ep, strings.Join(log, " | "))
-		before = after
+		before = attackAftermath(t, ctx, a.ep, a.stmts, 1, 11, before, log)
 	}
+}
+
+// attackAftermath checks what one attack (its statements stmts through endpoint ep) left: no
+// file /tmp/sluice_atk_<first..last> written through the read-only endpoint (which never reaches
+// the primary: a file there is a replica's), and no replica changed from before (attackState).
+// It removes the files and returns the replicas' state for the next attack.
+func attackAftermath(t *testing.T, ctx context.Context, ep string, stmts []string, first, last int, before map[string]string, log []string) map[string]string {
+	t.Helper()
+	for i := first; i <= last; i++ {
+		name := fmt.Sprintf("/tmp/sluice_atk_%d", i)
+		if _, err := os.Stat(name); err == nil && ep == "ro" {
+			t.Errorf("ro %q: a replica wrote %s", stmts, name)
+		}
+		os.Remove(name)
+	}
+	after := attackState(t, ctx)
+	for name, b := range before {
+		if after[name] != b {
+			t.Errorf("%s %q changed replica %s:\n before %s\n after  %s\n%s", ep, stmts, name, b, after[name], strings.Join(log, "\n"))
+		}
+	}
+	t.Logf("%s: %s", ep, strings.Join(log, " | "))
+	return after
 }

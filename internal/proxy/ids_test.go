@@ -22,9 +22,9 @@ const (
 	plainPassword = "ids_plain_pw"
 )
 
-// withPlainUser creates plainUser on the cluster (gone when the test ends) and returns the
-// configuration edit that lets it log in to sluice.
-func withPlainUser(t *testing.T) func(*config.Config) {
+// primaryUser creates 'name'@'127.0.0.1' on the primary with the CREATE USER tail spec and
+// SELECT on everything, dropped when the test ends, and waits until the replicas have it.
+func primaryUser(t *testing.T, name, spec string) {
 	t.Helper()
 	cl := testutil.Cluster(t)
 	admin, err := cl.AdminDB("primary")
@@ -32,17 +32,25 @@ func withPlainUser(t *testing.T) func(*config.Config) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
+	account := "'" + name + "'@'127.0.0.1'"
 	for _, q := range []string{
-		"DROP USER IF EXISTS 'ids_plain'@'127.0.0.1'",
-		"CREATE USER 'ids_plain'@'127.0.0.1' IDENTIFIED BY 'ids_plain_pw'",
-		"GRANT SELECT ON *.* TO 'ids_plain'@'127.0.0.1'",
+		"DROP USER IF EXISTS " + account,
+		"CREATE USER " + account + " " + spec,
+		"GRANT SELECT ON *.* TO " + account,
 	} {
 		mustExec(t, admin, q)
 	}
-	t.Cleanup(func() { _, _ = admin.ExecContext(ctx, "DROP USER IF EXISTS 'ids_plain'@'127.0.0.1'") })
+	t.Cleanup(func() { _, _ = admin.ExecContext(ctx, "DROP USER IF EXISTS "+account) })
 	if err := cl.WaitCaughtUp(ctx, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// withPlainUser creates plainUser on the cluster (gone when the test ends) and returns the
+// configuration edit that lets it log in to sluice.
+func withPlainUser(t *testing.T) func(*config.Config) {
+	t.Helper()
+	primaryUser(t, "ids_plain", "IDENTIFIED BY 'ids_plain_pw'")
 	return func(c *config.Config) {
 		c.Users = append(c.Users, config.User{Name: plainUser, Password: plainPassword})
 	}

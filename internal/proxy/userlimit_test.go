@@ -292,23 +292,8 @@ func TestMaxUserConnectionsLikeServer(t *testing.T) {
 	if err != nil {
 		t.Skip("mariadb client not installed")
 	}
-	cl := testutil.Cluster(t)
-	admin, err := cl.AdminDB("primary")
-	if err != nil {
-		t.Fatal(err)
-	}
+	primaryUser(t, "ulim", "IDENTIFIED BY 'ulim_pw' WITH MAX_USER_CONNECTIONS 1")
 	ctx := context.Background()
-	for _, q := range []string{
-		"DROP USER IF EXISTS 'ulim'@'127.0.0.1'",
-		"CREATE USER 'ulim'@'127.0.0.1' IDENTIFIED BY 'ulim_pw' WITH MAX_USER_CONNECTIONS 1",
-		"GRANT SELECT ON *.* TO 'ulim'@'127.0.0.1'",
-	} {
-		mustExec(t, admin, q)
-	}
-	t.Cleanup(func() { _, _ = admin.ExecContext(ctx, "DROP USER IF EXISTS 'ulim'@'127.0.0.1'") })
-	if err := cl.WaitCaughtUp(ctx, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
 	s := startSluice(t, func(c *config.Config) {
 		c.Users = append(c.Users, config.User{Name: "ulim", Password: "ulim_pw", MaxUserConnections: 1})
 	})
@@ -332,7 +317,7 @@ func TestMaxUserConnectionsLikeServer(t *testing.T) {
 		}
 		return strings.TrimSpace(string(out))
 	}
-	via, direct := run(s.rw), run(cl.Primary().Address)
+	via, direct := run(s.rw), run(testutil.Cluster(t).Primary().Address)
 	want := "ERROR 1226 (42000): " + userLimitMessage("ulim", 1)
 	if via != direct || via != want {
 		t.Errorf("past the limit:\nthrough sluice: %s\ndirect:         %s\nwant:           %s", via, direct, want)
