@@ -340,10 +340,12 @@ type Endpoint struct {
 	// or one address; empty: any. IPv4 clients match IPv4-mapped IPv6 entries too (::/0 is
 	// every client). A client from elsewhere gets error 1130 in place of the greeting.
 	Allow []string `yaml:"allow"`
-	// PoolMode is what happens to the session's node connections when its client leaves:
-	// session resets them (COM_RESET_CONNECTION) and keeps them for the next client of the
-	// same user (limits: pool); off closes them. (transaction, pooling per transaction, is
-	// not available yet.)
+	// PoolMode is what happens to the session's node connections: session resets them
+	// (COM_RESET_CONNECTION) when the client leaves and keeps them for the next client of the
+	// same user (limits: pool); transaction gives them back to the pool between transactions
+	// (and between statements outside one), for any session of the same user, unless the
+	// session holds state that cannot move (README: what pins a session); off closes them
+	// when the client leaves.
 	PoolMode string `yaml:"pool_mode"`
 	// Pool overrides the top-level pool limits for this endpoint, key by key.
 	Pool Pool `yaml:"pool"`

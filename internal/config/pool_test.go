@@ -42,7 +42,6 @@ func TestPoolErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, add, want string
 	}{
-		{"transaction refused", "    pool_mode: transaction\n", "endpoints[0].pool_mode: transaction (pooling per transaction) is not available yet: use session or off"},
 		{"unknown mode", "    pool_mode: always\n", "endpoints[0].pool_mode"},
 		{"negative limit", "pool:\n  max_per_node: -1\n", "pool.max_per_node: must not be negative"},
 		{"negative timeout", "    pool:\n      acquire_timeout: -1s\n", "endpoints[0].pool.acquire_timeout: invalid value -1s"},

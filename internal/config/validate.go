@@ -294,13 +294,7 @@ func (k *checker) endpoints(replicas, namedReplicas int) {
 		if replicas == 0 && (e.Mode == ModeReadWrite || e.Mode == ModeReadOnly) {
 			k.errorf(p+".mode", "a %s endpoint needs at least one backend with role replica", e.Mode)
 		}
-		switch e.PoolMode {
-		case PoolModeOff, PoolModeSession:
-		case PoolModeTransaction:
-			k.errorf(p+".pool_mode", "transaction (pooling per transaction) is not available yet: use session or off")
-		default:
-			k.oneOf(p+".pool_mode", e.PoolMode, PoolModeOff, PoolModeSession)
-		}
+		k.oneOf(p+".pool_mode", e.PoolMode, PoolModeOff, PoolModeSession, PoolModeTransaction)
 		k.pool(p+".pool", e.Pool)
 		k.oneOf(p+".balance", e.Balance, BalanceLeastActive, BalanceWeighted, BalanceLeastConnections)
 		k.oneOf(p+".connections_from", e.ConnectionsFrom, ConnectionsFromProxy, ConnectionsFromNodes)

@@ -33,6 +33,9 @@ type Variant struct {
 	// Attrs identifies the connection attributes sent at login (a hash): the node shows them
 	// for the connection's whole life (performance_schema.session_connect_attrs).
 	Attrs uint64
+	// Shared: the connection came back without a reset (Return), carrying the session state
+	// of its last user; a connection reset on its way back (Put) is not Shared.
+	Shared bool
 }
 
 // Limits are the settings of one Get or Put (the endpoint's pool settings, with the user's
@@ -168,6 +171,48 @@ func (g *group[C]) roomMade() {
 //
 // Every connection Get returns is the caller's until it gives it to Put or Discard.
 func (p *Pool[C]) Get(ctx context.Context, k Key, v Variant, lim Limits, accept func(C) bool, dial func() (C, error)) (c C, reused bool, err error) {
+	c, _, reused, err = p.Take(ctx, k, Want[C]{Variant: v, Accept: accept}, lim, dial)
+	return c, reused, err
+}
+
+// Want says which idle connections a Take may hand out, and which it prefers.
+type Want[C comparable] struct {
+	// Variant is the variant wanted; Also, when set, another variant taken when no idle
+	// connection of Variant is acceptable (it ranks below every one of Variant).
+	Variant Variant
+	Also    *Variant
+	// Accept refuses an idle connection it returns false for (nil: all accepted).
+	Accept func(C) bool
+	// Prefer ranks an acceptable connection of Variant above the others when it returns true
+	// (nil: none preferred): among equals, the most recently put back wins.
+	Prefer func(C) bool
+}
+
+// rank is how much w wants e: 0 not at all, then Also's, Variant's, Variant's preferred.
+func (w *Want[C]) rank(e *idle[C]) int {
+	switch {
+	case e.v == w.Variant:
+	case w.Also != nil && e.v == *w.Also:
+		if w.Accept == nil || w.Accept(e.c) {
+			return 1
+		}
+		return 0
+	default:
+		return 0
+	}
+	if w.Accept != nil && !w.Accept(e.c) {
+		return 0
+	}
+	if w.Prefer != nil && w.Prefer(e.c) {
+		return 3
+	}
+	return 2
+}
+
+// Take is Get for what w wants: the best ranked idle connection (see Want), else one made by
+// dial, under the same limits and waits as Get: an idle connection's variant (w.Variant or
+// *w.Also) and reused true, or a new one (w.Variant, reused false).
+func (p *Pool[C]) Take(ctx context.Context, k Key, w Want[C], lim Limits, dial func() (C, error)) (c C, v Variant, reused bool, err error) {
 	var zero C
 	var waitStart time.Time
 	var timer *time.Timer
@@ -185,41 +230,16 @@ func (p *Pool[C]) Get(ctx context.Context, k Key, v Variant, lim Limits, accept 
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
-			return zero, false, ErrClosed
+			return zero, w.Variant, false, ErrClosed
 		}
 		g := p.group(k)
 		now := p.now()
-		var stale []C
-		found, pick := false, idle[C]{}
-		for i := len(g.idle) - 1; i >= 0; i-- {
-			e := g.idle[i]
-			if e.expired(now) {
-				g.idle = slices.Delete(g.idle, i, i+1)
-				g.open--
-				stale = append(stale, e.c)
-				continue
-			}
-			if e.v == v && (accept == nil || accept(e.c)) {
-				g.idle = slices.Delete(g.idle, i, i+1)
-				found, pick = true, e
-				break
-			}
-		}
+		pick, found, stale := g.best(&w, now)
 		if found {
-			p.lent[pick.c] = lease{key: k, born: pick.born}
-			g.roomMade() // the stale ones freed room too
-			p.mu.Unlock()
-			p.closeAll(stale)
-			if now.Sub(pick.since) > p.pingAfter && p.ops.Ping != nil {
-				if err := p.ops.Ping(pick.c); err != nil {
-					p.Discard(pick.c, false)
-					continue
-				}
+			if c, ok := p.hand(k, g, pick, stale, now); ok {
+				return c, pick.v, true, nil
 			}
-			p.mu.Lock()
-			g.st.reused++
-			p.mu.Unlock()
-			return pick.c, true, nil
+			continue
 		}
 		if lim.MaxPerNode > 0 && g.open >= lim.MaxPerNode && len(g.idle) > 0 {
 			// Another variant's idle connection stands in the way: it gives its place.
@@ -238,18 +258,18 @@ func (p *Pool[C]) Get(ctx context.Context, k Key, v Variant, lim Limits, accept 
 				g.open--
 				g.roomMade()
 				p.mu.Unlock()
-				return zero, false, err
+				return zero, w.Variant, false, err
 			}
 			if p.closed {
 				g.open--
 				p.mu.Unlock()
 				p.closeAll([]C{c})
-				return zero, false, ErrClosed
+				return zero, w.Variant, false, ErrClosed
 			}
 			g.st.created++
 			p.lent[c] = lease{key: k, born: p.now()}
 			p.mu.Unlock()
-			return c, false, nil
+			return c, w.Variant, false, nil
 		}
 		// At the limit: wait for room.
 		if waitStart.IsZero() {
@@ -260,7 +280,7 @@ func (p *Pool[C]) Get(ctx context.Context, k Key, v Variant, lim Limits, accept 
 		if left <= 0 {
 			p.mu.Unlock()
 			p.closeAll(stale)
-			return zero, false, TooMany(k, lim)
+			return zero, w.Variant, false, TooMany(k, lim)
 		}
 		if g.wake == nil {
 			g.wake = make(chan struct{})
@@ -285,16 +305,100 @@ func (p *Pool[C]) Get(ctx context.Context, k Key, v Variant, lim Limits, accept 
 		g.waiting--
 		p.mu.Unlock()
 		if done != nil {
-			return zero, false, done
+			return zero, w.Variant, false, done
 		}
 	}
+}
+
+// TakeIdle is Take without dialing or waiting: the best ranked idle connection for w and its
+// variant, if there is one (ok false otherwise).
+func (p *Pool[C]) TakeIdle(k Key, w Want[C]) (c C, v Variant, ok bool) {
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return c, v, false
+		}
+		g := p.group(k)
+		now := p.now()
+		pick, found, stale := g.best(&w, now)
+		if !found {
+			if len(stale) > 0 {
+				g.roomMade()
+			}
+			p.mu.Unlock()
+			p.closeAll(stale)
+			return c, v, false
+		}
+		if c, ok := p.hand(k, g, pick, stale, now); ok {
+			return c, pick.v, true
+		}
+	}
+}
+
+// best takes out of g's idle connections the one w ranks highest (found), and the expired
+// ones it met (stale: g.open no longer counts them). Under p.mu.
+func (g *group[C]) best(w *Want[C], now time.Time) (pick idle[C], found bool, stale []C) {
+	best, bestRank := -1, 0
+	for i := len(g.idle) - 1; i >= 0; i-- {
+		e := &g.idle[i]
+		if e.expired(now) {
+			stale = append(stale, e.c)
+			g.idle = slices.Delete(g.idle, i, i+1)
+			g.open--
+			if best > i {
+				best--
+			}
+			continue
+		}
+		if r := w.rank(e); r > bestRank {
+			best, bestRank = i, r
+			if r == 3 {
+				break
+			}
+		}
+	}
+	if best < 0 {
+		return pick, false, stale
+	}
+	pick = g.idle[best]
+	g.idle = slices.Delete(g.idle, best, best+1)
+	return pick, true, stale
+}
+
+// hand lends pick, taken out of g's idle connections, to the caller (p.mu held on entry,
+// released on return), after closing stale and pinging pick when it was idle long: ok false
+// when that ping failed (pick was discarded; the caller looks again).
+func (p *Pool[C]) hand(k Key, g *group[C], pick idle[C], stale []C, now time.Time) (C, bool) {
+	p.lent[pick.c] = lease{key: k, born: pick.born}
+	g.roomMade() // the stale ones freed room too
+	p.mu.Unlock()
+	p.closeAll(stale)
+	if now.Sub(pick.since) > p.pingAfter && p.ops.Ping != nil {
+		if err := p.ops.Ping(pick.c); err != nil {
+			p.Discard(pick.c, false)
+			var zero C
+			return zero, false
+		}
+	}
+	p.mu.Lock()
+	g.st.reused++
+	p.mu.Unlock()
+	return pick.c, true
 }
 
 // Put takes back c, which the caller got from Get and has reset (counted as a reset): it waits
 // idle for the next Get of its key and variant v, under lim. One past lim.MaxLifetime, one
 // the group has no room for any more (MaxPerNode lowered), one the pool never handed out, and
 // any after Close, are closed instead.
-func (p *Pool[C]) Put(c C, v Variant, lim Limits) {
+func (p *Pool[C]) Put(c C, v Variant, lim Limits) { p.put(c, v, lim, true) }
+
+// Return is Put for a connection given back without a reset (transaction pooling: it carries
+// the session state of whoever used it last, which the next user brings in line with its own).
+// It is not counted as a reset.
+func (p *Pool[C]) Return(c C, v Variant, lim Limits) { p.put(c, v, lim, false) }
+
+func (p *Pool[C]) put(c C, v Variant, lim Limits, reset bool) {
 	p.mu.Lock()
 	l, ok := p.lent[c]
 	if !ok {
@@ -304,7 +408,9 @@ func (p *Pool[C]) Put(c C, v Variant, lim Limits) {
 	}
 	delete(p.lent, c)
 	g := p.groups[l.key]
-	g.st.resets++
+	if reset {
+		g.st.resets++
+	}
 	now := p.now()
 	if p.closed || (lim.MaxLifetime > 0 && now.Sub(l.born) >= lim.MaxLifetime) || (lim.MaxPerNode > 0 && g.open > lim.MaxPerNode) {
 		g.open--

@@ -148,7 +148,11 @@ func trackGTIDs(bc *backend.Conn) error {
 	if gtid.FlavorOf(bc.Handshake.ServerVersion) == gtid.MySQL {
 		q = "SET SESSION session_track_gtids = OWN_GTID"
 	}
-	return bc.Exec(q)
+	if err := bc.Exec(q); err != nil {
+		return err
+	}
+	bc.TracksGTIDs = true
+	return nil
 }
 
 // mentionsFold reports whether stmt contains word, ASCII case-insensitively (word is lower case).

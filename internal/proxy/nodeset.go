@@ -60,6 +60,8 @@ type nodeSet struct {
 	// so its connections may be reset and pooled; tainted: it ran something a reset may not
 	// undo (XA), so none may. Session goroutine only.
 	settled, tainted bool
+	// share is what the connections hold beyond st under pool_mode transaction.
+	share sharing
 }
 
 // nodeHooks is what a node set needs from its owner. Every hook runs on the session's
@@ -292,6 +294,36 @@ func (ns *nodeSet) releaseAll(lend func(c *nodeConn) bool) {
 	ns.curConn = nil
 }
 
+// lendAll lets go, between two commands, of the connections lend takes (pool_mode
+// transaction: it gives them back to the pool), the session living on without them; the others
+// stay. Under killMu, and republished before it is released: a KILL of this session that is
+// under way finishes before any connection is lent, and none that comes after reaches one.
+func (ns *nodeSet) lendAll(lend func(c *nodeConn) bool) {
+	ns.killMu.Lock()
+	defer ns.killMu.Unlock()
+	snap := ns.topo.Snapshot()
+	lent := false
+	for i, c := range ns.conns {
+		if c == nil || c.released.Load() || !lend(c) {
+			continue
+		}
+		ns.conns[i] = nil
+		if i < len(snap.Load) {
+			c.release(snap.Load[i])
+		}
+		if ns.hooks.closing != nil {
+			ns.hooks.closing(c.Conn)
+		}
+		if ns.curConn == c.Conn {
+			ns.curConn = nil
+		}
+		lent = true
+	}
+	if lent {
+		ns.publish()
+	}
+}
+
 // withTargets runs f on the published kill targets, holding killMu: f may act on them (send a
 // KILL to their threads, close their connections) knowing none has been lent to another
 // session. f must not wait on this session.
@@ -362,13 +394,22 @@ func (ns *nodeSet) moveHome(i int) {
 // publish stores the kill targets of the set's connections.
 func (ns *nodeSet) publish() {
 	var ts []killTarget
+	defer func() {
+		if len(ts) == 0 {
+			ns.targets.Store(&noTargets) // shared: a session between statements (transaction pooling) allocates nothing
+			return
+		}
+		ns.targets.Store(&ts)
+	}()
 	for i, c := range ns.conns {
 		if c != nil {
 			ts = append(ts, killTarget{home: i == ns.homeIdx, node: ns.topo.Snapshot().Nodes[i], threadID: c.Handshake.ConnectionID, conn: c.NetConn(), flight: &c.flight})
 		}
 	}
-	ns.targets.Store(&ts)
 }
+
+// noTargets is the published kill targets of a set with no connection. Never changed.
+var noTargets []killTarget
 
 // killTargets is the last published kill targets (nil: none). Any goroutine may call it; the
 // slice is never changed once published.

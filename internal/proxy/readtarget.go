@@ -248,6 +248,10 @@ func (t *readTarget) track(bc *backend.Conn, level route.Consistency, log *slog.
 		t.tracked = false // this connection reports nothing; the level may come back later
 		return
 	}
+	if bc.TracksGTIDs {
+		t.tracked = true // a pooled connection that a session before this one made report them
+		return
+	}
 	if err := trackGTIDs(bc); err != nil {
 		log.Warn("the primary cannot report the GTID of each commit: session-level reads go to the primary", "err", err)
 		t.tracked = false

@@ -33,6 +33,9 @@ type Session struct {
 	// node of the last statement that changed it there (Learn). Decide sends the statements
 	// that read it there (classify.ReadsDiagnostics).
 	DiagNode int
+	// DiagKept: the diagnostics area on DiagNode holds conditions (the last statement that
+	// changed it failed or warned): what SHOW WARNINGS would show is there and nowhere else.
+	DiagKept bool
 
 	// tempTables and userLocks count what holds PinTempTable and PinGetLock (Learn): the
 	// temporary tables the session created and has not dropped, the GET_LOCK locks it holds.
@@ -156,10 +159,10 @@ func (s *Session) learnDiagnostics(c *classify.Result, o Outcome) {
 	switch {
 	case o.Node < 0:
 	case o.Failed:
-		s.DiagNode = o.Node
+		s.DiagNode, s.DiagKept = o.Node, true
 	case classify.ReadsDiagnostics(c):
 	case o.Warnings > 0 || !classify.KeepsDiagnostics(c):
-		s.DiagNode = o.Node
+		s.DiagNode, s.DiagKept = o.Node, o.Warnings > 0
 	}
 }
 

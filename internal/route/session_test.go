@@ -194,14 +194,14 @@ func TestPinNames(t *testing.T) {
 		{PinMulti | PinSet | PinLockTables, "lock_tables,session_variable,multi_statement"},
 	} {
 		if got := c.pin.String(); got != c.want {
-			t.Errorf("Pin(%#x): %q, want %q", uint16(c.pin), got, c.want)
+			t.Errorf("Pin(%#x): %q, want %q", uint32(c.pin), got, c.want)
 		}
 	}
 	if got := Pin(1<<NumPins - 1).Names(nil); len(got) != NumPins {
 		t.Errorf("every pin: %v, want %d names", got, NumPins)
 	}
-	if PinMulti != 1<<(NumPins-1) {
-		t.Errorf("NumPins %d does not cover the last pin %#x", NumPins, uint16(PinMulti))
+	if PinHandler != 1<<(NumPins-1) {
+		t.Errorf("NumPins %d does not cover the last pin %#x", NumPins, uint32(PinHandler))
 	}
 	seen := map[string]bool{}
 	for _, n := range PinNames {
