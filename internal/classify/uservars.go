@@ -270,7 +270,7 @@ func (v *varScanner) execute(nest int) {
 }
 
 // AppendUserVarName appends to dst the name of the user variable whose token UserVars
-// reported (tok, '@' first), as the server reads it under d: @a is a, @`a``b` is a`b, @'it''s'
+// reported (tok, '@' first), as the server reads it under d: @a is a, @`a“b` is a`b, @'it”s'
 // and @'it\'s' are it's (backslash escapes unless NoBackslashEscapes), @"x" like @'x' (or like
 // @`x` under AnsiQuotes). The name is in the session's character_set_client, as written. A
 // token that is not one (no '@') appends nothing.
