@@ -270,10 +270,11 @@ func (v *varScanner) execute(nest int) {
 }
 
 // AppendUserVarName appends to dst the name of the user variable whose token UserVars
-// reported (tok, '@' first), as the server reads it under d: @a is a, @`a“b` is a`b, @'it”s'
-// and @'it\'s' are it's (backslash escapes unless NoBackslashEscapes), @"x" like @'x' (or like
-// @`x` under AnsiQuotes). The name is in the session's character_set_client, as written. A
-// token that is not one (no '@') appends nothing.
+// reported (tok, '@' first), as the server reads it under d: @a is a; in @`a b` a doubled
+// backtick stands for one; @'x' and @"x" read like string literals (a doubled quote is one,
+// backslash escapes unless NoBackslashEscapes), @"x" like @`x` under AnsiQuotes. The name is in
+// the session's character_set_client, as written. A token that is not one (no '@') appends
+// nothing.
 func AppendUserVarName(dst, tok []byte, d Dialect) []byte {
 	if len(tok) < 2 || tok[0] != '@' {
 		return dst
