@@ -529,3 +529,37 @@ func columnType(p []byte, extended bool) (typ byte, flags uint16, err error) {
 	}
 	return p[7], uint16(p[8]) | uint16(p[9])<<8, nil
 }
+
+// ErrNoUserVarList: the node does not list a session's user variables
+// (information_schema.USER_VARIABLES is MariaDB's, from 10.2); the variables a statement set
+// without naming them cannot be found there.
+var ErrNoUserVarList = errors.New("backend: the node does not list user variables (information_schema.USER_VARIABLES)")
+
+// UserVarNames lists the user variables the connection's session holds, from
+// information_schema.USER_VARIABLES (MariaDB 10.2+; ErrNoUserVarList elsewhere): the names to
+// give ReadUserVars after a statement that may set variables it does not name (a CALL), in
+// batches of MaxUserVarsPerRead. A variable set to NULL is listed; one never set is not.
+//
+// The names come converted to the session's character_set_results; ReadUserVars sends them in
+// its character_set_client: the same set in every session that chose one with SET NAMES (as
+// drivers do), so a name outside ASCII survives there only. The query names a table, so it
+// clears the connection's warnings: run it once they no longer matter. Bounded as Query (a
+// session with more than MaxQueryRows variables gives ErrResultTooLarge).
+func (c *Conn) UserVarNames() ([]string, error) {
+	rows, err := c.Query("SELECT VARIABLE_NAME FROM information_schema.USER_VARIABLES")
+	var se *mysql.SQLError
+	if errors.As(err, &se) && (se.Code == 1109 || se.Code == 1146) { // unknown table
+		return nil, ErrNoUserVarList
+	}
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(rows.Values))
+	for _, r := range rows.Values {
+		if len(r) != 1 || r[0].Null {
+			return nil, errors.New("backend: malformed list of user variables")
+		}
+		names = append(names, r[0].S)
+	}
+	return names, nil
+}

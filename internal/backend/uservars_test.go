@@ -115,6 +115,10 @@ func TestColumnType(t *testing.T) {
 // scripts each break one thing a node could send. Anything else is answered as resultNode does.
 func userVarNode(c *mysql.Conn, caps uint32, p []byte) {
 	q := string(p[1:])
+	if strings.Contains(q, "information_schema.USER_VARIABLES") {
+		_ = c.WritePacketFlush(mysql.AppendERR(nil, mysql.NewError(1109, "42S02", "Unknown table 'USER_VARIABLES' in information_schema")))
+		return
+	}
 	if !strings.HasPrefix(q, "SELECT IF(FALSE,@`a`") {
 		resultNode(c, caps, p)
 		return
@@ -195,6 +199,10 @@ func TestReadUserVarsScripted(t *testing.T) {
 				t.Fatalf("after %s: %v", script, err)
 			}
 		}
+	}
+	addr, _ := commandNode(t, mariaDBHandshake(), userVarNode)
+	if _, err := testDial(t, addr, Options{}).UserVarNames(); err != ErrNoUserVarList {
+		t.Fatalf("UserVarNames where the table is unknown: %v", err)
 	}
 	if _, _, err := (&Conn{}).ReadUserVars(make([]string, MaxUserVarsPerRead+1), false); err == nil {
 		t.Fatal("too many names: no error")

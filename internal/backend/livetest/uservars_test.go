@@ -283,3 +283,35 @@ func TestUserVarsExtendedMetadata(t *testing.T) {
 		t.Fatalf("read %+v", vars)
 	}
 }
+
+// TestUserVarNamesAfterCall: a procedure sets variables its CALL does not name; UserVarNames
+// lists them (with those set before, NULL ones included), and ReadUserVars and AppendRestore
+// carry them all to another connection.
+func TestUserVarNamesAfterCall(t *testing.T) {
+	a, b := dial(t), dial(t)
+	exec(t, a, "CREATE OR REPLACE PROCEDURE uvp() BEGIN SET @in_p = 'p', @`In P2` = 2.5; END")
+	exec(t, a, "SET @before = 1, @nul = NULL")
+	exec(t, a, "CALL uvp()")
+	names, err := a.UserVarNames()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, n := range names {
+		got[n] = true
+	}
+	for _, n := range []string{"in_p", "In P2", "before", "nul"} {
+		if !got[n] {
+			t.Fatalf("UserVarNames = %q: no %q", names, n)
+		}
+	}
+	vars, _, err := a.ReadUserVars(names, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec(t, b, string(backend.AppendRestore(nil, vars, 0, false)))
+	if s := scalar(t, b, "SELECT CONCAT_WS(',', @in_p, @`in p2`, @before, @nul IS NULL)"); s != "p,2.5,1,1" {
+		t.Fatalf("restored: %q", s)
+	}
+	exec(t, a, "DROP PROCEDURE uvp")
+}
