@@ -479,7 +479,9 @@ func (v *UserVar) appendValue(dst []byte) []byte {
 	cs := charsetOf(v.Collation)
 	if v.Null {
 		if cs == "binary" {
-			return append(dst, "NULL"...)
+			// Not NULL alone: assigned to a variable that holds a string, NULL keeps that
+			// string's collation, where a variable never set reads as binary.
+			return append(dst, "CAST(NULL AS BINARY)"...)
 		}
 		dst = append(dst, "CAST(NULL AS CHAR CHARACTER SET "...)
 		dst = append(dst, cs...)

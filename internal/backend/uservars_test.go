@@ -46,7 +46,7 @@ func TestAppendRestore(t *testing.T) {
 	got := string(AppendRestore(nil, vars, 42, true))
 	want := "DO @`i`:=-5,@`u`:=CAST(18446744073709551615 AS UNSIGNED),@`d`:=1.50,@`dint`:=-5.," +
 		"@`f`:=0.30000000000000004e0,@`fe`:=1e308,@`s`:=_utf8mb4 X'78275c00' COLLATE utf8mb4_bin," +
-		"@`b`:=_binary X'',@`n`:=NULL,@`ns`:=CAST(NULL AS CHAR CHARACTER SET latin1) COLLATE latin1_swedish_ci," +
+		"@`b`:=_binary X'',@`n`:=CAST(NULL AS BINARY),@`ns`:=CAST(NULL AS CHAR CHARACTER SET latin1) COLLATE latin1_swedish_ci," +
 		"@`ni`:=CAST(NULL AS SIGNED),@`nu`:=CAST(NULL AS UNSIGNED),@`nd`:=CAST(NULL AS DECIMAL(65,0))," +
 		"@`nf`:=CAST(NULL AS DOUBLE),@`bad1`:=NULL,@`bad2`:=NULL,@`bad3`:=NULL,@`bad4`:=NULL,@`a``b`:=1,LAST_INSERT_ID(42)"
 	if got != want {

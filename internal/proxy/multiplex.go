@@ -1,8 +1,6 @@
 package proxy
 
 import (
-	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/sluicedb/sluice/internal/backend"
@@ -44,6 +42,21 @@ type sharing struct {
 	insertIDDirty bool
 	// pins is the last holds computed (holds), for the session's view.
 	pins route.Pin
+	// active: the session gives its connections back between statements (lendBetween saw
+	// pool_mode transaction): what a statement reads of user variables and LAST_INSERT_ID()
+	// is restored on a connection that may not hold it (before).
+	active bool
+
+	// User variables, by key (classify.AppendUserVarKey): vars are the session's values as
+	// last read back; on the keys whose session value the current connection holds
+	// (restored or assigned there since it was taken); dirty the names assigned on it since
+	// they were last read back (read back before it is given back).
+	vars  map[string]backend.UserVar
+	on    map[string]bool
+	dirty map[string]string // key -> name
+	// restore and buf are before's scratch.
+	restore []backend.UserVar
+	buf     []byte
 }
 
 // learn follows statement c, which ran on bc with result res, under pool_mode transaction.
@@ -59,10 +72,6 @@ func (sh *sharing) learn(c *classify.Result, res *relay.Result, bc *backend.Conn
 		sh.held |= route.PinHandler
 	}
 	sh.nextTx = c.Kind == classify.Set && c.Flags&classify.SetTransaction != 0 && c.Flags&classify.SetSession == 0 && !res.Failed
-	if c.Flags&(classify.UserVarAssign|classify.SelectInto) != 0 || (c.Kind == classify.LoadData && c.Flags&classify.UserVar != 0) {
-		// User variables live where they were set.
-		sh.held |= route.PinUserVar
-	}
 	switch c.Kind {
 	case classify.Insert, classify.Update, classify.Delete, classify.Replace, classify.LoadData:
 		sh.linger = true
@@ -85,7 +94,7 @@ func keepsLinger(c *classify.Result) bool {
 // transaction pooling means).
 func (ns *nodeSet) holds(rs *route.Session, cursorOn func(*backend.Conn) bool) (route.Pin, bool) {
 	sh := &ns.share
-	pins := rs.Pins | sh.held
+	pins := rs.Pins&^route.PinUserVar | sh.held // user variables are read back and restored
 	if sh.linger {
 		pins |= route.PinRowCount
 	}
@@ -114,43 +123,110 @@ func (ns *nodeSet) holds(rs *route.Session, cursorOn func(*backend.Conn) bool) (
 	return pins, tx
 }
 
-// insertIDQuery reads a connection's LAST_INSERT_ID().
-const insertIDQuery = "SELECT LAST_INSERT_ID()"
-
-// readBackInsertID reads the session's LAST_INSERT_ID() from bc, the connection its last
-// statement that may have changed it ran on, before bc is given back. It reports false when
-// that failed (the connection is then not given back).
-func (sh *sharing) readBackInsertID(bc *backend.Conn) bool {
-	if !sh.insertIDDirty || sh.insertIDOn != bc {
+// readBack reads from bc, before it is given back, what the session's statements there may
+// have changed and the session must find on its next connection: the user variables they
+// assigned and LAST_INSERT_ID() (backend.Conn.ReadUserVars: one round trip). It reports false
+// when that failed: bc stays with the session, held by PinUserVar or PinInsertID (a value too
+// large to carry, a node that would not say).
+func (sh *sharing) readBack(bc *backend.Conn) bool {
+	liid := sh.insertIDDirty && sh.insertIDOn == bc
+	if len(sh.dirty) == 0 && !liid {
 		return true
+	}
+	names := make([]string, 0, len(sh.dirty))
+	for _, n := range sh.dirty {
+		names = append(names, n)
+	}
+	if len(names) > backend.MaxUserVarsPerRead {
+		sh.held |= route.PinUserVar
+		return false
 	}
 	nc := bc.NetConn()
 	_ = nc.SetDeadline(time.Now().Add(resetTimeout))
-	rows, err := bc.Query(insertIDQuery)
+	vals, id, err := bc.ReadUserVars(names, liid)
 	_ = nc.SetDeadline(time.Time{})
-	if err != nil || len(rows.Values) != 1 || len(rows.Values[0]) != 1 || rows.Values[0][0].Null {
-		sh.held |= route.PinInsertID
-		return false
-	}
-	v, err := strconv.ParseUint(rows.Values[0][0].S, 10, 64)
 	if err != nil {
-		sh.held |= route.PinInsertID
+		if len(names) > 0 {
+			sh.held |= route.PinUserVar
+		}
+		if liid {
+			sh.held |= route.PinInsertID
+		}
 		return false
 	}
-	sh.insertID, sh.insertIDDirty = v, false
+	if liid {
+		sh.insertID, sh.insertIDDirty = id, false
+	}
+	if len(vals) > 0 && sh.vars == nil {
+		sh.vars = map[string]backend.UserVar{}
+	}
+	for k := range sh.dirty {
+		for _, v := range vals {
+			if v.Name == sh.dirty[k] {
+				sh.vars[k] = v
+			}
+		}
+	}
+	clear(sh.dirty)
 	return true
 }
 
-// restoreInsertID makes bc, about to run statement c that reads LAST_INSERT_ID(), hold the
-// session's value, unless it is the connection known to hold it.
-func (sh *sharing) restoreInsertID(c *classify.Result, bc *backend.Conn) error {
-	if c.Flags&classify.LastInsertID == 0 || sh.insertIDOn == bc {
+// left forgets what bc, given back, held of the session's.
+func (sh *sharing) left(bc *backend.Conn) {
+	if sh.insertIDOn == bc {
+		sh.insertIDOn = nil
+	}
+	clear(sh.on)
+}
+
+// before readies bc for statement c (text stmt, read under d) of a session that gives its
+// connections back between statements: the user variables c reads that bc may not hold with
+// the session's values (the session's value, or NULL for one it never set: another session's
+// may be there) and, when c reads it, LAST_INSERT_ID(), restored in one statement
+// (backend.AppendRestore); the variables c assigns noted dirty (read back before bc is given
+// back). Nothing is done for a statement that names neither.
+func (sh *sharing) before(c *classify.Result, stmt []byte, d classify.Dialect, bc *backend.Conn) error {
+	if !sh.active || c.Flags&(classify.UserVar|classify.LastInsertID) == 0 {
 		return nil
 	}
-	if err := bc.Exec(fmt.Sprintf("DO LAST_INSERT_ID(%d)", sh.insertID)); err != nil {
+	liid := c.Flags&classify.LastInsertID != 0
+	sh.restore = sh.restore[:0]
+	if c.Flags&classify.UserVar != 0 {
+		if sh.on == nil {
+			sh.on, sh.dirty = map[string]bool{}, map[string]string{}
+		}
+		eff := classify.UserVars(stmt, d, func(tok []byte, assigns bool) {
+			sh.buf = classify.AppendUserVarKey(sh.buf[:0], tok, d)
+			if sh.on[string(sh.buf)] && !assigns {
+				return
+			}
+			key, name := string(sh.buf), string(classify.AppendUserVarName(nil, tok, d))
+			if !sh.on[key] && !assigns {
+				v, ok := sh.vars[key]
+				if !ok {
+					v = backend.UserVar{Name: name, Type: backend.UserVarString, Null: true, Collation: "binary"}
+				}
+				v.Name = name
+				sh.restore = append(sh.restore, v)
+			}
+			sh.on[key] = true
+			if assigns {
+				sh.dirty[key] = name
+			}
+		})
+		liid = liid || eff&classify.VarsLastInsertID != 0
+	}
+	liid = liid && sh.insertIDOn != bc
+	if len(sh.restore) == 0 && !liid {
+		return nil
+	}
+	sh.buf = backend.AppendRestore(sh.buf[:0], sh.restore, sh.insertID, liid)
+	if err := bc.Exec(string(sh.buf)); err != nil {
 		return err
 	}
-	sh.insertIDOn, sh.insertIDDirty = bc, false
+	if liid {
+		sh.insertIDOn, sh.insertIDDirty = bc, false
+	}
 	return nil
 }
 
@@ -161,9 +237,10 @@ func (sh *sharing) restoreInsertID(c *classify.Result, bc *backend.Conn) error {
 // its own) and, where the session's LAST_INSERT_ID() may have changed, that read back first.
 func (p *Proxy) lendBetween(ns *nodeSet, l *login, ps *PoolSettings, rs *route.Session, stmts *statements) {
 	if ps == nil || ps.Mode != PoolTransaction || !p.pooled(l, ps) {
-		ns.share.pins = 0
+		ns.share.pins, ns.share.active = 0, false
 		return
 	}
+	ns.share.active = true
 	pins, tx := ns.holds(rs, stmts.cursorOn)
 	if pins != 0 || tx || ns.tainted {
 		return
@@ -181,12 +258,10 @@ func (p *Proxy) giveBack(ns *nodeSet, c *nodeConn, l *login, ps *PoolSettings, s
 	if !poolable(snap, c.idx, n) || n.Name != c.name || n.Address != c.Addr || c.Fingerprint().Epoch != ns.st.Epoch {
 		return false // it is closed when the session ends, or moves
 	}
-	if !ns.share.readBackInsertID(c.Conn) {
+	if !ns.share.readBack(c.Conn) {
 		return false
 	}
-	if ns.share.insertIDOn == c.Conn {
-		ns.share.insertIDOn = nil
-	}
+	ns.share.left(c.Conn)
 	c.Carries(&ns.st)
 	v := p.poolVariant(l, n, c.ReadOnly())
 	v.Shared = true

@@ -75,6 +75,11 @@ func TestTxPoolIsolation(t *testing.T) {
 		{"charset", []string{"SET NAMES latin1"}, "SELECT @@character_set_client", "latin1"},
 		{"max_statement_time", []string{"SET SESSION max_statement_time=5"}, "SELECT @@max_statement_time", "5"},
 		{"database", []string{"USE pool_other"}, "SELECT DATABASE()", "pool_other"},
+		{"user variable", []string{"SET @a = 42"}, "SELECT @a", "42"},
+		{"user variable assigned in a select", []string{"SELECT @s := _latin1 'h\xe9llo' COLLATE latin1_bin"},
+			"SELECT CONCAT_WS(' ', HEX(@s), COLLATION(@s))", ""},
+		{"user variable selected into", []string{"SELECT 7.50 INTO @i"}, "SELECT CONCAT(@i + 1, ' ', @i / 2)", ""},
+		{"user variable read and set", []string{"SET @n = 1", "SET @n = @n + 1", "DO 1", "SET @n = @n * 10"}, "SELECT @n", "20"},
 		{"last_insert_id", []string{"INSERT INTO test.txpool_ids (v) VALUES (1)", "INSERT INTO test.txpool_ids (id, v) VALUES (100000 + CONNECTION_ID(), 2)",
 			"DO 1"}, "SELECT LAST_INSERT_ID()", ""},
 	} {
@@ -115,6 +120,8 @@ func TestTxPoolIsolation(t *testing.T) {
 // released (with max_per_node 1, B waits and gets the connection when A lets it go, or 1040
 // when A never does), and the pin is named in SHOW LAST ROUTE.
 func TestTxPoolPins(t *testing.T) {
+	direct := open(t, testutil.Cluster(t).DSN("primary", "app", "app", "test"))
+	mustExec(t, direct, "CREATE PROCEDURE IF NOT EXISTS test.txpool_proc() SET @p = 1")
 	s := startSluice(t, poolConfig("transaction", 1, 300*time.Millisecond))
 	for _, tc := range []struct {
 		name, pin     string
@@ -124,7 +131,7 @@ func TestTxPoolPins(t *testing.T) {
 		{"temporary table", "temporary_table", []string{"CREATE TEMPORARY TABLE txpool_tmp (id INT)"}, []string{"DROP TEMPORARY TABLE txpool_tmp"}},
 		{"lock", "user_lock", []string{"DO GET_LOCK('txpool', 0)"}, []string{"DO RELEASE_LOCK('txpool')"}},
 		{"autocommit", "autocommit_off", []string{"SET autocommit=0"}, []string{"SET autocommit=1"}},
-		{"user variable", "user_variable", []string{"SET @a = 1"}, nil},
+		{"procedure", "stored_program", []string{"CALL test.txpool_proc()"}, nil},
 		{"sql prepare", "sql_prepare", []string{"PREPARE txp FROM 'SELECT 1'"}, nil},
 		{"warnings", "warnings", []string{"DO CAST('x' AS SIGNED)"}, []string{"SELECT COUNT(*) FROM mysql.user"}},
 	} {

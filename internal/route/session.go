@@ -105,6 +105,8 @@ func (s *Session) Learn(c *classify.Result, stmt []byte, d Decision, ep *Setting
 			replay = true
 		case setPin:
 			s.Pins |= PinSet
+		case setUserVar:
+			s.Pins |= PinUserVar
 		}
 	case classify.DDL:
 		if c.Flags&classify.TempTable != 0 {
@@ -197,6 +199,7 @@ const (
 	setNone   = iota // not session state there: nothing to replay, nothing held
 	setReplay        // session state the proxy replays on them before their next use
 	setPin           // session state that cannot be replayed: the session stays on the primary
+	setUserVar       // user variables only: they live on the primary's connection (pool_mode transaction carries them)
 )
 
 // setEffect judges a successful SET (full: the session's replay list is full).
@@ -209,6 +212,9 @@ func setEffect(c *classify.Result, stmt []byte, full bool) int {
 		return setNone // followed through the server's status flags; replicas stay in autocommit
 	case c.Flags&classify.SetTransaction != 0 && c.Flags&classify.SetSession == 0:
 		return setNone // SET TRANSACTION: only the next transaction, on this node
+	case c.Flags&classify.UserVarAssign != 0 && c.Flags&(replayable|classify.Multi|classify.SetAutocommit|classify.SetGlobal|classify.SetTransaction) == 0 && !full:
+		// SET @a = …, @b := …: the session stays on the primary, where they live.
+		return setUserVar
 	case c.Flags&(classify.UserVar|classify.UserVarAssign|classify.Multi|classify.SetAutocommit|classify.SetGlobal) != 0,
 		c.Flags&replayable == 0, bytes.IndexByte(stmt, '(') >= 0, full:
 		// User variables live where they were set; expressions may not give the same value
