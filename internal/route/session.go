@@ -196,10 +196,10 @@ func (s *Session) pin(p Pin, on bool) {
 
 // What a successful SET means for the session's other node connections.
 const (
-	setNone   = iota // not session state there: nothing to replay, nothing held
-	setReplay        // session state the proxy replays on them before their next use
-	setPin           // session state that cannot be replayed: the session stays on the primary
-	setUserVar       // user variables only: they live on the primary's connection (pool_mode transaction carries them)
+	setNone    = iota // not session state there: nothing to replay, nothing held
+	setReplay         // session state the proxy replays on them before their next use
+	setPin            // session state that cannot be replayed: the session stays on the primary
+	setUserVar        // user variables only: they live on the primary's connection (pool_mode transaction carries them)
 )
 
 // setEffect judges a successful SET (full: the session's replay list is full).
