@@ -102,6 +102,7 @@ func (p *Proxy) dialNode(l *login, n *topology.Node, readOnly bool, st *backend.
 	if !readOnly && primary != nil {
 		primary(bc)
 	}
+	p.remember(l, n, readOnly) // what the pool's top-up dials as (minidle.go)
 	if bc.MariaDBCaps != l.mcaps {
 		// The client reads column definitions with the extended metadata block or without
 		// it; a node that lays them out the other way would garble every result.
