@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"fmt"
 	"sync"
 
@@ -107,8 +108,15 @@ func (p *Proxy) fillPlan(k pool.Key, last pool.Limits) (pool.Limits, bool) {
 // fillDial opens one connection of variant v to k's node for the top-up, as the login that
 // last dialed that variant did, without a database (the most reusable: a session with a
 // database selects its own on the connection, one without could not take a connection that
-// has one). Bounded by the connect timeout.
-func (p *Proxy) fillDial(k pool.Key, v pool.Variant) (*backend.Conn, error) {
+// has one). Bounded by the connect timeout and by ctx (RunPool's: shutdown does not wait for
+// a dial).
+func (p *Proxy) fillDial(ctx context.Context, k pool.Key, v pool.Variant) (c *backend.Conn, err error) {
+	defer func() {
+		if err != nil {
+			p.log.Debug("pool: opening an idle connection for min_idle failed; retried after a backoff",
+				"node", k.Node, "user", k.User, "err", err)
+		}
+	}()
 	n := p.routableNode(k.Node)
 	if n == nil {
 		return nil, fmt.Errorf("node %s takes no new connections", k.Node)
@@ -117,7 +125,7 @@ func (p *Proxy) fillDial(k pool.Key, v pool.Variant) (*backend.Conn, error) {
 	if l == nil {
 		return nil, fmt.Errorf("no login of user %s to open node %s's connections as", k.User, k.Node)
 	}
-	c, err := p.dialNode(l, n, v.ReadOnly, &backend.State{}, nil)
+	c, err = p.dialNodeCtx(ctx, l, n, v.ReadOnly, &backend.State{}, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -324,7 +324,9 @@ func poolable(snap *topology.Snapshot, i int, n *topology.Node) bool {
 func (p *Proxy) RunPool(ctx context.Context) {
 	p.pool.Run(ctx, time.Second, func(k pool.Key) bool {
 		return p.routableNode(k.Node) != nil
-	}, func() { p.pool.Fill(p.fillPlan, p.fillDial) })
+	}, func() {
+		p.pool.Fill(p.fillPlan, func(k pool.Key, v pool.Variant) (*backend.Conn, error) { return p.fillDial(ctx, k, v) })
+	})
 }
 
 // PoolStat is one (node, user)'s pool numbers.
