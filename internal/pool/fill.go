@@ -12,6 +12,9 @@ import (
 // (Get matches variants exactly). The last session's are the best guess of the next one's: the
 // clients of one user are usually one application with one driver.
 //
+// MinIdle counts every idle connection of the group, whatever its variant: a user's sessions
+// that open connections two ways keep MinIdle between them, not MinIdle of each.
+//
 // How MinIdle and IdleTimeout meet (as HikariCP's minimumIdle and idleTimeout do): IdleTimeout
 // closes only the idle connections beyond the MinIdle most recently used; those MinIdle stay
 // however long they wait, until MaxLifetime (then Fill opens their replacements), until their
