@@ -144,6 +144,7 @@ func Dial(ctx context.Context, o Options) (*Conn, error) {
 		return nil, c.dialFailed(err)
 	}
 	c.fp = Fingerprint{Epoch: o.Epoch}
+	c.carried = Carried{Sum: sumSeed} // a new connection carries no statement
 	if c.Caps&mysql.ClientConnectWithDB != 0 {
 		c.fp.DB = o.Database
 	}

@@ -49,6 +49,15 @@ type Limits struct {
 	MaxLifetime time.Duration
 	// AcquireTimeout bounds a Get's wait at MaxPerNode; 0: it does not wait.
 	AcquireTimeout time.Duration
+	// MinIdle is how many idle connections Fill keeps in the group (never past MaxPerNode), and
+	// how many IdleTimeout leaves open: only the idle connections beyond the MinIdle most
+	// recently used are closed for being idle. MaxLifetime still closes any of them (Fill opens
+	// their replacements). 0: none kept.
+	MinIdle int
+	// Origin names where these limits came from (the proxy: the endpoint). The pool keeps it
+	// with a group's template and hands it back to Fill's plan, which reads the limits in force
+	// there now; the pool itself does not look at it.
+	Origin string
 }
 
 // Ops are the protocol work the pool needs done on a connection. Both are called without the
@@ -100,6 +109,22 @@ type group[C comparable] struct {
 	waiting int           // Gets waiting at MaxPerNode
 	wake    chan struct{} // closed (and replaced) when room was made while some wait
 	st      counters
+
+	// floor is how many idle connections IdleTimeout leaves open: the MinIdle of the last Put,
+	// then of Fill's plan (0 when the plan keeps nothing, e.g. the node is down).
+	floor int
+	// tmpl is what Fill opens the group's connections as: the variant and limits of the last
+	// Put (hasTmpl: there was one). Before any Put the group is not topped up: the pool cannot
+	// know how its user's sessions would open a connection.
+	tmpl    Variant
+	tmplLim Limits
+	hasTmpl bool
+	// retryAt and backoff pace Fill after a failed dial (or a node found full): no dial before
+	// retryAt; backoff doubles per failure up to fillBackoffMax and is 0 after a success.
+	retryAt time.Time
+	backoff time.Duration
+	// filling counts Fill's dials under way (part of open).
+	filling int
 }
 
 type idle[C comparable] struct {
@@ -148,10 +173,39 @@ func (p *Pool[C]) group(k Key) *group[C] {
 	return g
 }
 
-// expired reports whether an idle connection must not be handed out any more at now.
-func (e *idle[C]) expired(now time.Time) bool {
-	return (e.lim.IdleTimeout > 0 && now.Sub(e.since) >= e.lim.IdleTimeout) ||
-		(e.lim.MaxLifetime > 0 && now.Sub(e.born) >= e.lim.MaxLifetime)
+// idleExpired and lifeExpired report whether an idle connection has been idle past its idle
+// timeout, or lived past its lifetime, at now.
+func (e *idle[C]) idleExpired(now time.Time) bool {
+	return e.lim.IdleTimeout > 0 && now.Sub(e.since) >= e.lim.IdleTimeout
+}
+
+func (e *idle[C]) lifeExpired(now time.Time) bool {
+	return e.lim.MaxLifetime > 0 && now.Sub(e.born) >= e.lim.MaxLifetime
+}
+
+// expire takes out of g's idle connections those that must not be handed out any more at now,
+// or all of them when all is set, and returns them (appended to stale) for the caller to close
+// outside the lock: those past their lifetime, and those idle past their idle timeout while
+// more than g.floor idle connections would remain. The oldest go first: the floor keeps the
+// most recently used. Under p.mu.
+func (g *group[C]) expire(now time.Time, all bool, stale []C) []C {
+	left, n := len(g.idle), 0
+	for _, e := range g.idle {
+		if all || e.lifeExpired(now) || (e.idleExpired(now) && left > g.floor) {
+			stale = append(stale, e.c)
+			g.open--
+			left--
+			continue
+		}
+		g.idle[n] = e
+		n++
+	}
+	if n < len(g.idle) {
+		clear(g.idle[n:])
+		g.idle = g.idle[:n]
+		g.roomMade()
+	}
+	return stale
 }
 
 // roomMade wakes the Gets waiting on g. Under p.mu.
@@ -339,18 +393,10 @@ func (p *Pool[C]) TakeIdle(k Key, w Want[C]) (c C, v Variant, ok bool) {
 // best takes out of g's idle connections the one w ranks highest (found), and the expired
 // ones it met (stale: g.open no longer counts them). Under p.mu.
 func (g *group[C]) best(w *Want[C], now time.Time) (pick idle[C], found bool, stale []C) {
+	stale = g.expire(now, false, nil)
 	best, bestRank := -1, 0
 	for i := len(g.idle) - 1; i >= 0; i-- {
 		e := &g.idle[i]
-		if e.expired(now) {
-			stale = append(stale, e.c)
-			g.idle = slices.Delete(g.idle, i, i+1)
-			g.open--
-			if best > i {
-				best--
-			}
-			continue
-		}
 		if r := w.rank(e); r > bestRank {
 			best, bestRank = i, r
 			if r == 3 {
@@ -412,6 +458,9 @@ func (p *Pool[C]) put(c C, v Variant, lim Limits, reset bool) {
 		g.st.resets++
 	}
 	now := p.now()
+	if !p.closed {
+		g.tmpl, g.tmplLim, g.hasTmpl, g.floor = v, lim, true, lim.MinIdle
+	}
 	if p.closed || (lim.MaxLifetime > 0 && now.Sub(l.born) >= lim.MaxLifetime) || (lim.MaxPerNode > 0 && g.open > lim.MaxPerNode) {
 		g.open--
 		g.roomMade()
@@ -464,13 +513,9 @@ func (p *Pool[C]) EvictNode(node string) int {
 		if k.Node != node || len(g.idle) == 0 {
 			continue
 		}
-		for _, e := range g.idle {
-			stale = append(stale, e.c)
-		}
-		g.open -= len(g.idle)
-		clear(g.idle)
-		g.idle = g.idle[:0]
-		g.roomMade()
+		stale = g.expire(p.now(), true, stale)
+		// Fill must not take the slots back at once: the node is full.
+		g.failed(p.now())
 	}
 	p.mu.Unlock()
 	p.closeAll(stale)
@@ -484,29 +529,15 @@ func (p *Pool[C]) Sweep(keep func(Key) bool) {
 	p.mu.Lock()
 	now := p.now()
 	for k, g := range p.groups {
-		kept := keep == nil || keep(k)
-		n := 0
-		for _, e := range g.idle {
-			if !kept || e.expired(now) {
-				stale = append(stale, e.c)
-				g.open--
-				continue
-			}
-			g.idle[n] = e
-			n++
-		}
-		if n < len(g.idle) {
-			clear(g.idle[n:])
-			g.idle = g.idle[:n]
-			g.roomMade()
-		}
+		stale = g.expire(now, keep != nil && !keep(k), stale)
 	}
 	p.mu.Unlock()
 	p.closeAll(stale)
 }
 
-// Run sweeps every interval until ctx ends, then closes the pool.
-func (p *Pool[C]) Run(ctx context.Context, interval time.Duration, keep func(Key) bool) {
+// Run sweeps every interval until ctx ends, then closes the pool; after each sweep it calls
+// then (nil: nothing), e.g. a Fill.
+func (p *Pool[C]) Run(ctx context.Context, interval time.Duration, keep func(Key) bool, then func()) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -516,6 +547,9 @@ func (p *Pool[C]) Run(ctx context.Context, interval time.Duration, keep func(Key
 			return
 		case <-t.C:
 			p.Sweep(keep)
+			if then != nil {
+				then()
+			}
 		}
 	}
 }
@@ -527,12 +561,7 @@ func (p *Pool[C]) Close() {
 	p.mu.Lock()
 	p.closed = true
 	for _, g := range p.groups {
-		for _, e := range g.idle {
-			stale = append(stale, e.c)
-		}
-		g.open -= len(g.idle)
-		g.idle = nil
-		g.roomMade()
+		stale = g.expire(p.now(), true, stale)
 	}
 	p.mu.Unlock()
 	p.closeAll(stale)

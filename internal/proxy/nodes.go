@@ -76,7 +76,12 @@ func (p *Proxy) nodeOf(i int) *topology.Node { return p.topo.Snapshot().Nodes[i]
 // primary is read-only: a statement misrouted there fails instead of forking the data. A
 // read-write connection is handed to primary (GTID tracking) before it is checked.
 func (p *Proxy) dialNode(l *login, n *topology.Node, readOnly bool, st *backend.State, primary func(*backend.Conn)) (*backend.Conn, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), p.connectTimeout())
+	return p.dialNodeCtx(context.Background(), l, n, readOnly, st, primary)
+}
+
+// dialNodeCtx is dialNode, ended early when ctx ends (the pool's top-up at shutdown).
+func (p *Proxy) dialNodeCtx(ctx context.Context, l *login, n *topology.Node, readOnly bool, st *backend.State, primary func(*backend.Conn)) (*backend.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.connectTimeout())
 	defer cancel()
 	o := backend.Options{
 		Address:      n.Address,
@@ -102,6 +107,7 @@ func (p *Proxy) dialNode(l *login, n *topology.Node, readOnly bool, st *backend.
 	if !readOnly && primary != nil {
 		primary(bc)
 	}
+	p.remember(l, n, readOnly) // what the pool's top-up dials as (minidle.go)
 	if bc.MariaDBCaps != l.mcaps {
 		// The client reads column definitions with the extended metadata block or without
 		// it; a node that lays them out the other way would garble every result.

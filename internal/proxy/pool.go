@@ -57,14 +57,26 @@ type PoolSettings struct {
 	Mode   PoolMode
 	Limits pool.Limits
 	Users  map[string]pool.Limits
+
+	// endpoint is the endpoint these settings are stored for (of): the Origin of the limits
+	// limitsOf gives, which the pool's top-up reads the limits in force from (fillPlan).
+	endpoint string
 }
 
 // limitsOf is user's limits under s.
 func (s *PoolSettings) limitsOf(user string) pool.Limits {
-	if l, ok := s.Users[user]; ok {
-		return l
+	l, ok := s.Users[user]
+	if !ok {
+		l = s.Limits
 	}
-	return s.Limits
+	l.Origin = s.endpoint
+	return l
+}
+
+// of marks s as endpoint's settings and returns it.
+func (s *PoolSettings) of(endpoint string) *PoolSettings {
+	s.endpoint = endpoint
+	return s
 }
 
 // clonePool is a copy of s that shares nothing with it.
@@ -358,17 +370,14 @@ func poolable(snap *topology.Snapshot, i int, n *topology.Node) bool {
 	return i < len(snap.Nodes) && snap.Nodes[i] == n && snap.Routable(i)
 }
 
-// RunPool closes the pool's idle connections past their idle timeout or lifetime, or whose
-// node left, is down or draining, every second until ctx ends; then it closes the pool.
+// RunPool closes the pool's idle connections past their idle timeout (beyond min_idle) or
+// lifetime, or whose node left, is down or draining, and then tops each (node, user) up to its
+// min_idle (minidle.go), every second until ctx ends; then it closes the pool.
 func (p *Proxy) RunPool(ctx context.Context) {
 	p.pool.Run(ctx, time.Second, func(k pool.Key) bool {
-		snap := p.topo.Snapshot()
-		for i, n := range snap.Nodes {
-			if n != nil && n.Name == k.Node {
-				return poolable(snap, i, n)
-			}
-		}
-		return false
+		return p.routableNode(k.Node) != nil
+	}, func() {
+		p.pool.Fill(p.fillPlan, func(k pool.Key, v pool.Variant) (*backend.Conn, error) { return p.fillDial(ctx, k, v) })
 	})
 }
 
