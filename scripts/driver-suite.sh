@@ -279,6 +279,9 @@ esac
 if [[ $reads == primary ]]; then
 	drop_monitor "$config" || die "cannot remove the monitor section from $config"
 fi
+# POOL_MODE, POOL_MAX_PER_NODE (lib.sh's pool_config): the suite through another pool mode.
+pool_applied=$(pool_config "$config") || die "cannot set the pool in $config"
+[[ -z $pool_applied ]] || log "$pool_applied"
 "$sluice" serve --config "$config" --check >"$work/sluice.log" 2>&1 ||
 	die "sluice serve --check rejects $config"
 log "starting sluice serve (rw endpoint reads: $reads)"

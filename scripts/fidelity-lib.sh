@@ -7,7 +7,8 @@
 #   fl_sandbox_up DIR FLAGS...       'sluice sandbox up' on free ports; log in DIR.log
 #   fl_sandbox_read DIR              FL_PRIMARY, FL_REPLICAS (array), FL_RW, FL_CERT from
 #                                    DIR/sandbox.json
-#   fl_sluice_start CONFIG LOG       'sluice serve' in the background (FL_SLUICE_PID), wait for FL_RW
+#   fl_sluice_start CONFIG LOG       'sluice serve' in the background (FL_SLUICE_PID), wait for FL_RW;
+#                                    POOL_MODE, POOL_MAX_PER_NODE set its pool (lib.sh pool_config)
 #   fl_sluice_alive                  the sluice started above is still running
 #   fl_sluice_panicked LOG           sluice's log shows a panic (crash or recovered)
 #   fl_sluice_stop                   SIGTERM it (SIGKILL after 10 s) and reap it
@@ -171,6 +172,10 @@ fl_sluice_start() {
 	fi
 	# The suites fail logins on purpose, far more than limits.max_auth_failures allows.
 	no_auth_block "$config" || fl_die "cannot set limits.max_auth_failures in $config"
+	# POOL_MODE, POOL_MAX_PER_NODE (lib.sh's pool_config): the suite through another pool mode.
+	local applied
+	applied=$(pool_config "$config") || fl_die "cannot set the pool in $config"
+	[[ -z $applied ]] || fl_log "$applied"
 	# FL_SLUICE_ARGS: more 'sluice serve' flags, e.g. (--cpuprofile FILE).
 	"$FL_SLUICE" serve --config "$config" ${FL_SLUICE_ARGS[@]+"${FL_SLUICE_ARGS[@]}"} >>"$log" 2>&1 &
 	FL_SLUICE_PID=$!

@@ -113,3 +113,40 @@ pin_reads() {
 		END { if (!changed) exit 3 }' "$1" >"$1.new" || return
 	mv "$1.new" "$1"
 }
+
+# pool_config CONFIG sets, in place, the pool of the sluice.yaml that 'sluice sandbox up' writes
+# (endpoints without pool_mode, no pool section) from the environment, so that every fidelity
+# suite can run through each pool mode:
+#   POOL_MODE=off|session|transaction   pool_mode of every endpoint (unset: the sandbox's, i.e.
+#                                       sluice's default, session)
+#   POOL_MAX_PER_NODE=N                 pool.max_per_node (unset: 0, unlimited). Small values
+#                                       force a suite's concurrent sessions onto shared node
+#                                       connections under transaction; a session that holds one
+#                                       (transaction, pin) makes the others wait, up to
+#                                       POOL_ACQUIRE_TIMEOUT (default 10s), then error 1040
+# Prints what it applied (nothing when nothing is set). Returns 2 on a bad value.
+pool_config() {
+	local mode=${POOL_MODE:-} max=${POOL_MAX_PER_NODE:-} wait=${POOL_ACQUIRE_TIMEOUT:-10s}
+	[[ -n $mode || -n $max ]] || return 0
+	case $mode in
+	'' | off | session | transaction) ;;
+	*)
+		echo "POOL_MODE must be off, session or transaction, not '$mode'" >&2
+		return 2
+		;;
+	esac
+	if [[ -n $max && ! $max =~ ^[0-9]+$ ]]; then
+		echo "POOL_MAX_PER_NODE must be a number, not '$max'" >&2
+		return 2
+	fi
+	awk -v mode="$mode" -v max="$max" -v wait="$wait" '
+		/^[a-z]/ { in_ep = ($0 ~ /^endpoints:/) }
+		/^pool:/ { exit 3 }
+		{ print }
+		in_ep && mode != "" && /^    listen: / { print "    pool_mode: " mode }
+		END {
+			if (max != "") { print "pool:"; print "  max_per_node: " max; print "  acquire_timeout: " wait }
+		}' "$1" >"$1.new" || return
+	mv "$1.new" "$1"
+	echo "pool: pool_mode ${mode:-session (default)}, max_per_node ${max:-0 (unlimited)}"
+}

@@ -168,6 +168,18 @@ func (sh *sharing) readBack(bc *backend.Conn) bool {
 	return true
 }
 
+// forget follows the session state's reset (COM_RESET_CONNECTION, COM_CHANGE_USER, a failed
+// change of user: the node drops the session's state): no hold is left, no user variable,
+// LAST_INSERT_ID() is 0 again, and no connection is known to hold any of it. Without it the
+// session's old variables were restored after the reset, and its holds outlived it.
+func (sh *sharing) forget() {
+	sh.held, sh.linger, sh.nextTx, sh.pins = 0, false, false, 0
+	sh.insertID, sh.insertIDOn, sh.insertIDDirty = 0, nil, false
+	clear(sh.vars)
+	clear(sh.on)
+	clear(sh.dirty)
+}
+
 // left forgets what bc, given back, held of the session's.
 func (sh *sharing) left(bc *backend.Conn) {
 	if sh.insertIDOn == bc {

@@ -215,6 +215,17 @@ func (p *Proxy) takeOrDial(k pool.Key, w pool.Want[*backend.Conn], lim pool.Limi
 func (p *Proxy) ready(c *backend.Conn, shared bool, n *topology.Node, readOnly bool, st *backend.State, primary func(*backend.Conn)) error {
 	if shared && c.Continues(st) {
 		c.Continue(st)
+		if st.DB != "" && c.Fingerprint().DB != st.DB {
+			// As below: a login's database the node refuses is its error at once, not an
+			// accepted login whose first statement fails.
+			if err := c.Sync(st); err != nil {
+				var se *backend.SyncError
+				if errors.As(err, &se) {
+					return se.Err
+				}
+				return &backend.ConnectError{Addr: n.Address, Err: err}
+			}
+		}
 		if !readOnly && primary != nil && !c.TracksGTIDs {
 			primary(c) // a session at the session level takes a connection that reports nothing
 		}

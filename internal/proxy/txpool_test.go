@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	smysql "github.com/sluicedb/sluice/internal/mysql"
 	"github.com/sluicedb/sluice/internal/testutil"
 )
 
@@ -204,4 +205,50 @@ func lastRoutePins(t *testing.T, cl *client) string {
 		}
 	}
 	return ""
+}
+
+// TestTxPoolResetForgets: under pool_mode transaction COM_RESET_CONNECTION drops what sluice
+// carries for the session, as the node drops it: a user variable and LAST_INSERT_ID() set
+// before it are not restored after it (on whatever connection the session lands), and a pin
+// taken before it (SQL PREPARE) no longer holds the node connection: B, at max_per_node 1,
+// gets it.
+func TestTxPoolResetForgets(t *testing.T) {
+	s := startSluice(t, poolConfig("transaction", 1, 2*time.Second))
+	a := rawConnect(t, s.rw, "app", "app")
+	defer a.Close()
+	query(t, a, "SELECT @x := 5")
+	query(t, a, "SELECT LAST_INSERT_ID(7)")
+	command(t, a, append([]byte{smysql.ComQuery}, "PREPARE p FROM 'SELECT 1'"...), "result")
+	if got := query(t, a, "SELECT CONCAT(@x, ' ', LAST_INSERT_ID())"); got != "5 7" {
+		t.Fatalf("before the reset: %q", got)
+	}
+	if ps := command(t, a, []byte{smysql.ComResetConnection}, "single"); !smysql.IsOK(ps[0]) {
+		t.Fatalf("reset: %q", ps[0])
+	}
+	if got := query(t, a, "SELECT CONCAT(@x IS NULL, ' ', LAST_INSERT_ID())"); got != "1 0" {
+		t.Errorf("after the reset, @x IS NULL and LAST_INSERT_ID(): %q, want \"1 0\"", got)
+	}
+	b := connect(t, dsn(s.rw, "app", "app", "test", ""))
+	defer b.leave()
+	if got := b.str(t, "SELECT @x := 9").String; got != "9" {
+		t.Errorf("B: %q", got)
+	}
+	if got := query(t, a, "SELECT CONCAT(@x IS NULL, ' ', LAST_INSERT_ID())"); got != "1 0" {
+		t.Errorf("after B used the connection, A's @x IS NULL and LAST_INSERT_ID(): %q, want \"1 0\"", got)
+	}
+}
+
+// TestTxPoolLoginUnknownDatabase: a login naming a database the node does not have fails with
+// the node's error 1049 under pool_mode transaction too, also when it takes a connection given
+// back by another session (which carries the session state's prefix, and another database).
+func TestTxPoolLoginUnknownDatabase(t *testing.T) {
+	s := startSluice(t, poolConfig("transaction", 1, 2*time.Second))
+	a := connect(t, dsn(s.rw, "app", "app", "test", ""))
+	defer a.leave()
+	a.exec(t, "DO 1") // its connection is given back, unreset, and idle
+	db := open(t, dsn(s.rw, "app", "app", "no_such_db_for_login", ""))
+	err := db.Ping()
+	if me := mysqlErr(t, err); me.Number != 1049 {
+		t.Errorf("login with an unknown database: %v, want error 1049", err)
+	}
 }
