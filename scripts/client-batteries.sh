@@ -26,6 +26,13 @@
 #   KEEP=1               keep the work directory (outputs, logs) and the sandbox
 #   BATTERY_TIMEOUT=S    limit for one battery run (default 180 s)
 #   DIFF_LINES=N         lines of each difference to print (default 60)
+#   POOL_MODE=transaction, POOL_MAX_PER_NODE=N
+#                        sluice's pool (scripts/lib.sh pool_config). Under transaction one known
+#                        difference is left out of the comparison: a user variable the session
+#                        never set, read on a node connection another session used, is the NULL
+#                        sluice restored there, whose column length is 16777215 where an undefined
+#                        variable's is 16777216 (no statement makes a variable undefined again);
+#                        column lines ("col ...") are compared with 16777216 read as 16777215
 #
 # Exit status: 0 when every battery printed the same directly and through sluice; 1 otherwise.
 # Everything talks to 127.0.0.1 only.
@@ -189,6 +196,15 @@ for s in "${stacks[@]}"; do
 			verdict="broken directly"
 		elif ! battery "$s" "$m" "$proxied" "$p"; then
 			verdict="broken through sluice"
+		elif [[ ${POOL_MODE:-} == transaction ]]; then
+			# See POOL_MODE above: only the column metadata of a user variable's NULL.
+			sed -E '/^ *col /s/\b16777216\b/16777215/g' "$d" >"$d.cmp"
+			sed -E '/^ *col /s/\b16777216\b/16777215/g' "$p" >"$p.cmp"
+			if ! cmp -s "$d.cmp" "$p.cmp"; then
+				verdict=DIFFERENT
+				printf '\n----- %s %s: direct (-) vs through sluice (+), pool_mode transaction -----\n' "$s" "$m" >&2
+				diff -u "$d.cmp" "$p.cmp" | sed -n "3,$((diff_lines + 2))p" >&2 || true
+			fi
 		elif ! cmp -s "$d" "$p"; then
 			verdict=DIFFERENT
 			printf '\n----- %s %s: direct (-) vs through sluice (+) -----\n' "$s" "$m" >&2

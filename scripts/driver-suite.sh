@@ -14,6 +14,8 @@
 #   DRIVER_SUITE_MIN_PASS=N      minimum number of direct passes (default 100)
 #   DRIVER_SUITE_TIMEOUT=D       go test -timeout for each run (default 5m)
 #   DRIVER_SUITE_EXPECTED=file   expectations file (default scripts/driver-suite-expected.txt)
+#   POOL_MODE=transaction, POOL_MAX_PER_NODE=N   sluice's pool_mode and pool.max_per_node
+#                                (scripts/lib.sh pool_config; default: the sandbox's)
 #   DRIVER_SUITE_READS=primary   pin endpoint rw's reads to the primary (and run sluice without
 #                                its monitor); default "replicas": the sandbox's configuration,
 #                                reads on the replicas at consistency global (the pool reads on

@@ -43,6 +43,8 @@
 #   SSL_CA=file                    in ssl mode, verify the server certificate against this CA
 #                                  (default: the sandbox's self-signed certificate)
 #   SSL_VERIFY=0                   in ssl mode, do not verify the server certificate at all
+#   POOL_MODE=transaction, POOL_MAX_PER_NODE=N   sluice's pool_mode and pool.max_per_node
+#                                (scripts/lib.sh pool_config; default: the sandbox's)
 #   DIFF_LINES=N                   lines of each failure's diff to print (default 80)
 #
 # Exit status: 0 when every test passed directly and through sluice in every mode (or failed

@@ -25,6 +25,8 @@
 #   SLUICE_BIN=path             use this sluice binary instead of building one
 #   KEEP=1                      keep the work directory and the sandbox
 #   REPLICAS=N                  replicas in the sandbox (default 1)
+#   POOL_MODE=transaction, POOL_MAX_PER_NODE=N   sluice's pool_mode and pool.max_per_node
+#                                (scripts/lib.sh pool_config; default: the sandbox's)
 #   SPLIT=0                     leave out the read/write-splitting runs (oltp_read_only --skip_trx=on
 #                               and oltp_read_write with reads on the replicas, Com_select per node)
 #

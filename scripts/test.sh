@@ -9,7 +9,8 @@
 # about a minute), so that it keeps working, the switchover and replica-crash load proof in its
 # smoke mode (SMOKE=1 bench/switchover.sh, about 30 s: 0 client errors, every write kept), and
 # scripts/client-batteries.sh (PHP, Java, Node and Python client stacks, directly and through
-# sluice; installs their runtimes when missing).
+# sluice; installs their runtimes when missing), then the batteries' rw mode and the mysqltest
+# corpus in text mode again through pool_mode transaction (POOL_MODE, scripts/lib.sh).
 #
 # Every step runs even when an earlier one failed; the exit status is non-zero if any failed.
 # With CI=true nothing may be skipped: a missing server is a failure, and CI=true is passed to
@@ -26,6 +27,7 @@
 #   SKIP_BENCH=1         leave out SMOKE=1 bench/run.sh (ignored with CI=true)
 #   SKIP_SWITCHOVER=1    leave out SMOKE=1 bench/switchover.sh (ignored with CI=true)
 #   SKIP_CLIENTS=1       leave out scripts/client-batteries.sh (ignored with CI=true)
+#   SKIP_POOL_TRANSACTION=1  leave out the pool_mode transaction runs (ignored with CI=true)
 #   EXPECTED_FAIL_MODES  failures scripts/mysqltest.sh and scripts/sysbench-smoke.sh tolerate
 set -euo pipefail
 
@@ -272,6 +274,31 @@ client_batteries() {
 	fidelity_suite SKIP_CLIENTS "" scripts/client-batteries.sh
 }
 
+# pool_transaction: the cheapest runs of the fidelity suites that still compare every client
+# stack with the server through pool_mode transaction (connections given back between
+# statements, state carried): the client batteries' rw mode for every stack and the mysqltest
+# corpus in text mode. max_per_node stays unlimited: the batteries' sessions leave node
+# connections busy (statements they time out on purpose, pins held to their end), and a small
+# limit turns that into waits and error 1040, not into findings; sessions still share the
+# connections they give back. prepared_sql fails there (open: a CALL through SQL EXECUTE sets a
+# variable sluice does not see, then NULLs it as never set).
+pool_transaction() {
+	if [[ ${SKIP_POOL_TRANSACTION:-0} == 1 && $ci != true ]]; then
+		echo "SKIP_POOL_TRANSACTION=1: skipped"
+		return "$skipped"
+	fi
+	local rc=0
+	if client_deps; then
+		fidelity_suite SKIP_CLIENTS "" scripts/client-batteries.sh POOL_MODE=transaction MODES=rw || rc=1
+	elif [[ $ci == true ]]; then
+		echo "CI=true: the client stacks are required" >&2
+		rc=1
+	fi
+	fidelity_suite SKIP_MYSQLTEST mariadb-test scripts/mysqltest.sh POOL_MODE=transaction MODES=text \
+		EXPECTED_FAIL_MODES=text:prepared_sql || rc=$?
+	return "$rc"
+}
+
 step deps deps
 have_bin mariadbd || have_server=false
 step gofmt check_gofmt
@@ -286,6 +313,7 @@ step sysbench-smoke sysbench_smoke
 step bench-smoke bench_smoke
 step switchover-smoke switchover_smoke
 step client-batteries client_batteries
+step pool-transaction pool_transaction
 
 took=$((SECONDS - start))
 printf '\n==> summary\n'
