@@ -71,6 +71,9 @@ func (sh *sharing) learn(c *classify.Result, res *relay.Result, bc *backend.Conn
 	case classify.Handler:
 		sh.held |= route.PinHandler
 	}
+	if c.Flags&classify.Sequence != 0 {
+		sh.held |= route.PinSequence // LASTVAL / PREVIOUS VALUE FOR read what this connection drew
+	}
 	sh.nextTx = c.Kind == classify.Set && c.Flags&classify.SetTransaction != 0 && c.Flags&classify.SetSession == 0 && !res.Failed
 	switch c.Kind {
 	case classify.Insert, classify.Update, classify.Delete, classify.Replace, classify.LoadData:
