@@ -71,6 +71,9 @@ func (sh *sharing) learn(c *classify.Result, res *relay.Result, bc *backend.Conn
 	case classify.Handler:
 		sh.held |= route.PinHandler
 	}
+	if c.Flags&classify.Sequence != 0 {
+		sh.held |= route.PinSequence // LASTVAL / PREVIOUS VALUE FOR read what this connection drew
+	}
 	sh.nextTx = c.Kind == classify.Set && c.Flags&classify.SetTransaction != 0 && c.Flags&classify.SetSession == 0 && !res.Failed
 	switch c.Kind {
 	case classify.Insert, classify.Update, classify.Delete, classify.Replace, classify.LoadData:
@@ -166,18 +169,6 @@ func (sh *sharing) readBack(bc *backend.Conn) bool {
 	}
 	clear(sh.dirty)
 	return true
-}
-
-// forget follows the session state's reset (COM_RESET_CONNECTION, COM_CHANGE_USER, a failed
-// change of user: the node drops the session's state): no hold is left, no user variable,
-// LAST_INSERT_ID() is 0 again, and no connection is known to hold any of it. Without it the
-// session's old variables were restored after the reset, and its holds outlived it.
-func (sh *sharing) forget() {
-	sh.held, sh.linger, sh.nextTx, sh.pins = 0, false, false, 0
-	sh.insertID, sh.insertIDOn, sh.insertIDDirty = 0, nil, false
-	clear(sh.vars)
-	clear(sh.on)
-	clear(sh.dirty)
 }
 
 // left forgets what bc, given back, held of the session's.
