@@ -168,6 +168,15 @@ func (sh *sharing) readBack(bc *backend.Conn) bool {
 	return true
 }
 
+// forget follows the reset of the session's state (COM_RESET_CONNECTION, COM_CHANGE_USER):
+// the node dropped its user variables, LAST_INSERT_ID() (0 again), SQL prepared statements,
+// handlers and whatever a program left, so sluice restores none of them on another connection
+// (after COM_CHANGE_USER they would be another user's) and nothing of them holds a connection.
+// Whether the session gives its connections back stays as it was (active).
+func (sh *sharing) forget() {
+	*sh = sharing{active: sh.active, restore: sh.restore[:0], buf: sh.buf[:0]}
+}
+
 // left forgets what bc, given back, held of the session's.
 func (sh *sharing) left(bc *backend.Conn) {
 	if sh.insertIDOn == bc {

@@ -356,6 +356,7 @@ func (ns *nodeSet) reset() {
 	if c := ns.conns[ns.homeIdx]; c != nil {
 		c.MarkReset(ns.st.Epoch) // the node resets it (COM_RESET_CONNECTION), or it is replaced
 	}
+	ns.share.forget()
 	ns.publish()
 }
 
