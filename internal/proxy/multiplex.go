@@ -25,7 +25,7 @@ import (
 // node set (nodeSet.share) and to the session's goroutine.
 type sharing struct {
 	// held are the pins that last until the session ends (route.PinSQLPrepare, PinXA,
-	// PinProgram, PinUserVar, PinInsertID).
+	// PinProgram, PinUserVar, PinInsertID, PinHandler, PinSequence).
 	held route.Pin
 	// linger: the last statement left ROW_COUNT() or FOUND_ROWS() worth reading (a write, a
 	// SELECT SQL_CALC_FOUND_ROWS): its connection is held until the next statement, which
@@ -70,6 +70,11 @@ func (sh *sharing) learn(c *classify.Result, res *relay.Result, bc *backend.Conn
 		sh.held |= route.PinProgram
 	case classify.Handler:
 		sh.held |= route.PinHandler
+	}
+	if c.Flags&classify.Sequence != 0 {
+		// LASTVAL() and PREVIOUS VALUE FOR answer the connection's last NEXTVAL: another
+		// session's on a shared connection, and nothing can put the session's back.
+		sh.held |= route.PinSequence
 	}
 	sh.nextTx = c.Kind == classify.Set && c.Flags&classify.SetTransaction != 0 && c.Flags&classify.SetSession == 0 && !res.Failed
 	switch c.Kind {
