@@ -42,6 +42,11 @@ type sharing struct {
 	insertIDDirty bool
 	// pins is the last holds computed (holds), for the session's view.
 	pins route.Pin
+	// varsReported: the answer to the statement under way reported a session variable
+	// changed (session tracking), or a change it could not describe (a classic EOF); learn
+	// reads it: a statement that is no SET of session variables changed one sluice did not
+	// see set (a stored function's or trigger's SET), which nothing replays.
+	varsReported bool
 	// active: the session gives its connections back between statements (lendBetween saw
 	// pool_mode transaction): what a statement reads of user variables and LAST_INSERT_ID()
 	// is restored on a connection that may not hold it (before).
@@ -71,6 +76,12 @@ func (sh *sharing) learn(c *classify.Result, res *relay.Result, bc *backend.Conn
 	case classify.Handler:
 		sh.held |= route.PinHandler
 	}
+	if sh.varsReported && !(c.Kind == classify.Set && c.Flags&setsSessionVars != 0) {
+		// Not a SET of its own (SELECT f(), an INSERT that fires a trigger, SET @a = f()):
+		// the connection carries a session variable the session's state does not name.
+		sh.held |= route.PinProgram
+	}
+	sh.varsReported = false
 	if c.Flags&classify.Sequence != 0 {
 		// LASTVAL() and PREVIOUS VALUE FOR answer the connection's last NEXTVAL: another
 		// session's on a shared connection, and nothing can put the session's back.
@@ -87,6 +98,10 @@ func (sh *sharing) learn(c *classify.Result, res *relay.Result, bc *backend.Conn
 		sh.insertIDOn, sh.insertIDDirty = bc, true
 	}
 }
+
+// setsSessionVars are the flags of a SET that changes session variables itself (replayed, or
+// held by the route's PinSet): the change its answer reports is its own.
+const setsSessionVars = classify.SetSession | classify.SetNames | classify.SetRole | classify.SetAutocommit | classify.SetTransaction
 
 // keepsLinger reports whether statement c reads what the lingering connection holds
 // (ROW_COUNT(), FOUND_ROWS()): then it keeps the connection.
