@@ -29,9 +29,12 @@ type sharing struct {
 	held route.Pin
 	// linger: the last statement left ROW_COUNT() or FOUND_ROWS() worth reading (a write, a
 	// SELECT SQL_CALC_FOUND_ROWS): its connection is held until the next statement, which
-	// keeps it only when it reads them. nextTx: it was SET TRANSACTION, which the next
-	// transaction (the next statement's, in autocommit) takes on its connection: the next
-	// statement runs there.
+	// keeps it only when it reads them. nextTx: a SET TRANSACTION (the next transaction's
+	// characteristics) is pending on the connection: the node keeps it until a transaction
+	// takes it, and a statement that opens none (DO 1, SELECT 1) leaves it there, where it
+	// would make another session's next transaction read-only or change its isolation level.
+	// The connection is held until BEGIN, COMMIT or ROLLBACK (an autocommit statement that
+	// took it is not told apart: held a little longer).
 	linger, nextTx bool
 	// insertID is the session's LAST_INSERT_ID(), as last read back; insertIDOn the
 	// connection known to hold it (nil: none of the session's connections does, and a
@@ -87,7 +90,12 @@ func (sh *sharing) learn(c *classify.Result, res *relay.Result, bc *backend.Conn
 		// session's on a shared connection, and nothing can put the session's back.
 		sh.held |= route.PinSequence
 	}
-	sh.nextTx = c.Kind == classify.Set && c.Flags&classify.SetTransaction != 0 && c.Flags&classify.SetSession == 0 && !res.Failed
+	switch {
+	case c.Kind == classify.Set && c.Flags&classify.SetTransaction != 0 && c.Flags&classify.SetSession == 0 && !res.Failed:
+		sh.nextTx = true
+	case c.Kind == classify.Begin, c.Kind == classify.Commit, c.Kind == classify.Rollback:
+		sh.nextTx = false
+	}
 	switch c.Kind {
 	case classify.Insert, classify.Update, classify.Delete, classify.Replace, classify.LoadData:
 		sh.linger = true

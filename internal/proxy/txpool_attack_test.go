@@ -161,3 +161,93 @@ func TestTxPoolAttackKill(t *testing.T) {
 		})
 	}
 }
+
+// TestTxPoolAttackHolds: what would hold every session of the user out of a table, or the
+// whole server, if its connection were given back holding it (a global read lock, a backup
+// stage, locks taken inside a batch, a transaction that autocommit off opened with a locking
+// read) holds the session's connection: B, on the only one, waits and gets 1040, and gets the
+// connection once A released it.
+func TestTxPoolAttackHolds(t *testing.T) {
+	direct := open(t, testutil.Cluster(t).DSN("primary", "app", "app", "test"))
+	mustExec(t, direct, "CREATE TABLE IF NOT EXISTS test.txa_plain (id INT)")
+	s := startSluice(t, poolConfig("transaction", 1, 300*time.Millisecond))
+	for _, tc := range []struct {
+		name          string
+		params        string
+		hold, release []string
+	}{
+		{"global read lock", "", []string{"FLUSH TABLES WITH READ LOCK"}, []string{"UNLOCK TABLES"}},
+		{"backup stage", "", []string{"BACKUP STAGE START"}, []string{"BACKUP STAGE END"}},
+		{"backup lock", "", []string{"BACKUP LOCK test.txa_plain"}, []string{"BACKUP UNLOCK"}},
+		{"lock tables in a batch", "multiStatements=true", []string{"SELECT 1; LOCK TABLES test.txa_plain WRITE"}, nil},
+		{"get_lock in a batch", "multiStatements=true", []string{"DO 1; DO GET_LOCK('txa', 0)"}, nil},
+		{"temporary table in a batch", "multiStatements=true", []string{"DO 1; CREATE TEMPORARY TABLE txa_tmp (id INT)"}, nil},
+		{"autocommit off, locking read", "", []string{"SET autocommit=0", "SELECT * FROM test.txa_plain FOR UPDATE"}, []string{"COMMIT"}},
+		{"read-only transaction", "", []string{"START TRANSACTION READ ONLY", "SELECT 1"}, []string{"COMMIT"}},
+		{"handler", "", []string{"HANDLER test.txa_plain OPEN"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := connect(t, dsn(s.rw, "app", "app", "test", ""))
+			defer b.leave()
+			a := connect(t, dsn(s.rw, "app", "app", "test", tc.params))
+			defer a.leave()
+			for _, q := range tc.hold {
+				a.exec(t, q)
+			}
+			var n int
+			err := b.c.QueryRowContext(context.Background(), "SELECT 1").Scan(&n)
+			if me := (*mysql.MySQLError)(nil); !errors.As(err, &me) || me.Number != 1040 {
+				t.Fatalf("B while A holds the connection: %v, want 1040 after acquire_timeout", err)
+			}
+			for _, q := range tc.release {
+				a.exec(t, q)
+			}
+			if tc.release == nil {
+				a.leave()
+			}
+			deadline := time.Now().Add(2 * time.Second)
+			for {
+				err = b.c.QueryRowContext(context.Background(), "SELECT 1").Scan(&n)
+				if err == nil || time.Now().After(deadline) {
+					break
+				}
+			}
+			if err != nil {
+				t.Fatalf("B once A let the connection go: %v", err)
+			}
+			// What A held is gone: B writes the table.
+			b.exec(t, "INSERT INTO test.txa_plain VALUES (1)")
+		})
+	}
+}
+
+// TestTxPoolAttackNextTx: SET TRANSACTION (the next transaction's characteristics) followed by
+// a statement that opens no transaction leaves them pending on the node: the connection stays
+// with the session (its next transaction takes them: A's stays read-only) and the next session
+// on it does not have its writes refused as a read-only transaction's.
+func TestTxPoolAttackNextTx(t *testing.T) {
+	direct := open(t, testutil.Cluster(t).DSN("primary", "app", "app", "test"))
+	mustExec(t, direct, "CREATE TABLE IF NOT EXISTS test.txa_plain (id INT)")
+	s := startSluice(t, poolConfig("transaction", 1, 300*time.Millisecond))
+	b := connect(t, dsn(s.rw, "app", "app", "test", ""))
+	defer b.leave()
+	a := connect(t, dsn(s.rw, "app", "app", "test", ""))
+	defer a.leave()
+	a.exec(t, "SET TRANSACTION READ ONLY")
+	a.exec(t, "DO 1")
+	var n int
+	err := b.c.QueryRowContext(context.Background(), "SELECT 1").Scan(&n)
+	if me := (*mysql.MySQLError)(nil); !errors.As(err, &me) || me.Number != 1040 {
+		t.Fatalf("B while A's next transaction's characteristics are pending: %v, want 1040", err)
+	}
+	a.exec(t, "BEGIN")
+	_, err = a.c.ExecContext(context.Background(), "INSERT INTO test.txa_plain VALUES (2)")
+	if me := (*mysql.MySQLError)(nil); !errors.As(err, &me) || me.Number != 1792 {
+		t.Errorf("A's write in the read-only transaction it asked for: %v, want 1792", err)
+	}
+	a.exec(t, "COMMIT")
+	a.exec(t, "SELECT COUNT(*) FROM test.txa_plain") // clears the error A's connection held (warnings)
+	b.exec(t, "BEGIN")
+	b.exec(t, "INSERT INTO test.txa_plain VALUES (2)")
+	b.exec(t, "COMMIT")
+}
