@@ -86,9 +86,7 @@ func (sh *sharing) learn(c *classify.Result, res *relay.Result, bc *backend.Conn
 	}
 	sh.varsReported = false
 	if c.Flags&classify.Sequence != 0 {
-		// LASTVAL() and PREVIOUS VALUE FOR answer the connection's last NEXTVAL: another
-		// session's on a shared connection, and nothing can put the session's back.
-		sh.held |= route.PinSequence
+		sh.held |= route.PinSequence // LASTVAL / PREVIOUS VALUE FOR read what this connection drew
 	}
 	switch {
 	case c.Kind == classify.Set && c.Flags&classify.SetTransaction != 0 && c.Flags&classify.SetSession == 0 && !res.Failed:
@@ -194,15 +192,6 @@ func (sh *sharing) readBack(bc *backend.Conn) bool {
 	}
 	clear(sh.dirty)
 	return true
-}
-
-// forget follows the reset of the session's state (COM_RESET_CONNECTION, COM_CHANGE_USER):
-// the node dropped its user variables, LAST_INSERT_ID() (0 again), SQL prepared statements,
-// handlers and whatever a program left, so sluice restores none of them on another connection
-// (after COM_CHANGE_USER they would be another user's) and nothing of them holds a connection.
-// Whether the session gives its connections back stays as it was (active).
-func (sh *sharing) forget() {
-	*sh = sharing{active: sh.active, restore: sh.restore[:0], buf: sh.buf[:0]}
 }
 
 // left forgets what bc, given back, held of the session's.
