@@ -259,3 +259,26 @@ func TestTxPoolAttackNextTx(t *testing.T) {
 	b.exec(t, "INSERT INTO test.txa_plain VALUES (2)")
 	b.exec(t, "COMMIT")
 }
+
+// TestTxPoolAttackTrackAll: a client that tracks every session variable
+// (session_track_system_variables='*', as some connectors ask) is told of the database's
+// character set on USE: that is no stored program's doing, and holds nothing.
+func TestTxPoolAttackTrackAll(t *testing.T) {
+	mustExec(t, open(t, testutil.Cluster(t).DSN("primary", "app", "app", "test")), "CREATE DATABASE IF NOT EXISTS pool_other")
+	s := startSluice(t, poolConfig("transaction", 1, 300*time.Millisecond))
+	b := connect(t, dsn(s.rw, "app", "app", "test", ""))
+	defer b.leave()
+	a := connect(t, dsn(s.rw, "app", "app", "test", ""))
+	defer a.leave()
+	a.exec(t, "SET SESSION session_track_system_variables='*'")
+	a.exec(t, "USE pool_other")
+	if got := lastRoutePins(t, a); got != "" {
+		t.Errorf("pins after USE: %q, want none", got)
+	}
+	if got := b.str(t, "SELECT DATABASE()").String; got != "test" {
+		t.Errorf("B's database %q", got)
+	}
+	if got := a.str(t, "SELECT DATABASE()").String; got != "pool_other" {
+		t.Errorf("A's database %q", got)
+	}
+}
