@@ -105,7 +105,8 @@ func TestLearnPins(t *testing.T) {
 			{stmt: "SET SESSION sql_mode = 'ANSI'", failed: true},
 			{stmt: "SET SESSION sql_mode = 'ANSI'", full: true, pins: PinSet},
 		}},
-		{"SET of a user variable", false, []step{{stmt: "SET @a = 1", pins: PinSet}}},
+		{"SET of a user variable", false, []step{{stmt: "SET @a = 1", pins: PinUserVar}}},
+		{"SET of a user variable and a session variable", false, []step{{stmt: "SET @a = 1, SESSION sql_mode = ''", pins: PinSet}}},
 		{"SET of an expression", false, []step{{stmt: "SET SESSION sql_mode = CONCAT(@@sql_mode, ',ANSI')", pins: PinSet}}},
 		{"a batch that leaves state", false, []step{{stmt: "SELECT 1; SET @a = 1", pins: PinMulti}}},
 		{"a batch of reads", false, []step{{stmt: "SELECT 1; SELECT 2"}}},
@@ -200,8 +201,8 @@ func TestPinNames(t *testing.T) {
 	if got := Pin(1<<NumPins - 1).Names(nil); len(got) != NumPins {
 		t.Errorf("every pin: %v, want %d names", got, NumPins)
 	}
-	if PinHandler != 1<<(NumPins-1) {
-		t.Errorf("NumPins %d does not cover the last pin %#x", NumPins, uint32(PinHandler))
+	if PinSequence != 1<<(NumPins-1) {
+		t.Errorf("NumPins %d does not cover the last pin %#x", NumPins, uint32(PinSequence))
 	}
 	seen := map[string]bool{}
 	for _, n := range PinNames {
