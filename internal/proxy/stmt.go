@@ -300,7 +300,9 @@ func (t *statements) bindOn(bc *backend.Conn, node int, name string, ctx uint64,
 		// only when the node described it as st's client was told: a table altered since
 		// either side was prepared makes them differ (then it is closed, and the text
 		// prepared afresh, which compares again). The binding starts without parameter
-		// types: st's are sent with its first EXECUTE there.
+		// types: st's are sent with its first EXECUTE there. (Nothing else of the earlier
+		// session's use reaches st: no cursor or long data (letGo), and no "metadata already
+		// sent" state, since sluice never offers MARIADB_CLIENT_CACHE_METADATA.)
 		if c.Params == st.params && c.Columns == st.columns && c.Shape == st.shape {
 			return st.bind(bc, node, c.ID, ctx), nil
 		}
