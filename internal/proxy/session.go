@@ -107,7 +107,7 @@ func (p *Proxy) newSession(ep *endpoint, nc net.Conn) *session {
 	s.nodes.init(p.topo, s.log, nodeHooks{
 		dial: func(n *topology.Node, readOnly bool, st *backend.State) (*backend.Conn, error) {
 			return p.acquire(&s.login, ep.pool.Load(), s.life.done(), n, readOnly, st, func(bc *backend.Conn) {
-				s.reads.track(bc, s.settings.current().Consistency, s.log)
+				s.reads.track(bc, s.settings.current().Consistency, &p.tracking, s.log)
 			})
 		},
 		spare: func(n *topology.Node, st *backend.State) (*backend.Conn, error) {
@@ -170,7 +170,9 @@ func (s *session) close() {
 	_ = s.client.Flush()
 	s.nc.Close()
 	// After the client's connection is closed: it never waits for the resets.
-	s.p.releaseNodes(&s.nodes, &s.login, s.ep.pool.Load())
+	// Blind, the session may have turned the node's schema tracking off (or run what may
+	// have): the database its connections are in is then asked, not taken as known.
+	s.p.releaseNodes(&s.nodes, &s.login, s.ep.pool.Load(), !s.reader.mode.blind)
 }
 
 // drain is called by Shutdown: an idle session closes now, a busy one after its command.
@@ -351,7 +353,7 @@ func (s *session) command() (quit bool, err error) {
 				return false, fmt.Errorf("node %s: restoring the read-only guard after a reset: %w", c.name, err)
 			}
 			if !c.ReadOnly() {
-				s.reads.track(c.Conn, s.settings.current().Consistency, s.log) // the reset took the session's tracked variables back to the server's
+				s.reads.track(c.Conn, s.settings.current().Consistency, &s.p.tracking, s.log) // the reset took the session's tracked variables back to the server's
 			}
 		}
 		return false, nil
