@@ -227,6 +227,17 @@ func (s *session) loop() {
 			}
 			return dst
 		},
+		park: func(park bool) {
+			for _, c := range s.nodes.all() {
+				switch {
+				case c == nil:
+				case park:
+					c.Park()
+				default:
+					c.Unpark()
+				}
+			}
+		},
 		lost: func(i int, err error) bool {
 			c := s.nodes.at(i)
 			s.log.Debug("node closed the idle session's connection", "node", c.name, "err", err)
