@@ -160,6 +160,7 @@ type PoolSettings struct {
 	IdleTimeout    string `json:"idle_timeout"`
 	MaxLifetime    string `json:"max_lifetime"`
 	AcquireTimeout string `json:"acquire_timeout"`
+	MinIdle        int    `json:"min_idle"`
 }
 
 // Session is one client session.

@@ -62,7 +62,7 @@ func checkNames(t *testing.T, where, expr string, have map[string]bool) int {
 // TestDashboardUsesOurMetrics: the shipped Grafana dashboard takes job and cluster (and
 // instance) as template variables, every panel query is filtered by them, and every metric it
 // queries is one /metrics exports (a renamed metric must not leave a panel empty); the client
-// counters have their panels.
+// counters, the pools' metrics and the pinned sessions have their panels.
 func TestDashboardUsesOurMetrics(t *testing.T) {
 	data, err := os.ReadFile("../../deploy/grafana/sluice.json")
 	if err != nil {
@@ -118,6 +118,13 @@ func TestDashboardUsesOurMetrics(t *testing.T) {
 		"sluice_client_sent_bytes_total"} {
 		if !strings.Contains(exprs, m) {
 			t.Errorf("no panel shows %s", m)
+		}
+	}
+	// Every pool metric (a new one too) and the pins have their panels.
+	fq := regexp.MustCompile(`fqName: "([a-zA-Z0-9_:]+)"`)
+	for _, d := range append(slices.Clone(poolDescs), descPinned) {
+		if m := fq.FindStringSubmatch(d.String()); m == nil || !regexp.MustCompile(`\b`+m[1]+`\b`).MatchString(exprs) {
+			t.Errorf("no panel shows %s", d)
 		}
 	}
 }

@@ -386,7 +386,7 @@ func endpoint(cfg *config.Config, e config.Endpoint, slots []string) (proxy.Endp
 // poolLimits are the pool's limits of a pool section.
 func poolLimits(p config.Pool) pool.Limits {
 	return pool.Limits{MaxPerNode: p.MaxPerNode, IdleTimeout: p.IdleTimeout.Duration, MaxLifetime: p.MaxLifetime.Duration,
-		AcquireTimeout: p.AcquireTimeout.Duration}
+		AcquireTimeout: p.AcquireTimeout.Duration, MinIdle: p.MinIdle}
 }
 
 // Pools implements admin.Pools.

@@ -26,7 +26,7 @@ import (
 // patchable are the endpoint settings PATCH /v1/endpoints/{name} changes while sluice runs.
 var patchable = []string{"allow", "balance", "connections_from", "consistency", "consistency_timeout", "max_connections",
 	"max_replica_lag", "mode", "multi_statements", "nearest_zone", "read_weights", "transaction_split", "pool_mode",
-	"pool.max_per_node", "pool.idle_timeout", "pool.max_lifetime", "pool.acquire_timeout"}
+	"pool.max_per_node", "pool.idle_timeout", "pool.max_lifetime", "pool.acquire_timeout", "pool.min_idle"}
 
 // Proxy implements admin.Control.
 func (a *App) Proxy() admin.Proxy {
@@ -108,7 +108,7 @@ func (a *App) endpointsOf(cfg *config.Config) []admin.Endpoint {
 				TransactionSplit: e.TransactionSplit, MaxConnections: e.MaxConnections,
 				MultiStatements: e.MultiStatements, TLS: e.TLS, Allow: e.Allow, PoolMode: e.PoolMode,
 				Pool: admin.PoolSettings{MaxPerNode: e.Pool.MaxPerNode, IdleTimeout: e.Pool.IdleTimeout.String(),
-					MaxLifetime: e.Pool.MaxLifetime.String(), AcquireTimeout: e.Pool.AcquireTimeout.String()}}}
+					MaxLifetime: e.Pool.MaxLifetime.String(), AcquireTimeout: e.Pool.AcquireTimeout.String(), MinIdle: e.Pool.MinIdle}}}
 		for i, n := range st.ByNode {
 			if i < len(snap.Nodes) && (n > 0 || !snap.IsRemoved(i)) {
 				ae.StatementsByNode[snap.Nodes[i].Name] += n

@@ -83,7 +83,12 @@ type Conn struct {
 	TLS         bool
 	TLSVerified bool
 
+	// TracksGTIDs: the node reports each commit's GTID in its OK packets on this connection
+	// (set by whoever asked it to; MarkReset clears it, as the reset does on the node).
+	TracksGTIDs bool
+
 	fp       Fingerprint // the session state the connection carries
+	carried  Carried     // what it carries of its last session's state, given back to a pool unreset (Carries)
 	readOnly bool        // opened with Options.ReadOnly: the guard belongs here
 	// unguarded: the connection may have left read-only mode since the guard last ran (a
 	// replayed or relayed statement, a reset, a guard that failed). Meaningful when readOnly.
@@ -139,6 +144,7 @@ func Dial(ctx context.Context, o Options) (*Conn, error) {
 		return nil, c.dialFailed(err)
 	}
 	c.fp = Fingerprint{Epoch: o.Epoch}
+	c.carried = Carried{Sum: sumSeed} // a new connection carries no statement
 	if c.Caps&mysql.ClientConnectWithDB != 0 {
 		c.fp.DB = o.Database
 	}

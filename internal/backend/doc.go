@@ -13,6 +13,11 @@
 //     resets); a Conn knows what it carries (Fingerprint) and Sync sends only the difference,
 //     nothing and no allocation when it is in line. A replica connection is opened read-only
 //     (Options.ReadOnly) and Sync keeps it so: the guard runs again after anything replayed.
+//   - uservars.go: what a connection pool carries from one connection to the next besides
+//     tracked state: ReadUserVars reads named user variables (type, character set, collation,
+//     value, bounded by MaxUserVarBytes) and LAST_INSERT_ID() in one round trip, AppendRestore
+//     writes the one statement that recreates them on another connection. Checked against a
+//     live server in livetest.
 //   - query.go: Query, a small text-protocol query decoded into strings, bounded in size, for
 //     the control plane (the monitor). Statements the proxy forwards never pass through it.
 //

@@ -42,6 +42,87 @@ type State struct {
 	// Stmts are the replayable session statements (SET ...) the session ran since its state was
 	// last reset, in order.
 	Stmts [][]byte
+
+	// sums[i] is the content sum of Stmts[:i+1] (Sum), for sumsEpoch: extended as asked.
+	sums      []uint64
+	sumsEpoch uint64
+}
+
+// Sum is the content sum of the first n statements of t (n <= len(t.Stmts)), the same for any
+// session whose first n statements are the same bytes, whatever its epoch: how a connection
+// that carries another session's state (transaction pooling) is matched to this one. Sums are
+// kept as they are computed: asking again costs nothing, and no call allocates once the
+// statements were summed.
+func (t *State) Sum(n int) uint64 {
+	if t.sumsEpoch != t.Epoch || len(t.sums) > len(t.Stmts) {
+		t.sums, t.sumsEpoch = t.sums[:0], t.Epoch
+	}
+	for len(t.sums) < n {
+		h := uint64(sumSeed)
+		if k := len(t.sums); k > 0 {
+			h = t.sums[k-1]
+		}
+		t.sums = append(t.sums, sumStmt(h, t.Stmts[len(t.sums)]))
+	}
+	if n == 0 {
+		return sumSeed
+	}
+	return t.sums[n-1]
+}
+
+// sumSeed is the sum of no statements; sumStmt adds one statement to sum h (FNV-1a over its
+// length and bytes, so that statement boundaries count).
+const sumSeed = 14695981039346656037
+
+func sumStmt(h uint64, stmt []byte) uint64 {
+	const prime = 1099511628211
+	for n := len(stmt); ; n >>= 8 {
+		h = (h ^ uint64(byte(n))) * prime
+		if n < 256 {
+			break
+		}
+	}
+	h = (h ^ 0xff) * prime
+	for _, b := range stmt {
+		h = (h ^ uint64(b)) * prime
+	}
+	return h
+}
+
+// Carried is what a connection given back to a pool without a reset carries of its last
+// session's state: the first Applied statements of that session's state, summed (State.Sum).
+type Carried struct {
+	Applied int
+	Sum     uint64
+}
+
+// Carries records what c carries of t (its fingerprint's statements of t): called as c goes
+// back to a pool without a reset. c's epoch means nothing to the next session; Continue
+// matches the carried statements against that session's.
+func (c *Conn) Carries(t *State) Carried {
+	n := c.fp.Applied
+	if c.fp.Epoch != t.Epoch || n > len(t.Stmts) {
+		n = 0
+	}
+	c.carried = Carried{Applied: n, Sum: t.Sum(n)}
+	if c.fp.Epoch != t.Epoch {
+		c.carried.Sum = ^uint64(0) // statements of an epoch t forgot: matches nothing
+	}
+	return c.carried
+}
+
+// Continues reports whether c, given back to a pool without a reset, carries a prefix of t's
+// statements (and nothing else of them): then Continue makes it t's, and Sync sends only the
+// rest.
+func (c *Conn) Continues(t *State) bool {
+	return c.carried.Applied <= len(t.Stmts) && c.carried.Sum == t.Sum(c.carried.Applied)
+}
+
+// Continue makes c, of which Continues(t) holds, carry t's first statements in t's epoch; the
+// schema, the COM_SET_OPTION value and the read-only guard stay what c has (Sync brings the
+// rest in line).
+func (c *Conn) Continue(t *State) {
+	c.fp.Epoch, c.fp.Applied = t.Epoch, c.carried.Applied
 }
 
 // Fingerprint is a summary of session state, comparable with ==: a State's, or what a Conn
@@ -181,6 +262,7 @@ func (c *Conn) Adopt(t *State) {
 func (c *Conn) MarkReset(epoch uint64) {
 	c.fp.Epoch, c.fp.Applied = epoch, 0
 	c.unguarded = true
+	c.TracksGTIDs = false // session_track_system_variables is the global value again
 }
 
 // Guard runs ReadOnlyGuard on a read-only connection (Options.ReadOnly); on any other

@@ -120,6 +120,12 @@
 //     warnings (SHOW WARNINGS, @@warning_count…), and whether it leaves them as the previous
 //     statement left them (it names no table: TableRef), by MariaDB's rule, checked against a
 //     live server (servertest's TestDiagnosticsRule).
+//   - UserVars (uservars.go): the user variables a statement reads and assigns, by token, for a
+//     connection pool that reads back what a statement set and restores it on the next
+//     connection; VarEffects for what it may set without naming it (CALL, BEGIN NOT ATOMIC,
+//     EXECUTE) and for LAST_INSERT_ID, FOUND_ROWS and ROW_COUNT. AppendUserVarName and
+//     AppendUserVarKey turn a token into the name and the case-folded key. Checked against a
+//     live server (servertest's TestUserVarsAssignments).
 //   - ParseKill: KILL [HARD|SOFT] [CONNECTION|QUERY] n with n a plain decimal that fits in
 //     32 bits, words separated by whitespace or comments, trailing ';' allowed. Every other
 //     KILL form is not ok. KillsUser: KILL … USER name, a KILL that names an account.

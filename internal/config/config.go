@@ -199,6 +199,17 @@ type Pool struct {
 	// AcquireTimeout is how long a client waits for a node connection when the node is at
 	// max_per_node for its user; then it gets error 1040 saying so. 0: it does not wait.
 	AcquireTimeout Duration `yaml:"acquire_timeout"`
+	// MinIdle is how many idle connections sluice keeps open to each node for each user of the
+	// users list (never more than max_per_node open in all), opening them in the background
+	// (checked every second) once a session of that user has used the node through an endpoint
+	// with pool_mode session: they are opened as that user's last session there opened its own
+	// (its capabilities, character set, TLS and connection attributes), since only such a
+	// session can take them, and without a database. idle_timeout closes only the idle
+	// connections beyond these; max_lifetime closes any (they are opened again), and a node
+	// down, draining or removed gets none. Keep max_lifetime below the nodes' wait_timeout:
+	// a kept connection the node closed is found by a ping before reuse and replaced, but
+	// costs that session a dial. 0: none kept.
+	MinIdle int `yaml:"min_idle"`
 }
 
 // The keys of a pool section, as bits of User.poolSet.
@@ -207,6 +218,7 @@ const (
 	poolKeyIdleTimeout
 	poolKeyMaxLifetime
 	poolKeyAcquireTimeout
+	poolKeyMinIdle
 )
 
 // PoolOf is the pool limits of user's node connections through endpoint e (after defaults):
@@ -229,6 +241,9 @@ func (c *Config) PoolOf(e *Endpoint, user string) Pool {
 		}
 		if u.poolSet&poolKeyAcquireTimeout != 0 {
 			p.AcquireTimeout = u.Pool.AcquireTimeout
+		}
+		if u.poolSet&poolKeyMinIdle != 0 {
+			p.MinIdle = u.Pool.MinIdle
 		}
 		break
 	}
@@ -340,10 +355,12 @@ type Endpoint struct {
 	// or one address; empty: any. IPv4 clients match IPv4-mapped IPv6 entries too (::/0 is
 	// every client). A client from elsewhere gets error 1130 in place of the greeting.
 	Allow []string `yaml:"allow"`
-	// PoolMode is what happens to the session's node connections when its client leaves:
-	// session resets them (COM_RESET_CONNECTION) and keeps them for the next client of the
-	// same user (limits: pool); off closes them. (transaction, pooling per transaction, is
-	// not available yet.)
+	// PoolMode is what happens to the session's node connections: session resets them
+	// (COM_RESET_CONNECTION) when the client leaves and keeps them for the next client of the
+	// same user (limits: pool); transaction gives them back to the pool between transactions
+	// (and between statements outside one), for any session of the same user, unless the
+	// session holds state that cannot move (README: what pins a session); off closes them
+	// when the client leaves.
 	PoolMode string `yaml:"pool_mode"`
 	// Pool overrides the top-level pool limits for this endpoint, key by key.
 	Pool Pool `yaml:"pool"`
@@ -592,7 +609,8 @@ func (c *Config) applyDefaults(unset func(key string, zero bool) bool) {
 			bit  uint8
 			zero bool
 		}{{"max_per_node", poolKeyMaxPerNode, u.Pool.MaxPerNode == 0}, {"idle_timeout", poolKeyIdleTimeout, u.Pool.IdleTimeout.Duration == 0},
-			{"max_lifetime", poolKeyMaxLifetime, u.Pool.MaxLifetime.Duration == 0}, {"acquire_timeout", poolKeyAcquireTimeout, u.Pool.AcquireTimeout.Duration == 0}} {
+			{"max_lifetime", poolKeyMaxLifetime, u.Pool.MaxLifetime.Duration == 0}, {"acquire_timeout", poolKeyAcquireTimeout, u.Pool.AcquireTimeout.Duration == 0},
+			{"min_idle", poolKeyMinIdle, u.Pool.MinIdle == 0}} {
 			if !unset(p+k.key, k.zero) {
 				u.poolSet |= k.bit
 			}
@@ -616,6 +634,9 @@ func (c *Config) applyDefaults(unset func(key string, zero bool) bool) {
 		str(&e.PoolMode, p+".pool_mode", PoolModeSession)
 		if unset(p+".pool.max_per_node", e.Pool.MaxPerNode == 0) {
 			e.Pool.MaxPerNode = c.Pool.MaxPerNode
+		}
+		if unset(p+".pool.min_idle", e.Pool.MinIdle == 0) {
+			e.Pool.MinIdle = c.Pool.MinIdle
 		}
 		dur(&e.Pool.IdleTimeout, p+".pool.idle_timeout", c.Pool.IdleTimeout.Duration)
 		dur(&e.Pool.MaxLifetime, p+".pool.max_lifetime", c.Pool.MaxLifetime.Duration)

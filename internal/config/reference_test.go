@@ -60,9 +60,9 @@ func changeOf(key string) string {
 		"endpoints[].mode", "endpoints[].multi_statements", "endpoints[].nearest_zone",
 		"endpoints[].read_weights", "endpoints[].transaction_split",
 		"endpoints[].pool_mode", "endpoints[].pool.max_per_node", "endpoints[].pool.idle_timeout",
-		"endpoints[].pool.max_lifetime", "endpoints[].pool.acquire_timeout":
+		"endpoints[].pool.max_lifetime", "endpoints[].pool.acquire_timeout", "endpoints[].pool.min_idle":
 		return ChangeAPI
-	case "pool.max_per_node", "pool.idle_timeout", "pool.max_lifetime", "pool.acquire_timeout":
+	case "pool.max_per_node", "pool.idle_timeout", "pool.max_lifetime", "pool.acquire_timeout", "pool.min_idle":
 		return ChangeReload
 	case "log.level":
 		return ChangeReload

@@ -294,14 +294,19 @@ func (k *checker) endpoints(replicas, namedReplicas int) {
 		if replicas == 0 && (e.Mode == ModeReadWrite || e.Mode == ModeReadOnly) {
 			k.errorf(p+".mode", "a %s endpoint needs at least one backend with role replica", e.Mode)
 		}
-		switch e.PoolMode {
-		case PoolModeOff, PoolModeSession:
-		case PoolModeTransaction:
-			k.errorf(p+".pool_mode", "transaction (pooling per transaction) is not available yet: use session or off")
-		default:
-			k.oneOf(p+".pool_mode", e.PoolMode, PoolModeOff, PoolModeSession)
-		}
+		k.oneOf(p+".pool_mode", e.PoolMode, PoolModeOff, PoolModeSession, PoolModeTransaction)
 		k.pool(p+".pool", e.Pool)
+		for j, u := range c.Users {
+			// A user's own min_idle or max_per_node against the other from the endpoint.
+			both := poolKeyMinIdle | poolKeyMaxPerNode
+			if set := u.poolSet & both; set == 0 || set == both { // both: the section's own check
+				continue
+			}
+			if up := c.PoolOf(&e, u.Name); up.MaxPerNode > 0 && up.MinIdle > up.MaxPerNode {
+				k.errorf(indexKey("users", j)+".pool.min_idle", "%d is more than max_per_node (%d) on endpoint %s: at most max_per_node connections are open",
+					up.MinIdle, up.MaxPerNode, e.Name)
+			}
+		}
 		k.oneOf(p+".balance", e.Balance, BalanceLeastActive, BalanceWeighted, BalanceLeastConnections)
 		k.oneOf(p+".connections_from", e.ConnectionsFrom, ConnectionsFromProxy, ConnectionsFromNodes)
 		if e.ConnectionsFrom == ConnectionsFromNodes && c.Monitor.User == "" {
@@ -468,6 +473,12 @@ func isDigits(s string) bool {
 func (k *checker) pool(key string, p Pool) {
 	if p.MaxPerNode < 0 {
 		k.errorf(key+".max_per_node", "must not be negative (0: unlimited)")
+	}
+	if p.MinIdle < 0 {
+		k.errorf(key+".min_idle", "must not be negative (0: none kept)")
+	}
+	if p.MaxPerNode > 0 && p.MinIdle > p.MaxPerNode {
+		k.errorf(key+".min_idle", "%d is more than max_per_node (%d): at most max_per_node connections are open", p.MinIdle, p.MaxPerNode)
 	}
 	k.duration(key+".idle_timeout", p.IdleTimeout, false)
 	k.duration(key+".max_lifetime", p.MaxLifetime, false)

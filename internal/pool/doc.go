@@ -10,6 +10,10 @@
 // when the connection was opened and a reset does not undo (the client capabilities it was
 // opened with, its handshake character set, TLS, read-only mode).
 //
+// A group may keep a floor of idle connections (Limits.MinIdle): Fill, run from the caller's
+// periodic tick, opens them in the background as the group's last session opened its own, and
+// IdleTimeout closes only the idle connections beyond that floor (fill.go says how they meet).
+//
 // The pool is touched when a session opens or releases a node connection, never per
 // statement. It does no protocol work itself: it is generic over the connection type, and the
 // caller gives it how to ping and how to close one (Ops). The proxy owns the reset.

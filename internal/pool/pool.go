@@ -33,6 +33,9 @@ type Variant struct {
 	// Attrs identifies the connection attributes sent at login (a hash): the node shows them
 	// for the connection's whole life (performance_schema.session_connect_attrs).
 	Attrs uint64
+	// Shared: the connection came back without a reset (Return), carrying the session state
+	// of its last user; a connection reset on its way back (Put) is not Shared.
+	Shared bool
 }
 
 // Limits are the settings of one Get or Put (the endpoint's pool settings, with the user's
@@ -46,6 +49,15 @@ type Limits struct {
 	MaxLifetime time.Duration
 	// AcquireTimeout bounds a Get's wait at MaxPerNode; 0: it does not wait.
 	AcquireTimeout time.Duration
+	// MinIdle is how many idle connections Fill keeps in the group (never past MaxPerNode), and
+	// how many IdleTimeout leaves open: only the idle connections beyond the MinIdle most
+	// recently used are closed for being idle. MaxLifetime still closes any of them (Fill opens
+	// their replacements). 0: none kept.
+	MinIdle int
+	// Origin names where these limits came from (the proxy: the endpoint). The pool keeps it
+	// with a group's template and hands it back to Fill's plan, which reads the limits in force
+	// there now; the pool itself does not look at it.
+	Origin string
 }
 
 // Ops are the protocol work the pool needs done on a connection. Both are called without the
@@ -97,6 +109,22 @@ type group[C comparable] struct {
 	waiting int           // Gets waiting at MaxPerNode
 	wake    chan struct{} // closed (and replaced) when room was made while some wait
 	st      counters
+
+	// floor is how many idle connections IdleTimeout leaves open: the MinIdle of the last Put,
+	// then of Fill's plan (0 when the plan keeps nothing, e.g. the node is down).
+	floor int
+	// tmpl is what Fill opens the group's connections as: the variant and limits of the last
+	// Put (hasTmpl: there was one). Before any Put the group is not topped up: the pool cannot
+	// know how its user's sessions would open a connection.
+	tmpl    Variant
+	tmplLim Limits
+	hasTmpl bool
+	// retryAt and backoff pace Fill after a failed dial (or a node found full): no dial before
+	// retryAt; backoff doubles per failure up to fillBackoffMax and is 0 after a success.
+	retryAt time.Time
+	backoff time.Duration
+	// filling counts Fill's dials under way (part of open).
+	filling int
 }
 
 type idle[C comparable] struct {
@@ -145,10 +173,39 @@ func (p *Pool[C]) group(k Key) *group[C] {
 	return g
 }
 
-// expired reports whether an idle connection must not be handed out any more at now.
-func (e *idle[C]) expired(now time.Time) bool {
-	return (e.lim.IdleTimeout > 0 && now.Sub(e.since) >= e.lim.IdleTimeout) ||
-		(e.lim.MaxLifetime > 0 && now.Sub(e.born) >= e.lim.MaxLifetime)
+// idleExpired and lifeExpired report whether an idle connection has been idle past its idle
+// timeout, or lived past its lifetime, at now.
+func (e *idle[C]) idleExpired(now time.Time) bool {
+	return e.lim.IdleTimeout > 0 && now.Sub(e.since) >= e.lim.IdleTimeout
+}
+
+func (e *idle[C]) lifeExpired(now time.Time) bool {
+	return e.lim.MaxLifetime > 0 && now.Sub(e.born) >= e.lim.MaxLifetime
+}
+
+// expire takes out of g's idle connections those that must not be handed out any more at now,
+// or all of them when all is set, and returns them (appended to stale) for the caller to close
+// outside the lock: those past their lifetime, and those idle past their idle timeout while
+// more than g.floor idle connections would remain. The oldest go first: the floor keeps the
+// most recently used. Under p.mu.
+func (g *group[C]) expire(now time.Time, all bool, stale []C) []C {
+	left, n := len(g.idle), 0
+	for _, e := range g.idle {
+		if all || e.lifeExpired(now) || (e.idleExpired(now) && left > g.floor) {
+			stale = append(stale, e.c)
+			g.open--
+			left--
+			continue
+		}
+		g.idle[n] = e
+		n++
+	}
+	if n < len(g.idle) {
+		clear(g.idle[n:])
+		g.idle = g.idle[:n]
+		g.roomMade()
+	}
+	return stale
 }
 
 // roomMade wakes the Gets waiting on g. Under p.mu.
@@ -168,6 +225,48 @@ func (g *group[C]) roomMade() {
 //
 // Every connection Get returns is the caller's until it gives it to Put or Discard.
 func (p *Pool[C]) Get(ctx context.Context, k Key, v Variant, lim Limits, accept func(C) bool, dial func() (C, error)) (c C, reused bool, err error) {
+	c, _, reused, err = p.Take(ctx, k, Want[C]{Variant: v, Accept: accept}, lim, dial)
+	return c, reused, err
+}
+
+// Want says which idle connections a Take may hand out, and which it prefers.
+type Want[C comparable] struct {
+	// Variant is the variant wanted; Also, when set, another variant taken when no idle
+	// connection of Variant is acceptable (it ranks below every one of Variant).
+	Variant Variant
+	Also    *Variant
+	// Accept refuses an idle connection it returns false for (nil: all accepted).
+	Accept func(C) bool
+	// Prefer ranks an acceptable connection of Variant above the others when it returns true
+	// (nil: none preferred): among equals, the most recently put back wins.
+	Prefer func(C) bool
+}
+
+// rank is how much w wants e: 0 not at all, then Also's, Variant's, Variant's preferred.
+func (w *Want[C]) rank(e *idle[C]) int {
+	switch {
+	case e.v == w.Variant:
+	case w.Also != nil && e.v == *w.Also:
+		if w.Accept == nil || w.Accept(e.c) {
+			return 1
+		}
+		return 0
+	default:
+		return 0
+	}
+	if w.Accept != nil && !w.Accept(e.c) {
+		return 0
+	}
+	if w.Prefer != nil && w.Prefer(e.c) {
+		return 3
+	}
+	return 2
+}
+
+// Take is Get for what w wants: the best ranked idle connection (see Want), else one made by
+// dial, under the same limits and waits as Get: an idle connection's variant (w.Variant or
+// *w.Also) and reused true, or a new one (w.Variant, reused false).
+func (p *Pool[C]) Take(ctx context.Context, k Key, w Want[C], lim Limits, dial func() (C, error)) (c C, v Variant, reused bool, err error) {
 	var zero C
 	var waitStart time.Time
 	var timer *time.Timer
@@ -185,41 +284,16 @@ func (p *Pool[C]) Get(ctx context.Context, k Key, v Variant, lim Limits, accept 
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
-			return zero, false, ErrClosed
+			return zero, w.Variant, false, ErrClosed
 		}
 		g := p.group(k)
 		now := p.now()
-		var stale []C
-		found, pick := false, idle[C]{}
-		for i := len(g.idle) - 1; i >= 0; i-- {
-			e := g.idle[i]
-			if e.expired(now) {
-				g.idle = slices.Delete(g.idle, i, i+1)
-				g.open--
-				stale = append(stale, e.c)
-				continue
-			}
-			if e.v == v && (accept == nil || accept(e.c)) {
-				g.idle = slices.Delete(g.idle, i, i+1)
-				found, pick = true, e
-				break
-			}
-		}
+		pick, found, stale := g.best(&w, now)
 		if found {
-			p.lent[pick.c] = lease{key: k, born: pick.born}
-			g.roomMade() // the stale ones freed room too
-			p.mu.Unlock()
-			p.closeAll(stale)
-			if now.Sub(pick.since) > p.pingAfter && p.ops.Ping != nil {
-				if err := p.ops.Ping(pick.c); err != nil {
-					p.Discard(pick.c, false)
-					continue
-				}
+			if c, ok := p.hand(k, g, pick, stale, now); ok {
+				return c, pick.v, true, nil
 			}
-			p.mu.Lock()
-			g.st.reused++
-			p.mu.Unlock()
-			return pick.c, true, nil
+			continue
 		}
 		if lim.MaxPerNode > 0 && g.open >= lim.MaxPerNode && len(g.idle) > 0 {
 			// Another variant's idle connection stands in the way: it gives its place.
@@ -238,18 +312,18 @@ func (p *Pool[C]) Get(ctx context.Context, k Key, v Variant, lim Limits, accept 
 				g.open--
 				g.roomMade()
 				p.mu.Unlock()
-				return zero, false, err
+				return zero, w.Variant, false, err
 			}
 			if p.closed {
 				g.open--
 				p.mu.Unlock()
 				p.closeAll([]C{c})
-				return zero, false, ErrClosed
+				return zero, w.Variant, false, ErrClosed
 			}
 			g.st.created++
 			p.lent[c] = lease{key: k, born: p.now()}
 			p.mu.Unlock()
-			return c, false, nil
+			return c, w.Variant, false, nil
 		}
 		// At the limit: wait for room.
 		if waitStart.IsZero() {
@@ -260,7 +334,7 @@ func (p *Pool[C]) Get(ctx context.Context, k Key, v Variant, lim Limits, accept 
 		if left <= 0 {
 			p.mu.Unlock()
 			p.closeAll(stale)
-			return zero, false, TooMany(k, lim)
+			return zero, w.Variant, false, TooMany(k, lim)
 		}
 		if g.wake == nil {
 			g.wake = make(chan struct{})
@@ -285,16 +359,92 @@ func (p *Pool[C]) Get(ctx context.Context, k Key, v Variant, lim Limits, accept 
 		g.waiting--
 		p.mu.Unlock()
 		if done != nil {
-			return zero, false, done
+			return zero, w.Variant, false, done
 		}
 	}
+}
+
+// TakeIdle is Take without dialing or waiting: the best ranked idle connection for w and its
+// variant, if there is one (ok false otherwise).
+func (p *Pool[C]) TakeIdle(k Key, w Want[C]) (c C, v Variant, ok bool) {
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return c, v, false
+		}
+		g := p.group(k)
+		now := p.now()
+		pick, found, stale := g.best(&w, now)
+		if !found {
+			if len(stale) > 0 {
+				g.roomMade()
+			}
+			p.mu.Unlock()
+			p.closeAll(stale)
+			return c, v, false
+		}
+		if c, ok := p.hand(k, g, pick, stale, now); ok {
+			return c, pick.v, true
+		}
+	}
+}
+
+// best takes out of g's idle connections the one w ranks highest (found), and the expired
+// ones it met (stale: g.open no longer counts them). Under p.mu.
+func (g *group[C]) best(w *Want[C], now time.Time) (pick idle[C], found bool, stale []C) {
+	stale = g.expire(now, false, nil)
+	best, bestRank := -1, 0
+	for i := len(g.idle) - 1; i >= 0; i-- {
+		e := &g.idle[i]
+		if r := w.rank(e); r > bestRank {
+			best, bestRank = i, r
+			if r == 3 {
+				break
+			}
+		}
+	}
+	if best < 0 {
+		return pick, false, stale
+	}
+	pick = g.idle[best]
+	g.idle = slices.Delete(g.idle, best, best+1)
+	return pick, true, stale
+}
+
+// hand lends pick, taken out of g's idle connections, to the caller (p.mu held on entry,
+// released on return), after closing stale and pinging pick when it was idle long: ok false
+// when that ping failed (pick was discarded; the caller looks again).
+func (p *Pool[C]) hand(k Key, g *group[C], pick idle[C], stale []C, now time.Time) (C, bool) {
+	p.lent[pick.c] = lease{key: k, born: pick.born}
+	g.roomMade() // the stale ones freed room too
+	p.mu.Unlock()
+	p.closeAll(stale)
+	if now.Sub(pick.since) > p.pingAfter && p.ops.Ping != nil {
+		if err := p.ops.Ping(pick.c); err != nil {
+			p.Discard(pick.c, false)
+			var zero C
+			return zero, false
+		}
+	}
+	p.mu.Lock()
+	g.st.reused++
+	p.mu.Unlock()
+	return pick.c, true
 }
 
 // Put takes back c, which the caller got from Get and has reset (counted as a reset): it waits
 // idle for the next Get of its key and variant v, under lim. One past lim.MaxLifetime, one
 // the group has no room for any more (MaxPerNode lowered), one the pool never handed out, and
 // any after Close, are closed instead.
-func (p *Pool[C]) Put(c C, v Variant, lim Limits) {
+func (p *Pool[C]) Put(c C, v Variant, lim Limits) { p.put(c, v, lim, true) }
+
+// Return is Put for a connection given back without a reset (transaction pooling: it carries
+// the session state of whoever used it last, which the next user brings in line with its own).
+// It is not counted as a reset.
+func (p *Pool[C]) Return(c C, v Variant, lim Limits) { p.put(c, v, lim, false) }
+
+func (p *Pool[C]) put(c C, v Variant, lim Limits, reset bool) {
 	p.mu.Lock()
 	l, ok := p.lent[c]
 	if !ok {
@@ -304,8 +454,13 @@ func (p *Pool[C]) Put(c C, v Variant, lim Limits) {
 	}
 	delete(p.lent, c)
 	g := p.groups[l.key]
-	g.st.resets++
+	if reset {
+		g.st.resets++
+	}
 	now := p.now()
+	if !p.closed {
+		g.tmpl, g.tmplLim, g.hasTmpl, g.floor = v, lim, true, lim.MinIdle
+	}
 	if p.closed || (lim.MaxLifetime > 0 && now.Sub(l.born) >= lim.MaxLifetime) || (lim.MaxPerNode > 0 && g.open > lim.MaxPerNode) {
 		g.open--
 		g.roomMade()
@@ -358,13 +513,9 @@ func (p *Pool[C]) EvictNode(node string) int {
 		if k.Node != node || len(g.idle) == 0 {
 			continue
 		}
-		for _, e := range g.idle {
-			stale = append(stale, e.c)
-		}
-		g.open -= len(g.idle)
-		clear(g.idle)
-		g.idle = g.idle[:0]
-		g.roomMade()
+		stale = g.expire(p.now(), true, stale)
+		// Fill must not take the slots back at once: the node is full.
+		g.failed(p.now())
 	}
 	p.mu.Unlock()
 	p.closeAll(stale)
@@ -378,29 +529,15 @@ func (p *Pool[C]) Sweep(keep func(Key) bool) {
 	p.mu.Lock()
 	now := p.now()
 	for k, g := range p.groups {
-		kept := keep == nil || keep(k)
-		n := 0
-		for _, e := range g.idle {
-			if !kept || e.expired(now) {
-				stale = append(stale, e.c)
-				g.open--
-				continue
-			}
-			g.idle[n] = e
-			n++
-		}
-		if n < len(g.idle) {
-			clear(g.idle[n:])
-			g.idle = g.idle[:n]
-			g.roomMade()
-		}
+		stale = g.expire(now, keep != nil && !keep(k), stale)
 	}
 	p.mu.Unlock()
 	p.closeAll(stale)
 }
 
-// Run sweeps every interval until ctx ends, then closes the pool.
-func (p *Pool[C]) Run(ctx context.Context, interval time.Duration, keep func(Key) bool) {
+// Run sweeps every interval until ctx ends, then closes the pool; after each sweep it calls
+// then (nil: nothing), e.g. a Fill.
+func (p *Pool[C]) Run(ctx context.Context, interval time.Duration, keep func(Key) bool, then func()) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -410,6 +547,9 @@ func (p *Pool[C]) Run(ctx context.Context, interval time.Duration, keep func(Key
 			return
 		case <-t.C:
 			p.Sweep(keep)
+			if then != nil {
+				then()
+			}
 		}
 	}
 }
@@ -421,12 +561,7 @@ func (p *Pool[C]) Close() {
 	p.mu.Lock()
 	p.closed = true
 	for _, g := range p.groups {
-		for _, e := range g.idle {
-			stale = append(stale, e.c)
-		}
-		g.open -= len(g.idle)
-		g.idle = nil
-		g.roomMade()
+		stale = g.expire(p.now(), true, stale)
 	}
 	p.mu.Unlock()
 	p.closeAll(stale)

@@ -155,6 +155,7 @@ func trackGTIDs(bc *backend.Conn, g *globalTracking) error {
 	}
 	now := time.Now()
 	if g.lists(bc.Addr, now) {
+		bc.TracksGTIDs = true
 		return nil
 	}
 	if err := bc.WriteQuery(globalListsLastGTID); err != nil {
@@ -177,6 +178,7 @@ func trackGTIDs(bc *backend.Conn, g *globalTracking) error {
 	if err == nil && lists {
 		g.saw(bc.Addr, now)
 	}
+	bc.TracksGTIDs = true
 	return nil
 }
 

@@ -344,7 +344,7 @@ func (p *Proxy) UpdateEndpoint(name string, s EndpointSettings) error {
 		return err
 	}
 	ep.admit.Store(&admission{maxConns: int64(s.MaxConnections), allow: slices.Clone(s.Allow)})
-	ep.pool.Store(clonePool(s.Pool))
+	ep.pool.Store(clonePool(s.Pool).of(name))
 	return nil
 }
 

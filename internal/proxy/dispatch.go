@@ -156,6 +156,12 @@ func (s *session) dispatch(r *request, set *route.Settings) error {
 			return err
 		}
 	}
+	if sh := &s.nodes.share; sh.linger && !keepsLinger(&r.class) {
+		// pool_mode transaction: the last statement's ROW_COUNT()/FOUND_ROWS() held its
+		// connection for this one, which does not read them.
+		sh.linger = false
+		s.p.lendBetween(&s.nodes, &s.login, s.ep.pool.Load(), &s.rs, &s.stmts)
+	}
 	var switchDeadline time.Time // a switchover's wait, for the whole statement (switchover)
 route:
 	for {
@@ -260,6 +266,9 @@ func (s *session) send(r *request, d route.Decision, snap *topology.Snapshot) er
 	}
 	c, err := s.nodes.use(d.Node)
 	if err != nil {
+		return err
+	}
+	if err := s.nodes.share.before(&r.class, r.stmt, c.dialect, c.Conn, snap.IsPrimary(d.Node) || s.settings.current().Mode == route.ReadOnly, s.rs.Autocommit); err != nil {
 		return err
 	}
 	if interruptible && c != kept {

@@ -15,7 +15,8 @@
 //     node as the client; drain.go and switchover.go: leaving drained or removed nodes and
 //     following the primary; pool.go: pool_mode session, the node set's dial hook taking a
 //     connection from the proxy's pool (internal/pool) and the session's end resetting and
-//     giving back what may be reused (the kill targets unpublished first).
+//     giving back what may be reused (the kill targets unpublished first); minidle.go: the
+//     pool's top-up to pool.min_idle (the logins it dials as, its plan per node and user).
 //   - statements (stmttable.go): binary prepared statements (sluice's ids, bindings per
 //     connection, long data, limits); stmt.go: their commands on the wire.
 //   - readTarget (readtarget.go): what a replica read must see under a consistency level (the

@@ -36,7 +36,7 @@ func (s *session) proxyCommand(cmd classify.ProxyCommand) error {
 		rows = [][]cell{{text(s.ep.cfg.Name), text(set.Consistency.String()), n(set.ConsistencyTimeout.Milliseconds()),
 			n(s.p.consistencyWaits.Load()), n(s.p.consistencyTimeouts.Load()), n(int64(s.p.primaryPos.readings()))}}
 	default:
-		cols, rows = lastRouteRow(s.view.lastRoute(), s.rs.Pins, s.p.topo.Snapshot())
+		cols, rows = lastRouteRow(s.view.lastRoute(), s.rs.Pins|s.nodes.share.pins, s.p.topo.Snapshot())
 	}
 	b, err := writeResult(s.client, s.client.Scratch(), resultFormat{caps: s.login.caps, mcaps: s.login.mcaps, status: s.status}, cols, rows)
 	keepScratch(s.client, b)

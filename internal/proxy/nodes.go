@@ -34,6 +34,9 @@ type nodeConn struct {
 	// flight is armed while a read that may run elsewhere waits for its answer here: a
 	// watcher that learns the node is down interrupts it (inflight.go).
 	flight relay.Flight
+	// pub is the kill targets of a node set that holds this connection alone, as last
+	// published (nodeSet.publish): never changed once published.
+	pub *targetSet
 }
 
 // release takes the connection out of its node's count, once: when it is closed, or as soon
@@ -76,7 +79,12 @@ func (p *Proxy) nodeOf(i int) *topology.Node { return p.topo.Snapshot().Nodes[i]
 // primary is read-only: a statement misrouted there fails instead of forking the data. A
 // read-write connection is handed to primary (GTID tracking) before it is checked.
 func (p *Proxy) dialNode(l *login, n *topology.Node, readOnly bool, st *backend.State, primary func(*backend.Conn)) (*backend.Conn, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), p.connectTimeout())
+	return p.dialNodeCtx(context.Background(), l, n, readOnly, st, primary)
+}
+
+// dialNodeCtx is dialNode, ended early when ctx ends (the pool's top-up at shutdown).
+func (p *Proxy) dialNodeCtx(ctx context.Context, l *login, n *topology.Node, readOnly bool, st *backend.State, primary func(*backend.Conn)) (*backend.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.connectTimeout())
 	defer cancel()
 	o := backend.Options{
 		Address:      n.Address,
@@ -102,6 +110,7 @@ func (p *Proxy) dialNode(l *login, n *topology.Node, readOnly bool, st *backend.
 	if !readOnly && primary != nil {
 		primary(bc)
 	}
+	p.remember(l, n, readOnly) // what the pool's top-up dials as (minidle.go)
 	if bc.MariaDBCaps != l.mcaps {
 		// The client reads column definitions with the extended metadata block or without
 		// it; a node that lays them out the other way would garble every result.

@@ -69,7 +69,7 @@ func TestPinReasons(t *testing.T) {
 		t.Fatalf("session %d not in /v1/sessions", id)
 		return nil
 	}
-	reasons := []string{"temporary_table", "lock_tables", "user_lock", "session_variable", "multi_statement"}
+	reasons := []string{"temporary_table", "lock_tables", "user_lock", "session_variable", "multi_statement", "user_variable"}
 	check := func(step string, want ...string) {
 		t.Helper()
 		// SHOW LAST ROUTE answers after the previous statement's end was published: what
@@ -126,7 +126,7 @@ func TestPinReasons(t *testing.T) {
 	exec("UNLOCK TABLES")
 	check("UNLOCK TABLES")
 	exec("SET @pin_var = 1")
-	check("a user variable", "session_variable")
+	check("a user variable", "user_variable")
 	exec("SELECT 1")
-	check("a user variable, a statement later", "session_variable")
+	check("a user variable, a statement later", "user_variable")
 }

@@ -33,8 +33,9 @@ var errPoolWaitEnded = errors.New("the session ended while it waited for a node 
 type PoolMode uint8
 
 const (
-	PoolOff     PoolMode = iota // closed
-	PoolSession                 // reset and kept for the next session of the same user
+	PoolOff         PoolMode = iota // closed
+	PoolSession                     // reset and kept for the next session of the same user
+	PoolTransaction                 // given back between transactions; reset when its session ends
 )
 
 // ParsePoolMode reads an endpoint's pool_mode as the configuration spells it.
@@ -44,8 +45,10 @@ func ParsePoolMode(s string) (PoolMode, error) {
 		return PoolOff, nil
 	case "", "session":
 		return PoolSession, nil
+	case "transaction":
+		return PoolTransaction, nil
 	}
-	return PoolOff, fmt.Errorf("unknown pool_mode %q (want off or session)", s)
+	return PoolOff, fmt.Errorf("unknown pool_mode %q (want off, session or transaction)", s)
 }
 
 // PoolSettings are an endpoint's pool mode and limits (part of EndpointSettings: they change
@@ -54,14 +57,26 @@ type PoolSettings struct {
 	Mode   PoolMode
 	Limits pool.Limits
 	Users  map[string]pool.Limits
+
+	// endpoint is the endpoint these settings are stored for (of): the Origin of the limits
+	// limitsOf gives, which the pool's top-up reads the limits in force from (fillPlan).
+	endpoint string
 }
 
 // limitsOf is user's limits under s.
 func (s *PoolSettings) limitsOf(user string) pool.Limits {
-	if l, ok := s.Users[user]; ok {
-		return l
+	l, ok := s.Users[user]
+	if !ok {
+		l = s.Limits
 	}
-	return s.Limits
+	l.Origin = s.endpoint
+	return l
+}
+
+// of marks s as endpoint's settings and returns it.
+func (s *PoolSettings) of(endpoint string) *PoolSettings {
+	s.endpoint = endpoint
+	return s
 }
 
 // clonePool is a copy of s that shares nothing with it.
@@ -111,21 +126,53 @@ func (p *Proxy) poolVariant(l *login, n *topology.Node, readOnly bool) pool.Vari
 	return pool.Variant{Caps: l.caps, MariaDBCaps: l.mcaps, Charset: l.charset, ReadOnly: readOnly, TLS: cfg != nil, Attrs: h.Sum64()}
 }
 
-// acquire is the node set's dial hook under pool_mode session: a connection to node n for
-// login l from the pool (reset by the session that released it), brought to what a new
-// connection would be (the session's database, the read-only guard due, GTID tracking); else
-// a new one (dialNode). Waits at pool.max_per_node are bounded by acquire_timeout and by the
-// session's life (done).
+// acquire is the node set's dial hook under pool_mode session and transaction: a connection
+// to node n for login l from the pool, brought in line with what the session wants (ready);
+// else a new one (dialNode). Under pool_mode transaction it prefers a connection given back
+// unreset that carries a prefix of the session's state (backend.Conn.Continues: nothing to
+// send but the rest), then any given back unreset, then one reset at its last session's end.
+// Waits at pool.max_per_node are bounded by acquire_timeout and by the session's life (done).
 func (p *Proxy) acquire(l *login, ps *PoolSettings, done <-chan struct{}, n *topology.Node, readOnly bool, st *backend.State, primary func(*backend.Conn)) (*backend.Conn, error) {
 	if !p.pooled(l, ps) {
 		return p.dialNode(l, n, readOnly, st, primary)
 	}
 	lim := ps.limitsOf(l.creds.User)
+	k, v := p.poolKey(l, n), p.poolVariant(l, n, readOnly)
+	w := pool.Want[*backend.Conn]{Variant: v, Accept: func(c *backend.Conn) bool {
+		// COM_RESET_CONNECTION keeps the database: a session that has none cannot take a
+		// connection that has one (nothing takes a connection back to no database).
+		return c.Addr == n.Address && (st.DB != "" || c.Fingerprint().DB == "")
+	}}
+	if ps.Mode == PoolTransaction {
+		shared := v
+		shared.Shared = true
+		w.Variant, w.Also = shared, &v
+		w.Prefer = func(c *backend.Conn) bool { return c.Continues(st) }
+	}
+	c, got, reused := p.pool.TakeIdle(k, w)
+	if !reused {
+		var err error
+		var fresh bool
+		if c, got, fresh, err = p.takeOrDial(k, w, lim, done, l, n, readOnly, st, primary); err != nil || !fresh {
+			return c, err
+		}
+	}
+	if err := p.ready(c, got.Shared, n, readOnly, st, primary); err != nil {
+		p.pool.Discard(c, false)
+		return nil, err
+	}
+	return c, nil
+}
+
+// takeOrDial is acquire's slow path: no idle connection would do, so one is dialed, or waited
+// for at max_per_node. fresh reports a reused connection (as Take's reused) — false for a
+// dialed one, which needs nothing more.
+func (p *Proxy) takeOrDial(k pool.Key, w pool.Want[*backend.Conn], lim pool.Limits, done <-chan struct{}, l *login, n *topology.Node, readOnly bool, st *backend.State, primary func(*backend.Conn)) (*backend.Conn, pool.Variant, bool, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if lim.MaxPerNode > 0 && lim.AcquireTimeout > 0 {
-		// Only then may Get wait: the wait ends with the session (KILL, shutdown). The watcher
-		// ends with this call.
+		// Only then may Take wait: the wait ends with the session (KILL, shutdown). The
+		// watcher ends with this call.
 		go func() {
 			select {
 			case <-done:
@@ -134,58 +181,74 @@ func (p *Proxy) acquire(l *login, ps *PoolSettings, done <-chan struct{}, n *top
 			}
 		}()
 	}
-	var fresh bool
-	c, reused, err := p.pool.Get(ctx, p.poolKey(l, n), p.poolVariant(l, n, readOnly), lim,
-		func(c *backend.Conn) bool {
-			// COM_RESET_CONNECTION keeps the database: a session that has none cannot take a
-			// connection that has one (nothing takes a connection back to no database).
-			return c.Addr == n.Address && (st.DB != "" || c.Fingerprint().DB == "")
-		},
-		func() (*backend.Conn, error) {
-			fresh = true
-			c, err := p.dialNode(l, n, readOnly, st, primary)
-			for try := 0; try < fullRetries && nodeFull(err) && p.pool.EvictNode(n.Name) > 0; try++ {
-				// The node is full, and the pool's idle connections hold some of its slots:
-				// they are closed (COM_QUIT), and the node given a moment to free them.
-				if !pauseFor(done, fullPause) {
-					break
-				}
-				c, err = p.dialNode(l, n, readOnly, st, primary)
+	var dialed bool
+	c, got, reused, err := p.pool.Take(ctx, k, w, lim, func() (*backend.Conn, error) {
+		dialed = true
+		c, err := p.dialNode(l, n, readOnly, st, primary)
+		for try := 0; try < fullRetries && nodeFull(err) && p.pool.EvictNode(n.Name) > 0; try++ {
+			// The node is full, and the pool's idle connections hold some of its slots:
+			// they are closed (COM_QUIT), and the node given a moment to free them.
+			if !pauseFor(done, fullPause) {
+				break
 			}
-			return c, err
-		})
-	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-		return nil, &backend.ConnectError{Addr: n.Address, Err: errPoolWaitEnded}
-	}
-	if err != nil || !reused || fresh {
+			c, err = p.dialNode(l, n, readOnly, st, primary)
+		}
 		return c, err
+	})
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return nil, got, false, &backend.ConnectError{Addr: n.Address, Err: errPoolWaitEnded}
 	}
-	// The connection carries the database its last session left, nothing of that session's
-	// statements, and no read-only guard (the reset ended it): the session's state from its
-	// epoch's start, the guard due at the first Sync.
-	c.Adopt(&backend.State{DB: c.Fingerprint().DB, Epoch: st.Epoch})
+	return c, got, reused && !dialed, err
+}
+
+// ready brings c, a connection taken from the pool for node n, to what the session needs:
+//
+//   - given back unreset (shared) carrying a prefix of the session's statements: made the
+//     session's (Continue); Sync sends the rest before its use;
+//   - given back unreset carrying anything else: reset (COM_RESET_CONNECTION) first, then as
+//     below;
+//   - reset: it carries the database its last session left, nothing of that session's
+//     statements, no read-only guard and no GTID tracking (the reset ended them): the
+//     session's state from its epoch's start, the guard due at the first Sync, the session's
+//     database applied now (as a new connection logs in with it: a database the node refuses
+//     is the node's error to the client, at once), the guard run and GTIDs tracked.
+func (p *Proxy) ready(c *backend.Conn, shared bool, n *topology.Node, readOnly bool, st *backend.State, primary func(*backend.Conn)) error {
+	if shared && c.Continues(st) {
+		c.Continue(st)
+		if !readOnly && primary != nil && !c.TracksGTIDs {
+			primary(c) // a session at the session level takes a connection that reports nothing
+		}
+		return nil
+	}
+	if shared {
+		nc := c.NetConn()
+		_ = nc.SetDeadline(time.Now().Add(resetTimeout))
+		err := c.Command([]byte{mysql.ComResetConnection})
+		_ = nc.SetDeadline(time.Time{})
+		if err != nil {
+			return &backend.ConnectError{Addr: n.Address, Err: fmt.Errorf("resetting a pooled connection: %w", err)}
+		}
+		c.TracksGTIDs = false
+	}
+	c.Adopt(&backend.State{DB: c.Fingerprint().DB, Options: c.Fingerprint().Options, Epoch: st.Epoch})
 	c.MarkReset(st.Epoch)
 	if st.DB != "" && c.Fingerprint().DB != st.DB {
-		// As a new connection would (it logs in with the database): a database the node refuses
-		// is the node's error to the client, at once.
-		if err := c.Sync(&backend.State{DB: st.DB, Epoch: st.Epoch}); err != nil {
-			p.pool.Discard(c, false)
+		if err := c.Sync(&backend.State{DB: st.DB, Options: c.Fingerprint().Options, Epoch: st.Epoch}); err != nil {
 			var se *backend.SyncError
 			if errors.As(err, &se) {
-				return nil, se.Err
+				return se.Err
 			}
-			return nil, &backend.ConnectError{Addr: n.Address, Err: err}
+			return &backend.ConnectError{Addr: n.Address, Err: err}
 		}
 	}
 	if readOnly {
 		if err := c.Guard(); err != nil {
-			p.pool.Discard(c, false)
-			return nil, &backend.ConnectError{Addr: n.Address, Err: err}
+			return &backend.ConnectError{Addr: n.Address, Err: err}
 		}
 	} else if primary != nil {
 		primary(c)
 	}
-	return c, nil
+	return nil
 }
 
 // fullRetries and fullPause: how often, and after what pause, a dial the node refused as full
@@ -232,6 +295,7 @@ func (p *Proxy) recycle(bc *backend.Conn, k pool.Key, v pool.Variant, lim pool.L
 	nc := bc.NetConn()
 	_ = nc.SetDeadline(time.Now().Add(resetTimeout))
 	db, err := bc.ResetSession(!dbSeen)
+	bc.TracksGTIDs = false // the list is the global one again (trackGTIDs knows whether it has last_gtid)
 	if dbSeen {
 		db = bc.Fingerprint().DB
 	}
@@ -254,7 +318,7 @@ func (p *Proxy) recycle(bc *backend.Conn, k pool.Key, v pool.Variant, lim pool.L
 // skip the node's own checks of it (an account locked, dropped or given a new password there
 // since), so its sessions log in to the nodes every time.
 func (p *Proxy) pooled(l *login, ps *PoolSettings) bool {
-	if ps == nil || ps.Mode != PoolSession {
+	if ps == nil || ps.Mode == PoolOff {
 		return false
 	}
 	_, configured := p.users[l.creds.User]
@@ -300,17 +364,14 @@ func poolable(snap *topology.Snapshot, i int, n *topology.Node) bool {
 	return i < len(snap.Nodes) && snap.Nodes[i] == n && snap.Routable(i)
 }
 
-// RunPool closes the pool's idle connections past their idle timeout or lifetime, or whose
-// node left, is down or draining, every second until ctx ends; then it closes the pool.
+// RunPool closes the pool's idle connections past their idle timeout (beyond min_idle) or
+// lifetime, or whose node left, is down or draining, and then tops each (node, user) up to its
+// min_idle (minidle.go), every second until ctx ends; then it closes the pool.
 func (p *Proxy) RunPool(ctx context.Context) {
 	p.pool.Run(ctx, time.Second, func(k pool.Key) bool {
-		snap := p.topo.Snapshot()
-		for i, n := range snap.Nodes {
-			if n != nil && n.Name == k.Node {
-				return poolable(snap, i, n)
-			}
-		}
-		return false
+		return p.routableNode(k.Node) != nil
+	}, func() {
+		p.pool.Fill(p.fillPlan, func(k pool.Key, v pool.Variant) (*backend.Conn, error) { return p.fillDial(ctx, k, v) })
 	})
 }
 

@@ -236,6 +236,8 @@ type Proxy struct {
 	wg      sync.WaitGroup // one per tracked session
 	// pool keeps node connections between sessions (pool_mode session; pool.go).
 	pool *nodePool
+	// fillFrom are the logins the pool's top-up (pool.min_idle) dials as (minidle.go).
+	fillFrom fillTemplates
 }
 
 // endpoint is one endpoint as the proxy runs it.
@@ -350,7 +352,7 @@ func (p *Proxy) AddEndpoint(ep Endpoint) error {
 	}
 	e := &endpoint{cfg: ep, route: re}
 	e.admit.Store(&admission{maxConns: int64(ep.MaxConnections), allow: slices.Clone(ep.Allow)})
-	e.pool.Store(clonePool(ep.Pool))
+	e.pool.Store(clonePool(ep.Pool).of(ep.Name))
 	e.done = newSessionStats(len(p.topo.Snapshot().Nodes))
 	p.epMu.Lock()
 	defer p.epMu.Unlock()

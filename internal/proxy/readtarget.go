@@ -249,6 +249,10 @@ func (t *readTarget) track(bc *backend.Conn, level route.Consistency, g *globalT
 		t.tracked = false // this connection reports nothing; the level may come back later
 		return
 	}
+	if bc.TracksGTIDs {
+		t.tracked = true // a pooled connection that a session before this one made report them
+		return
+	}
 	if err := trackGTIDs(bc, g); err != nil {
 		log.Warn("the primary cannot report the GTID of each commit: session-level reads go to the primary", "err", err)
 		t.tracked = false

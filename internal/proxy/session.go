@@ -254,6 +254,9 @@ func (s *session) loop() {
 			return false
 		},
 	}
+	// pool_mode transaction: between commands, connections that hold nothing of the session's
+	// but its replayable state go back to the pool (the home connection login opened too).
+	s.p.lendBetween(&s.nodes, &s.login, s.ep.pool.Load(), &s.rs, &s.stmts)
 	for {
 		err := s.watch.wait(s.client, s.nc, &nodes)
 		for _, i := range s.watch.lostConns() {
@@ -272,7 +275,10 @@ func (s *session) loop() {
 		s.sentAt, s.resp = s.client.Sent(), relay.Result{}
 		s.view.commandStarted(time.Now())
 		quit, err := s.command()
-		s.view.commandEnded(time.Now(), s.rs.InTx, s.rs.Pins)
+		if err == nil && !quit && !s.resp.NodeClosing {
+			s.p.lendBetween(&s.nodes, &s.login, s.ep.pool.Load(), &s.rs, &s.stmts)
+		}
+		s.view.commandEnded(time.Now(), s.rs.InTx, s.rs.Pins|s.nodes.share.pins)
 		s.view.traffic(s.client.Received(), s.client.Sent())
 		if s.resp.Failed {
 			s.ep.front.errors.count(s.resp.Code)

@@ -30,8 +30,11 @@ func (s *session) after(c *classify.Result, stmt []byte, d route.Decision, set *
 	snap := s.p.topo.Snapshot()
 	replay := s.rs.Learn(c, stmt, d, set, route.Outcome{Node: s.nodes.cur(), Primary: snap.IsPrimary(s.nodes.cur()), Status: s.status,
 		Failed: s.resp.Failed, Warnings: s.resp.Warnings, StateFull: len(s.nodes.state().Stmts) >= maxState})
-	if c := s.nodes.at(s.nodes.cur()); c != nil {
-		c.Adopt(s.nodes.state()) // a USE ran there
+	if conn := s.nodes.at(s.nodes.cur()); conn != nil {
+		conn.Adopt(s.nodes.state()) // a USE ran there
+		if d.Node >= 0 {
+			s.nodes.share.learn(c, &s.resp, conn.Conn)
+		}
 	}
 	s.view.count(d.Node, d.Reason, s.view.commandTook(time.Now), s.p.topo)
 	s.reads.learn(c, stmt, s.resp.Failed, d.Node >= 0 && snap.IsPrimary(d.Node), s.status)

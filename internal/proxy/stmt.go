@@ -328,6 +328,19 @@ func (t *statements) prepareOn(bc *backend.Conn, node int, st *stmt) (*stmtBindi
 	return st.bind(bc, node, id), nil
 }
 
+// closeOn closes on bc every statement prepared there (COM_STMT_CLOSE, sent with bc's next
+// command) and forgets those bindings: bc goes to another session (pool_mode transaction).
+func (t *statements) closeOn(bc *backend.Conn) {
+	for _, st := range t.byID {
+		if b := st.binding(bc); b != nil {
+			bc.SetSeq(0)
+			t.buf = append(t.buf[:0], mysql.ComStmtClose, byte(b.id), byte(b.id>>8), byte(b.id>>16), byte(b.id>>24))
+			_ = bc.WritePacket(t.buf)
+			st.unbind(bc)
+		}
+	}
+}
+
 // close closes st on every connection it was prepared on (COM_STMT_CLOSE has no response) and
 // forgets it.
 func (t *statements) close(st *stmt) {

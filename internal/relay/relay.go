@@ -88,6 +88,10 @@ type Result struct {
 	// classic EOF's, the OK in the place of EOF under CLIENT_DEPRECATE_EOF): how many
 	// conditions the response's last statement raised. 0 when none was seen (an ERR).
 	Warnings uint16
+	// InsertID: some OK of the response said a nonzero insert id (a statement of it generated
+	// or was given an AUTO_INCREMENT value, or called LAST_INSERT_ID(expr)): the connection's
+	// LAST_INSERT_ID() may have changed.
+	InsertID bool
 	// Failed: an ERR ended the response, the node's or sluice's (a refused LOCAL INFILE
 	// request), with Code.
 	Failed bool
@@ -446,6 +450,9 @@ func (r *responder) relayOK(n int) (more bool, err error) {
 		return false, FromNode(err)
 	}
 	r.res.Status, r.res.StatusSeen, r.res.Warnings = ok.Status, true, ok.Warnings
+	if ok.LastInsertID != 0 {
+		r.res.InsertID = true
+	}
 	if o := r.opt.Observer; o != nil {
 		o.OK(src, ok, classicEOF)
 	}

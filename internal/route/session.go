@@ -33,6 +33,9 @@ type Session struct {
 	// node of the last statement that changed it there (Learn). Decide sends the statements
 	// that read it there (classify.ReadsDiagnostics).
 	DiagNode int
+	// DiagKept: the diagnostics area on DiagNode holds conditions (the last statement that
+	// changed it failed or warned): what SHOW WARNINGS would show is there and nowhere else.
+	DiagKept bool
 
 	// tempTables and userLocks count what holds PinTempTable and PinGetLock (Learn): the
 	// temporary tables the session created and has not dropped, the GET_LOCK locks it holds.
@@ -102,6 +105,8 @@ func (s *Session) Learn(c *classify.Result, stmt []byte, d Decision, ep *Setting
 			replay = true
 		case setPin:
 			s.Pins |= PinSet
+		case setUserVar:
+			s.Pins |= PinUserVar
 		}
 	case classify.DDL:
 		if c.Flags&classify.TempTable != 0 {
@@ -156,10 +161,10 @@ func (s *Session) learnDiagnostics(c *classify.Result, o Outcome) {
 	switch {
 	case o.Node < 0:
 	case o.Failed:
-		s.DiagNode = o.Node
+		s.DiagNode, s.DiagKept = o.Node, true
 	case classify.ReadsDiagnostics(c):
 	case o.Warnings > 0 || !classify.KeepsDiagnostics(c):
-		s.DiagNode = o.Node
+		s.DiagNode, s.DiagKept = o.Node, o.Warnings > 0
 	}
 }
 
@@ -191,9 +196,10 @@ func (s *Session) pin(p Pin, on bool) {
 
 // What a successful SET means for the session's other node connections.
 const (
-	setNone   = iota // not session state there: nothing to replay, nothing held
-	setReplay        // session state the proxy replays on them before their next use
-	setPin           // session state that cannot be replayed: the session stays on the primary
+	setNone    = iota // not session state there: nothing to replay, nothing held
+	setReplay         // session state the proxy replays on them before their next use
+	setPin            // session state that cannot be replayed: the session stays on the primary
+	setUserVar        // user variables only: they live on the primary's connection (pool_mode transaction carries them)
 )
 
 // setEffect judges a successful SET (full: the session's replay list is full).
@@ -206,6 +212,9 @@ func setEffect(c *classify.Result, stmt []byte, full bool) int {
 		return setNone // followed through the server's status flags; replicas stay in autocommit
 	case c.Flags&classify.SetTransaction != 0 && c.Flags&classify.SetSession == 0:
 		return setNone // SET TRANSACTION: only the next transaction, on this node
+	case c.Flags&classify.UserVarAssign != 0 && c.Flags&(replayable|classify.Multi|classify.SetAutocommit|classify.SetGlobal|classify.SetTransaction) == 0 && !full:
+		// SET @a = …, @b := …: the session stays on the primary, where they live.
+		return setUserVar
 	case c.Flags&(classify.UserVar|classify.UserVarAssign|classify.Multi|classify.SetAutocommit|classify.SetGlobal) != 0,
 		c.Flags&replayable == 0, bytes.IndexByte(stmt, '(') >= 0, full:
 		// User variables live where they were set; expressions may not give the same value

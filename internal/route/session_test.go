@@ -105,7 +105,8 @@ func TestLearnPins(t *testing.T) {
 			{stmt: "SET SESSION sql_mode = 'ANSI'", failed: true},
 			{stmt: "SET SESSION sql_mode = 'ANSI'", full: true, pins: PinSet},
 		}},
-		{"SET of a user variable", false, []step{{stmt: "SET @a = 1", pins: PinSet}}},
+		{"SET of a user variable", false, []step{{stmt: "SET @a = 1", pins: PinUserVar}}},
+		{"SET of a user variable and a session variable", false, []step{{stmt: "SET @a = 1, SESSION sql_mode = ''", pins: PinSet}}},
 		{"SET of an expression", false, []step{{stmt: "SET SESSION sql_mode = CONCAT(@@sql_mode, ',ANSI')", pins: PinSet}}},
 		{"a batch that leaves state", false, []step{{stmt: "SELECT 1; SET @a = 1", pins: PinMulti}}},
 		{"a batch of reads", false, []step{{stmt: "SELECT 1; SELECT 2"}}},
@@ -194,14 +195,14 @@ func TestPinNames(t *testing.T) {
 		{PinMulti | PinSet | PinLockTables, "lock_tables,session_variable,multi_statement"},
 	} {
 		if got := c.pin.String(); got != c.want {
-			t.Errorf("Pin(%#x): %q, want %q", uint16(c.pin), got, c.want)
+			t.Errorf("Pin(%#x): %q, want %q", uint32(c.pin), got, c.want)
 		}
 	}
 	if got := Pin(1<<NumPins - 1).Names(nil); len(got) != NumPins {
 		t.Errorf("every pin: %v, want %d names", got, NumPins)
 	}
-	if PinMulti != 1<<(NumPins-1) {
-		t.Errorf("NumPins %d does not cover the last pin %#x", NumPins, uint16(PinMulti))
+	if PinSequence != 1<<(NumPins-1) {
+		t.Errorf("NumPins %d does not cover the last pin %#x", NumPins, uint32(PinSequence))
 	}
 	seen := map[string]bool{}
 	for _, n := range PinNames {
