@@ -372,8 +372,10 @@ var selectDatabase = []byte("SELECT DATABASE()")
 // for both). db is that schema, "" for none, or "" without askDB. Both answers are read before
 // it returns, whatever they are. The reset's refusal is the node's *mysql.SQLError; any error
 // leaves the session in a state the caller does not know: close the connection. c.Status is
-// the status of the last answer (the reset's without askDB).
+// the status of the last answer (the reset's without askDB). The idle prepared statements c
+// keeps are forgotten as the reset is sent, whatever the answer.
 func (c *Conn) ResetSession(askDB bool) (db string, err error) {
+	c.ForgetStmts() // the reset drops the node's prepared statements (as Command's does)
 	c.SetSeq(0)
 	if err := c.WritePacket([]byte{mysql.ComResetConnection}); err != nil {
 		return "", err
