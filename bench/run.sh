@@ -35,6 +35,7 @@
 #   TABLES=4 TABLE_SIZE=10000      sbtest size
 #   SLUICE_THREADS=1               'threads:' (GOMAXPROCS) of the sluices; 0 = every CPU
 #   IDLE_CONNS=1000                idle client connections opened through sluice-p at the end; 0 skips
+#   IDLE_QUERY="SELECT 1"          the statement each idle connection runs once after its login ("": none)
 #                                  (with them open, SCRAPES /metrics scrapes measure a scrape's cost)
 #   ADMIN_RATE=10                  rounds a second of bench/adminload beside system sluice-pa
 #   SCRAPES=100                    /metrics scrapes of sluice-p without and with the idle connections
@@ -76,6 +77,7 @@ tables=${TABLES:-4}
 table_size=${TABLE_SIZE:-10000}
 sluice_threads=${SLUICE_THREADS:-1}
 read -r -a idle_counts <<<"${IDLE_CONNS:-1000}"
+idle_query=${IDLE_QUERY-SELECT 1}
 admin_rate=${ADMIN_RATE:-10}
 scrapes=${SCRAPES:-100}
 readonly all_parts="systems idle consistency short" all_cons_workloads="oltp_read_only oltp_point_select"
@@ -583,7 +585,7 @@ if ((want_idle)); then
 			for f in ${idle_fds[@]+"${idle_fds[@]}"} "$fd"; do
 				exec {f}>&-
 			done
-			exec "$work/idleconns" -addr "$addr_p" -n "$more" -user "$FL_USER" -password "$FL_PASSWORD" \
+			exec "$work/idleconns" -addr "$addr_p" -n "$more" -user "$FL_USER" -password "$FL_PASSWORD" -query "$idle_query" \
 				<"$work/idleconns-$c.in" >"$work/idleconns-$c.out" 2>"$work/idleconns-$c.log"
 		) &
 		idle_pids+=("$!")

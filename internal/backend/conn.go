@@ -336,6 +336,13 @@ func (c *Conn) Command(payload []byte) error {
 	if err := c.WritePacketFlush(payload); err != nil {
 		return err
 	}
+	return c.readCommandAnswer()
+}
+
+// readCommandAnswer reads the answer to a command sent already whose answer is one OK, EOF or
+// ERR packet (Command's).
+func (c *Conn) readCommandAnswer() error {
+	c.SetSeq(1)
 	if limit := c.MaxPacket; limit == 0 || limit > MaxQueryBytes {
 		c.MaxPacket = MaxQueryBytes // as readResults
 		defer func() {

@@ -134,7 +134,7 @@ func TestStmtCacheLRU(t *testing.T) {
 
 // A reset of the node's session drops its statements: the cache forgets them without closing
 // them (their ids mean nothing on the node any more), whether sluice sent the reset (Command)
-// or relayed it (MarkReset).
+// or relayed it (MarkReset), or the pool reset the connection (ResetSession).
 func TestStmtCacheForgottenAtReset(t *testing.T) {
 	w := &wireConn{}
 	c := wireNode(w)
@@ -158,6 +158,16 @@ func TestStmtCacheForgottenAtReset(t *testing.T) {
 		}
 		w.out.Reset()
 	}
+	// ResetSession (the pool's reset) forgets them too.
+	c.KeepStmt(idle(4, 1, "a"))
+	w.in.Reset([]byte{7, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0})
+	if _, err := c.ResetSession(false); err != nil {
+		t.Fatal(err)
+	}
+	if c.CachedStmts() != 0 {
+		t.Fatal("ResetSession kept the statements")
+	}
+	w.out.Reset()
 	// Another command leaves them.
 	c.KeepStmt(idle(3, 1, "a"))
 	w.in.Reset([]byte{7, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0})
