@@ -268,7 +268,7 @@ func (s *session) send(r *request, d route.Decision, snap *topology.Snapshot) er
 	if err != nil {
 		return err
 	}
-	if err := s.nodes.share.before(&r.class, r.stmt, c.dialect, c.Conn); err != nil {
+	if err := s.nodes.share.before(&r.class, r.stmt, c.dialect, c.Conn, snap.IsPrimary(d.Node) || s.settings.current().Mode == route.ReadOnly, s.rs.Autocommit); err != nil {
 		return err
 	}
 	if interruptible && c != kept {

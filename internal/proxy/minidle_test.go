@@ -70,7 +70,8 @@ func TestPoolMinIdle(t *testing.T) {
 		t.Fatalf("three sessions on a topped-up pool: %+v, %d threads; want created %d, reused %d", p, len(threads), minIdle, minIdle)
 	}
 	// With three in use, the top-up wants three idle but max_per_node leaves room for one.
-	p = waitPool(t, s, "primary", maxPerNode, func(p admin.Pool) bool { return p.Open == maxPerNode })
+	// (Open counts a top-up's dial under way: wait for it to land idle.)
+	p = waitPool(t, s, "primary", maxPerNode, func(p admin.Pool) bool { return p.Open == maxPerNode && p.Idle == 1 })
 	if p.Open != maxPerNode || p.Idle != 1 || p.InUse != minIdle {
 		t.Fatalf("with %d in use: %+v; want %d open, 1 idle", minIdle, p, maxPerNode)
 	}

@@ -101,9 +101,6 @@ func (ns *nodeSet) holds(rs *route.Session, cursorOn func(*backend.Conn) bool) (
 	if sh.nextTx {
 		pins |= route.PinNextTx
 	}
-	if !rs.Autocommit {
-		pins |= route.PinAutocommitOff
-	}
 	if rs.DiagKept {
 		pins |= route.PinWarnings
 	}
@@ -185,8 +182,25 @@ func (sh *sharing) left(bc *backend.Conn) {
 // may be there) and, when c reads it, LAST_INSERT_ID(), restored in one statement
 // (backend.AppendRestore); the variables c assigns noted dirty (read back before bc is given
 // back). Nothing is done for a statement that names neither.
-func (sh *sharing) before(c *classify.Result, stmt []byte, d classify.Dialect, bc *backend.Conn) error {
-	if !sh.active || c.Flags&(classify.UserVar|classify.LastInsertID) == 0 {
+//
+// autocommit is the session's autocommit when bc carries it (the primary's connection, or the
+// bound replica's of a read-only endpoint): a connection given back with autocommit off (no
+// transaction open) is taken by sessions that have it on, and the other way round; it is set
+// to the session's first (SET autocommit, only where it differs).
+func (sh *sharing) before(c *classify.Result, stmt []byte, d classify.Dialect, bc *backend.Conn, carries, autocommit bool) error {
+	if !sh.active {
+		return nil
+	}
+	if carries && (bc.Status&mysql.StatusAutocommit != 0) != autocommit {
+		q := "SET autocommit=0"
+		if autocommit {
+			q = "SET autocommit=1"
+		}
+		if err := bc.Exec(q); err != nil {
+			return err
+		}
+	}
+	if c.Flags&(classify.UserVar|classify.LastInsertID) == 0 {
 		return nil
 	}
 	liid := c.Flags&classify.LastInsertID != 0

@@ -34,6 +34,9 @@ type nodeConn struct {
 	// flight is armed while a read that may run elsewhere waits for its answer here: a
 	// watcher that learns the node is down interrupts it (inflight.go).
 	flight relay.Flight
+	// pub is the kill targets of a node set that holds this connection alone, as last
+	// published (nodeSet.publish): never changed once published.
+	pub *targetSet
 }
 
 // release takes the connection out of its node's count, once: when it is closed, or as soon

@@ -51,7 +51,7 @@ type nodeSet struct {
 	// closes their connections), and (write) by releaseAll while it unpublishes them: once
 	// releaseAll has them, no KILL meant for this session can reach a node thread the pool
 	// hands to another session.
-	targets atomic.Pointer[[]killTarget]
+	targets atomic.Pointer[targetSet]
 	killMu  sync.RWMutex
 	// cursor: a cursor was opened on one of the connections (a drain leaves the session's idle
 	// connections alone: a FETCH may follow).
@@ -62,6 +62,9 @@ type nodeSet struct {
 	settled, tainted bool
 	// share is what the connections hold beyond st under pool_mode transaction.
 	share sharing
+	// spare is the wrapper of the connection lent last (lendAll), reused when open gets that
+	// same connection back; its flight is disarmed (lent between commands).
+	spare *nodeConn
 }
 
 // nodeHooks is what a node set needs from its owner. Every hook runs on the session's
@@ -133,7 +136,15 @@ func (ns *nodeSet) open(i int) (*nodeConn, error) {
 		ns.discard(bc)
 		return nil, &backend.ConnectError{Addr: n.Address, Err: fmt.Errorf("%w: %s", errNodeGone, n.Name)}
 	}
-	c := &nodeConn{Conn: bc, idx: i, name: n.Name}
+	var c *nodeConn
+	if sp := ns.spare; sp != nil && sp.Conn == bc && sp.idx == i && sp.name == n.Name {
+		// The connection lent last came back (the pool hands out the most recently given
+		// back first): its wrapper, and the kill targets published for it, serve again.
+		c, ns.spare = sp, nil
+		c.released.Store(false)
+	} else {
+		c = &nodeConn{Conn: bc, idx: i, name: n.Name}
+	}
 	if ns.hooks.opened != nil {
 		ns.hooks.opened(c, n)
 	}
@@ -317,6 +328,7 @@ func (ns *nodeSet) lendAll(lend func(c *nodeConn) bool) {
 		if ns.curConn == c.Conn {
 			ns.curConn = nil
 		}
+		ns.spare = c
 		lent = true
 	}
 	if lent {
@@ -356,6 +368,7 @@ func (ns *nodeSet) reset() {
 	if c := ns.conns[ns.homeIdx]; c != nil {
 		c.MarkReset(ns.st.Epoch) // the node resets it (COM_RESET_CONNECTION), or it is replaced
 	}
+	ns.share = sharing{active: ns.share.active} // user variables, LAST_INSERT_ID(), what held: gone
 	ns.publish()
 }
 
@@ -391,31 +404,58 @@ func (ns *nodeSet) moveHome(i int) {
 	}
 }
 
-// publish stores the kill targets of the set's connections.
+// publish stores the kill targets of the set's connections. One connection's targets are kept
+// on it and published again as they are while they hold (a session that takes a connection
+// per statement, pool_mode transaction, allocates nothing for them).
 func (ns *nodeSet) publish() {
-	var ts []killTarget
-	defer func() {
-		if len(ts) == 0 {
-			ns.targets.Store(&noTargets) // shared: a session between statements (transaction pooling) allocates nothing
-			return
-		}
-		ns.targets.Store(&ts)
-	}()
+	n, last := 0, -1
 	for i, c := range ns.conns {
 		if c != nil {
-			ts = append(ts, killTarget{home: i == ns.homeIdx, node: ns.topo.Snapshot().Nodes[i], threadID: c.Handshake.ConnectionID, conn: c.NetConn(), flight: &c.flight})
+			n, last = n+1, i
 		}
+	}
+	switch n {
+	case 0:
+		ns.targets.Store(&noTargets)
+	case 1:
+		c := ns.conns[last]
+		t := ns.target(last, c)
+		if c.pub == nil || c.pub.one[0] != t {
+			c.pub = &targetSet{one: [1]killTarget{t}}
+			c.pub.list = c.pub.one[:]
+		}
+		ns.targets.Store(c.pub)
+	default:
+		ts := &targetSet{list: make([]killTarget, 0, n)}
+		for i, c := range ns.conns {
+			if c != nil {
+				ts.list = append(ts.list, ns.target(i, c))
+			}
+		}
+		ns.targets.Store(ts)
 	}
 }
 
+// target is node i's connection c as a kill target.
+func (ns *nodeSet) target(i int, c *nodeConn) killTarget {
+	return killTarget{home: i == ns.homeIdx, node: ns.topo.Snapshot().Nodes[i], threadID: c.Handshake.ConnectionID, conn: c.NetConn(), flight: &c.flight}
+}
+
+// targetSet is a published list of kill targets, never changed once published; one holds the
+// list of a set with one connection.
+type targetSet struct {
+	list []killTarget
+	one  [1]killTarget
+}
+
 // noTargets is the published kill targets of a set with no connection. Never changed.
-var noTargets []killTarget
+var noTargets targetSet
 
 // killTargets is the last published kill targets (nil: none). Any goroutine may call it; the
 // slice is never changed once published.
 func (ns *nodeSet) killTargets() []killTarget {
 	if p := ns.targets.Load(); p != nil {
-		return *p
+		return p.list
 	}
 	return nil
 }

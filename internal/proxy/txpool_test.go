@@ -74,6 +74,7 @@ func TestTxPoolIsolation(t *testing.T) {
 		{"time_zone", []string{"SET time_zone='+05:00'"}, "SELECT @@time_zone", "+05:00"},
 		{"charset", []string{"SET NAMES latin1"}, "SELECT @@character_set_client", "latin1"},
 		{"max_statement_time", []string{"SET SESSION max_statement_time=5"}, "SELECT @@max_statement_time", "5"},
+		{"autocommit", []string{"SET autocommit=0", "COMMIT"}, "SELECT @@autocommit", "0"},
 		{"database", []string{"USE pool_other"}, "SELECT DATABASE()", "pool_other"},
 		{"user variable", []string{"SET @a = 42"}, "SELECT @a", "42"},
 		{"user variable assigned in a select", []string{"SELECT @s := _latin1 'h\xe9llo' COLLATE latin1_bin"},
@@ -122,6 +123,7 @@ func TestTxPoolIsolation(t *testing.T) {
 func TestTxPoolPins(t *testing.T) {
 	direct := open(t, testutil.Cluster(t).DSN("primary", "app", "app", "test"))
 	mustExec(t, direct, "CREATE PROCEDURE IF NOT EXISTS test.txpool_proc() SET @p = 1")
+	mustExec(t, direct, "CREATE TABLE IF NOT EXISTS test.txpool_ac (id INT)")
 	s := startSluice(t, poolConfig("transaction", 1, 300*time.Millisecond))
 	for _, tc := range []struct {
 		name, pin     string
@@ -130,7 +132,7 @@ func TestTxPoolPins(t *testing.T) {
 		{"transaction", "", []string{"BEGIN", "SELECT 1"}, []string{"COMMIT"}},
 		{"temporary table", "temporary_table", []string{"CREATE TEMPORARY TABLE txpool_tmp (id INT)"}, []string{"DROP TEMPORARY TABLE txpool_tmp"}},
 		{"lock", "user_lock", []string{"DO GET_LOCK('txpool', 0)"}, []string{"DO RELEASE_LOCK('txpool')"}},
-		{"autocommit", "autocommit_off", []string{"SET autocommit=0"}, []string{"SET autocommit=1"}},
+		{"autocommit off, in a transaction", "", []string{"SET autocommit=0", "INSERT INTO test.txpool_ac VALUES (1)"}, []string{"COMMIT"}},
 		{"procedure", "stored_program", []string{"CALL test.txpool_proc()"}, nil},
 		{"sql prepare", "sql_prepare", []string{"PREPARE txp FROM 'SELECT 1'"}, nil},
 		{"warnings", "warnings", []string{"DO CAST('x' AS SIGNED)"}, []string{"SELECT COUNT(*) FROM mysql.user"}},

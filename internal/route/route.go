@@ -217,28 +217,27 @@ const (
 	// The pins below hold a session's node connection under pool_mode transaction only (the
 	// proxy computes them; Session.Pins never has them but PinUserVar, and they send nothing to
 	// the primary): state sluice cannot move to another connection, until it is released.
-	PinCursor        // a cursor open (COM_STMT_EXECUTE with a cursor), until it is closed or read to its end
-	PinSQLPrepare    // an SQL PREPARE: the named statement lives on the connection, until the session ends
-	PinAutocommitOff // autocommit=0: every statement is in a transaction, until autocommit=1
-	PinWarnings      // the connection holds the session's warnings, until a statement that clears them
-	PinLongData      // COM_STMT_SEND_LONG_DATA sent to the node, until the EXECUTE
-	PinXA            // an XA transaction, until the session ends
-	PinProgram       // a CALL, EXECUTE IMMEDIATE or unknown text may have left state sluice cannot name, until the session ends
-	PinRowCount      // ROW_COUNT()/FOUND_ROWS() after a write or SQL_CALC_FOUND_ROWS: until the next statement
-	PinInsertID      // LAST_INSERT_ID() could not be read back: until the session ends
-	PinUserVar       // SET @a = …: a user variable lives on the primary's connection (route's pin; pool_mode transaction reads it back and restores it instead of holding the connection, unless it is too large to carry)
-	PinNextTx        // SET TRANSACTION (the next transaction's characteristics): until the next statement
-	PinHandler       // HANDLER … OPEN: until the session ends
+	PinCursor     // a cursor open (COM_STMT_EXECUTE with a cursor), until it is closed or read to its end
+	PinSQLPrepare // an SQL PREPARE: the named statement lives on the connection, until the session ends
+	PinWarnings   // the connection holds the session's warnings, until a statement that clears them
+	PinLongData   // COM_STMT_SEND_LONG_DATA sent to the node, until the EXECUTE
+	PinXA         // an XA transaction, until the session ends
+	PinProgram    // a CALL, EXECUTE IMMEDIATE or unknown text may have left state sluice cannot name, until the session ends
+	PinRowCount   // ROW_COUNT()/FOUND_ROWS() after a write or SQL_CALC_FOUND_ROWS: until the next statement
+	PinInsertID   // LAST_INSERT_ID() could not be read back: until the session ends
+	PinUserVar    // SET @a = …: a user variable lives on the primary's connection (route's pin; pool_mode transaction reads it back and restores it instead of holding the connection, unless it is too large to carry)
+	PinNextTx     // SET TRANSACTION (the next transaction's characteristics): until the next statement
+	PinHandler    // HANDLER … OPEN: until the session ends
 
 	// NumPins is how many pin reasons there are: bits 0 to NumPins-1.
-	NumPins = 17
+	NumPins = 16
 )
 
 // PinNames are the pin reasons' names, by bit (PinNames[i] names Pin(1<<i)): what
 // /v1/sessions, SHOW LAST ROUTE and the reason label of sluice_pinned_sessions say. They are an
 // interface: a name, once given, never changes (README's table of pins).
 var PinNames = [NumPins]string{"temporary_table", "lock_tables", "user_lock", "session_variable", "multi_statement",
-	"cursor", "sql_prepare", "autocommit_off", "warnings", "long_data", "xa", "stored_program", "row_count", "last_insert_id", "user_variable", "next_transaction", "handler"}
+	"cursor", "sql_prepare", "warnings", "long_data", "xa", "stored_program", "row_count", "last_insert_id", "user_variable", "next_transaction", "handler"}
 
 // Names appends the names of p's reasons to dst, in bit order.
 func (p Pin) Names(dst []string) []string {
