@@ -88,12 +88,14 @@ pool_parts_build() {
 	fi
 }
 
-# pool_parts_stop: stop the pool parts' sluices (FL_SLUICE_PID, the last started, is fl_cleanup's).
+# pool_parts_stop: stop the pool parts' sluices, the last started (FL_SLUICE_PID) too: the next
+# fl_sluice_start overwrites FL_SLUICE_PID, and fl_cleanup stops only the one it names then.
 pool_parts_stop() {
 	local p
 	for p in ${pool_pids[@]+"${pool_pids[@]}"}; do
-		if [[ $p != "$FL_SLUICE_PID" ]]; then
-			fl_stop_pid "$p"
+		fl_stop_pid "$p"
+		if [[ $p == "$FL_SLUICE_PID" ]]; then
+			FL_SLUICE_PID=
 		fi
 	done
 	pool_pids=()
