@@ -233,7 +233,7 @@ one_driver() {
 	: >"$out.poll"
 	(
 		while :; do
-			curl -fsS --max-time 5 "http://$drv_admin/v1/pools" | jq -r '.pools[] | "\(.node) \(.open)"' >>"$out.poll" 2>/dev/null || true
+			curl -fsS --max-time 5 "http://$drv_admin/v1/pools" | jq -r '.pools[] | "\(.node) \(.open) \(.in_use)"' >>"$out.poll" 2>/dev/null || true
 			sleep 0.1
 		done
 	) &
@@ -276,7 +276,9 @@ one_driver() {
 		| [.s, .t, .p, .e, (if .pins == "" then "-" else .pins end), (if .su == "" then "(none)" else .su end), (if .fe == "" then "-" else .fe end)] | @tsv' "$out.jsonl" 2>/dev/null) ||
 		sum=$'0\t0\t0\t1\t-\t-\tno result'
 	local maxopen
-	maxopen=$(awk '{ if ($2 > m[$1]) m[$1] = $2 } END { for (n in m) printf "%s%s %d", sep, n, m[n]; sep = ", " }' "$out.poll" | tr -s ' ')
+	# Per node: the most open (idle ones left by earlier runs of this sluice included) / the most
+	# in use at once.
+	maxopen=$(awk '{ if ($2 > m[$1]) m[$1] = $2; if ($3 > u[$1]) u[$1] = $3 } END { for (n in m) { printf "%s%s %d / %d", sep, n, m[n], u[n]; sep = ", " } }' "$out.poll")
 	drv_rows+=("$drv	$mode	$drv_clients	$sum	${maxopen:--}	$((${created1:-0} - ${created0:-0}))	$secs")
 }
 
@@ -327,9 +329,9 @@ pool_parts_table() {
 	if has_part many && [[ $many_json != null ]]; then
 		printf '\nMany clients (bench/manyclients): client connections through sluice-tx (endpoint rw, pool_mode: transaction, pool.max_per_node: %s, reads on the replicas at consistency %s, sluice threads: %s), opened in steps; at each step, idle RSS first (VmRSS of sluice-tx once settled, before the new clients ran anything), then %s s of load: every client a point select (SELECT c FROM sbtest1 WHERE id = <random>, text protocol) every %s, jittered. Latencies: a statement as the client sees it. node conns: the most open per node in /v1/pools polled every 200 ms (p: primary). waits: statements that waited for a connection at max_per_node (/v1/pools waits; their share ≤ 1 %% means a p99 wait of 0). Baseline RSS: %s MiB.\n\n' \
 			"$many_max" "$many_level" "$sluice_threads" "$many_time" "$many_interval" "$(mib "$(jq -r .baseline_rss_kib <<<"$many_json")")"
-		printf '| clients | open s | idle RSS MiB | KiB per idle client | statements | QPS | errors | p50 ms | p99 ms | p99.9 ms | max ms | node conns (max open) | clients per node conn | created | reused | waits | wait s |\n'
-		printf '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|\n'
-		jq -r '.steps[] | "| \(.clients) | \(.open_seconds) | \(.idle_rss_kib / 1024 * 10 | floor / 10) | \(.kib_per_idle_client) | \(.statements) | \(.qps) | \(.errors) | \(.p50_ms) | \(.p99_ms) | \(.p999_ms) | \(.max_ms) | \(.max_open | to_entries | map("\(.key) \(.value)") | join(", ")) | \(.clients_per_node_connection) | \(.created) | \(.reused) | \(.waits) | \(.wait_seconds) |"' <<<"$many_json"
+		printf '| clients | open s | idle RSS MiB | KiB per idle client | statements | QPS | errors | p50 ms | p99 ms | p99.9 ms | max ms | node conns (max open) | in use (max) | clients per node conn | created | reused | waits | wait s |\n'
+		printf '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|\n'
+		jq -r '.steps[] | "| \(.clients) | \(.open_seconds) | \(.idle_rss_kib / 1024 * 10 | floor / 10) | \(.kib_per_idle_client) | \(.statements) | \(.qps) | \(.errors) | \(.p50_ms) | \(.p99_ms) | \(.p999_ms) | \(.max_ms) | \(.max_open | to_entries | map("\(.key) \(.value)") | join(", ")) | \(.max_in_use | to_entries | map("\(.key) \(.value)") | join(", ")) | \(.clients_per_node_connection) | \(.created) | \(.reused) | \(.waits) | \(.wait_seconds) |"' <<<"$many_json"
 		printf '\nStatements by node and routing reason (sluice_statements_total, every step): %s.\n' "${many_routes:-?}"
 		if [[ -n $many_heap_top ]]; then
 			# shellcheck disable=SC2016 # the backquotes are markdown's
@@ -358,9 +360,9 @@ pool_parts_table() {
 		done <"$work/pm-medians.tsv"
 	fi
 	if has_part drivers && ((${#drv_rows[@]} > 0)); then
-		printf '\nDrivers through sluice-drv (pool_mode: transaction, max_per_node %s, reads on the primary): each transaction is BEGIN, SELECT c by id, UPDATE sbtest1 SET k = k + 1 by id, SELECT c, COMMIT (prepared statements as the driver does them by default: emulated / client-side, text protocol). short: each client runs %s sessions of one transaction (connect … disconnect); long: each client one session of %s transactions. connectorj-nt: Connector/J with jdbcCompliantTruncation=false (no start-up SET sql_mode = concat(@@sql_mode, …)). pinned: sessions whose SLUICE SHOW LAST ROUTE, asked after the connect and after each COMMIT, named a pin. node conns: the most open per node in /v1/pools (polled every 100 ms); created: node connections dialed.\n\n' \
+		printf '\nDrivers through sluice-drv (pool_mode: transaction, max_per_node %s, reads on the primary): each transaction is BEGIN, SELECT c by id, UPDATE sbtest1 SET k = k + 1 by id, SELECT c, COMMIT (prepared statements as the driver does them by default: emulated / client-side, text protocol). short: each client runs %s sessions of one transaction (connect … disconnect); long: each client one session of %s transactions. connectorj-nt: Connector/J with jdbcCompliantTruncation=false (no start-up SET sql_mode = concat(@@sql_mode, …)). pinned: sessions whose SLUICE SHOW LAST ROUTE, asked after the connect and after each COMMIT, named a pin. node conns: per node, the most open (idle ones left by the runs before on this sluice included) / the most in use at once, in /v1/pools polled every 100 ms; created: node connections dialed during the run.\n\n' \
 			"$many_max" "$drv_n" "$drv_n"
-		printf '| driver | mode | clients | sessions | transactions | pinned sessions | pins seen (sessions) | pins after connect | errors | first error | node conns (max open) | created | seconds |\n'
+		printf '| driver | mode | clients | sessions | transactions | pinned sessions | pins seen (sessions) | pins after connect | errors | first error | node conns (open / in use) | created | seconds |\n'
 		printf '|---|---|---:|---:|---:|---:|---|---|---:|---|---|---:|---:|\n'
 		local row d m c s t p e pins su fe mo cr sec
 		for row in "${drv_rows[@]}"; do
