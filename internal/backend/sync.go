@@ -258,8 +258,10 @@ func (c *Conn) Adopt(t *State) {
 // COM_RESET_CONNECTION): c carries no statement of epoch, the session's new epoch. The schema
 // and the COM_SET_OPTION value stay as they were (MariaDB keeps the schema across
 // COM_RESET_CONNECTION). The reset also ended read-only mode: on a read-only connection the
-// guard is due, and the next Sync runs it even when the fingerprints match (or call Guard).
+// guard is due, and the next Sync runs it even when the fingerprints match (or call Guard). The
+// node dropped its prepared statements too: the idle ones c keeps are forgotten.
 func (c *Conn) MarkReset(epoch uint64) {
+	c.ForgetStmts()
 	c.fp.Epoch, c.fp.Applied = epoch, 0
 	c.unguarded = true
 	c.TracksGTIDs = false // session_track_system_variables is the global value again

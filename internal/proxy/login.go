@@ -42,6 +42,7 @@ type login struct {
 	creds        backend.Credentials
 	charset      uint8
 	attrs        []byte
+	attrsSum     uint64 // sumAttrs(attrs): part of a pooled connection's variant
 	// refused says why the login failed (refusedHandshake unless another reason is known):
 	// the reason the endpoint counts the connection under.
 	refused refusal
@@ -78,7 +79,7 @@ func (l *login) negotiate(hs *mysql.Handshake, resp *mysql.HandshakeResponse) {
 	if hs.Capabilities&mysql.ClientLongPassword == 0 && resp.Capabilities&mysql.ClientLongPassword == 0 {
 		l.mcaps = resp.MariaDBCapabilities & hs.MariaDBCapabilities
 	}
-	l.charset, l.attrs = resp.Charset, resp.Attrs
+	l.charset, l.attrs, l.attrsSum = resp.Charset, resp.Attrs, sumAttrs(resp.Attrs)
 }
 
 func newNonce() []byte {
@@ -311,7 +312,7 @@ func (s *session) changeUser() error {
 		s.login.charset = charset
 	}
 	if attrs != nil {
-		s.login.attrs = attrs
+		s.login.attrs, s.login.attrsSum = attrs, sumAttrs(attrs)
 	}
 	if err := s.connectNode(true); err != nil {
 		return err

@@ -71,6 +71,9 @@ func (sh *sharing) learn(c *classify.Result, res *relay.Result, bc *backend.Conn
 	case classify.Handler:
 		sh.held |= route.PinHandler
 	}
+	if c.Flags&classify.Sequence != 0 {
+		sh.held |= route.PinSequence // LASTVAL / PREVIOUS VALUE FOR read what this connection drew
+	}
 	sh.nextTx = c.Kind == classify.Set && c.Flags&classify.SetTransaction != 0 && c.Flags&classify.SetSession == 0 && !res.Failed
 	switch c.Kind {
 	case classify.Insert, classify.Update, classify.Delete, classify.Replace, classify.LoadData:
@@ -247,8 +250,8 @@ func (sh *sharing) before(c *classify.Result, stmt []byte, d classify.Dialect, b
 // lendBetween gives the session's node connections back to the pool between two commands
 // under pool_mode transaction, when nothing holds them (holds): each is given back unreset,
 // with what it carries of the session state summed (backend.Conn.Carries), its prepared
-// statements closed (COM_STMT_CLOSE, sent with its next command: the next session prepares
-// its own) and, where the session's LAST_INSERT_ID() may have changed, that read back first.
+// statements kept there idle for the next session that runs the same text (statements.park,
+// backend.Conn.KeepStmt) and, where the session's LAST_INSERT_ID() may have changed, that read back first.
 func (p *Proxy) lendBetween(ns *nodeSet, l *login, ps *PoolSettings, rs *route.Session, stmts *statements) {
 	if ps == nil || ps.Mode != PoolTransaction || !p.pooled(l, ps) {
 		ns.share.pins, ns.share.active = 0, false
@@ -279,7 +282,7 @@ func (p *Proxy) giveBack(ns *nodeSet, c *nodeConn, l *login, ps *PoolSettings, s
 	c.Carries(&ns.st)
 	v := p.poolVariant(l, n, c.ReadOnly())
 	v.Shared = true
-	stmts.closeOn(c.Conn)
+	stmts.park(c.Conn) // its statements stay prepared there for the next session (backend.StmtCache)
 	p.pool.Return(c.Conn, v, ps.limitsOf(l.creds.User))
 	return true
 }

@@ -121,9 +121,15 @@ func (p *Proxy) poolKey(l *login, n *topology.Node) pool.Key {
 
 func (p *Proxy) poolVariant(l *login, n *topology.Node, readOnly bool) pool.Variant {
 	cfg, _ := p.backendTLS(n, l.tls)
+	return pool.Variant{Caps: l.caps, MariaDBCaps: l.mcaps, Charset: l.charset, ReadOnly: readOnly, TLS: cfg != nil, Attrs: l.attrsSum}
+}
+
+// sumAttrs identifies a login's connection attributes (pool.Variant.Attrs): computed once per
+// login, not per statement.
+func sumAttrs(attrs []byte) uint64 {
 	h := fnv.New64a()
-	_, _ = h.Write(l.attrs)
-	return pool.Variant{Caps: l.caps, MariaDBCaps: l.mcaps, Charset: l.charset, ReadOnly: readOnly, TLS: cfg != nil, Attrs: h.Sum64()}
+	_, _ = h.Write(attrs)
+	return h.Sum64()
 }
 
 // acquire is the node set's dial hook under pool_mode session and transaction: a connection

@@ -106,9 +106,14 @@ func (p *Proxy) newSession(ep *endpoint, nc net.Conn) *session {
 	s.reader = newReader(s.settings.mode, p.topo, &p.greeted)
 	s.nodes.init(p.topo, s.log, nodeHooks{
 		dial: func(n *topology.Node, readOnly bool, st *backend.State) (*backend.Conn, error) {
-			return p.acquire(&s.login, ep.pool.Load(), s.life.done(), n, readOnly, st, func(bc *backend.Conn) {
+			ps := ep.pool.Load()
+			bc, err := p.acquire(&s.login, ps, s.life.done(), n, readOnly, st, func(bc *backend.Conn) {
 				s.reads.track(bc, s.settings.current().Consistency, s.log)
 			})
+			if err == nil {
+				bc.KeepStmts(p.stmtCache(&s.login, ps))
+			}
+			return bc, err
 		},
 		spare: func(n *topology.Node, st *backend.State) (*backend.Conn, error) {
 			return p.dialNode(&s.login, n, false, st, nil)

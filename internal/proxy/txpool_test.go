@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -204,4 +205,52 @@ func lastRoutePins(t *testing.T, cl *client) string {
 		}
 	}
 	return ""
+}
+
+// TestTxPoolKill: under pool_mode transaction CONNECTION_ID() and KILL keep sluice's ids. With
+// A and C sharing one node connection (max_per_node 1), a KILL QUERY of idle A reaches nothing
+// (C's statement on the node thread A used before runs on); a KILL QUERY of C interrupts C's.
+func TestTxPoolKill(t *testing.T) {
+	s := startSluice(t, poolConfig("transaction", 1, 5*time.Second))
+	a := connect(t, dsn(s.rw, "app", "app", "test", ""))
+	defer a.leave()
+	c := connect(t, dsn(s.rw, "app", "app", "test", ""))
+	defer c.leave()
+	b := connect(t, dsn(s.rw, "app", "app", "test", ""))
+	defer b.leave()
+	ida, idc := a.int(t, "SELECT CONNECTION_ID()"), c.int(t, "SELECT CONNECTION_ID()")
+	if ida == idc || a.thread(t) != c.thread(t) {
+		t.Fatalf("A (%d) and C (%d): want their own sluice ids on one node thread", ida, idc)
+	}
+	run := func(cl *client) chan error {
+		done := make(chan error, 1)
+		go func() {
+			var n int64
+			done <- cl.c.QueryRowContext(context.Background(), "SELECT SLEEP(1.5)").Scan(&n)
+		}()
+		time.Sleep(300 * time.Millisecond) // C's sleep is running
+		return done
+	}
+	done := run(c)
+	b.exec(t, "KILL QUERY "+strconv.FormatInt(ida, 10))
+	if err := <-done; err != nil {
+		t.Errorf("C's statement after a KILL QUERY of idle A: %v, want it to run to its end", err)
+	}
+	done = run(c)
+	b.exec(t, "KILL QUERY "+strconv.FormatInt(idc, 10))
+	select {
+	case err := <-done:
+		if me := (*mysql.MySQLError)(nil); !errors.As(err, &me) || me.Number != 1317 {
+			// SLEEP interrupted by KILL QUERY returns 1, not an error, on MariaDB: both mean it
+			// did not run its 1.5 s.
+			if err != nil {
+				t.Errorf("C's statement after KILL QUERY of C: %v", err)
+			}
+		}
+	case <-time.After(time.Second):
+		t.Error("KILL QUERY of C did not interrupt C's statement")
+	}
+	if n := c.int(t, "SELECT 1"); n != 1 {
+		t.Error("C after its statement was killed")
+	}
 }

@@ -228,16 +228,17 @@ const (
 	PinUserVar    // SET @a = …: a user variable lives on the primary's connection (route's pin; pool_mode transaction reads it back and restores it instead of holding the connection, unless it is too large to carry)
 	PinNextTx     // SET TRANSACTION (the next transaction's characteristics): until the next statement
 	PinHandler    // HANDLER … OPEN: until the session ends
+	PinSequence   // NEXTVAL/SETVAL/LASTVAL of a sequence: LASTVAL is the connection's, until the session ends
 
 	// NumPins is how many pin reasons there are: bits 0 to NumPins-1.
-	NumPins = 16
+	NumPins = 17
 )
 
 // PinNames are the pin reasons' names, by bit (PinNames[i] names Pin(1<<i)): what
 // /v1/sessions, SHOW LAST ROUTE and the reason label of sluice_pinned_sessions say. They are an
 // interface: a name, once given, never changes (README's table of pins).
 var PinNames = [NumPins]string{"temporary_table", "lock_tables", "user_lock", "session_variable", "multi_statement",
-	"cursor", "sql_prepare", "warnings", "long_data", "xa", "stored_program", "row_count", "last_insert_id", "user_variable", "next_transaction", "handler"}
+	"cursor", "sql_prepare", "warnings", "long_data", "xa", "stored_program", "row_count", "last_insert_id", "user_variable", "next_transaction", "handler", "sequence"}
 
 // Names appends the names of p's reasons to dst, in bit order.
 func (p Pin) Names(dst []string) []string {

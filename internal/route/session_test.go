@@ -201,8 +201,8 @@ func TestPinNames(t *testing.T) {
 	if got := Pin(1<<NumPins - 1).Names(nil); len(got) != NumPins {
 		t.Errorf("every pin: %v, want %d names", got, NumPins)
 	}
-	if PinHandler != 1<<(NumPins-1) {
-		t.Errorf("NumPins %d does not cover the last pin %#x", NumPins, uint32(PinHandler))
+	if PinSequence != 1<<(NumPins-1) {
+		t.Errorf("NumPins %d does not cover the last pin %#x", NumPins, uint32(PinSequence))
 	}
 	seen := map[string]bool{}
 	for _, n := range PinNames {
