@@ -339,7 +339,7 @@ pool_parts_table() {
 		fi
 	fi
 	if has_part poolmodes && [[ -s $work/pm-medians.tsv ]]; then
-		printf '\nPool modes: sysbench oltp_point_select through pm-off, pm-session, pm-transaction (sluices alike but for endpoint rw'"'"'s pool_mode; reads on the primary; sluice threads: %s), %s thread(s), %s s per run, %d rep(s), interleaved; medians. Under transaction, prepared statements (ps) are prepared again on each statement'"'"'s connection (no per-connection statement cache in this build).\n\n' \
+		printf '\nPool modes: sysbench oltp_point_select through pm-off, pm-session, pm-transaction (sluices alike but for endpoint rw'"'"'s pool_mode; reads on the primary; sluice threads: %s), %s thread(s), %s s per run, %d rep(s), interleaved; medians. Under transaction, a prepared statement (ps) runs on whichever connection it takes: prepared there once (per-connection statement cache), or again where it was not.\n\n' \
 			"$sluice_threads" "$pm_threads" "$(time_of oltp_point_select)" "$reps"
 		printf '| mode | pool_mode | QPS | avg ms | p99 ms | errors | CPU µs/q | QPS × off | p99 × off | target |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n'
 		declare -A pq p9
