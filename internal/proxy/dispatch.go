@@ -382,6 +382,7 @@ func (s *session) respond(bc *backend.Conn, kind relay.Kind, r *request) error {
 		}
 	}
 	s.reads.newResponse()
+	s.nodes.share.varsReported = false // what this answer reports (OK), for share.learn
 	res, err := relay.Response(s.client, bc, kind, &opt)
 	if res.StatusSeen {
 		s.status = res.Status
