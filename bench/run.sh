@@ -35,10 +35,15 @@
 #   TABLES=4 TABLE_SIZE=10000      sbtest size
 #   SLUICE_THREADS=1               'threads:' (GOMAXPROCS) of the sluices; 0 = every CPU
 #   IDLE_CONNS=1000                idle client connections opened through sluice-p at the end; 0 skips
+#   IDLE_QUERY="SELECT 1"          the statement each idle connection runs once after its login ("": none)
 #                                  (with them open, SCRAPES /metrics scrapes measure a scrape's cost)
 #   ADMIN_RATE=10                  rounds a second of bench/adminload beside system sluice-pa
 #   SCRAPES=100                    /metrics scrapes of sluice-p without and with the idle connections
-#   PARTS="systems idle consistency short"  which parts run (any of them, in that order)
+#   PARTS="systems idle consistency short many poolmodes drivers"  which parts run (any of them,
+#                                  in that order; many, poolmodes, drivers: bench/pool.sh says what
+#                                  they run and their settings MANY_CLIENTS, MANY_TIME, MANY_INTERVAL,
+#                                  MANY_MAX_PER_NODE, MANY_CONSISTENCY, PM_THREADS,
+#                                  DRV_CLIENTS, DRV_N)
 #   CONS_WORKLOADS="oltp_read_only oltp_point_select"  sysbench workloads of the consistency part
 #   CONS_THREADS=8                 sysbench threads of the consistency part
 #   CONS_TIMEOUT=                  consistency_timeout of the cons-* endpoints (default: sluice's, 10ms)
@@ -46,7 +51,9 @@
 #   SHORT_CLIENTS=16               clients of the short part (bench/shortconn)
 #   SHORT_TIME=10                  seconds per short-connection run
 #   SMOKE=1                        TIME=3 REPS=1, only the first workload, IDLE_CONNS=100; consistency
-#                                  part: only the first mode, RYW_N=200; SHORT_TIME=2
+#                                  part: only the first mode, RYW_N=200; SHORT_TIME=2; MANY_CLIENTS=200
+#                                  MANY_TIME=5 MANY_INTERVAL=1s; poolmodes: only the first mode;
+#                                  DRV_CLIENTS=4 DRV_N=20
 #   OUT=path                       results JSON (default: the work directory, see README)
 #   SLUICE_BIN=path                use this sluice binary instead of building one
 #   SLUICE_BASE_BIN=path           also run system sluice-b with this binary (e.g. one built from the
@@ -76,9 +83,10 @@ tables=${TABLES:-4}
 table_size=${TABLE_SIZE:-10000}
 sluice_threads=${SLUICE_THREADS:-1}
 read -r -a idle_counts <<<"${IDLE_CONNS:-1000}"
+idle_query=${IDLE_QUERY-SELECT 1}
 admin_rate=${ADMIN_RATE:-10}
 scrapes=${SCRAPES:-100}
-readonly all_parts="systems idle consistency short" all_cons_workloads="oltp_read_only oltp_point_select"
+readonly all_parts="systems idle consistency short many poolmodes drivers" all_cons_workloads="oltp_read_only oltp_point_select"
 read -r -a parts <<<"${PARTS:-$all_parts}"
 read -r -a cons_workloads <<<"${CONS_WORKLOADS:-$all_cons_workloads}"
 cons_threads=${CONS_THREADS:-8}
@@ -153,6 +161,10 @@ done
 
 # has_part PART: PART is in PARTS.
 has_part() { [[ " ${parts[*]} " == *" $1 "* ]]; }
+# The pool parts (many, poolmodes, drivers).
+# shellcheck source=bench/pool.sh
+. "$root/bench/pool.sh"
+pool_parts_check
 want_systems=0 want_idle=0 want_cons=0 want_short=0
 if has_part systems; then want_systems=1; fi
 if has_part idle && ((${#idle_fit[@]} > 0)); then want_idle=1; fi
@@ -196,6 +208,8 @@ done
 max_conns=$((200 + 6 * max_threads))
 if ((want_idle)); then max_conns=$((max_conns + 2 * idle_conns)); fi
 if ((want_short)); then max_conns=$((max_conns + 8 * short_clients)); fi
+# The pool parts: at most max_per_node per node for sluice-tx and sluice-drv, pm-* one per thread.
+if has_part many || has_part drivers || has_part poolmodes; then max_conns=$((max_conns + 2 * many_max + 6 * pm_threads + 100)); fi
 
 haproxy_pid=
 pid_p=
@@ -252,7 +266,11 @@ bench_cleanup() {
 	pid_b=""
 	pid_so=""
 	pid_ss=""
+	pool_parts_stop
 	if [[ $status == failed ]]; then
+		for f in "$work"/sluice-tx.log "$work"/pm-*.log "$work"/sluice-drv.log "$work"/many.log; do
+			[[ -f $f ]] && fl_tail "$f"
+		done
 		fl_tail "$work/haproxy.log"
 		fl_tail "$work/sluice-p.log"
 		fl_tail "$work/sluice-r.log"
@@ -416,6 +434,7 @@ if ((want_short)); then
 	command -v go >/dev/null 2>&1 || fl_die "go not found: needed to build bench/shortconn (PARTS without short skips that part)"
 	(cd "$root" && go build -o "$work/shortconn" ./bench/shortconn) || fl_die "go build ./bench/shortconn failed"
 fi
+pool_parts_build
 fl_sandbox_up "$work/sandbox" --replicas 2 --max-connections "$max_conns"
 fl_sandbox_read "$work/sandbox"
 ((${#FL_REPLICAS[@]} == 2)) || fl_die "expected 2 replicas, got ${#FL_REPLICAS[@]}"
@@ -583,7 +602,7 @@ if ((want_idle)); then
 			for f in ${idle_fds[@]+"${idle_fds[@]}"} "$fd"; do
 				exec {f}>&-
 			done
-			exec "$work/idleconns" -addr "$addr_p" -n "$more" -user "$FL_USER" -password "$FL_PASSWORD" \
+			exec "$work/idleconns" -addr "$addr_p" -n "$more" -user "$FL_USER" -password "$FL_PASSWORD" -query "$idle_query" \
 				<"$work/idleconns-$c.in" >"$work/idleconns-$c.out" 2>"$work/idleconns-$c.log"
 		) &
 		idle_pids+=("$!")
@@ -964,6 +983,8 @@ medians=$work/medians.tsv
 medians_of "$runs" "$medians"
 cons_medians=$work/cons-medians.tsv
 medians_of "$cons_runs" "$cons_medians"
+# The pool parts (bench/pool.sh; they use medians_of).
+pool_parts_run
 # Medians of the short part per system (connections and errors summed over the reps). Columns
 # of $short_runs:
 #   1 system 2 rep 3 exit 4 connections 5 errors 6 cps 7 p50_ms 8 p99_ms 9 avg_ms
@@ -1163,6 +1184,7 @@ table=$work/table.md
 		fi
 		printf '\nTarget (issue 22): sluice-session ≥ 2 x direct'"'"'s conn/s: %s.\n' "$short_verdict"
 	fi
+	pool_parts_table
 } >"$table"
 cat "$table"
 
@@ -1281,6 +1303,7 @@ json_medians() {
 	else
 		printf 'null'
 	fi
+	printf ',\n  "pool": %s' "$(pool_parts_json)"
 	printf '\n}\n'
 } >"$out"
 fl_log "results: $out"

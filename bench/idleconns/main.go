@@ -1,9 +1,12 @@
 // Command idleconns opens N MySQL client connections to one address, logs each one in, and then
 // holds them idle, so that bench/run.sh can measure what idle sessions cost a proxy in memory.
 //
-//	idleconns -addr 127.0.0.1:PORT -n 1000 [-user app -password app -parallel 8]
+//	idleconns -addr 127.0.0.1:PORT -n 1000 [-user app -password app -parallel 8 -query 'SELECT 1']
 //
-// It prints "opened N" on stdout once every connection has completed its handshake and login,
+// With -query, each connection runs that statement once after its login (text protocol, the
+// result read whole), so that the session has served a command before it idles, as an
+// application's connection has. It prints "opened N" on stdout once every connection has
+// completed its handshake and login (and its query),
 // then waits, sending nothing, until stdin reaches end of file or it gets SIGTERM or SIGINT, and
 // closes them all. It exits 1 when any connection fails. Plain TCP only (no TLS, like sysbench's
 // default), and only to loopback addresses.
@@ -32,14 +35,15 @@ func main() {
 	password := flag.String("password", "app", "password")
 	parallel := flag.Int("parallel", 8, "connections opened at once")
 	timeout := flag.Duration("timeout", 2*time.Minute, "time allowed for opening all of them")
+	query := flag.String("query", "", "a statement each connection runs once after its login (none: log in only)")
 	flag.Parse()
-	if err := run(*addr, *n, *user, *password, *parallel, *timeout); err != nil {
+	if err := run(*addr, *n, *user, *password, *query, *parallel, *timeout); err != nil {
 		fmt.Fprintln(os.Stderr, "idleconns:", err)
 		os.Exit(1)
 	}
 }
 
-func run(addr string, n int, user, password string, parallel int, timeout time.Duration) error {
+func run(addr string, n int, user, password, query string, parallel int, timeout time.Duration) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("-addr %q: %v", addr, err)
@@ -85,6 +89,10 @@ func run(addr string, n int, user, password string, parallel int, timeout time.D
 			defer wg.Done()
 			for i := range next {
 				c, err := connector.Connect(ctx)
+				if err == nil && query != "" {
+					conns[i] = c
+					err = runQuery(ctx, c, query)
+				}
 				if err != nil {
 					mu.Lock()
 					if firstErr == nil {
@@ -121,4 +129,27 @@ func run(addr string, n int, user, password string, parallel int, timeout time.D
 	case <-sig:
 	}
 	return nil
+}
+
+// runQuery runs q on c and reads its result to the end.
+func runQuery(ctx context.Context, c driver.Conn, q string) error {
+	qc, ok := c.(driver.QueryerContext)
+	if !ok {
+		return fmt.Errorf("the driver's connection cannot run a query")
+	}
+	rows, err := qc.QueryContext(ctx, q, nil)
+	if err != nil {
+		return fmt.Errorf("%s: %v", q, err)
+	}
+	dest := make([]driver.Value, len(rows.Columns()))
+	for {
+		if err := rows.Next(dest); err != nil {
+			if err == io.EOF {
+				break
+			}
+			rows.Close()
+			return fmt.Errorf("%s: %v", q, err)
+		}
+	}
+	return rows.Close()
 }

@@ -93,6 +93,9 @@ type Conn struct {
 	// unguarded: the connection may have left read-only mode since the guard last ran (a
 	// replayed or relayed statement, a reset, a guard that failed). Meaningful when readOnly.
 	unguarded bool
+	// stmts are the idle prepared statements the connection keeps for its next session
+	// (stmtcache.go).
+	stmts stmtCache
 }
 
 // AlwaysCaps are requested from every node regardless of the client: the protocol sluice speaks,
@@ -321,11 +324,25 @@ const localInfileHeader = 0xfb
 
 // Command sends a command whose answer is one OK, EOF or ERR packet (COM_INIT_DB,
 // COM_SET_OPTION, COM_PING...); the node's error comes back as *mysql.SQLError.
+//
+// A COM_RESET_CONNECTION (or COM_CHANGE_USER) drops the node's prepared statements: the idle
+// ones c keeps are forgotten as it is sent, whatever the answer (a connection whose reset
+// failed is closed).
 func (c *Conn) Command(payload []byte) error {
+	if len(payload) > 0 && (payload[0] == mysql.ComResetConnection || payload[0] == mysql.ComChangeUser) {
+		c.ForgetStmts()
+	}
 	c.SetSeq(0)
 	if err := c.WritePacketFlush(payload); err != nil {
 		return err
 	}
+	return c.readCommandAnswer()
+}
+
+// readCommandAnswer reads the answer to a command sent already whose answer is one OK, EOF or
+// ERR packet (Command's).
+func (c *Conn) readCommandAnswer() error {
+	c.SetSeq(1)
 	if limit := c.MaxPacket; limit == 0 || limit > MaxQueryBytes {
 		c.MaxPacket = MaxQueryBytes // as readResults
 		defer func() {

@@ -18,6 +18,9 @@
 //     value, bounded by MaxUserVarBytes) and LAST_INSERT_ID() in one round trip, AppendRestore
 //     writes the one statement that recreates them on another connection. Checked against a
 //     live server in livetest.
+//   - stmtcache.go: the prepared statements a connection keeps idle for its next session under
+//     transaction pooling (TakeStmt, KeepStmt; bounded by KeepStmts, least recently used closed
+//     first; forgotten when the node's session is reset).
 //   - query.go: Query, a small text-protocol query decoded into strings, bounded in size, for
 //     the control plane (the monitor). Statements the proxy forwards never pass through it.
 //

@@ -362,3 +362,50 @@ func (c *Conn) DiscardResults() error {
 	c.SetSeq(1)
 	return c.readResults(nil)
 }
+
+// selectDatabase is the statement ResetSession asks the schema with.
+var selectDatabase = []byte("SELECT DATABASE()")
+
+// ResetSession resets the node's session (COM_RESET_CONNECTION: the node's own reset of
+// everything a client may have left, mariadb-facts.md §9) and, with askDB, asks which schema
+// the reset kept (SELECT DATABASE(), written in the same flush as the reset: one round trip
+// for both). db is that schema, "" for none, or "" without askDB. Both answers are read before
+// it returns, whatever they are. The reset's refusal is the node's *mysql.SQLError; any error
+// leaves the session in a state the caller does not know: close the connection. c.Status is
+// the status of the last answer (the reset's without askDB). The idle prepared statements c
+// keeps are forgotten as the reset is sent, whatever the answer.
+func (c *Conn) ResetSession(askDB bool) (db string, err error) {
+	c.ForgetStmts() // the reset drops the node's prepared statements (as Command's does)
+	c.SetSeq(0)
+	if err := c.WritePacket([]byte{mysql.ComResetConnection}); err != nil {
+		return "", err
+	}
+	if askDB {
+		if err := c.WriteQuery(selectDatabase); err != nil {
+			return "", err
+		}
+	}
+	if err := c.Flush(); err != nil {
+		return "", err
+	}
+	resetErr := c.readCommandAnswer()
+	if !askDB {
+		return "", resetErr
+	}
+	var rows Rows
+	limit := c.MaxPacket
+	c.MaxPacket = MaxQueryBytes
+	c.SetSeq(1)
+	err = c.readResults(&rows)
+	c.MaxPacket = limit
+	c.ReleaseLarge(64 << 10)
+	switch {
+	case resetErr != nil:
+		return "", resetErr
+	case err != nil:
+		return "", err
+	case len(rows.Values) != 1 || len(rows.Values[0]) != 1:
+		return "", errors.New("backend: SELECT DATABASE() did not answer one value")
+	}
+	return rows.Values[0][0].S, nil
+}

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 
@@ -91,9 +92,16 @@ func sumStmt(h uint64, stmt []byte) uint64 {
 
 // Carried is what a connection given back to a pool without a reset carries of its last
 // session's state: the first Applied statements of that session's state, summed (State.Sum).
+//
+// The sum only narrows the search: FNV-1a is no defence against a client that chooses its
+// statements' bytes (comments included) to make its sum another session's, and a connection
+// taken on the sum alone would put that client's settings under the other session. So the
+// statements themselves are kept (stmts: the slice headers, copied; the bytes are the
+// session's, never modified once appended to its State) and compared (Continues).
 type Carried struct {
 	Applied int
 	Sum     uint64
+	stmts   [][]byte
 }
 
 // Carries records what c carries of t (its fingerprint's statements of t): called as c goes
@@ -104,7 +112,9 @@ func (c *Conn) Carries(t *State) Carried {
 	if c.fp.Epoch != t.Epoch || n > len(t.Stmts) {
 		n = 0
 	}
-	c.carried = Carried{Applied: n, Sum: t.Sum(n)}
+	// The headers are copied (into the connection's own list, reused): the session may
+	// empty its list and append to it again, overwriting them.
+	c.carried = Carried{Applied: n, Sum: t.Sum(n), stmts: append(c.carried.stmts[:0], t.Stmts[:n]...)}
 	if c.fp.Epoch != t.Epoch {
 		c.carried.Sum = ^uint64(0) // statements of an epoch t forgot: matches nothing
 	}
@@ -115,7 +125,16 @@ func (c *Conn) Carries(t *State) Carried {
 // statements (and nothing else of them): then Continue makes it t's, and Sync sends only the
 // rest.
 func (c *Conn) Continues(t *State) bool {
-	return c.carried.Applied <= len(t.Stmts) && c.carried.Sum == t.Sum(c.carried.Applied)
+	n := c.carried.Applied
+	if n > len(t.Stmts) || c.carried.Sum != t.Sum(n) || len(c.carried.stmts) != n {
+		return false
+	}
+	for i, stmt := range c.carried.stmts {
+		if !bytes.Equal(stmt, t.Stmts[i]) {
+			return false // the sums collide: another session's statements
+		}
+	}
+	return true
 }
 
 // Continue makes c, of which Continues(t) holds, carry t's first statements in t's epoch; the
@@ -258,8 +277,10 @@ func (c *Conn) Adopt(t *State) {
 // COM_RESET_CONNECTION): c carries no statement of epoch, the session's new epoch. The schema
 // and the COM_SET_OPTION value stay as they were (MariaDB keeps the schema across
 // COM_RESET_CONNECTION). The reset also ended read-only mode: on a read-only connection the
-// guard is due, and the next Sync runs it even when the fingerprints match (or call Guard).
+// guard is due, and the next Sync runs it even when the fingerprints match (or call Guard). The
+// node dropped its prepared statements too: the idle ones c keeps are forgotten.
 func (c *Conn) MarkReset(epoch uint64) {
+	c.ForgetStmts()
 	c.fp.Epoch, c.fp.Applied = epoch, 0
 	c.unguarded = true
 	c.TracksGTIDs = false // session_track_system_variables is the global value again

@@ -135,6 +135,24 @@ func TestBrokenConnectionRefusedIsDown(t *testing.T) {
 	}
 }
 
+// TestBrokenConnectionRedialTimesOut: the kept connection breaks, and the dial that replaces
+// it lasts past the check's timeout and fails: the timeout's closing of the connection (on a
+// goroutine of its own) must not find the connection gone (it read *c, nil by then, and the
+// nil dereference crashed sluice under load).
+func TestBrokenConnectionRedialTimesOut(t *testing.T) {
+	m := &Monitor{opts: Options{DownAfter: 3, Timeout: 20 * time.Millisecond, Dial: func(ctx context.Context, n *topology.Node) (Conn, error) {
+		<-ctx.Done()
+		// The timeout's AfterFunc runs meanwhile, with the connection taken away.
+		time.Sleep(50 * time.Millisecond)
+		return nil, ctx.Err()
+	}}}
+	var c Conn = &brokenConn{}
+	st := m.check(context.Background(), &topology.Node{Name: "n"}, &c, &topology.NodeState{Health: topology.Healthy})
+	if st.Failures != 1 || c != nil {
+		t.Fatalf("broken, then a redial past the timeout: %+v, connection %v", st, c)
+	}
+}
+
 type brokenConn struct{}
 
 func (brokenConn) Query(string) (*backend.Rows, error) { return nil, errors.New("EOF") }

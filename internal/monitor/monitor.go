@@ -186,9 +186,12 @@ func (m *Monitor) check(ctx context.Context, n *topology.Node, c *Conn, prev *to
 		}
 		*c = conn
 	}
-	// A check that outlives its timeout is ended by closing its connection.
-	stop := context.AfterFunc(ctx, func() { (*c).Close() })
-	defer stop()
+	// A check that outlives its timeout is ended by closing its connection: the one it
+	// uses then, captured (the closure runs on a goroutine of its own, and *c may be nil by
+	// then: read there, it raced with the redial below and crashed the process).
+	cur := *c
+	stop := context.AfterFunc(ctx, func() { cur.Close() })
+	defer func() { stop() }()
 	start := time.Now()
 	ver, err := (*c).Query("SELECT @@version")
 	var se *mysql.SQLError
@@ -202,6 +205,10 @@ func (m *Monitor) check(ctx context.Context, n *topology.Node, c *Conn, prev *to
 			return m.failed(n, prev, derr, refused(derr))
 		}
 		*c = conn
+		// The timeout now ends the new connection (the old one is closed already; its
+		// AfterFunc, if it ran, closed it again, which does nothing).
+		stop()
+		stop = context.AfterFunc(ctx, func() { conn.Close() })
 		start = time.Now()
 		ver, err = (*c).Query("SELECT @@version")
 	}

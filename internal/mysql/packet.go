@@ -49,6 +49,10 @@ type Conn struct {
 	// budget, when set (SetBudget), is charged for the payload buffer's capacity, held bytes.
 	budget *Budget
 	held   int
+
+	// parked: br and bw are in the shared pools (park.go); rsize and wsize are their sizes.
+	parked       bool
+	rsize, wsize int
 }
 
 // SetWriteTimeout bounds every write to the socket (0: no bound).
@@ -69,12 +73,12 @@ func NewConn(nc net.Conn, readBuf, writeBuf int) *Conn {
 	if writeBuf <= 0 {
 		writeBuf = DefaultWriteBuffer
 	}
-	c := &Conn{nc: nc}
+	c := &Conn{nc: nc, rsize: readBuf, wsize: writeBuf}
 	c.sr.init(c, nc)
-	c.br = bufio.NewReaderSize(&c.sr, readBuf)
 	c.dw.init(nc)
 	c.cw.w = &c.dw
-	c.bw = bufio.NewWriterSize(&c.cw, writeBuf)
+	c.parked = true
+	c.Unpark() // buffers from the shared pools (park.go): those of connections that parked
 	return c
 }
 
@@ -93,7 +97,12 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 // Sent counts the bytes written to c so far, buffered or not: a caller compares two readings to
 // tell whether anything at all was written in between (a response that has begun, even with
 // part of a packet, cannot be replaced by another).
-func (c *Conn) Sent() uint64 { return c.cw.n + uint64(c.bw.Buffered()) }
+func (c *Conn) Sent() uint64 {
+	if c.parked {
+		return c.cw.n
+	}
+	return c.cw.n + uint64(c.bw.Buffered())
+}
 
 // Received counts the bytes read from c's connection so far (read ahead into the buffer
 // included): with Sent, the traffic of a client connection (sluice_client_*_bytes_total).
@@ -124,7 +133,12 @@ func (c *Conn) Seq() uint8 { return c.seq }
 func (c *Conn) SetSeq(s uint8) { c.seq = s }
 
 // Buffered reports how many bytes are waiting in the read buffer.
-func (c *Conn) Buffered() int { return c.br.Buffered() }
+func (c *Conn) Buffered() int {
+	if c.parked {
+		return 0
+	}
+	return c.br.Buffered()
+}
 
 // ReadPacket reads one logical packet (joining 16 MiB continuation packets) and checks its
 // sequence id. The returned slice is valid until the next read on c.
@@ -382,7 +396,7 @@ func (c *Conn) WriteRaw(b []byte) error {
 
 // Flush sends what is buffered.
 func (c *Conn) Flush() error {
-	if c.bw.Buffered() == 0 {
+	if c.parked || c.bw.Buffered() == 0 {
 		return nil
 	}
 	return c.bw.Flush()

@@ -53,6 +53,9 @@ type sockReader struct {
 	err     error
 	pending bool // the flush asked for is still to be done
 	readFn  func(fd uintptr) bool
+	// peekFn and peekByte: AwaitRead's callback and where its peek lands (park.go).
+	peekFn   func(fd uintptr) bool
+	peekByte byte
 }
 
 func rawConn(nc net.Conn) syscall.RawConn {
@@ -68,6 +71,7 @@ func (r *sockReader) init(c *Conn, nc net.Conn) {
 	r.c, r.nc = c, nc
 	if r.rc = rawConn(nc); r.rc != nil {
 		r.readFn = r.raw
+		r.peekFn = r.peek
 	}
 }
 

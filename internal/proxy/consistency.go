@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -141,18 +142,89 @@ func awaitAnswer(bc *backend.Conn, wait time.Duration, timeouts *atomic.Int64) e
 // the list has it, as the sandbox's servers do), MySQL's session_track_gtids=OWN_GTID. Only for
 // endpoints at the session level (readTarget.track): other levels need no GTID per commit, and
 // a client that tracks session state itself then sees the server's own list.
-func trackGTIDs(bc *backend.Conn) error {
-	q := "SET SESSION session_track_system_variables = IF(@@session.session_track_system_variables = '*' OR " +
-		"FIND_IN_SET('last_gtid', @@session.session_track_system_variables), @@session.session_track_system_variables, " +
-		"CONCAT_WS(',', NULLIF(@@session.session_track_system_variables, ''), 'last_gtid'))"
+//
+// A connection just logged in, or just reset (COM_RESET_CONNECTION puts the list back to the
+// global one: mariadb-facts.md §9), tracks what the node's global list says. Where that list
+// was seen, within trackRecheck, to have last_gtid, nothing is sent (a pooled short connection
+// saves the round trip); otherwise the SET goes out with a look at the global list in the same
+// round trip. A global list changed since it was seen costs no correctness: a commit that says
+// no GTID leaves the session's last commit unknown, its reads on the primary (noteOK).
+func trackGTIDs(bc *backend.Conn, g *globalTracking) error {
 	if gtid.FlavorOf(bc.Handshake.ServerVersion) == gtid.MySQL {
-		q = "SET SESSION session_track_gtids = OWN_GTID"
+		return bc.Exec("SET SESSION session_track_gtids = OWN_GTID")
 	}
-	if err := bc.Exec(q); err != nil {
+	now := time.Now()
+	if g.lists(bc.Addr, now) {
+		bc.TracksGTIDs = true
+		return nil
+	}
+	if err := bc.WriteQuery(globalListsLastGTID); err != nil {
 		return err
+	}
+	if err := bc.WriteQuery(addLastGTID); err != nil {
+		return err
+	}
+	if err := bc.Flush(); err != nil {
+		return err
+	}
+	lists, err := bc.ReadScalarIs("1")
+	var se *mysql.SQLError
+	if err != nil && !errors.As(err, &se) {
+		return err // the answer is partly read
+	}
+	if err := bc.DiscardResults(); err != nil {
+		return err
+	}
+	if err == nil && lists {
+		g.saw(bc.Addr, now)
 	}
 	bc.TracksGTIDs = true
 	return nil
+}
+
+var (
+	globalListsLastGTID = []byte("SELECT @@global.session_track_system_variables = '*' OR " +
+		"FIND_IN_SET('last_gtid', @@global.session_track_system_variables) > 0")
+	addLastGTID = []byte("SET SESSION session_track_system_variables = IF(@@session.session_track_system_variables = '*' OR " +
+		"FIND_IN_SET('last_gtid', @@session.session_track_system_variables), @@session.session_track_system_variables, " +
+		"CONCAT_WS(',', NULLIF(@@session.session_track_system_variables, ''), 'last_gtid'))")
+)
+
+// trackRecheck is how long a node's global session_track_system_variables, once seen to list
+// last_gtid, is taken to list it still.
+const trackRecheck = 10 * time.Second
+
+// globalTracking remembers, per node address, when the node's global
+// session_track_system_variables was last seen to list last_gtid (trackGTIDs). The proxy owns
+// one; sessions call it from their goroutines (it locks).
+type globalTracking struct {
+	mu   sync.Mutex
+	seen map[string]time.Time
+}
+
+// lists reports whether the node at addr was seen to list last_gtid globally within
+// trackRecheck of now.
+func (g *globalTracking) lists(addr string, now time.Time) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	at, ok := g.seen[addr]
+	return ok && now.Sub(at) < trackRecheck
+}
+
+// saw records that the node at addr listed last_gtid globally at now. Entries past
+// trackRecheck are dropped (a node that left the configuration does not stay).
+func (g *globalTracking) saw(addr string, now time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.seen == nil {
+		g.seen = make(map[string]time.Time)
+	}
+	for a, at := range g.seen {
+		if now.Sub(at) >= trackRecheck {
+			delete(g.seen, a)
+		}
+	}
+	g.seen[addr] = now
 }
 
 // mentionsFold reports whether stmt contains word, ASCII case-insensitively (word is lower case).

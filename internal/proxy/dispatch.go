@@ -300,7 +300,7 @@ func (s *session) send(r *request, d route.Decision, snap *topology.Snapshot) er
 	}
 	var b *stmtBinding
 	if r.st != nil {
-		if b, err = s.stmts.bindOn(c.Conn, c.idx, c.name, r.st); err != nil {
+		if b, err = s.stmts.bindOn(c.Conn, c.idx, c.name, stmtContext(c.Conn, s.nodes.state()), r.st); err != nil {
 			return err
 		}
 	}
@@ -382,6 +382,7 @@ func (s *session) respond(bc *backend.Conn, kind relay.Kind, r *request) error {
 		}
 	}
 	s.reads.newResponse()
+	s.nodes.share.varsReported = false // what this answer reports (OK), for share.learn
 	res, err := relay.Response(s.client, bc, kind, &opt)
 	if res.StatusSeen {
 		s.status = res.Status

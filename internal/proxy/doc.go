@@ -18,7 +18,9 @@
 //     giving back what may be reused (the kill targets unpublished first); minidle.go: the
 //     pool's top-up to pool.min_idle (the logins it dials as, its plan per node and user).
 //   - statements (stmttable.go): binary prepared statements (sluice's ids, bindings per
-//     connection, long data, limits); stmt.go: their commands on the wire.
+//     connection, long data, limits); stmt.go: their commands on the wire, and what a session
+//     leaves prepared on a node connection for the next one under pool_mode transaction
+//     (park, letGo, bindOn's take from backend's per-connection cache, stmtContext).
 //   - readTarget (readtarget.go): what a replica read must see under a consistency level (the
 //     session's last GTID, the target, the pipelined wait); consistency.go and primarypos.go:
 //     asking nodes for positions.

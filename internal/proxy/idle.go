@@ -34,6 +34,7 @@ type idleWatch struct {
 	stall time.Duration // see stallLimit
 
 	active  bool
+	park    func(bool) // the nodeWatch's park of the watch under way
 	watched []net.Conn // by node index; nil: not watched
 	lost    []bool     // by node index: its watcher let the connection go (written by that watcher)
 	dropped []int      // what lostConns returns (reused)
@@ -51,6 +52,10 @@ type nodeWatch struct {
 	// the session lives on without it (the connection was let go, and the session drops it
 	// once the client speaks) or not (the client's connection is closed).
 	lost func(i int, err error) bool
+	// park parks the buffers of the session's node connections (mysql.Conn.Park) when the
+	// watch starts, and takes them back (park false) once it has stopped. Called on the
+	// session's goroutine; nil: nothing parks.
+	park func(park bool)
 }
 
 // newIdleWatch returns the watch of the client connection raw, under timeouts.idle and
@@ -94,8 +99,17 @@ func (w *idleWatch) wait(c *mysql.Conn, nc net.Conn, nodes *nodeWatch) error {
 		wait = w.idle
 	}
 	_ = nc.SetReadDeadline(start.Add(wait))
+	// Past idleProbe the client's buffers are parked (mysql.Conn.Park): an idle client holds
+	// none, and the wait looks at the socket without reading until the client speaks. Every
+	// return takes them back.
+	defer c.Unpark()
 	for {
-		n, _, err := c.PeekHeader()
+		var n int
+		err := c.AwaitRead()
+		if err == nil {
+			c.Unpark()
+			n, _, err = c.PeekHeader()
+		}
 		if err == nil {
 			if c.Buffered() >= 4+n {
 				_ = nc.SetReadDeadline(time.Time{})
@@ -117,6 +131,7 @@ func (w *idleWatch) wait(c *mysql.Conn, nc net.Conn, nodes *nodeWatch) error {
 		}
 		if !w.active {
 			w.start(nodes)
+			c.Park()
 		}
 		if w.idle > 0 {
 			_ = nc.SetReadDeadline(start.Add(w.idle))
@@ -133,6 +148,10 @@ func (w *idleWatch) lostConns() []int { return w.dropped }
 func (w *idleWatch) start(nodes *nodeWatch) {
 	w.active = true
 	w.dead.Store(false)
+	w.park = nodes.park
+	if w.park != nil {
+		w.park(true) // before the watchers start: they read the sockets, not the buffers
+	}
 	w.watched = nodes.conns(w.watched[:0])
 	w.lost = append(w.lost[:0], make([]bool, len(w.watched))...)
 	for i, nc := range w.watched {
@@ -170,6 +189,9 @@ func (w *idleWatch) stop() error {
 		}
 	}
 	w.wg.Wait()
+	if w.park != nil {
+		w.park(false) // the watchers have ended
+	}
 	for i, nc := range w.watched {
 		if nc == nil {
 			continue

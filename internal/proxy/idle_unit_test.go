@@ -138,3 +138,74 @@ func TestIdleWatchIdleTimeout(t *testing.T) {
 		t.Fatal("closed, not timed out")
 	}
 }
+
+// TestIdleWatchParks: over TCP, a client idle past idleProbe has its buffers parked, and the
+// session's node connections theirs (nodeWatch.park), while the watch runs; the command that
+// ends the idle spell is read whole, and every connection has its buffers back when wait
+// returns.
+func TestIdleWatchParks(t *testing.T) {
+	server, client := tcpPair(t)
+	c := mysql.NewConn(server, 0, 0)
+	w := newIdleWatch(server, 0, 0)
+	var nodes, peers [1]net.Conn
+	nodes[0], peers[0] = tcpPair(t)
+	node := mysql.NewConn(nodes[0], 0, 4<<10)
+	var parks, unparks atomic.Int32
+	watch := nodeWatch{
+		conns: func(dst []net.Conn) []net.Conn { return append(dst, nodes[0]) },
+		lost:  func(int, error) bool { return true },
+		park: func(park bool) {
+			if park {
+				if node.Park() {
+					parks.Add(1)
+				}
+				return
+			}
+			node.Unpark()
+			unparks.Add(1)
+		},
+	}
+	done := make(chan error, 1)
+	go func() { done <- w.wait(c, server, &watch) }()
+	time.Sleep(idleProbe + 200*time.Millisecond)
+	if parks.Load() != 1 {
+		t.Fatal("the node connection did not park with the watch")
+	}
+	if _, err := client.Write([]byte{1, 0, 0, 0, mysql.ComPing}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if c.Parked() || node.Parked() || unparks.Load() != 1 {
+		t.Fatal("a connection is still parked after the wait")
+	}
+	if p, err := c.ReadPacket(); err != nil || len(p) != 1 || p[0] != mysql.ComPing {
+		t.Fatalf("the command after the idle spell: %q, %v", p, err)
+	}
+}
+
+// tcpPair returns both ends of a loopback TCP connection, closed at cleanup.
+func tcpPair(t *testing.T) (net.Conn, net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	a, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := <-accepted
+	if b == nil {
+		t.Fatal("accept failed")
+	}
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return b, a
+}

@@ -25,13 +25,16 @@ import (
 // node set (nodeSet.share) and to the session's goroutine.
 type sharing struct {
 	// held are the pins that last until the session ends (route.PinSQLPrepare, PinXA,
-	// PinProgram, PinUserVar, PinInsertID).
+	// PinProgram, PinUserVar, PinInsertID, PinHandler, PinSequence).
 	held route.Pin
 	// linger: the last statement left ROW_COUNT() or FOUND_ROWS() worth reading (a write, a
 	// SELECT SQL_CALC_FOUND_ROWS): its connection is held until the next statement, which
-	// keeps it only when it reads them. nextTx: it was SET TRANSACTION, which the next
-	// transaction (the next statement's, in autocommit) takes on its connection: the next
-	// statement runs there.
+	// keeps it only when it reads them. nextTx: a SET TRANSACTION (the next transaction's
+	// characteristics) is pending on the connection: the node keeps it until a transaction
+	// takes it, and a statement that opens none (DO 1, SELECT 1) leaves it there, where it
+	// would make another session's next transaction read-only or change its isolation level.
+	// The connection is held until BEGIN, COMMIT or ROLLBACK (an autocommit statement that
+	// took it is not told apart: held a little longer).
 	linger, nextTx bool
 	// insertID is the session's LAST_INSERT_ID(), as last read back; insertIDOn the
 	// connection known to hold it (nil: none of the session's connections does, and a
@@ -42,6 +45,11 @@ type sharing struct {
 	insertIDDirty bool
 	// pins is the last holds computed (holds), for the session's view.
 	pins route.Pin
+	// varsReported: the answer to the statement under way reported a session variable
+	// changed (session tracking), or a change it could not describe (a classic EOF); learn
+	// reads it: a statement that is no SET of session variables changed one sluice did not
+	// see set (a stored function's or trigger's SET), which nothing replays.
+	varsReported bool
 	// active: the session gives its connections back between statements (lendBetween saw
 	// pool_mode transaction): what a statement reads of user variables and LAST_INSERT_ID()
 	// is restored on a connection that may not hold it (before).
@@ -71,10 +79,21 @@ func (sh *sharing) learn(c *classify.Result, res *relay.Result, bc *backend.Conn
 	case classify.Handler:
 		sh.held |= route.PinHandler
 	}
+	if sh.varsReported && !(c.Kind == classify.Set && c.Flags&setsSessionVars != 0) {
+		// Not a SET of its own (SELECT f(), an INSERT that fires a trigger, SET @a = f()):
+		// the connection carries a session variable the session's state does not name.
+		sh.held |= route.PinProgram
+	}
+	sh.varsReported = false
 	if c.Flags&classify.Sequence != 0 {
 		sh.held |= route.PinSequence // LASTVAL / PREVIOUS VALUE FOR read what this connection drew
 	}
-	sh.nextTx = c.Kind == classify.Set && c.Flags&classify.SetTransaction != 0 && c.Flags&classify.SetSession == 0 && !res.Failed
+	switch {
+	case c.Kind == classify.Set && c.Flags&classify.SetTransaction != 0 && c.Flags&classify.SetSession == 0 && !res.Failed:
+		sh.nextTx = true
+	case c.Kind == classify.Begin, c.Kind == classify.Commit, c.Kind == classify.Rollback:
+		sh.nextTx = false
+	}
 	switch c.Kind {
 	case classify.Insert, classify.Update, classify.Delete, classify.Replace, classify.LoadData:
 		sh.linger = true
@@ -85,6 +104,10 @@ func (sh *sharing) learn(c *classify.Result, res *relay.Result, bc *backend.Conn
 		sh.insertIDOn, sh.insertIDDirty = bc, true
 	}
 }
+
+// setsSessionVars are the flags of a SET that changes session variables itself (replayed, or
+// held by the route's PinSet): the change its answer reports is its own.
+const setsSessionVars = classify.SetSession | classify.SetNames | classify.SetRole | classify.SetAutocommit | classify.SetTransaction
 
 // keepsLinger reports whether statement c reads what the lingering connection holds
 // (ROW_COUNT(), FOUND_ROWS()): then it keeps the connection.
@@ -250,8 +273,8 @@ func (sh *sharing) before(c *classify.Result, stmt []byte, d classify.Dialect, b
 // lendBetween gives the session's node connections back to the pool between two commands
 // under pool_mode transaction, when nothing holds them (holds): each is given back unreset,
 // with what it carries of the session state summed (backend.Conn.Carries), its prepared
-// statements closed (COM_STMT_CLOSE, sent with its next command: the next session prepares
-// its own) and, where the session's LAST_INSERT_ID() may have changed, that read back first.
+// statements kept there idle for the next session that runs the same text (statements.park,
+// backend.Conn.KeepStmt) and, where the session's LAST_INSERT_ID() may have changed, that read back first.
 func (p *Proxy) lendBetween(ns *nodeSet, l *login, ps *PoolSettings, rs *route.Session, stmts *statements) {
 	if ps == nil || ps.Mode != PoolTransaction || !p.pooled(l, ps) {
 		ns.share.pins, ns.share.active = 0, false
@@ -282,7 +305,7 @@ func (p *Proxy) giveBack(ns *nodeSet, c *nodeConn, l *login, ps *PoolSettings, s
 	c.Carries(&ns.st)
 	v := p.poolVariant(l, n, c.ReadOnly())
 	v.Shared = true
-	stmts.closeOn(c.Conn)
+	stmts.park(c.Conn) // its statements stay prepared there for the next session (backend.StmtCache)
 	p.pool.Return(c.Conn, v, ps.limitsOf(l.creds.User))
 	return true
 }

@@ -301,26 +301,20 @@ func pauseFor(done <-chan struct{}, d time.Duration) bool {
 // commands, and gives it back to the pool; a connection whose reset fails or leaves it in an
 // unexpected state is closed. Bounded by resetTimeout. Called after the client's connection was
 // closed: the client never waits for it.
-func (p *Proxy) recycle(bc *backend.Conn, k pool.Key, v pool.Variant, lim pool.Limits) {
+//
+// The reset keeps the node's current database, which the next session compares its own with
+// (and which decides whether a session without one may take the connection). When dbSeen, the
+// session saw every change of it (the node reports each in its OKs: session_track_schema, which
+// the session did not touch), so bc's fingerprint says it and the reset is the only round trip;
+// otherwise SELECT DATABASE() goes out in the same write as the reset and the node says it.
+// No read-only guard here: the next session's acquire runs it on a read-only connection.
+func (p *Proxy) recycle(bc *backend.Conn, k pool.Key, v pool.Variant, lim pool.Limits, dbSeen bool) {
 	nc := bc.NetConn()
 	_ = nc.SetDeadline(time.Now().Add(resetTimeout))
-	err := bc.Command([]byte{mysql.ComResetConnection})
-	bc.TracksGTIDs = false
-	var db string
-	if err == nil && v.ReadOnly {
-		err = bc.Guard() // not needed for the next session (it runs it again), but a cheap check
-	}
-	if err == nil {
-		// The database the reset kept, as the node says: what the next session compares its own
-		// with (and whether a session without one may take the connection).
-		var rows *backend.Rows
-		if rows, err = bc.Query("SELECT DATABASE()"); err == nil {
-			if len(rows.Values) != 1 || len(rows.Values[0]) != 1 {
-				err = errors.New("SELECT DATABASE() did not answer one value")
-			} else if !rows.Values[0][0].Null {
-				db = rows.Values[0][0].S
-			}
-		}
+	db, err := bc.ResetSession(!dbSeen)
+	bc.TracksGTIDs = false // the list is the global one again (trackGTIDs knows whether it has last_gtid)
+	if dbSeen {
+		db = bc.Fingerprint().DB
 	}
 	if err == nil && bc.Status&mysql.StatusInTrans != 0 {
 		err = errors.New("still in a transaction after the reset")
@@ -351,8 +345,8 @@ func (p *Proxy) pooled(l *login, ps *PoolSettings) bool {
 // releaseNodes lets go of a session's node connections as it ends (its client's connection is
 // closed already): under pool_mode session, those ns may lend (nodeSet.releaseAll) and whose
 // node still takes work are reset and pooled for the next session of login l; the others are
-// closed.
-func (p *Proxy) releaseNodes(ns *nodeSet, l *login, ps *PoolSettings) {
+// closed. dbSeen: the session saw every change of its database (see recycle).
+func (p *Proxy) releaseNodes(ns *nodeSet, l *login, ps *PoolSettings, dbSeen bool) {
 	if !p.pooled(l, ps) {
 		ns.releaseAll(nil)
 		return
@@ -377,7 +371,7 @@ func (p *Proxy) releaseNodes(ns *nodeSet, l *login, ps *PoolSettings) {
 	})
 	lim := ps.limitsOf(l.creds.User)
 	for _, c := range out {
-		p.recycle(c.bc, c.k, c.v, lim)
+		p.recycle(c.bc, c.k, c.v, lim, dbSeen)
 	}
 }
 

@@ -210,6 +210,61 @@ func TestPoolIsolation(t *testing.T) {
 	}
 }
 
+// TestPoolDatabaseSeen: the reset of a session that did nothing to hide its database changes
+// takes the connection's database from what the node reported (no question asked): a client
+// that changed its database with USE leaves, and the next one, on the same node connection,
+// is in its own handshake's database; one that left the connection in no database (its
+// database dropped under it) gives the next one with a database its own, and one without none.
+func TestPoolDatabaseSeen(t *testing.T) {
+	cl := testutil.Cluster(t)
+	direct := open(t, cl.DSN("primary", "app", "app", "test"))
+	mustExec(t, direct, "CREATE DATABASE IF NOT EXISTS pool_other")
+	s := startSluice(t, poolConfig("session", 1, 5*time.Second))
+
+	a := connect(t, dsn(s.rw, "app", "app", "test", ""))
+	ta := a.thread(t)
+	a.exec(t, "USE pool_other")
+	a.leave()
+	b := connect(t, dsn(s.rw, "app", "app", "test", ""))
+	if tb := b.thread(t); tb != ta {
+		t.Fatalf("B is on node thread %d, A was on %d: not reused under max_per_node 1", tb, ta)
+	}
+	if db := b.str(t, "SELECT DATABASE()"); db.String != "test" {
+		t.Errorf("B's database %v after A's USE pool_other, want its handshake's (test)", db)
+	}
+	b.exec(t, "USE pool_other")
+	b.leave()
+	c := connect(t, dsn(s.rw, "app", "app", "", ""))
+	if db := c.str(t, "SELECT DATABASE()"); db.Valid {
+		t.Errorf("a session without a database is in %q (B left pool_other)", db.String)
+	}
+	c.leave()
+
+	mustExec(t, direct, "CREATE DATABASE IF NOT EXISTS pool_gone")
+	d := connect(t, dsn(s.rw, "app", "app", "test", ""))
+	d.exec(t, "USE pool_gone")
+	d.exec(t, "DROP DATABASE pool_gone")
+	if db := d.str(t, "SELECT DATABASE()"); db.Valid {
+		t.Fatalf("after dropping its database the session is in %q", db.String)
+	}
+	d.leave()
+	e := connect(t, dsn(s.rw, "app", "app", "test", ""))
+	if db := e.str(t, "SELECT DATABASE()"); db.String != "test" {
+		t.Errorf("after D's database was dropped, E is in %v, want test", db)
+	}
+	e.leave()
+	mustExec(t, direct, "CREATE DATABASE IF NOT EXISTS pool_gone")
+	f := connect(t, dsn(s.rw, "app", "app", "test", ""))
+	f.exec(t, "USE pool_gone")
+	f.exec(t, "DROP DATABASE pool_gone")
+	f.leave()
+	g := connect(t, dsn(s.rw, "app", "app", "", ""))
+	defer g.leave()
+	if db := g.str(t, "SELECT DATABASE()"); db.Valid {
+		t.Errorf("after F's database was dropped, G (no database) is in %q", db.String)
+	}
+}
+
 // TestPoolOtherCharset: a client whose handshake has another character set does not take a
 // pooled connection opened with another one (a reset goes back to the handshake's), and gets its own.
 func TestPoolOtherCharset(t *testing.T) {

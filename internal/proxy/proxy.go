@@ -191,7 +191,9 @@ type Proxy struct {
 	stop       chan struct{} // closed by Shutdown (under mu): accept back-off waits end
 
 	nextID atomic.Uint32
-	server atomic.Pointer[serverInfo] // what clients are greeted with, learnt from the primary
+	// tracking is what the nodes' global session_track_system_variables were seen to list.
+	tracking globalTracking
+	server   atomic.Pointer[serverInfo] // what clients are greeted with, learnt from the primary
 	// greeted: how each node reads text, as its greeting to any session said (reading.go).
 	greeted sync.Map // *topology.Node -> classify.Dialect
 
@@ -487,12 +489,19 @@ func (p *Proxy) Listen(name string) (net.Listener, error) {
 	if ep == nil {
 		return nil, fmt.Errorf("proxy: no endpoint %q", name)
 	}
-	ln, err := net.Listen("tcp", ep.cfg.Listen)
+	ln, err := clientListen.Listen(context.Background(), "tcp", ep.cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("endpoint %s: %w", name, err)
 	}
 	return ln, nil
 }
+
+// clientListen is how endpoints listen: every accepted client connection has TCP_NODELAY (Go
+// sets it on every TCP connection) and keep-alive probes after 15 s idle, every 15 s, the
+// system's count of them (9 on Linux): Go's default for a listener, set in three system calls
+// rather than four. Nothing is set again after the accept (a short connection pays each one).
+var clientListen = net.ListenConfig{KeepAliveConfig: net.KeepAliveConfig{
+	Enable: true, Idle: 15 * time.Second, Interval: 15 * time.Second, Count: -1}}
 
 // Serve accepts clients on ln for endpoint name until the listener is closed.
 func (p *Proxy) Serve(name string, ln net.Listener) error {
@@ -535,10 +544,6 @@ func (p *Proxy) Serve(name string, ln net.Listener) error {
 			continue
 		}
 		backoff = 5 * time.Millisecond
-		if tc, ok := nc.(*net.TCPConn); ok {
-			_ = tc.SetNoDelay(true)
-			_ = tc.SetKeepAlive(true)
-		}
 		// Until its password is proven the connection counts as pending, and its packet
 		// buffer is charged to the logins' shared budget (loggedIn ends both).
 		if pending := p.pending.Add(1); pending > int64(p.opts.MaxPendingLogins) {

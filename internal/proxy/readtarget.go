@@ -243,7 +243,8 @@ func (t *readTarget) takeAwait() (time.Duration, bool) {
 
 // track makes primary connection bc report the GTID of each commit in its OK packets, for an
 // endpoint at level (see trackGTIDs), and records whether that worked (t.tracked).
-func (t *readTarget) track(bc *backend.Conn, level route.Consistency, log *slog.Logger) {
+// g is the proxy's knowledge of the nodes' global lists.
+func (t *readTarget) track(bc *backend.Conn, level route.Consistency, g *globalTracking, log *slog.Logger) {
 	if level != route.SessionConsistency {
 		t.tracked = false // this connection reports nothing; the level may come back later
 		return
@@ -252,7 +253,7 @@ func (t *readTarget) track(bc *backend.Conn, level route.Consistency, log *slog.
 		t.tracked = true // a pooled connection that a session before this one made report them
 		return
 	}
-	if err := trackGTIDs(bc); err != nil {
+	if err := trackGTIDs(bc, g); err != nil {
 		log.Warn("the primary cannot report the GTID of each commit: session-level reads go to the primary", "err", err)
 		t.tracked = false
 		return

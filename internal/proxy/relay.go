@@ -15,8 +15,10 @@ import (
 func (s *session) OK(src *backend.Conn, ok mysql.OK, classicEOF bool) {
 	if classicEOF && ok.Status&mysql.StatusSessionStateChange != 0 {
 		// The state changed (INSERT … RETURNING committed a GTID, say), but a classic EOF has
-		// no room to say how: the session's last commit is no longer known.
+		// no room to say how: the session's last commit is no longer known, nor whether a
+		// session variable changed.
 		s.reads.stateHidden()
+		s.nodes.share.varsReported = true
 	}
 	s.reader.observeStatus(ok.Status, s.nodes.all(), s.nodes.cur())
 	for block := ok.SessionState; len(block) > 0; {
@@ -34,6 +36,9 @@ func (s *session) OK(src *backend.Conn, ok mysql.OK, classicEOF bool) {
 			// The GTID of the session's last commit (MariaDB's last_gtid, MySQL's OWN_GTID):
 			// what a read of this session must find on a replica (consistency: session).
 			s.reads.noteGTID(sc.Value)
+		}
+		if sc.Type == mysql.SessionTrackSystemVariables && string(sc.Name) != "last_gtid" {
+			s.nodes.share.varsReported = true // a SET's, or one a stored function or trigger ran
 		}
 		block = rest
 	}

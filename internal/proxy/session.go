@@ -106,9 +106,14 @@ func (p *Proxy) newSession(ep *endpoint, nc net.Conn) *session {
 	s.reader = newReader(s.settings.mode, p.topo, &p.greeted)
 	s.nodes.init(p.topo, s.log, nodeHooks{
 		dial: func(n *topology.Node, readOnly bool, st *backend.State) (*backend.Conn, error) {
-			return p.acquire(&s.login, ep.pool.Load(), s.life.done(), n, readOnly, st, func(bc *backend.Conn) {
-				s.reads.track(bc, s.settings.current().Consistency, s.log)
+			ps := ep.pool.Load()
+			bc, err := p.acquire(&s.login, ps, s.life.done(), n, readOnly, st, func(bc *backend.Conn) {
+				s.reads.track(bc, s.settings.current().Consistency, &p.tracking, s.log)
 			})
+			if err == nil {
+				bc.KeepStmts(p.stmtCache(&s.login, ps))
+			}
+			return bc, err
 		},
 		spare: func(n *topology.Node, st *backend.State) (*backend.Conn, error) {
 			return p.dialNode(&s.login, n, false, st, nil)
@@ -170,7 +175,9 @@ func (s *session) close() {
 	_ = s.client.Flush()
 	s.nc.Close()
 	// After the client's connection is closed: it never waits for the resets.
-	s.p.releaseNodes(&s.nodes, &s.login, s.ep.pool.Load())
+	// Blind, the session may have turned the node's schema tracking off (or run what may
+	// have): the database its connections are in is then asked, not taken as known.
+	s.p.releaseNodes(&s.nodes, &s.login, s.ep.pool.Load(), !s.reader.mode.blind)
 }
 
 // drain is called by Shutdown: an idle session closes now, a busy one after its command.
@@ -224,6 +231,17 @@ func (s *session) loop() {
 				dst = append(dst, nc)
 			}
 			return dst
+		},
+		park: func(park bool) {
+			for _, c := range s.nodes.all() {
+				switch {
+				case c == nil:
+				case park:
+					c.Park()
+				default:
+					c.Unpark()
+				}
+			}
 		},
 		lost: func(i int, err error) bool {
 			c := s.nodes.at(i)
@@ -357,7 +375,7 @@ func (s *session) command() (quit bool, err error) {
 				return false, fmt.Errorf("node %s: restoring the read-only guard after a reset: %w", c.name, err)
 			}
 			if !c.ReadOnly() {
-				s.reads.track(c.Conn, s.settings.current().Consistency, s.log) // the reset took the session's tracked variables back to the server's
+				s.reads.track(c.Conn, s.settings.current().Consistency, &s.p.tracking, s.log) // the reset took the session's tracked variables back to the server's
 			}
 		}
 		return false, nil

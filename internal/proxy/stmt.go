@@ -36,7 +36,7 @@ func (s *session) prepare() error {
 	if err == nil {
 		var failed bool
 		var warnings uint16
-		if failed, warnings, err = s.stmts.prepareRelayed(c.Conn, s.nodes.home(), st, p, s.client); err == nil {
+		if failed, warnings, err = s.stmts.prepareRelayed(c.Conn, s.nodes.home(), stmtContext(c.Conn, s.nodes.state()), st, p, s.client); err == nil {
 			// A prepare changes the node's diagnostics area as running the text would.
 			s.rs.LearnPrepare(&st.class, s.nodes.home(), failed, warnings)
 		}
@@ -175,21 +175,32 @@ func readKept(client *mysql.Conn, room int) ([]byte, error) {
 }
 
 // prepareRelayed prepares st (whose COM_STMT_PREPARE, read whole, is p) on bc, node node's
-// connection, and relays the node's answer to client with sluice's new statement id in place of
-// the node's; the statement is then kept, bound there. An ERR is relayed as it is (nothing is
-// kept: failed). warnings is the prepare OK's warning count. The client's response is left
-// unflushed.
-func (t *statements) prepareRelayed(bc *backend.Conn, node int, st *stmt, p []byte, client *mysql.Conn) (failed bool, warnings uint16, err error) {
-	if err := relay.Send(client, bc, p); err != nil {
-		return false, 0, err
-	}
-	n, _, err := bc.PeekHeader()
-	if err != nil {
-		return false, 0, &relay.Error{Err: err}
-	}
-	first, err := bc.PeekPayload(n, 12)
-	if err != nil {
-		return false, 0, &relay.Error{Err: err}
+// connection, whose session state ctx summarises (stmtContext), and relays the node's answer to
+// client with sluice's new statement id in place of the node's; the statement is then kept,
+// bound there. An ERR is relayed as it is (nothing is kept: failed), except the node's
+// max_prepared_stmt_count refusal while bc keeps idle statements: they are closed and the
+// prepare tried once more. warnings is the prepare OK's warning count. The client's response
+// is left unflushed.
+func (t *statements) prepareRelayed(bc *backend.Conn, node int, ctx uint64, st *stmt, p []byte, client *mysql.Conn) (failed bool, warnings uint16, err error) {
+	var n int
+	var first []byte
+	for try := 0; ; try++ {
+		if err := relay.Send(client, bc, p); err != nil {
+			return false, 0, err
+		}
+		if n, _, err = bc.PeekHeader(); err != nil {
+			return false, 0, &relay.Error{Err: err}
+		}
+		if first, err = bc.PeekPayload(n, 12); err != nil {
+			return false, 0, &relay.Error{Err: err}
+		}
+		if try > 0 || !tooManyStmts(first) || bc.CachedStmts() == 0 {
+			break
+		}
+		if err := bc.Discard(4 + n); err != nil {
+			return false, 0, &relay.Error{Err: err}
+		}
+		bc.EvictStmts() // sent with the prepare again
 	}
 	if len(first) == 0 || first[0] != 0x00 || len(first) < 12 {
 		// ERR (or anything unexpected): relay it as it is.
@@ -221,7 +232,7 @@ func (t *statements) prepareRelayed(bc *backend.Conn, node int, st *stmt, p []by
 	if st.shape, err = relayDefs(bc, int(st.params), int(st.columns), client); err != nil {
 		return false, 0, err
 	}
-	st.bind(bc, node, backendID)
+	st.bind(bc, node, backendID, ctx)
 	t.add(st)
 	return false, warnings, nil
 }
@@ -271,18 +282,33 @@ func relayDefs(bc *backend.Conn, params, columns int, dst *mysql.Conn) (uint64, 
 	return shape, nil
 }
 
-// bindOn returns st's binding on bc (node node's connection, named name), preparing st there
-// first when it has none. A node that describes the statement otherwise than the client was
-// told (its schema differs) does not run it, now or later: errShapeDiffers. Other errors are
-// prepareOn's: the node's refusal (*mysql.SQLError) or a broken connection.
-func (t *statements) bindOn(bc *backend.Conn, node int, name string, st *stmt) (*stmtBinding, error) {
+// bindOn returns st's binding on bc (node node's connection, named name, whose session state
+// ctx summarises: stmtContext), preparing st there first when it has none and bc keeps no idle
+// statement of st's text prepared under ctx (backend.Conn.TakeStmt). A node that describes the
+// statement otherwise than the client was told (its schema differs) does not run it, now or
+// later: errShapeDiffers. Other errors are prepareOn's: the node's refusal (*mysql.SQLError)
+// or a broken connection.
+func (t *statements) bindOn(bc *backend.Conn, node int, name string, ctx uint64, st *stmt) (*stmtBinding, error) {
 	if b := st.binding(bc); b != nil {
 		return b, nil
 	}
 	if slices.Contains(st.differs, node) {
 		return nil, errShapeDiffers
 	}
-	b, err := t.prepareOn(bc, node, st)
+	if c, ok := bc.TakeStmt(ctx, st.query); ok {
+		// Prepared there by this session or an earlier one, and let go of. It runs for st
+		// only when the node described it as st's client was told: a table altered since
+		// either side was prepared makes them differ (then it is closed, and the text
+		// prepared afresh, which compares again). The binding starts without parameter
+		// types: st's are sent with its first EXECUTE there. (Nothing else of the earlier
+		// session's use reaches st: no cursor or long data (letGo), and no "metadata already
+		// sent" state, since sluice never offers MARIADB_CLIENT_CACHE_METADATA.)
+		if c.Params == st.params && c.Columns == st.columns && c.Shape == st.shape {
+			return st.bind(bc, node, c.ID, ctx), nil
+		}
+		bc.CloseStmt(c.ID)
+	}
+	b, err := t.prepareOn(bc, node, ctx, st)
 	if errors.Is(err, errShapeDiffers) {
 		t.log.Info("prepared statement differs on a node; it does not run there", "node", name)
 		st.differs = append(st.differs, node)
@@ -290,19 +316,25 @@ func (t *statements) bindOn(bc *backend.Conn, node int, name string, st *stmt) (
 	return b, err
 }
 
-// prepareOn prepares st on bc (a connection that has not seen it), reading the node's answer
-// without relaying it.
-func (t *statements) prepareOn(bc *backend.Conn, node int, st *stmt) (*stmtBinding, error) {
-	bc.SetSeq(0)
-	t.buf = append(append(t.buf[:0], mysql.ComStmtPrepare), st.query...)
-	err := bc.WritePacketFlush(t.buf)
-	t.releaseBuf()
-	if err != nil {
-		return nil, &relay.Error{Err: err}
-	}
-	p, err := bc.ReadPacket()
-	if err != nil {
-		return nil, &relay.Error{Err: err}
+// prepareOn prepares st on bc (a connection that has not seen it) under ctx, reading the node's
+// answer without relaying it. Refused for the node's max_prepared_stmt_count while bc keeps
+// idle statements, it closes them and tries once more.
+func (t *statements) prepareOn(bc *backend.Conn, node int, ctx uint64, st *stmt) (*stmtBinding, error) {
+	var p []byte
+	for try := 0; ; try++ {
+		bc.SetSeq(0)
+		t.buf = append(append(t.buf[:0], mysql.ComStmtPrepare), st.query...)
+		err := bc.WritePacketFlush(t.buf)
+		t.releaseBuf()
+		if err != nil {
+			return nil, &relay.Error{Err: err}
+		}
+		if p, err = bc.ReadPacket(); err != nil {
+			return nil, &relay.Error{Err: err}
+		}
+		if try > 0 || !tooManyStmts(p) || bc.EvictStmts() == 0 {
+			break
+		}
 	}
 	if mysql.IsERR(p) {
 		return nil, mysql.ParseERR(p)
@@ -319,39 +351,84 @@ func (t *statements) prepareOn(bc *backend.Conn, node int, st *stmt) (*stmtBindi
 	if columns != int(st.columns) || params != int(st.params) || shape != st.shape {
 		// The node describes the statement otherwise than the client was told: its rows would
 		// not match the client's metadata. It is closed there and runs on the primary.
-		bc.SetSeq(0)
-		if err := bc.WritePacketFlush([]byte{mysql.ComStmtClose, byte(id), byte(id >> 8), byte(id >> 16), byte(id >> 24)}); err != nil {
+		bc.CloseStmt(id)
+		if err := bc.Flush(); err != nil {
 			return nil, &relay.Error{Err: err}
 		}
 		return nil, errShapeDiffers
 	}
-	return st.bind(bc, node, id), nil
+	return st.bind(bc, node, id, ctx), nil
 }
 
-// closeOn closes on bc every statement prepared there (COM_STMT_CLOSE, sent with bc's next
-// command) and forgets those bindings: bc goes to another session (pool_mode transaction).
-func (t *statements) closeOn(bc *backend.Conn) {
+// stmtCache is how many idle prepared statements a node connection of a session of login l
+// keeps under ps (backend.Conn.KeepStmts): under pool_mode transaction, where the connection
+// goes from session to session between statements, backend.DefaultStmtCache, so that the next
+// session that runs a text prepared there does not prepare it again; otherwise none: the
+// connection is the session's alone (and reset before another session takes it), and a
+// statement its client closes is closed on the node at once, as it would be directly.
+func (p *Proxy) stmtCache(l *login, ps *PoolSettings) int {
+	if ps != nil && ps.Mode == PoolTransaction && p.pooled(l, ps) {
+		return backend.DefaultStmtCache
+	}
+	return 0
+}
+
+// tooManyStmts reports whether p, a node's answer to a PREPARE (its first bytes), is its refusal
+// for max_prepared_stmt_count (ER 1461).
+func tooManyStmts(p []byte) bool {
+	return len(p) >= 3 && p[0] == 0xff && uint16(p[1])|uint16(p[2])<<8 == mysql.ErrMaxPreparedStmtCount
+}
+
+// stmtContext summarises the session state bc carries, which the caller brought in line with
+// the session's (st): the database, the COM_SET_OPTION value and the replayed session statements
+// (State.Sum: SET NAMES, sql_mode...), what a statement's text is read with when it is prepared
+// there. An idle node statement is taken for a session only under the same summary: a text
+// prepared in another database, or under another sql_mode, means something else. It does not
+// allocate.
+func stmtContext(bc *backend.Conn, st *backend.State) uint64 {
+	fp := bc.Fingerprint()
+	h := st.Sum(min(fp.Applied, len(st.Stmts)))
+	const prime = 1099511628211
+	h = (h ^ uint64(fp.Options)) * prime
+	for i := 0; i < len(fp.DB); i++ {
+		h = (h ^ uint64(fp.DB[i])) * prime
+	}
+	return (h ^ uint64(len(fp.DB))) * prime
+}
+
+// park lets go of every statement bound on bc, which goes to another session (pool_mode
+// transaction: giveBack): each node statement stays prepared there, idle in bc's cache, for
+// whichever session runs the same text next (backend.Conn.KeepStmt; closed when bc keeps
+// none), and the session's bindings there are forgotten: the session may not use bc without
+// taking it again.
+func (t *statements) park(bc *backend.Conn) {
 	for _, st := range t.byID {
 		if b := st.binding(bc); b != nil {
-			bc.SetSeq(0)
-			t.buf = append(t.buf[:0], mysql.ComStmtClose, byte(b.id), byte(b.id>>8), byte(b.id>>16), byte(b.id>>24))
-			_ = bc.WritePacket(t.buf)
+			st.letGo(b)
 			st.unbind(bc)
 		}
 	}
 }
 
-// close closes st on every connection it was prepared on (COM_STMT_CLOSE has no response) and
-// forgets it.
+// close lets go of st on every connection it was prepared on (park's way: kept idle there, or
+// closed) and forgets it.
 func (t *statements) close(st *stmt) {
-	for _, b := range st.on {
-		b.bc.SetSeq(0)
-		t.buf = append(t.buf[:0], mysql.ComStmtClose, byte(b.id), byte(b.id>>8), byte(b.id>>16), byte(b.id>>24))
-		// Flushed with the connection's next command. A write that fails: the connection
-		// is broken, and its statements with it.
-		_ = b.bc.WritePacket(t.buf)
+	for i := range st.on {
+		st.letGo(&st.on[i])
 	}
 	t.remove(st)
+}
+
+// letGo gives b's node statement to b's connection's cache, or closes it (COM_STMT_CLOSE, sent
+// with the connection's next command) when another session could find something of st's
+// there: a cursor opened, or long data sent (the server keeps long data that an EXECUTE did not
+// consume). The caller forgets b.
+func (st *stmt) letGo(b *stmtBinding) {
+	if b.dirty {
+		b.bc.CloseStmt(b.id)
+		return
+	}
+	b.bc.KeepStmt(backend.CachedStmt{ID: b.id, Params: st.params, Columns: st.columns, Shape: st.shape, Context: b.ctx, Text: st.query})
 }
 
 // sendExecute sends r, an EXECUTE (or a bulk one) of r.st, to bc, where the statement is bound
@@ -369,7 +446,11 @@ func (t *statements) sendExecute(client *mysql.Conn, bc *backend.Conn, b *stmtBi
 		return relay.Statement, t.sendCommand(client, bc, b.id, r, held)
 	}
 	defer t.releaseBuf()
-	// Long data goes first, with this connection's id.
+	// Long data goes first, with this connection's id. The node statement is not handed to
+	// another session after (letGo).
+	if len(st.longData) > 0 {
+		b.dirty = true
+	}
 	for _, chunk := range st.longData {
 		bc.SetSeq(0)
 		t.buf = append(t.buf[:0], mysql.ComStmtSendLongData, byte(b.id), byte(b.id>>8), byte(b.id>>16), byte(b.id>>24))
@@ -392,6 +473,7 @@ func (t *statements) sendExecute(client *mysql.Conn, bc *backend.Conn, b *stmtBi
 	kind := relay.Statement
 	if len(head) > 5 && head[5]&0x0f != 0 {
 		st.cursorConn = bc // a cursor type was asked for: FETCH goes here
+		b.dirty = true     // closed, not handed on, when let go of (letGo)
 		kind = relay.Cursor
 	}
 	// Parameter types: remember them when bound; supply them when this connection lacks them.

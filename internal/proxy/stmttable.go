@@ -49,13 +49,21 @@ type stmtBinding struct {
 	bc   *backend.Conn
 	node int // the node bc is connected to (the session's index): where a failure is mapped
 	id   uint32
-	// typed reports whether this connection has been sent parameter types.
+	// ctx is the session state the node statement was prepared under (stmtContext): its key
+	// in bc's cache once the session lets go of it (letGo).
+	ctx uint64
+	// typed reports whether this connection has been sent parameter types: by this session,
+	// for this statement (a node statement taken from bc's cache has another session's).
 	typed bool
+	// dirty: a cursor was opened on the node statement, or long data sent to it; it is
+	// closed, not kept for another session, when let go of.
+	dirty bool
 }
 
-// bind records that st is prepared on bc (node node's connection) as the node's statement id.
-func (st *stmt) bind(bc *backend.Conn, node int, id uint32) *stmtBinding {
-	st.on = append(st.on, stmtBinding{bc: bc, node: node, id: id})
+// bind records that st is prepared on bc (node node's connection) as the node's statement id,
+// under session state ctx.
+func (st *stmt) bind(bc *backend.Conn, node int, id uint32, ctx uint64) *stmtBinding {
+	st.on = append(st.on, stmtBinding{bc: bc, node: node, id: id, ctx: ctx})
 	return &st.on[len(st.on)-1]
 }
 

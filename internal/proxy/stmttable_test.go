@@ -194,9 +194,9 @@ func TestStatementsBindings(t *testing.T) {
 	tb := newStatements(0, 0, slog.Default())
 	primary, replica := memNode(&memConn{}), memNode(&memConn{})
 	a, b := tableStmt(&tb, "SELECT 1"), tableStmt(&tb, "SELECT 2")
-	a.bind(primary, 0, 7)
-	a.bind(replica, 1, 8)
-	b.bind(replica, 1, 9)
+	a.bind(primary, 0, 7, 0)
+	a.bind(replica, 1, 8, 0)
+	b.bind(replica, 1, 9, 0)
 	if got := a.binding(replica); got == nil || got.id != 8 || got.node != 1 {
 		t.Fatalf("a's binding on the replica: %+v, want node 1, id 8", got)
 	}
@@ -254,7 +254,7 @@ func TestStatementsPrepareRelayed(t *testing.T) {
 	tb.lastID = 4 // sluice's id differs from the node's (7)
 	prep := append([]byte{mysql.ComStmtPrepare}, benchPrepareSQL...)
 	st := &stmt{query: []byte(benchPrepareSQL)}
-	if _, _, err := tb.prepareRelayed(bc, 0, st, prep, cc); err != nil {
+	if _, _, err := tb.prepareRelayed(bc, 0, 0, st, prep, cc); err != nil {
 		t.Fatal(err)
 	}
 	if err := cc.Flush(); err != nil {
@@ -278,7 +278,7 @@ func TestStatementsPrepareRelayed(t *testing.T) {
 	node.load(refusal)
 	client.load(nil)
 	st2 := &stmt{query: []byte("SELECT * FROM nope")}
-	if _, _, err := tb.prepareRelayed(bc, 0, st2, append([]byte{mysql.ComStmtPrepare}, st2.query...), cc); err != nil {
+	if _, _, err := tb.prepareRelayed(bc, 0, 0, st2, append([]byte{mysql.ComStmtPrepare}, st2.query...), cc); err != nil {
 		t.Fatal(err)
 	}
 	_ = cc.Flush()
@@ -298,15 +298,15 @@ func TestStatementsBindOn(t *testing.T) {
 	hc, oc, dc := memNode(home), memNode(other), memNode(differs)
 	home.load(benchPrepareOK)
 	st := &stmt{query: []byte(benchPrepareSQL)}
-	if _, _, err := tb.prepareRelayed(hc, 0, st, append([]byte{mysql.ComStmtPrepare}, st.query...), mysql.NewConn(&memConn{}, 0, 0)); err != nil {
+	if _, _, err := tb.prepareRelayed(hc, 0, 0, st, append([]byte{mysql.ComStmtPrepare}, st.query...), mysql.NewConn(&memConn{}, 0, 0)); err != nil {
 		t.Fatal(err)
 	}
 
-	if b, err := tb.bindOn(hc, 0, "home", st); err != nil || b.id != benchNodeStmtID {
+	if b, err := tb.bindOn(hc, 0, "home", 0, st); err != nil || b.id != benchNodeStmtID {
 		t.Fatalf("bindOn where it is prepared: %+v, %v", b, err)
 	}
 	other.load(packets(1, []byte{0, 9, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0}, benchColumn, benchColumn))
-	b, err := tb.bindOn(oc, 1, "other", st)
+	b, err := tb.bindOn(oc, 1, "other", 0, st)
 	if err != nil || b.id != 9 || b.node != 1 {
 		t.Fatalf("lazy prepare: %+v, %v; want the node's id 9", b, err)
 	}
@@ -316,7 +316,7 @@ func TestStatementsBindOn(t *testing.T) {
 
 	otherColumn := bytes.Replace(benchColumn, []byte("\x01v\x01v"), []byte("\x01w\x01w"), 1)
 	differs.load(packets(1, []byte{0, 3, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0}, benchColumn, otherColumn))
-	if _, err := tb.bindOn(dc, 2, "differs", st); !errors.Is(err, errShapeDiffers) {
+	if _, err := tb.bindOn(dc, 2, "differs", 0, st); !errors.Is(err, errShapeDiffers) {
 		t.Fatalf("a node with another column: %v, want errShapeDiffers", err)
 	}
 	closeIt := packets(0, []byte{mysql.ComStmtClose, 3, 0, 0, 0})
@@ -324,14 +324,14 @@ func TestStatementsBindOn(t *testing.T) {
 		t.Fatalf("the differing node's statement not closed: node got %x", differs.out)
 	}
 	differs.load(nil)
-	if _, err := tb.bindOn(dc, 2, "differs", st); !errors.Is(err, errShapeDiffers) || len(differs.out) != 0 {
+	if _, err := tb.bindOn(dc, 2, "differs", 0, st); !errors.Is(err, errShapeDiffers) || len(differs.out) != 0 {
 		t.Fatalf("second try on the differing node: %v, node got %x", err, differs.out)
 	}
 
 	refused := &memConn{}
 	refused.load(packets(1, mysql.AppendERR(nil, mysql.NewError(1142, "42000", "SELECT command denied"))))
 	var se *mysql.SQLError
-	if _, err := tb.bindOn(memNode(refused), 3, "refused", st); !errors.As(err, &se) || se.Code != 1142 {
+	if _, err := tb.bindOn(memNode(refused), 3, "refused", 0, st); !errors.As(err, &se) || se.Code != 1142 {
 		t.Fatalf("a node refusing the PREPARE: %v, want its error", err)
 	}
 	if len(st.on) != 2 {
@@ -345,8 +345,8 @@ func TestStatementsClose(t *testing.T) {
 	m1, m2 := &memConn{}, &memConn{}
 	c1, c2 := memNode(m1), memNode(m2)
 	st := tableStmt(&tb, "SELECT 1")
-	st.bind(c1, 0, 7)
-	st.bind(c2, 1, 8)
+	st.bind(c1, 0, 7, 0)
+	st.bind(c2, 1, 8, 0)
 	tb.close(st)
 	_, _ = c1.Flush(), c2.Flush()
 	if want := packets(0, []byte{mysql.ComStmtClose, 7, 0, 0, 0}); !bytes.Equal(m1.out, want) {
@@ -368,7 +368,7 @@ func TestStatementsSendExecute(t *testing.T) {
 	pm, rm := &memConn{}, &memConn{}
 	primary, replica := memNode(pm), memNode(rm)
 	st := tableStmt(&tb, benchPrepareSQL)
-	pb, rb := st.bind(primary, 0, 7), st.bind(replica, 1, 8)
+	pb, rb := st.bind(primary, 0, 7, 0), st.bind(replica, 1, 8, 0)
 	client := mysql.NewConn(&memConn{}, 0, 0)
 	payload := func(p []byte) []byte { return p[4:] } // one packet's payload
 

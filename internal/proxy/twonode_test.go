@@ -63,9 +63,9 @@ func (r *twoNodeSession) addStmt(query string, params, columns uint16, onReplica
 	st := &stmt{query: []byte(query), params: params, columns: columns}
 	st.class = classify.Classify(st.query)
 	st.id = r.s.stmts.newID()
-	st.bind(r.s.nodes.at(0).Conn, 0, 7)
+	st.bind(r.s.nodes.at(0).Conn, 0, 7, 0)
 	if onReplica {
-		st.bind(r.s.nodes.at(1).Conn, 1, 8)
+		st.bind(r.s.nodes.at(1).Conn, 1, 8, 0)
 	}
 	r.s.stmts.add(st)
 	return st

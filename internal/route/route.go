@@ -226,7 +226,7 @@ const (
 	PinRowCount   // ROW_COUNT()/FOUND_ROWS() after a write or SQL_CALC_FOUND_ROWS: until the next statement
 	PinInsertID   // LAST_INSERT_ID() could not be read back: until the session ends
 	PinUserVar    // SET @a = …: a user variable lives on the primary's connection (route's pin; pool_mode transaction reads it back and restores it instead of holding the connection, unless it is too large to carry)
-	PinNextTx     // SET TRANSACTION (the next transaction's characteristics): until the next statement
+	PinNextTx     // SET TRANSACTION (the next transaction's characteristics): until BEGIN, COMMIT or ROLLBACK (the node keeps them until a transaction takes them)
 	PinHandler    // HANDLER … OPEN: until the session ends
 	PinSequence   // NEXTVAL/SETVAL/LASTVAL of a sequence: LASTVAL is the connection's, until the session ends
 
