@@ -221,8 +221,10 @@ func (p *Proxy) takeOrDial(k pool.Key, w pool.Want[*backend.Conn], lim pool.Limi
 func (p *Proxy) ready(c *backend.Conn, shared bool, n *topology.Node, readOnly bool, st *backend.State, primary func(*backend.Conn)) error {
 	if shared && c.Continues(st) {
 		c.Continue(st)
-		if !readOnly && primary != nil && !c.TracksGTIDs {
-			primary(c) // a session at the session level takes a connection that reports nothing
+		if !readOnly && primary != nil {
+			// The session learns whether its primary connection reports GTIDs (its reads at
+			// consistency session rely on it); one that does already is not asked again.
+			primary(c)
 		}
 		return nil
 	}
