@@ -232,8 +232,10 @@ func (p *Proxy) ready(c *backend.Conn, shared bool, n *topology.Node, readOnly b
 				return &backend.ConnectError{Addr: n.Address, Err: err}
 			}
 		}
-		if !readOnly && primary != nil && !c.TracksGTIDs {
-			primary(c) // a session at the session level takes a connection that reports nothing
+		if !readOnly && primary != nil {
+			// The session learns whether its primary connection reports GTIDs (its reads at
+			// consistency session rely on it); one that does already is not asked again.
+			primary(c)
 		}
 		return nil
 	}

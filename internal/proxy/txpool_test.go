@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/sluicedb/sluice/internal/config"
 	smysql "github.com/sluicedb/sluice/internal/mysql"
 	"github.com/sluicedb/sluice/internal/testutil"
 )
@@ -299,5 +300,41 @@ func TestTxPoolKill(t *testing.T) {
 	}
 	if n := c.int(t, "SELECT 1"); n != 1 {
 		t.Error("C after its statement was killed")
+	}
+}
+
+// TestTxPoolReadsYourWrites: under pool_mode transaction at consistency session, reads still go
+// to the replicas (the session knows its primary connection reports GTIDs, whichever pooled
+// connection it took), and each read after a write finds it, the connection under the session
+// changing as another session takes it.
+func TestTxPoolReadsYourWrites(t *testing.T) {
+	direct := open(t, testutil.Cluster(t).DSN("primary", "app", "app", "test"))
+	mustExec(t, direct, "CREATE TABLE IF NOT EXISTS test.txpool_ryw (id INT PRIMARY KEY)")
+	mustExec(t, direct, "DELETE FROM test.txpool_ryw")
+	s := startSluice(t, func(c *config.Config) {
+		for i := range c.Endpoints {
+			c.Endpoints[i].PoolMode = "transaction"
+			c.Endpoints[i].Pool.MaxPerNode = 1
+			c.Endpoints[i].Pool.AcquireTimeout.Duration = 5 * time.Second
+			c.Endpoints[i].Consistency = config.ConsistencySession
+		}
+	})
+	// B first: A's login takes the primary connection B's login opened and gave back.
+	b := connect(t, dsn(s.rw, "app", "app", "test", ""))
+	defer b.leave()
+	a := connect(t, dsn(s.rw, "app", "app", "test", ""))
+	defer a.leave()
+	for i := range 30 {
+		b.exec(t, "SET time_zone = '+0"+strconv.Itoa(i%10)+":00'") // B's state differs: A's connection is reset under it
+		if n := a.int(t, "SELECT COUNT(*) FROM test.txpool_ryw WHERE id < 0"); n != 0 {
+			t.Fatal(n)
+		}
+		if _, role, reason := lastRoute(t, a.c); role != "replica" {
+			t.Fatalf("round %d: a read with nothing to wait for went to the %s (%s)", i, role, reason)
+		}
+		a.exec(t, "INSERT INTO test.txpool_ryw VALUES ("+strconv.Itoa(i)+")")
+		if n := a.int(t, "SELECT COUNT(*) FROM test.txpool_ryw WHERE id = "+strconv.Itoa(i)); n != 1 {
+			t.Fatalf("round %d: A's own insert not read back", i)
+		}
 	}
 }
