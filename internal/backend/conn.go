@@ -89,6 +89,9 @@ type Conn struct {
 
 	fp       Fingerprint // the session state the connection carries
 	carried  Carried     // what it carries of its last session's state, given back to a pool unreset (Carries)
+	// userVars are the keys of the user variables sessions set on it since its last reset
+	// (NoteUserVar).
+	userVars map[string]struct{}
 	readOnly bool        // opened with Options.ReadOnly: the guard belongs here
 	// unguarded: the connection may have left read-only mode since the guard last ran (a
 	// replayed or relayed statement, a reset, a guard that failed). Meaningful when readOnly.
@@ -331,6 +334,7 @@ const localInfileHeader = 0xfb
 func (c *Conn) Command(payload []byte) error {
 	if len(payload) > 0 && (payload[0] == mysql.ComResetConnection || payload[0] == mysql.ComChangeUser) {
 		c.ForgetStmts()
+		c.forgetUserVars()
 	}
 	c.SetSeq(0)
 	if err := c.WritePacketFlush(payload); err != nil {

@@ -376,6 +376,7 @@ var selectDatabase = []byte("SELECT DATABASE()")
 // keeps are forgotten as the reset is sent, whatever the answer.
 func (c *Conn) ResetSession(askDB bool) (db string, err error) {
 	c.ForgetStmts() // the reset drops the node's prepared statements (as Command's does)
+	c.forgetUserVars()
 	c.SetSeq(0)
 	if err := c.WritePacket([]byte{mysql.ComResetConnection}); err != nil {
 		return "", err

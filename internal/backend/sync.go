@@ -281,6 +281,7 @@ func (c *Conn) Adopt(t *State) {
 // node dropped its prepared statements too: the idle ones c keeps are forgotten.
 func (c *Conn) MarkReset(epoch uint64) {
 	c.ForgetStmts()
+	c.forgetUserVars()
 	c.fp.Epoch, c.fp.Applied = epoch, 0
 	c.unguarded = true
 	c.TracksGTIDs = false // session_track_system_variables is the global value again

@@ -565,3 +565,30 @@ func (c *Conn) UserVarNames() ([]string, error) {
 	}
 	return names, nil
 }
+
+// NoteUserVar records that a session set the user variable whose key is key (classify's
+// AppendUserVarKey) on c: a later session that reads it there without having set it must find
+// it NULL, not the other's value. A reset forgets them all (forgetUserVars).
+func (c *Conn) NoteUserVar(key string) {
+	if c.userVars == nil {
+		c.userVars = map[string]struct{}{}
+	}
+	c.userVars[key] = struct{}{}
+}
+
+// MayHoldUserVar reports whether a session set the user variable key on c since its last reset.
+func (c *Conn) MayHoldUserVar(key string) bool {
+	_, ok := c.userVars[key]
+	return ok
+}
+
+// UserVarKeys calls f with the key of every user variable a session set on c since its last
+// reset.
+func (c *Conn) UserVarKeys(f func(key string)) {
+	for k := range c.userVars {
+		f(k)
+	}
+}
+
+// forgetUserVars follows a reset: the node dropped every user variable.
+func (c *Conn) forgetUserVars() { clear(c.userVars) }

@@ -62,6 +62,9 @@ type sharing struct {
 	vars  map[string]backend.UserVar
 	on    map[string]bool
 	dirty map[string]string // key -> name
+	// allOn is the connection that holds every one of the session's variables and no other
+	// session's (a CALL or EXECUTE ran there: before restored them all first).
+	allOn *backend.Conn
 	// restore and buf are before's scratch.
 	restore []backend.UserVar
 	buf     []byte
@@ -199,6 +202,9 @@ func (sh *sharing) left(bc *backend.Conn) {
 	if sh.insertIDOn == bc {
 		sh.insertIDOn = nil
 	}
+	if sh.allOn == bc {
+		sh.allOn = nil
+	}
 	clear(sh.on)
 }
 
@@ -226,15 +232,16 @@ func (sh *sharing) before(c *classify.Result, stmt []byte, d classify.Dialect, b
 			return err
 		}
 	}
-	if c.Flags&(classify.UserVar|classify.LastInsertID) == 0 {
+	unnamed := c.Kind == classify.Call || c.Kind == classify.Execute || c.Kind == classify.Unknown
+	if c.Flags&(classify.UserVar|classify.LastInsertID) == 0 && !unnamed {
 		return nil
 	}
 	liid := c.Flags&classify.LastInsertID != 0
 	sh.restore = sh.restore[:0]
-	if c.Flags&classify.UserVar != 0 {
-		if sh.on == nil {
-			sh.on, sh.dirty = map[string]bool{}, map[string]string{}
-		}
+	if sh.on == nil {
+		sh.on, sh.dirty = map[string]bool{}, map[string]string{}
+	}
+	if c.Flags&classify.UserVar != 0 && sh.allOn != bc {
 		eff := classify.UserVars(stmt, d, func(tok []byte, assigns bool) {
 			sh.buf = classify.AppendUserVarKey(sh.buf[:0], tok, d)
 			if sh.on[string(sh.buf)] && !assigns {
@@ -242,19 +249,36 @@ func (sh *sharing) before(c *classify.Result, stmt []byte, d classify.Dialect, b
 			}
 			key, name := string(sh.buf), string(classify.AppendUserVarName(nil, tok, d))
 			if !sh.on[key] && !assigns {
-				v, ok := sh.vars[key]
-				if !ok {
-					v = backend.UserVar{Name: name, Type: backend.UserVarString, Null: true, Collation: "binary"}
-				}
-				v.Name = name
-				sh.restore = append(sh.restore, v)
+				sh.need(key, name, bc)
 			}
 			sh.on[key] = true
 			if assigns {
 				sh.dirty[key] = name
+				bc.NoteUserVar(key)
 			}
 		})
 		liid = liid || eff&classify.VarsLastInsertID != 0
+		unnamed = unnamed || eff&(classify.VarsUnnamed|classify.VarsExecute) != 0
+	}
+	if unnamed && sh.allOn != bc {
+		// A CALL, an EXECUTE, text sluice cannot read: it may read or set any variable. Every
+		// one of the session's is put in place first, and every other session's on bc made
+		// NULL; from now on bc holds the session's variables (it is held to the session's end:
+		// route.PinProgram, PinSQLPrepare), whatever the statement sets.
+		for key := range sh.vars {
+			if !sh.on[key] {
+				sh.need(key, key, bc)
+				sh.on[key] = true
+			}
+		}
+		bc.UserVarKeys(func(key string) {
+			if !sh.on[key] {
+				sh.need(key, key, bc)
+				sh.on[key] = true
+			}
+		})
+		sh.allOn = bc
+		liid = true
 	}
 	liid = liid && sh.insertIDOn != bc
 	if len(sh.restore) == 0 && !liid {
@@ -268,6 +292,23 @@ func (sh *sharing) before(c *classify.Result, stmt []byte, d classify.Dialect, b
 		sh.insertIDOn, sh.insertIDDirty = bc, false
 	}
 	return nil
+}
+
+// need queues the restore of user variable key (written name) on bc, before a statement
+// reads it there: the session's value, or NULL when the session never set it but another
+// session did on bc; nothing when neither did (it reads as never set, as it would on a new
+// connection: a NULL restored there would change its type under a statement prepared before).
+func (sh *sharing) need(key, name string, bc *backend.Conn) {
+	v, ok := sh.vars[key]
+	if !ok {
+		if !bc.MayHoldUserVar(key) {
+			return
+		}
+		v = backend.UserVar{Type: backend.UserVarString, Null: true, Collation: "binary"}
+	}
+	v.Name = name
+	sh.restore = append(sh.restore, v)
+	bc.NoteUserVar(key)
 }
 
 // lendBetween gives the session's node connections back to the pool between two commands

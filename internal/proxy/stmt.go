@@ -34,6 +34,11 @@ func (s *session) prepare() error {
 	st.class = s.reader.classifyPrepared(st.query, s.nodes.all(), s.rs.Bound)
 	c, err := s.nodes.use(s.nodes.home())
 	if err == nil {
+		// The variables the text reads are the session's before the node describes it (their
+		// types are the statement's), as at each EXECUTE.
+		err = s.nodes.share.before(&st.class, st.query, c.dialect, c.Conn, false, s.rs.Autocommit)
+	}
+	if err == nil {
 		var failed bool
 		var warnings uint16
 		if failed, warnings, err = s.stmts.prepareRelayed(c.Conn, s.nodes.home(), stmtContext(c.Conn, s.nodes.state()), st, p, s.client); err == nil {

@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"strconv"
 	"strings"
@@ -336,5 +337,48 @@ func TestTxPoolReadsYourWrites(t *testing.T) {
 		if n := a.int(t, "SELECT COUNT(*) FROM test.txpool_ryw WHERE id = "+strconv.Itoa(i)); n != 1 {
 			t.Fatalf("round %d: A's own insert not read back", i)
 		}
+	}
+}
+
+// TestTxPoolUserVarsAndPrograms: user variables a CALL sets (directly or through SQL EXECUTE)
+// are the session's afterwards, and a statement prepared (binary) while a variable is another
+// session's on the connection neither sees that value nor fails when the session sets its own
+// (a restore between PREPARE and EXECUTE that changed the variable's type would give 1615).
+func TestTxPoolUserVarsAndPrograms(t *testing.T) {
+	direct := open(t, testutil.Cluster(t).DSN("primary", "app", "app", "test"))
+	mustExec(t, direct, "CREATE PROCEDURE IF NOT EXISTS test.txpool_addmul(a INT, b INT, OUT s INT, OUT m INT) BEGIN SET s = a + b; SET m = a * b; END")
+	s := startSluice(t, poolConfig("transaction", 1, 5*time.Second))
+
+	a := connect(t, dsn(s.rw, "app", "app", "test", ""))
+	a.exec(t, "CALL test.txpool_addmul(6, 7, @s, @m)")
+	if got := a.str(t, "SELECT CONCAT(@s, ' ', @m)").String; got != "13 42" {
+		t.Errorf("after CALL: %q, want 13 42", got)
+	}
+	a.leave()
+	a = connect(t, dsn(s.rw, "app", "app", "test", ""))
+	a.exec(t, "PREPARE c FROM 'CALL test.txpool_addmul(?, ?, @s2, @m2)'")
+	a.exec(t, "SET @x = 6")
+	a.exec(t, "EXECUTE c USING @x, 7")
+	if got := a.str(t, "SELECT CONCAT(@s2, ' ', @m2)").String; got != "13 42" {
+		t.Errorf("after EXECUTE of a CALL: %q, want 13 42", got)
+	}
+	a.leave()
+
+	b := connect(t, dsn(s.rw, "app", "app", "test", ""))
+	defer b.leave()
+	c := connect(t, dsn(s.rw, "app", "app", "test", ""))
+	defer c.leave()
+	b.exec(t, "SET @pv = 'b-secret'")
+	var v sql.NullString
+	var n int
+	if err := c.c.QueryRowContext(context.Background(), "SELECT @pv, ?", 1).Scan(&v, &n); err != nil || v.Valid {
+		t.Fatalf("C's prepared SELECT @pv on B's connection: %v, %v; want NULL", v, err)
+	}
+	c.exec(t, "SET @pv = 'c-own'")
+	if err := c.c.QueryRowContext(context.Background(), "SELECT @pv, ?", 2).Scan(&v, &n); err != nil || v.String != "c-own" {
+		t.Fatalf("C's prepared SELECT @pv after its SET: %v, %v; want c-own", v, err)
+	}
+	if got := b.str(t, "SELECT @pv").String; got != "b-secret" {
+		t.Errorf("B's @pv = %q", got)
 	}
 }
