@@ -87,12 +87,12 @@ type Conn struct {
 	// (set by whoever asked it to; MarkReset clears it, as the reset does on the node).
 	TracksGTIDs bool
 
-	fp       Fingerprint // the session state the connection carries
-	carried  Carried     // what it carries of its last session's state, given back to a pool unreset (Carries)
+	fp      Fingerprint // the session state the connection carries
+	carried Carried     // what it carries of its last session's state, given back to a pool unreset (Carries)
 	// userVars are the keys of the user variables sessions set on it since its last reset
 	// (NoteUserVar).
 	userVars map[string]struct{}
-	readOnly bool        // opened with Options.ReadOnly: the guard belongs here
+	readOnly bool // opened with Options.ReadOnly: the guard belongs here
 	// unguarded: the connection may have left read-only mode since the guard last ran (a
 	// replayed or relayed statement, a reset, a guard that failed). Meaningful when readOnly.
 	unguarded bool
