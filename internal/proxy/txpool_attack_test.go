@@ -202,27 +202,7 @@ func TestTxPoolAttackHolds(t *testing.T) {
 			for _, q := range tc.hold {
 				a.exec(t, q)
 			}
-			var n int
-			err := b.c.QueryRowContext(context.Background(), "SELECT 1").Scan(&n)
-			if me := (*mysql.MySQLError)(nil); !errors.As(err, &me) || me.Number != 1040 {
-				t.Fatalf("B while A holds the connection: %v, want 1040 after acquire_timeout", err)
-			}
-			for _, q := range tc.release {
-				a.exec(t, q)
-			}
-			if tc.release == nil {
-				a.leave()
-			}
-			deadline := time.Now().Add(2 * time.Second)
-			for {
-				err = b.c.QueryRowContext(context.Background(), "SELECT 1").Scan(&n)
-				if err == nil || time.Now().After(deadline) {
-					break
-				}
-			}
-			if err != nil {
-				t.Fatalf("B once A let the connection go: %v", err)
-			}
+			waitsThenGets(t, a, b, tc.release)
 			// What A held is gone: B writes the table.
 			b.exec(t, "INSERT INTO test.txa_plain VALUES (1)")
 		})

@@ -155,27 +155,7 @@ func TestTxPoolPins(t *testing.T) {
 					t.Errorf("SHOW LAST ROUTE pins %q, want %s", got, tc.pin)
 				}
 			}
-			var n int
-			err := b.c.QueryRowContext(context.Background(), "SELECT 1").Scan(&n)
-			if me := (*mysql.MySQLError)(nil); !errors.As(err, &me) || me.Number != 1040 {
-				t.Fatalf("B while A holds the connection: %v, want 1040 after acquire_timeout", err)
-			}
-			for _, q := range tc.release {
-				a.exec(t, q)
-			}
-			if tc.release == nil {
-				a.leave()
-			}
-			deadline := time.Now().Add(2 * time.Second)
-			for {
-				err = b.c.QueryRowContext(context.Background(), "SELECT 1").Scan(&n)
-				if err == nil || time.Now().After(deadline) {
-					break
-				}
-			}
-			if err != nil {
-				t.Fatalf("B once A let the connection go: %v", err)
-			}
+			waitsThenGets(t, a, b, tc.release)
 		})
 	}
 }
@@ -380,5 +360,32 @@ func TestTxPoolUserVarsAndPrograms(t *testing.T) {
 	}
 	if got := b.str(t, "SELECT @pv").String; got != "b-secret" {
 		t.Errorf("B's @pv = %q", got)
+	}
+}
+
+// waitsThenGets checks that B, while A holds the only node connection (max_per_node 1), gets
+// 1040 after acquire_timeout, and gets the connection once A runs release (nil: A leaves).
+func waitsThenGets(t *testing.T, a, b *client, release []string) {
+	t.Helper()
+	var n int
+	err := b.c.QueryRowContext(context.Background(), "SELECT 1").Scan(&n)
+	if me := (*mysql.MySQLError)(nil); !errors.As(err, &me) || me.Number != 1040 {
+		t.Fatalf("B while A holds the connection: %v, want 1040 after acquire_timeout", err)
+	}
+	for _, q := range release {
+		a.exec(t, q)
+	}
+	if release == nil {
+		a.leave()
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		err = b.c.QueryRowContext(context.Background(), "SELECT 1").Scan(&n)
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("B once A let the connection go: %v", err)
 	}
 }
