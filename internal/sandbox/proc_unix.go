@@ -98,9 +98,26 @@ func signalPID(pid int, sig syscall.Signal) error {
 	return nil
 }
 
-// waitGone polls until the node's process is gone or ctx ends.
-func waitGone(ctx context.Context, pid int, cnf string) error {
-	for alive(pid, cnf) {
+// exited reports whether pid is gone or a zombie. Unlike alive it does not look at the
+// command line: a process in the middle of exiting has already released its memory, so its
+// cmdline reads empty (or fails) while the process still holds its files and port. Use it
+// only for a pid alive has identified as ours.
+func exited(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return errors.Is(err, os.ErrNotExist)
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	return i >= 0 && i+2 < len(stat) && (stat[i+2] == 'Z' || stat[i+2] == 'X')
+}
+
+// waitGone polls until the node's process (identified by alive before it was signalled) has
+// exited or ctx ends.
+func waitGone(ctx context.Context, pid int) error {
+	for !exited(pid) {
 		if !pause.For(ctx, 20*time.Millisecond) {
 			return fmt.Errorf("process %d still running: %w", pid, ctx.Err())
 		}
@@ -118,7 +135,7 @@ func terminate(ctx context.Context, pid int, cnf string, grace time.Duration) er
 		return err
 	}
 	gctx, cancel := context.WithTimeout(ctx, grace)
-	err := waitGone(gctx, pid, cnf)
+	err := waitGone(gctx, pid)
 	cancel()
 	if err == nil {
 		return nil
@@ -136,5 +153,5 @@ func kill(ctx context.Context, pid int, cnf string) error {
 	}
 	kctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	return waitGone(kctx, pid, cnf)
+	return waitGone(kctx, pid)
 }
