@@ -31,8 +31,8 @@ if ($H !== '127.0.0.1' && $H !== 'localhost') {
     fwrite(STDERR, "battery: CB_HOST must be 127.0.0.1\n");
     exit(2);
 }
-if ($MODE !== 'rw' && $MODE !== 'ro' && $MODE !== 'errors') {
-    fwrite(STDERR, "battery: CB_MODE must be rw, ro or errors\n");
+if (!in_array($MODE, ['rw', 'ro', 'errors', 'isolation'], true)) {
+    fwrite(STDERR, "battery: CB_MODE must be rw, ro, errors or isolation\n");
     exit(2);
 }
 define('CB', ['host' => '127.0.0.1', 'port' => $P, 'user' => $U, 'password' => $PW, 'user2' => $U2,
@@ -176,6 +176,7 @@ function big_text(): string
 require __DIR__ . '/schema.php';
 require __DIR__ . '/mysqli.php';
 require __DIR__ . '/pdo.php';
+require __DIR__ . '/isolation.php';
 
 // own_errors: CB_MODE=errors, an error sluice raises itself (scripts/client-batteries.sh's
 // errors phase). Each driver connects and runs CB_SQL, and prints one line: 'DRIVER: ok' or
@@ -214,6 +215,12 @@ if (CB['mode'] === 'errors') {
 }
 
 out('# php ' . PHP_MAJOR_VERSION . '.' . PHP_MINOR_VERSION . ' mode=' . CB['mode']);
+
+if (CB['mode'] === 'isolation') {
+    isolation_scenarios();
+    out('== end');
+    exit(0);
+}
 
 if (RW) {
     scenario('setup', 'setup_schema');
