@@ -195,7 +195,7 @@ function iso_leave(IsoDriver $d): void
             $d->autocommit($a, true);
             $d->begin($a);
             $d->q($a, "INSERT INTO cb_iso_t (v) VALUES ('A-uncommitted')");
-            $d->q($a, 'SELECT 1/0 AS w');
+            $d->q($a, "SELECT CAST('1x' AS SIGNED) AS w");
             $d->q($a, 'SHOW WARNINGS');
             $d->q($a, ISO_PROBE);
         });

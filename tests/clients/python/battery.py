@@ -1140,9 +1140,187 @@ def own_errors():
                     pass
 
 
+# ---------------------------------------------------------------- CB_MODE=isolation
+# Client A sets every kind of session state (with the driver's API where it has one) and goes
+# idle or leaves; client B opens and prints what it sees (the server's defaults, its own); A
+# prints its own state again. Directly two server connections; through sluice at pool
+# max_per_node 1 one node connection (scripts/client-isolation.sh). Neither driver prepares on
+# the server: SQL PREPARE stands for prepared statements (it pins, so in the leave round only).
+
+ISO_PROBE = ("SELECT DATABASE() AS db, @@session.sql_mode AS sql_mode, "
+             "@@session.max_statement_time AS max_statement_time, @@character_set_client AS cs_client, "
+             "@@character_set_connection AS cs_connection, @@character_set_results AS cs_results, "
+             "@@collation_connection AS collation, @@session.tx_isolation AS isolation, "
+             "@@session.time_zone AS time_zone, @@autocommit AS autocommit, @@in_transaction AS in_tx, "
+             "@cb_iso_s AS uv_s, @cb_iso_n AS uv_n, LAST_INSERT_ID() AS last_id")
+
+
+def iso_value(v):
+    if isinstance(v, (bytes, bytearray)):
+        v = bytes(v).decode("utf-8", "replace")
+    if isinstance(v, decimal.Decimal):
+        v = format(v.normalize(), "f") if v == v.to_integral() else str(v)
+    return "NULL" if v is None else str(v)
+
+
+def iso_connect(drv, db):
+    if db is None and isinstance(drv, MySQLdbDriver):
+        return MySQLdb.connect(host=HOST, port=PORT, user=USER, password=PASSWORD, charset="utf8mb4",
+                               connect_timeout=10, read_timeout=TIMEOUT, write_timeout=TIMEOUT,
+                               autocommit=True)
+    return drv.connect(db=db, multi=False)
+
+
+def iso_q(drv, conn, sql):
+    """Runs sql and prints its rows (name=value a line), or its error."""
+    try:
+        cur = conn.cursor()
+        cur.execute(sql)
+        if cur.description:
+            names = [d[0] for d in cur.description]
+            for row in cur.fetchall():
+                for n, v in zip(names, row):
+                    out(f"  {n}={iso_value(v)}")
+        else:
+            out(f"  ok affected={cur.rowcount}")
+        cur.close()
+    except drv.Error as e:
+        code, state, msg = drv.describe_error(e, conn)
+        out(f"  error {code} {state} {stable(msg)}")
+
+
+def iso_step(label, fn):
+    out(f"-- {label}")
+    try:
+        fn()
+    except Exception as e:
+        out(f"  exception: {type(e).__name__}: {stable(e)}")
+
+
+def iso_charset(conn, cs):
+    if isinstance(conn, pymysql.connections.Connection):
+        conn.set_charset(cs)
+    else:
+        conn.set_character_set(cs)
+
+
+def iso_set(drv, a):
+    def state():
+        a.select_db(DB)
+        iso_charset(a, "latin1")
+        iso_q(drv, a, "SET SESSION sql_mode = 'ANSI_QUOTES,NO_ZERO_DATE', max_statement_time = 7")
+        iso_q(drv, a, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+        iso_q(drv, a, "SET time_zone = '+03:00'")
+        iso_q(drv, a, "SET @cb_iso_s = 'A-string', @cb_iso_n = 42")
+    iso_step("A sets database, charset, session variables, isolation, time zone, user variables", state)
+
+    def insert():
+        a.autocommit(False)
+        iso_q(drv, a, "INSERT INTO cb_iso_t (v) VALUES ('A')")
+        out(f"  insert id {a.insert_id()}")
+        a.commit()
+    iso_step("A autocommit off, an insert (LAST_INSERT_ID), commit", insert)
+
+
+def iso_idle(drv):
+    out(f"== {drv.name} isolation idle")
+    a = iso_connect(drv, None)
+    iso_set(drv, a)
+    iso_step("A probe", lambda: iso_q(drv, a, ISO_PROBE))
+    a.commit()
+    b = iso_connect(drv, None)
+    iso_step("B probe (defaults)", lambda: iso_q(drv, b, ISO_PROBE))
+    iso_step("B warnings", lambda: iso_q(drv, b, "SHOW WARNINGS"))
+
+    def own():
+        iso_q(drv, b, "SET time_zone = '-02:00', sql_mode = ''")
+        iso_q(drv, b, "SET @cb_iso_s = 'B-string'")
+        iso_q(drv, b, ISO_PROBE)
+    iso_step("B sets its own", own)
+    iso_step("A probe again", lambda: iso_q(drv, a, ISO_PROBE))
+    iso_step("A reads its table", lambda: iso_q(drv, a, "SELECT v FROM cb_iso_t ORDER BY id"))
+    a.commit()
+    b.close()
+    a.close()
+
+
+def iso_leave(drv):
+    out(f"== {drv.name} isolation leave")
+    a = iso_connect(drv, None)
+    iso_set(drv, a)
+
+    def pins():
+        iso_q(drv, a, "CREATE TEMPORARY TABLE cb_iso_tmp (a INT)")
+        iso_q(drv, a, "INSERT INTO cb_iso_tmp VALUES (1)")
+        iso_q(drv, a, "SELECT GET_LOCK('cb_iso_lock', 0) AS got")
+        iso_q(drv, a, "PREPARE cb_iso_p FROM 'SELECT 1 AS one'")
+    iso_step("A pins: temporary table, GET_LOCK, SQL PREPARE", pins)
+
+    def tx():
+        a.autocommit(True)
+        a.begin()
+        iso_q(drv, a, "INSERT INTO cb_iso_t (v) VALUES ('A-uncommitted')")
+        iso_q(drv, a, "SELECT CAST('1x' AS SIGNED) AS w")
+        iso_q(drv, a, "SHOW WARNINGS")
+        iso_q(drv, a, ISO_PROBE)
+    iso_step("A opens a transaction, inserts, warns", tx)
+    a.close()
+    b = iso_connect(drv, None)
+    iso_step("B warnings", lambda: iso_q(drv, b, "SHOW WARNINGS"))
+    iso_step("B probe (defaults)", lambda: iso_q(drv, b, ISO_PROBE))
+    iso_step("B reads A's temporary table", lambda: iso_q(drv, b, f"SELECT a FROM {DB}.cb_iso_tmp"))
+
+    def lock():
+        iso_q(drv, b, "SELECT GET_LOCK('cb_iso_lock', 10) AS got")
+        iso_q(drv, b, "SELECT RELEASE_LOCK('cb_iso_lock') AS released")
+    iso_step("B takes A's lock", lock)
+    iso_step("B executes A's SQL prepared statement", lambda: iso_q(drv, b, "EXECUTE cb_iso_p"))
+    iso_step("B reads A's uncommitted row",
+             lambda: iso_q(drv, b, f"SELECT COUNT(*) AS n FROM {DB}.cb_iso_t WHERE v = 'A-uncommitted'"))
+    b.close()
+
+
+def iso_locked(drv):
+    out(f"== {drv.name} isolation locked")
+    a = iso_connect(drv, DB)
+
+    def locked():
+        iso_q(drv, a, "LOCK TABLES cb_iso_t WRITE")
+        iso_q(drv, a, "INSERT INTO cb_iso_t (v) VALUES ('A-locked')")
+    iso_step("A LOCK TABLES, insert", locked)
+    a.close()
+    b = iso_connect(drv, DB)
+
+    def write():
+        iso_q(drv, b, "SET SESSION lock_wait_timeout = 10")
+        iso_q(drv, b, "INSERT INTO cb_iso_t (v) VALUES ('B-after-lock')")
+        iso_q(drv, b, "SELECT v FROM cb_iso_t ORDER BY id")
+    iso_step("B writes the table", write)
+    b.close()
+
+
+def isolation():
+    rounds = (os.environ.get("CB_ROUNDS") or "idle leave locked").replace(",", " ").split()
+    out(f"# python isolation; PyMySQL {pymysql.__version__}, "
+        f"mysqlclient {'.'.join(map(str, MySQLdb.version_info[:3]))}")
+    for drv in (PyMySQL(), MySQLdbDriver()):
+        # Quiet: whether the table existed before differs between runs (a note).
+        c = drv.connect(multi=False)
+        cur = c.cursor()
+        cur.execute("DROP TABLE IF EXISTS cb_iso_t")
+        cur.execute("CREATE TABLE cb_iso_t (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(20))")
+        c.close()
+        for r in rounds:
+            {"idle": iso_idle, "leave": iso_leave, "locked": iso_locked}[r](drv)
+    out("# end")
+
+
 def main():
     if MODE == "errors":
         own_errors()
+        return
+    if MODE == "isolation":
+        isolation()
         return
     drivers = [PyMySQL(), MySQLdbDriver()]
     # cannot run at all: no connection, directly or through the proxy
