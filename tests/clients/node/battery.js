@@ -37,8 +37,8 @@ if (HOST !== '127.0.0.1' && HOST !== 'localhost') {
   process.stderr.write(`battery: refusing to connect to ${HOST}\n`);
   process.exit(2);
 }
-if (MODE !== 'rw' && MODE !== 'ro' && MODE !== 'errors') {
-  process.stderr.write(`battery: CB_MODE must be rw, ro or errors, not ${MODE}\n`);
+if (!['rw', 'ro', 'errors', 'isolation'].includes(MODE)) {
+  process.stderr.write(`battery: CB_MODE must be rw, ro, errors or isolation, not ${MODE}\n`);
   process.exit(2);
 }
 
@@ -1254,6 +1254,181 @@ scenario('pool', ['rw', 'ro'], async () => {
   }
 });
 
+// ---------------------------------------------------------------- CB_MODE=isolation
+
+// Client A sets every kind of session state and goes idle or leaves; client B opens and prints
+// what it sees (the server's defaults, its own); A prints its own state again. Directly two
+// server connections; through sluice at pool max_per_node 1 one node connection
+// (scripts/client-isolation.sh). mysql2's execute() is the binary prepared statement (cached per
+// connection by the driver, so A's second execute reuses A's statement id).
+
+const ISO_PROBE =
+  'SELECT DATABASE() AS db, @@session.sql_mode AS sql_mode, ' +
+  '@@session.max_statement_time AS max_statement_time, @@character_set_client AS cs_client, ' +
+  '@@character_set_connection AS cs_connection, @@character_set_results AS cs_results, ' +
+  '@@collation_connection AS collation, @@session.tx_isolation AS isolation, ' +
+  '@@session.time_zone AS time_zone, @@autocommit AS autocommit, @@in_transaction AS in_tx, ' +
+  '@cb_iso_s AS uv_s, @cb_iso_n AS uv_n, LAST_INSERT_ID() AS last_id';
+
+function isoPrint(r) {
+  if (r.err) {
+    p(`  error ${r.err.errno} ${r.err.sqlState} ${r.err.sqlMessage !== undefined ? r.err.sqlMessage : r.err.message}`);
+    return;
+  }
+  if (Array.isArray(r.a)) {
+    for (const row of r.a) {
+      for (const [k, v] of Object.entries(row)) p(`  ${k}=${v === null ? 'NULL' : Buffer.isBuffer(v) ? v.toString('utf8') : String(v)}`);
+    }
+  } else {
+    p(`  ok affected=${r.a.affectedRows} insertId=${r.a.insertId}`);
+  }
+}
+
+async function isoQ(conn, sql) {
+  const r = await call(conn, (cb) => conn.query(sql, cb));
+  isoPrint(r);
+  breakOn(conn, r.err);
+}
+
+async function isoExec(conn, sql, args) {
+  const r = await call(conn, (cb) => conn.execute(sql, args, cb));
+  isoPrint(r);
+  breakOn(conn, r.err);
+}
+
+async function isoStep(label, fn) {
+  p(`-- ${label}`);
+  try {
+    await fn();
+  } catch (e) {
+    if (e instanceof Broken) throw e;
+    p(`  exception: ${e && e.message}`);
+  }
+}
+
+async function isoSet(a) {
+  await isoStep('A sets database, charset, session variables, isolation, time zone, user variables', async () => {
+    await isoQ(a, `USE ${DB}`);
+    await isoQ(a, 'SET NAMES latin1');
+    await isoQ(a, "SET SESSION sql_mode = 'ANSI_QUOTES,NO_ZERO_DATE', max_statement_time = 7");
+    await isoQ(a, 'SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED');
+    await isoQ(a, "SET time_zone = '+03:00'");
+    await isoQ(a, "SET @cb_iso_s = 'A-string', @cb_iso_n = 42");
+  });
+  await isoStep('A autocommit off, an insert (LAST_INSERT_ID), commit', async () => {
+    await isoQ(a, 'SET autocommit = 0');
+    await isoQ(a, "INSERT INTO cb_iso_t (v) VALUES ('A')");
+    const r = await call(a, (cb) => a.commit(cb));
+    if (r.err) isoPrint(r);
+  });
+}
+
+async function isoIdle() {
+  p('== mysql2 isolation idle');
+  const a = await connect({ database: undefined });
+  await isoSet(a);
+  await isoStep('A prepares a binary statement', () => isoExec(a, 'SELECT ? + 1 AS p', [41]));
+  await isoStep('A probe', () => isoQ(a, ISO_PROBE));
+  await isoQ(a, 'COMMIT');
+  const b = await connect({ database: undefined });
+  await isoStep('B probe (defaults)', () => isoQ(b, ISO_PROBE));
+  await isoStep('B warnings', () => isoQ(b, 'SHOW WARNINGS'));
+  await isoStep('B sets its own', async () => {
+    await isoQ(b, "SET time_zone = '-02:00', sql_mode = ''");
+    await isoQ(b, "SET @cb_iso_s = 'B-string'");
+    await isoExec(b, 'SELECT ? * 2 AS p', [21]);
+    await isoQ(b, ISO_PROBE);
+  });
+  await isoStep('A probe again', () => isoQ(a, ISO_PROBE));
+  await isoStep('A executes its statement again', () => isoExec(a, 'SELECT ? + 1 AS p', [99]));
+  await isoStep('A reads its table', () => isoQ(a, 'SELECT v FROM cb_iso_t ORDER BY id'));
+  await isoQ(a, 'COMMIT');
+  await call(b, (cb) => b.end(cb));
+  await call(a, (cb) => a.end(cb));
+}
+
+async function isoAfter() {
+  const b = await connect({ database: undefined });
+  await isoStep('B warnings', () => isoQ(b, 'SHOW WARNINGS'));
+  await isoStep('B probe (defaults)', () => isoQ(b, ISO_PROBE));
+  await isoStep("B reads A's temporary table", () => isoQ(b, `SELECT a FROM ${DB}.cb_iso_tmp`));
+  await isoStep("B takes A's lock", async () => {
+    await isoQ(b, "SELECT GET_LOCK('cb_iso_lock', 10) AS got");
+    await isoQ(b, "SELECT RELEASE_LOCK('cb_iso_lock') AS released");
+  });
+  await isoStep("B executes A's SQL prepared statement", () => isoQ(b, 'EXECUTE cb_iso_p'));
+  await isoStep("B reads A's uncommitted row", () =>
+    isoQ(b, `SELECT COUNT(*) AS n FROM ${DB}.cb_iso_t WHERE v = 'A-uncommitted'`)
+  );
+  await call(b, (cb) => b.end(cb));
+}
+
+async function isoLeave() {
+  p('== mysql2 isolation leave');
+  const a = await connect({ database: undefined });
+  await isoSet(a);
+  await isoStep('A pins: temporary table, GET_LOCK, SQL PREPARE, binary prepare', async () => {
+    await isoQ(a, 'CREATE TEMPORARY TABLE cb_iso_tmp (a INT)');
+    await isoQ(a, 'INSERT INTO cb_iso_tmp VALUES (1)');
+    await isoQ(a, "SELECT GET_LOCK('cb_iso_lock', 0) AS got");
+    await isoQ(a, "PREPARE cb_iso_p FROM 'SELECT 1 AS one'");
+    await isoExec(a, 'SELECT ? + 1 AS p', [1]);
+  });
+  await isoStep('A opens a transaction, inserts, warns', async () => {
+    await isoQ(a, 'SET autocommit = 1');
+    const r = await call(a, (cb) => a.beginTransaction(cb));
+    if (r.err) isoPrint(r);
+    await isoQ(a, "INSERT INTO cb_iso_t (v) VALUES ('A-uncommitted')");
+    await isoQ(a, "SELECT CAST('1x' AS SIGNED) AS w");
+    await isoQ(a, 'SHOW WARNINGS');
+    await isoQ(a, ISO_PROBE);
+  });
+  await call(a, (cb) => a.end(cb));
+  await isoAfter();
+}
+
+async function isoLocked() {
+  p('== mysql2 isolation locked');
+  const a = await connect();
+  await isoStep('A LOCK TABLES, insert', async () => {
+    await isoQ(a, 'LOCK TABLES cb_iso_t WRITE');
+    await isoQ(a, "INSERT INTO cb_iso_t (v) VALUES ('A-locked')");
+  });
+  await call(a, (cb) => a.end(cb));
+  const b = await connect();
+  await isoStep('B writes the table', async () => {
+    await isoQ(b, 'SET SESSION lock_wait_timeout = 10');
+    await isoQ(b, "INSERT INTO cb_iso_t (v) VALUES ('B-after-lock')");
+    await isoQ(b, 'SELECT v FROM cb_iso_t ORDER BY id');
+  });
+  await call(b, (cb) => b.end(cb));
+}
+
+async function isolation() {
+  p('# node mysql2 isolation');
+  {
+    // Quiet: whether the table existed before differs between runs (a note).
+    const c = await connect();
+    await call(c, (cb) => c.query('DROP TABLE IF EXISTS cb_iso_t', cb));
+    const r = await call(c, (cb) => c.query('CREATE TABLE cb_iso_t (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(20))', cb));
+    if (r.err) isoPrint(r);
+    await call(c, (cb) => c.end(cb));
+  }
+  const rounds = (process.env.CB_ROUNDS || 'idle leave locked').split(/[\s,]+/).filter(Boolean);
+  const fns = { idle: isoIdle, leave: isoLeave, locked: isoLocked };
+  for (const r of rounds) {
+    if (!fns[r]) throw new Error(`CB_ROUNDS: unknown round '${r}'`);
+    try {
+      await fns[r]();
+    } catch (e) {
+      if (e instanceof Broken) p(`!! round aborted: ${e.message}`);
+      else throw e;
+    }
+    destroyAll();
+    flush();
+  }
+}
+
 // ---------------------------------------------------------------- main
 
 // ownErrors: CB_MODE=errors, an error sluice raises itself (scripts/client-batteries.sh's errors
@@ -1273,6 +1448,10 @@ async function ownErrors(sql) {
 async function main() {
   if (MODE === 'errors') {
     await ownErrors(env('CB_SQL'));
+    return;
+  }
+  if (MODE === 'isolation') {
+    await isolation();
     return;
   }
   // the battery cannot run at all when the first connection fails
