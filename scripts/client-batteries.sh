@@ -10,6 +10,16 @@
 #        (reads on the primary); the two outputs must be identical;
 #   ro   after the replicas caught up, the battery's read-only part directly against replica1,
 #        then through endpoint ro (bound to replica1); identical again.
+#   isolation  state isolation between pooled sessions (tests/clients/README.md, CB_MODE=isolation):
+#        in each stack client A sets every kind of session state and goes idle or leaves, client
+#        B opens and prints what it sees, A prints its own state again. Directly A and B are two
+#        server connections (the ground truth); through sluice, restarted for it with
+#        pool.max_per_node 1 in each of ISOLATION_POOL_MODES, B lands on A's node connection, and
+#        any difference fails. Under transaction every round runs (idle: A stays open and idle
+#        while B runs; leave; locked); under session the rounds where A leaves (an idle A keeps
+#        its connection there). The pool's reused counter must grow for each stack and the pool
+#        hold at most one connection, so the comparison cannot pass with B on a connection of its
+#        own. sluice is restarted as before afterwards.
 #   errors  last, through sluice only: the errors sluice raises itself (a hint naming no node,
 #        then, replica1 stopped, a hint naming it; then, the primary stopped, a login to rw) must
 #        read in every driver as the code, SQLSTATE and message sluice wrote (CB_MODE=errors,
@@ -21,7 +31,14 @@
 #
 # Environment:
 #   STACKS="php node"    stacks to run (arguments take precedence)
-#   MODES="rw ro errors" which comparisons to run (default all three)
+#   MODES="rw ro errors" which comparisons to run (default rw ro errors; isolation on demand)
+#   ISOLATION_STACKS="php java node python"   the isolation phase's stacks (default: STACKS but
+#                        cli, which has no isolation mode)
+#   ISOLATION_POOL_MODES="transaction session"   the pool modes of the isolation phase
+#   NO_IDLE_ROUND="java" stacks whose idle round the isolation phase leaves out under transaction
+#                        (default java: Connector/J's start-up SET, an expression, pins its session
+#                        to its connection (session_variable), so an idle A holds the only one and
+#                        B waits out acquire_timeout; set NO_IDLE_ROUND= once such SETs move)
 #   SLUICE_BIN=path      use this sluice binary instead of building one
 #   KEEP=1               keep the work directory (outputs, logs) and the sandbox
 #   BATTERY_TIMEOUT=S    limit for one battery run (default 180 s)
@@ -62,24 +79,44 @@ for s in "${stacks[@]}"; do
 	[[ -x $root/tests/clients/$s/run.sh ]] || fl_die "unknown stack '$s' (no tests/clients/$s/run.sh)"
 done
 for m in "${modes[@]}"; do
-	[[ $m == rw || $m == ro || $m == errors ]] || fl_die "unknown mode '$m' in MODES (rw, ro, errors)"
+	[[ $m == rw || $m == ro || $m == errors || $m == isolation ]] ||
+		fl_die "unknown mode '$m' in MODES (rw, ro, isolation, errors)"
 done
+iso_stacks=()
+if [[ -n ${ISOLATION_STACKS:-} ]]; then
+	read -r -a iso_stacks <<<"$ISOLATION_STACKS"
+else
+	for s in "${stacks[@]}"; do
+		[[ $s == cli ]] || iso_stacks+=("$s")
+	done
+fi
+for s in ${iso_stacks[@]+"${iso_stacks[@]}"}; do
+	[[ -x $root/tests/clients/$s/run.sh && $s != cli ]] ||
+		fl_die "ISOLATION_STACKS: '$s' has no isolation mode (php, java, node, python)"
+done
+read -r -a iso_pool_modes <<<"${ISOLATION_POOL_MODES:-transaction session}"
+for m in "${iso_pool_modes[@]}"; do
+	[[ $m == transaction || $m == session ]] || fl_die "unknown pool mode '$m' in ISOLATION_POOL_MODES"
+done
+read -r -a no_idle <<<"${NO_IDLE_ROUND-java}"
 
 # The second account, for change-user scenarios: on the nodes and in sluice's users.
 readonly user2=cb2 password2=cb2pw
 
 fl_begin client-batteries
 fl_build_sluice "$work/sluice"
-fl_sandbox_up "$work/sandbox" --replicas 1
+fl_sandbox_up "$work/sandbox" --replicas 1 --admin-port 0
 fl_sandbox_read "$work/sandbox"
 replica=${FL_REPLICAS[0]}
 ro=$(fl_json_get "$work/sandbox/sandbox.json" ro)
 fl_local "$ro"
+admin=$(fl_json_get "$work/sandbox/sandbox.json" admin)
+fl_local "$admin"
 
 # One database per stack, and the second account; created on the primary, replicated.
 sql="CREATE USER IF NOT EXISTS '$user2'@'127.0.0.1' IDENTIFIED BY '$password2';"
 sql+="CREATE USER IF NOT EXISTS '$user2'@'localhost' IDENTIFIED BY '$password2';"
-for s in "${stacks[@]}"; do
+for s in $(printf '%s\n' "${stacks[@]}" ${iso_stacks[@]+"${iso_stacks[@]}"} | sort -u); do
 	sql+="CREATE DATABASE cb_$s;"
 	sql+="GRANT ALL ON cb_$s.* TO '$user2'@'127.0.0.1', '$user2'@'localhost';"
 done
@@ -91,6 +128,7 @@ awk -v u="$user2" -v p="$password2" '
 	{ print }
 	/^users:/ { print "  - name: " u; print "    password: " p }' "$config" >"$config.new"
 mv "$config.new" "$config"
+cp "$config" "$config.pristine" # before fl_sluice_start's edits: the isolation phase starts from it
 fl_sluice_start "$config" "$work/sluice.log"
 
 # wait_replica: the replica has applied everything the primary has written.
@@ -108,7 +146,7 @@ battery() {
 	mkdir -p "$work/scratch-$stack"
 	env CB_HOST="${addr%:*}" CB_PORT="${addr##*:}" CB_USER="$FL_USER" CB_PASSWORD="$FL_PASSWORD" \
 		CB_USER2="$user2" CB_PASSWORD2="$password2" CB_DB="cb_$stack" CB_MODE="$mode" \
-		CB_WORK="$work/scratch-$stack" \
+		CB_WORK="$work/scratch-$stack" CB_ROUNDS="${CB_ROUNDS:-}" \
 		timeout --kill-after=10 "$battery_timeout" "$root/tests/clients/$stack/run.sh" \
 		>"$out" 2>"$out.err" </dev/null || rc=$?
 	if ((rc != 0)); then
@@ -179,11 +217,71 @@ errors_phase() {
 		"INSERT INTO t_errors VALUES (1)"
 }
 
+# pool_figure NAME: sluice's metric NAME for the primary and user app (0 when absent; for
+# sluice_pool_connections the sum over its states).
+pool_figure() {
+	curl -fsS --max-time 5 "http://$admin/metrics" |
+		awk -v name="$1" -v u="$FL_USER" '$1 ~ "^" name "[{]" && index($1, "node=\"primary\"") && index($1, "user=\"" u "\"") { n += $2 }
+			END { printf "%d\n", n }'
+}
+
+# isolation_phase: CB_MODE=isolation for every stack of iso_stacks, directly and through sluice
+# restarted with pool.max_per_node 1 in each pool mode of iso_pool_modes (see the top); then
+# sluice as it was.
+isolation_phase() {
+	local mode s t0 rounds d p verdict reused reused0 open
+	for mode in "${iso_pool_modes[@]}"; do
+		fl_sluice_stop
+		cp "$config.pristine" "$config.iso"
+		POOL_MODE=$mode POOL_MAX_PER_NODE=1 POOL_ACQUIRE_TIMEOUT=5s \
+			fl_sluice_start "$config.iso" "$work/sluice-isolation-$mode.log"
+		for s in ${iso_stacks[@]+"${iso_stacks[@]}"}; do
+			t0=$SECONDS rounds="idle leave locked"
+			if [[ $mode == session || " ${no_idle[*]} " == *" $s "* ]]; then
+				rounds="leave locked"
+			fi
+			d=$work/$s-isolation-$mode-direct.out p=$work/$s-isolation-$mode-sluice.out verdict=same
+			reused0=$(pool_figure sluice_pool_reused_total)
+			if ! CB_ROUNDS=$rounds battery "$s" isolation "$FL_PRIMARY" "$d"; then
+				verdict="broken directly"
+			elif ! CB_ROUNDS=$rounds battery "$s" isolation "$FL_RW" "$p"; then
+				verdict="broken through sluice"
+			elif ! cmp -s "$d" "$p"; then
+				verdict=DIFFERENT
+				printf '\n----- %s isolation, pool_mode %s: direct (-) vs through sluice (+) -----\n' "$s" "$mode" >&2
+				diff -u "$d" "$p" | sed -n "3,$((diff_lines + 2))p" >&2 || true
+			fi
+			reused=$(($(pool_figure sluice_pool_reused_total) - reused0))
+			open=$(pool_figure sluice_pool_connections)
+			if ((reused == 0)); then
+				verdict="$verdict; nothing reused"
+			elif ((open > 1)); then
+				verdict="$verdict; $open open at max 1"
+			fi
+			fl_sluice_alive || verdict="$verdict; sluice died"
+			[[ $verdict == same ]] || failures=$((failures + 1))
+			results+=("$(printf '%-8s %-3s %-28s %4d lines %3ds' "$s" iso "${mode:0:2} ${rounds// /,}: $verdict" \
+				"$(wc -l <"$d" 2>/dev/null || echo 0)" $((SECONDS - t0)))")
+			fl_sluice_alive || {
+				fl_tail "$work/sluice-isolation-$mode.log" 40
+				fl_die "sluice is no longer running"
+			}
+		done
+		if fl_sluice_panicked "$work/sluice-isolation-$mode.log"; then
+			fl_tail "$work/sluice-isolation-$mode.log" 60
+			fl_log "sluice logged a panic (isolation, pool_mode $mode)"
+			failures=$((failures + 1))
+		fi
+	done
+	fl_sluice_stop
+	fl_sluice_start "$config" "$work/sluice.log" # as configured at the start (pool_config applied)
+}
+
 results=()
 failures=0
 for s in "${stacks[@]}"; do
 	for m in "${modes[@]}"; do
-		[[ $m == errors ]] && continue # last, once: it stops nodes
+		[[ $m == errors || $m == isolation ]] && continue # after the comparisons, once
 		t0=$SECONDS
 		if [[ $m == rw ]]; then
 			direct=$FL_PRIMARY proxied=$FL_RW
@@ -223,7 +321,10 @@ for s in "${stacks[@]}"; do
 done
 
 for m in "${modes[@]}"; do
-	[[ $m == errors ]] && errors_phase
+	[[ $m == isolation ]] && isolation_phase
+done
+for m in "${modes[@]}"; do
+	[[ $m == errors ]] && errors_phase # last: it stops nodes
 done
 
 if fl_sluice_panicked "$work/sluice.log"; then

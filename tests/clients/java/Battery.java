@@ -85,8 +85,8 @@ public class Battery {
     db = env("CB_DB");
     work = env("CB_WORK");
     String mode = env("CB_MODE");
-    if (!mode.equals("rw") && !mode.equals("ro") && !mode.equals("errors")) {
-      System.err.println("java battery: CB_MODE must be rw, ro or errors, not " + mode);
+    if (!List.of("rw", "ro", "errors", "isolation").contains(mode)) {
+      System.err.println("java battery: CB_MODE must be rw, ro, errors or isolation, not " + mode);
       System.exit(2);
     }
     rw = mode.equals("rw");
@@ -97,6 +97,11 @@ public class Battery {
     Class.forName("org.mariadb.jdbc.Driver");
     if (mode.equals("errors")) {
       ownErrors(env("CB_SQL"));
+      out.flush();
+      System.exit(0);
+    }
+    if (mode.equals("isolation")) {
+      Isolation.run();
       out.flush();
       System.exit(0);
     }
