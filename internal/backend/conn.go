@@ -87,6 +87,11 @@ type Conn struct {
 	// (set by whoever asked it to; MarkReset clears it, as the reset does on the node).
 	TracksGTIDs bool
 
+	// track is what the node's session_track_system_variables is on this connection, shown the
+	// list a client is shown changes of under trackAll (",a,b,", lower case; "": all) (track.go).
+	track trackState
+	shown string
+
 	fp      Fingerprint // the session state the connection carries
 	carried Carried     // what it carries of its last session's state, given back to a pool unreset (Carries)
 	// userVars are the keys of the user variables sessions set on it since its last reset
@@ -335,6 +340,7 @@ func (c *Conn) Command(payload []byte) error {
 	if len(payload) > 0 && (payload[0] == mysql.ComResetConnection || payload[0] == mysql.ComChangeUser) {
 		c.ForgetStmts()
 		c.forgetUserVars()
+		c.trackReset()
 	}
 	c.SetSeq(0)
 	if err := c.WritePacketFlush(payload); err != nil {

@@ -377,6 +377,7 @@ var selectDatabase = []byte("SELECT DATABASE()")
 func (c *Conn) ResetSession(askDB bool) (db string, err error) {
 	c.ForgetStmts() // the reset drops the node's prepared statements (as Command's does)
 	c.forgetUserVars()
+	c.trackReset()
 	c.SetSeq(0)
 	if err := c.WritePacket([]byte{mysql.ComResetConnection}); err != nil {
 		return "", err

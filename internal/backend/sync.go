@@ -243,6 +243,7 @@ func (c *Conn) Sync(t *State) error {
 	for c.fp.Applied < len(t.Stmts) {
 		stmt := t.Stmts[c.fp.Applied]
 		c.unguarded = true
+		c.noteTrackStmt(stmt) // even when it fails: the list may have changed before the error
 		if err := c.execBytes(stmt); err != nil {
 			var se *mysql.SQLError
 			if !errors.As(err, &se) {
@@ -270,6 +271,11 @@ func (c *Conn) Adopt(t *State) {
 	if t.Epoch != c.fp.Epoch || len(t.Stmts) > c.fp.Applied {
 		c.unguarded = true
 	}
+	if t.Epoch == c.fp.Epoch {
+		for _, stmt := range t.Stmts[min(c.fp.Applied, len(t.Stmts)):] {
+			c.noteTrackStmt(stmt)
+		}
+	}
 	c.fp = t.Fingerprint()
 }
 
@@ -285,6 +291,7 @@ func (c *Conn) MarkReset(epoch uint64) {
 	c.fp.Epoch, c.fp.Applied = epoch, 0
 	c.unguarded = true
 	c.TracksGTIDs = false // session_track_system_variables is the global value again
+	c.trackReset()
 }
 
 // Guard runs ReadOnlyGuard on a read-only connection (Options.ReadOnly); on any other

@@ -138,6 +138,57 @@ func AppendOKWithoutSessionState(dst, payload []byte) ([]byte, error) {
 	return dst, nil
 }
 
+// AppendOKHidingVars appends to dst the OK packet payload (from a connection with
+// SESSION_TRACK, for a client with it) with the system-variable entries of its session-state
+// block for which hide returns true taken out, and reports whether it took any: when it took
+// none, dst is returned as it was and the caller sends the payload itself. Everything else is
+// the server's bytes; a block left empty is written as a server writes an OK without state
+// changes (no block, no SESSION_STATE_CHANGED flag, an empty info string left out). hide gets
+// names that alias payload. It does not allocate beyond dst's growth.
+func AppendOKHidingVars(dst, payload []byte, hide func(name []byte) bool) ([]byte, bool, error) {
+	ok, err := ParseOK(payload, ClientSessionTrack)
+	if err != nil || ok.Status&StatusSessionStateChange == 0 || len(ok.SessionState) == 0 {
+		return dst, false, err
+	}
+	keep, hidden := 0, false
+	for block := ok.SessionState; len(block) > 0; {
+		sc, rest, err := NextSessionChange(block)
+		if err != nil {
+			return dst, false, err
+		}
+		if sc.Type == SessionTrackSystemVariables && hide(sc.Name) {
+			hidden = true
+		} else {
+			keep += len(block) - len(rest)
+		}
+		block = rest
+	}
+	if !hidden {
+		return dst, false, nil
+	}
+	if keep == 0 {
+		b, err := AppendOKWithoutSessionState(dst, payload)
+		return b, err == nil, err
+	}
+	// Everything before the block's length (read as ParseOK did) is kept as it is.
+	p := payload[1:]
+	for range 2 {
+		_, n, _, _ := ReadLenEncInt(p)
+		p = p[n:]
+	}
+	_, n, _ := ReadLenEncString(p[4:])
+	dst = append(dst, payload[:len(payload)-len(p)+4+n]...)
+	dst = AppendLenEncInt(dst, uint64(keep))
+	for block := ok.SessionState; len(block) > 0; {
+		sc, rest, _ := NextSessionChange(block)
+		if !(sc.Type == SessionTrackSystemVariables && hide(sc.Name)) {
+			dst = append(dst, block[:len(block)-len(rest)]...)
+		}
+		block = rest
+	}
+	return dst, true, nil
+}
+
 // EOF is a decoded classic EOF packet.
 type EOF struct {
 	Warnings uint16

@@ -159,13 +159,39 @@ func (p *Proxy) acquire(l *login, ps *PoolSettings, done <-chan struct{}, n *top
 	if !reused {
 		var err error
 		var fresh bool
-		if c, got, fresh, err = p.takeOrDial(k, w, lim, done, l, n, readOnly, st, primary); err != nil || !fresh {
+		if c, got, fresh, err = p.takeOrDial(k, w, lim, done, l, n, readOnly, st, primary); err != nil {
 			return c, err
+		}
+		if !fresh {
+			return p.trackAll(c, ps, n)
 		}
 	}
 	if err := p.ready(c, got.Shared, n, readOnly, st, primary); err != nil {
 		p.pool.Discard(c, false)
 		return nil, err
+	}
+	return p.trackAll(c, ps, n)
+}
+
+// trackAll makes c, under pool_mode transaction, report every session variable a statement
+// changes (backend.Conn.TrackAllVars), where it tracks the node's default list still (fresh, or
+// reset: COM_RESET_CONNECTION puts the list back, mariadb-facts.md §9): a stored function's or
+// trigger's SET SESSION is then reported, and holds the connection (route.PinProgram, learn)
+// instead of staying on it for the next session. The client is shown only what its own list
+// would have reported (the relay hides the rest). A node that refuses the SET leaves the
+// connection as it was (such a SET is then not seen, as before); any other failure closes it.
+func (p *Proxy) trackAll(c *backend.Conn, ps *PoolSettings, n *topology.Node) (*backend.Conn, error) {
+	if ps.Mode != PoolTransaction || !c.CanTrackAll() {
+		return c, nil
+	}
+	nc := c.NetConn()
+	_ = nc.SetDeadline(time.Now().Add(resetTimeout))
+	err := c.TrackAllVars()
+	_ = nc.SetDeadline(time.Time{})
+	var se *mysql.SQLError
+	if err != nil && !errors.As(err, &se) {
+		p.pool.Discard(c, false)
+		return nil, &backend.ConnectError{Addr: n.Address, Err: fmt.Errorf("tracking every session variable: %w", err)}
 	}
 	return c, nil
 }

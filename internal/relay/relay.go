@@ -467,13 +467,26 @@ func (r *responder) relayOK(n int) (more bool, err error) {
 	}
 	// The client gets the server's bytes, unless it does not track session state and the node
 	// sent a session-state block: then only that block and its flag are taken out.
-	rewrite := !classicEOF && r.opt.ClientCaps&mysql.ClientSessionTrack == 0 && src.Caps&mysql.ClientSessionTrack != 0 &&
-		ok.Status&mysql.StatusSessionStateChange != 0
+	// A client that tracks it is not shown the variables the node reports only because sluice
+	// asked it for every one (backend.Conn.TrackAllVars, pool_mode transaction).
+	stateChanged := !classicEOF && src.Caps&mysql.ClientSessionTrack != 0 && ok.Status&mysql.StatusSessionStateChange != 0
+	rewrite := stateChanged && r.opt.ClientCaps&mysql.ClientSessionTrack == 0
+	var hidden []byte
+	hid := false
+	if stateChanged && !rewrite {
+		src.NoteReported(ok.SessionState)
+		if hidden, hid, err = mysql.AppendOKHidingVars(dst.Scratch(), p, src.HidesVar); err != nil {
+			return false, FromNode(err)
+		}
+		rewrite = hid
+	}
 	switch {
 	case rewrite:
-		b, err := mysql.AppendOKWithoutSessionState(dst.Scratch(), p)
-		if err != nil {
-			return false, FromNode(err)
+		b := hidden
+		if !hid {
+			if b, err = mysql.AppendOKWithoutSessionState(dst.Scratch(), p); err != nil {
+				return false, FromNode(err)
+			}
 		}
 		dst.KeepScratch(b)
 		if !consumed {
