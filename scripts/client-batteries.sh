@@ -230,6 +230,7 @@ pool_figure() {
 # sluice as it was.
 isolation_phase() {
 	local mode s t0 rounds d p verdict reused reused0 open
+	command -v curl >/dev/null 2>&1 || fl_die "the isolation phase reads sluice's metrics with curl: not installed"
 	for mode in "${iso_pool_modes[@]}"; do
 		fl_sluice_stop
 		cp "$config.pristine" "$config.iso"
@@ -274,7 +275,8 @@ isolation_phase() {
 		fi
 	done
 	fl_sluice_stop
-	fl_sluice_start "$config" "$work/sluice.log" # as configured at the start (pool_config applied)
+	cp "$config.pristine" "$config"
+	fl_sluice_start "$config" "$work/sluice.log" # as at the start (POOL_MODE, POOL_MAX_PER_NODE)
 }
 
 results=()

@@ -282,7 +282,9 @@ client_batteries() {
 # limit turns that into waits and error 1040, not into findings; sessions still share the
 # connections they give back. Java is left out for time: Connector/J's start-up SET (an
 # expression with autocommit) pins its sessions to their connection, so its battery says little
-# about what transaction pooling moves.
+# about what transaction pooling moves. Then the batteries' isolation mode (every stack, Java
+# included, its idle round left out: see client-batteries.sh NO_IDLE_ROUND), through sluice
+# restarted at max_per_node 1 under transaction and session, on the same sandbox (~40 s).
 pool_transaction() {
 	if [[ ${SKIP_POOL_TRANSACTION:-0} == 1 && $ci != true ]]; then
 		echo "SKIP_POOL_TRANSACTION=1: skipped"
@@ -290,8 +292,8 @@ pool_transaction() {
 	fi
 	local rc=0
 	if client_deps; then
-		fidelity_suite SKIP_CLIENTS "" scripts/client-batteries.sh POOL_MODE=transaction MODES=rw \
-			STACKS="cli php node python" || rc=1
+		fidelity_suite SKIP_CLIENTS "" scripts/client-batteries.sh POOL_MODE=transaction MODES="rw isolation" \
+			STACKS="cli php node python" ISOLATION_STACKS="php java node python" || rc=1
 	elif [[ $ci == true ]]; then
 		echo "CI=true: the client stacks are required" >&2
 		rc=1
