@@ -2,6 +2,8 @@ package proxy_test
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -122,6 +124,37 @@ func TestTxPoolTrackShown(t *testing.T) {
 		want, got := reported(direct, q), reported(proxied, q)
 		if got != want {
 			t.Errorf("%s: reported %q through sluice, %q directly", q, got, want)
+		}
+	}
+}
+
+// BenchmarkTxPoolSwitch: two client sessions with different session state take turns on one
+// node connection (pool_mode transaction, max_per_node 1): every statement takes the
+// connection from the other session, which costs a reset, the replay of the session's SET and
+// the tracking of every variable ('*', one round trip after each reset).
+func BenchmarkTxPoolSwitch(b *testing.B) {
+	s := startSluice(b, poolConfig("transaction", 1, 5*time.Second))
+	var cs [2]*sql.Conn
+	for i := range cs {
+		db, err := sql.Open("mysql", dsn(s.rw, "app", "app", "test", ""))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer db.Close()
+		db.SetMaxOpenConns(1)
+		if cs[i], err = db.Conn(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		defer cs[i].Close()
+		if _, err := cs[i].ExecContext(context.Background(), fmt.Sprintf("SET time_zone = '+0%d:00'", i+1)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var n int
+	b.ResetTimer()
+	for i := range b.N {
+		if err := cs[i%2].QueryRowContext(context.Background(), "SELECT 1").Scan(&n); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
