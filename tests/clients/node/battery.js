@@ -144,6 +144,14 @@ function headerStr(h) {
     if (sc.systemVariables && sc.systemVariables.last_gtid !== undefined) {
       sc.systemVariables.last_gtid = sc.systemVariables.last_gtid === '' ? '' : '<gtid>';
     }
+    if (sc.systemVariables) {
+      // The node lists the variables of one OK in the order of its tracker's hash, which
+      // depends on the list tracked (sluice's '*' under pool_mode transaction, README): the
+      // entries are a set, printed sorted.
+      const sorted = {};
+      for (const k of Object.keys(sc.systemVariables).sort()) sorted[k] = sc.systemVariables[k];
+      sc.systemVariables = sorted;
+    }
     parts.push(`stateChanges=${JSON.stringify(sc)}`);
   }
   return 'OK ' + parts.join(' ');
