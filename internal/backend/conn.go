@@ -91,6 +91,9 @@ type Conn struct {
 	// list a client is shown changes of under trackAll (",a,b,", lower case; "": all) (track.go).
 	track trackState
 	shown string
+	// trackKept: ResetTrackingAll tracked every variable after its reset, which the MarkReset
+	// recording that reset keeps.
+	trackKept bool
 
 	fp      Fingerprint // the session state the connection carries
 	carried Carried     // what it carries of its last session's state, given back to a pool unreset (Carries)

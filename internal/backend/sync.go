@@ -315,7 +315,11 @@ func (c *Conn) MarkReset(epoch uint64) {
 	c.fp.Epoch, c.fp.Applied = epoch, 0
 	c.unguarded, c.rested, c.clean = true, false, true
 	c.TracksGTIDs = false // session_track_system_variables is the global value again
-	c.trackReset()
+	if c.trackKept {
+		c.trackKept = false // ResetTrackingAll asked for every variable after the reset
+	} else {
+		c.trackReset()
+	}
 }
 
 // Guard runs ReadOnlyGuard on a read-only connection (Options.ReadOnly); on any other

@@ -46,15 +46,65 @@ func (c *Conn) CanTrackAll() bool { return c.track == trackDefault }
 // CanTrackAll. A refusal of the node is its *mysql.SQLError (the connection stays usable and
 // tracks what it did); any other error leaves the answers partly read: close the connection.
 func (c *Conn) TrackAllVars() error {
-	if err := c.WriteQuery(selectTrackList); err != nil {
-		return err
-	}
-	if err := c.WriteQuery(setTrackAll); err != nil {
+	if err := c.writeTrackAll(); err != nil {
 		return err
 	}
 	if err := c.Flush(); err != nil {
 		return err
 	}
+	return c.readTrackAll()
+}
+
+// ResetTrackingAll resets the node's session (COM_RESET_CONNECTION, as Command does) and, in
+// the same round trip, makes it track every variable (TrackAllVars): the reset puts the list
+// back to the global one, so under pool_mode transaction both go together, and a session that
+// takes a connection another one used pays one round trip for them, not two. The tracking
+// outlives the MarkReset that records this reset. The reset's refusal is the node's
+// *mysql.SQLError (close the connection); a refusal of the tracking is no error (the
+// connection tracks what it did, and is not asked again until a reset); any other error leaves
+// the answers partly read: close the connection.
+func (c *Conn) ResetTrackingAll() error {
+	c.ForgetStmts()
+	c.forgetUserVars()
+	c.trackReset()
+	c.SetSeq(0)
+	if err := c.WritePacket([]byte{mysql.ComResetConnection}); err != nil {
+		return err
+	}
+	if err := c.writeTrackAll(); err != nil {
+		return err
+	}
+	if err := c.Flush(); err != nil {
+		return err
+	}
+	resetErr := c.readCommandAnswer()
+	var se *mysql.SQLError
+	if resetErr != nil && !errors.As(resetErr, &se) {
+		return resetErr
+	}
+	trackErr := c.readTrackAll() // answered whatever the reset's answer
+	if resetErr != nil {
+		c.trackReset() // what the node tracks after a failed reset is not known: the connection goes
+		return resetErr
+	}
+	if trackErr != nil && !errors.As(trackErr, &se) {
+		return trackErr
+	}
+	c.trackKept = c.track == trackAll
+	return nil
+}
+
+// writeTrackAll writes TrackAllVars's two statements without sending them.
+func (c *Conn) writeTrackAll() error {
+	if err := c.WriteQuery(selectTrackList); err != nil {
+		return err
+	}
+	return c.WriteQuery(setTrackAll)
+}
+
+// readTrackAll reads the answers to writeTrackAll's statements and records what the connection
+// tracks (TrackAllVars).
+func (c *Conn) readTrackAll() error {
 	var rows Rows
 	c.SetSeq(1)
 	readErr := c.readResults(&rows)
@@ -134,7 +184,7 @@ func (c *Conn) NoteReported(block []byte) {
 }
 
 // trackReset records that the node put the list back to its global value (a reset).
-func (c *Conn) trackReset() { c.track, c.shown = trackDefault, "" }
+func (c *Conn) trackReset() { c.track, c.shown, c.trackKept = trackDefault, "", false }
 
 // noteTrackStmt records that stmt, which ran on the connection as a session's own (replayed or
 // relayed), may have set session_track_system_variables: the session's list from then on.

@@ -268,7 +268,9 @@ func (p *Proxy) ready(c *backend.Conn, shared bool, n *topology.Node, readOnly b
 	if shared {
 		nc := c.NetConn()
 		_ = nc.SetDeadline(time.Now().Add(resetTimeout))
-		err := c.Command([]byte{mysql.ComResetConnection})
+		// Shared: pool_mode transaction, where connections track every variable (trackAll):
+		// asked again in the reset's round trip.
+		err := c.ResetTrackingAll()
 		_ = nc.SetDeadline(time.Time{})
 		if err != nil {
 			return &backend.ConnectError{Addr: n.Address, Err: fmt.Errorf("resetting a pooled connection: %w", err)}
