@@ -89,6 +89,16 @@ type stepResult struct {
 	MaxInUse           map[string]int `json:"max_in_use"`
 	Polls              int            `json:"polls"`
 	ClientsPerNodeConn float64        `json:"clients_per_node_connection"`
+	// CPU over the load phase, in seconds: sluice's (utime + stime of -pid), this tool's
+	// (the clients), and the whole machine's busy time (every CPU, /proc/stat); MachineBusy
+	// is that busy time's share of CPUs x the load phase (1: every CPU busy all along).
+	// SluiceCPUPerStatementUS: sluice's CPU time per statement served, in microseconds.
+	SluiceCPUSeconds        float64 `json:"sluice_cpu_s"`
+	ClientCPUSeconds        float64 `json:"client_cpu_s"`
+	MachineBusySeconds      float64 `json:"machine_busy_cpu_s"`
+	CPUs                    int     `json:"cpus"`
+	MachineBusy             float64 `json:"machine_busy"`
+	SluiceCPUPerStatementUS float64 `json:"sluice_cpu_us_per_statement"`
 }
 
 // result is what manyclients prints.
@@ -322,6 +332,10 @@ func load(o *options, clients []*client, st *stepResult) error {
 		}
 	})
 
+	cpu0, err := sampleCPU(o.pid)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	deadline := start.Add(o.duration)
 	var wg sync.WaitGroup
@@ -354,6 +368,10 @@ func load(o *options, clients []*client, st *stepResult) error {
 	}
 	wg.Wait()
 	st.Seconds = round(time.Since(start).Seconds())
+	cpu1, err := sampleCPU(o.pid)
+	if err != nil {
+		return err
+	}
 	close(stopPoll)
 	pollWG.Wait()
 	if err, _ := pollErr.Load().(error); err != nil {
@@ -383,6 +401,14 @@ func load(o *options, clients []*client, st *stepResult) error {
 	st.WaitSeconds = round(a.WaitSeconds - b.WaitSeconds)
 	if st.Statements > 0 {
 		st.WaitShare = math.Round(float64(st.Waits)/float64(st.Statements)*1e6) / 1e6
+	}
+	st.SluiceCPUSeconds, st.ClientCPUSeconds = round(cpu1.sluice-cpu0.sluice), round(cpu1.self-cpu0.self)
+	st.MachineBusySeconds, st.CPUs = round(cpu1.busy-cpu0.busy), cpu1.cpus
+	if all := cpu1.total - cpu0.total; all > 0 {
+		st.MachineBusy = round(st.MachineBusySeconds / all)
+	}
+	if st.Statements > 0 {
+		st.SluiceCPUPerStatementUS = round(st.SluiceCPUSeconds / float64(st.Statements) * 1e6)
 	}
 	most := 0
 	for _, v := range st.MaxOpen {
@@ -547,6 +573,95 @@ func vmRSS(status string) (int64, error) {
 		}
 	}
 	return 0, errors.New("no VmRSS line in /proc/PID/status")
+}
+
+// userHZ is the unit of /proc's CPU times (USER_HZ: 100 on every Linux sluice runs on).
+const userHZ = 100
+
+// cpuSample is CPU time at one moment, in seconds: of sluice, of this process, and of the
+// machine (busy: every CPU's time but idle and iowait; total: all of it), over cpus CPUs.
+type cpuSample struct {
+	sluice, self, busy, total float64
+	cpus                      int
+}
+
+// sampleCPU reads a cpuSample (sluice: process pid) from /proc.
+func sampleCPU(pid int) (cpuSample, error) {
+	var s cpuSample
+	var err error
+	read := func(path string) string {
+		b, e := os.ReadFile(path)
+		if e != nil && err == nil {
+			err = e
+		}
+		return string(b)
+	}
+	if s.sluice, err = procCPU(read(fmt.Sprintf("/proc/%d/stat", pid))); err != nil {
+		return s, err
+	}
+	if s.self, err = procCPU(read("/proc/self/stat")); err != nil {
+		return s, err
+	}
+	s.busy, s.total, s.cpus, err = machineCPU(read("/proc/stat"))
+	return s, err
+}
+
+// procCPU is utime + stime of a /proc/PID/stat text, in seconds.
+func procCPU(stat string) (float64, error) {
+	// The command name (field 2) is in parentheses and may hold spaces: fields count from
+	// after its closing one (state is field 3; utime 14, stime 15).
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, errors.New("no command name in /proc/PID/stat")
+	}
+	f := strings.Fields(stat[i+1:])
+	if len(f) < 13 {
+		return 0, errors.New("/proc/PID/stat too short")
+	}
+	u, err1 := strconv.ParseUint(f[11], 10, 64)
+	st, err2 := strconv.ParseUint(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	return float64(u+st) / userHZ, nil
+}
+
+// machineCPU reads /proc/stat's "cpu" line (busy and total, in seconds) and counts its
+// per-CPU lines.
+func machineCPU(stat string) (busy, total float64, cpus int, err error) {
+	found := false
+	for line := range strings.SplitSeq(stat, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || !strings.HasPrefix(f[0], "cpu") {
+			continue
+		}
+		if f[0] != "cpu" {
+			cpus++
+			continue
+		}
+		if len(f) < 6 {
+			return 0, 0, 0, errors.New("/proc/stat: short cpu line")
+		}
+		var all, idle uint64
+		for j, v := range f[1:] {
+			n, e := strconv.ParseUint(v, 10, 64)
+			if e != nil {
+				return 0, 0, 0, e
+			}
+			if j >= 8 {
+				break // guest and guest_nice are counted in user and nice already
+			}
+			all += n
+			if j == 3 || j == 4 { // idle, iowait
+				idle += n
+			}
+		}
+		busy, total, found = float64(all-idle)/userHZ, float64(all)/userHZ, true
+	}
+	if !found {
+		return 0, 0, 0, errors.New("/proc/stat: no cpu line")
+	}
+	return busy, total, cpus, nil
 }
 
 // percentile is the p-th per-mille (nearest rank) of the sorted d, in milliseconds; 0 for none.
