@@ -137,7 +137,8 @@ pool_sluice() {
 	}
 	FL_RW=$pool_addr
 	FL_SLUICE_ARGS=()
-	if [[ -n ${PROFILE_DIR:-} ]]; then
+	if [[ -n ${PROFILE_DIR:-} && $name != sluice-tx ]]; then
+		# (sluice-tx is profiled per load phase by bench/manyclients -cpu instead)
 		FL_SLUICE_ARGS=(--cpuprofile "$PROFILE_DIR/$name.cpu")
 	fi
 	FIDELITY_READS=replicas fl_sluice_start "$f" "$work/$name.log"
@@ -159,7 +160,7 @@ pool_part_many() {
 	fl_log "many clients: $steps through sluice-tx $pool_addr (pid $pid_tx, pool_mode transaction, max_per_node $many_max), ${many_time}s per step, a point select every $many_interval each"
 	"$work/manyclients" -addr "$pool_addr" -admin "$admin_tx" -pid "$pid_tx" -steps "$steps" \
 		-duration "${many_time}s" -interval "$many_interval" -user "$FL_USER" -password "$FL_PASSWORD" \
-		-db "$db" -table sbtest1 -rows "$table_size" -heap "$heap" >"$work/many.json" 2>"$work/many.log" || rc=$?
+		-db "$db" -table sbtest1 -rows "$table_size" -heap "$heap" ${PROFILE_DIR:+-cpu "$PROFILE_DIR"} >"$work/many.json" 2>"$work/many.log" || rc=$?
 	if ((rc != 0)) || ! jq -e . "$work/many.json" >/dev/null 2>&1; then
 		fl_tail "$work/many.log"
 		failures+=("many clients: bench/manyclients exit $rc: $(tail -n 1 "$work/many.log")")

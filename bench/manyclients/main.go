@@ -63,8 +63,10 @@ type stepResult struct {
 	// (IdleRSSKiB - the baseline) / Clients.
 	IdleRSSKiB       int64   `json:"idle_rss_kib"`
 	KiBPerIdleClient float64 `json:"kib_per_idle_client"`
-	// HeapProfile: where sluice's heap profile at idle was saved ("" without -heap).
+	// HeapProfile: where sluice's heap profile at idle was saved ("" without -heap);
+	// CPUProfile: where its CPU profile of the load phase was (without -cpu: "").
 	HeapProfile string `json:"heap_profile,omitempty"`
+	CPUProfile  string `json:"cpu_profile,omitempty"`
 	// The load phase.
 	Seconds    float64 `json:"seconds"`
 	Statements int     `json:"statements"`
@@ -113,10 +115,10 @@ var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // options are the flags.
 type options struct {
-	addr, admin, token, user, password, db, table, heapDir string
-	pid, rows, openRate                                    int
-	steps                                                  []int
-	duration, interval, poll                               time.Duration
+	addr, admin, token, user, password, db, table, heapDir, cpuDir string
+	pid, rows, openRate                                            int
+	steps                                                          []int
+	duration, interval, poll                                       time.Duration
 }
 
 func main() {
@@ -137,6 +139,7 @@ func main() {
 	flag.IntVar(&o.rows, "rows", 10000, "ids 1..rows exist in the table")
 	flag.IntVar(&o.openRate, "open-rate", 2000, "new connections a second at most while opening")
 	flag.StringVar(&o.heapDir, "heap", "", "save sluice's heap profile at each step's idle point in this directory")
+	flag.StringVar(&o.cpuDir, "cpu", "", "save sluice's CPU profile of each step's load phase in this directory (sluice must not be profiling already: no --cpuprofile)")
 	flag.Parse()
 	var err error
 	if o.steps, err = parseSteps(steps); err != nil {
@@ -336,6 +339,17 @@ func load(o *options, clients []*client, st *stepResult) error {
 	if err != nil {
 		return err
 	}
+	profiled := make(chan error, 1)
+	if o.cpuDir != "" {
+		// The load phase but its last second (the profile must end before the phase does).
+		secs := max(int(o.duration/time.Second)-1, 1)
+		st.CPUProfile = filepath.Join(o.cpuDir, fmt.Sprintf("cpu-%d.pb.gz", st.Clients))
+		go func() {
+			profiled <- saveProfile(o, fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), st.CPUProfile)
+		}()
+	} else {
+		profiled <- nil
+	}
 	start := time.Now()
 	deadline := start.Add(o.duration)
 	var wg sync.WaitGroup
@@ -371,6 +385,9 @@ func load(o *options, clients []*client, st *stepResult) error {
 	cpu1, err := sampleCPU(o.pid)
 	if err != nil {
 		return err
+	}
+	if err := <-profiled; err != nil {
+		return fmt.Errorf("CPU profile: %w", err)
 	}
 	close(stopPoll)
 	pollWG.Wait()
@@ -467,6 +484,9 @@ type pool struct {
 
 var httpClient = &http.Client{Timeout: 10 * time.Second}
 
+// profileClient is httpClient for a CPU profile, which takes its seconds to answer.
+var profileClient = &http.Client{Timeout: 10 * time.Minute}
+
 // adminGet reads path from the admin API.
 func adminGet(o *options, path string) (*http.Response, error) {
 	req, err := http.NewRequest(http.MethodGet, "http://"+o.admin+path, nil)
@@ -476,7 +496,11 @@ func adminGet(o *options, path string) (*http.Response, error) {
 	if o.token != "" {
 		req.Header.Set("Authorization", "Bearer "+o.token)
 	}
-	resp, err := httpClient.Do(req)
+	hc := httpClient
+	if strings.HasPrefix(path, "/debug/pprof/profile") {
+		hc = profileClient
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -516,13 +540,16 @@ func totals(ps []pool) pool {
 }
 
 // saveHeap writes sluice's heap profile (after a GC: ?gc=1) to path.
-func saveHeap(o *options, path string) error {
-	resp, err := adminGet(o, "/debug/pprof/heap?gc=1")
+func saveHeap(o *options, path string) error { return saveProfile(o, "/debug/pprof/heap?gc=1", path) }
+
+// saveProfile writes the profile at the admin API's path to the file at dst.
+func saveProfile(o *options, path, dst string) error {
+	resp, err := adminGet(o, path)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	f, err := os.Create(path)
+	f, err := os.Create(dst)
 	if err != nil {
 		return err
 	}
