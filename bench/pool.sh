@@ -172,6 +172,9 @@ pool_part_many() {
 		match($0, /node="[^"]*"/); n = substr($0, RSTART + 6, RLENGTH - 7)
 		match($0, /reason="[^"]*"/); r = substr($0, RSTART + 8, RLENGTH - 9)
 		printf "%s%s %s: %d", sep, n, r, $NF; sep = ", " }') || many_routes=
+	if [[ -n ${PROFILE_DIR:-} ]]; then
+		cp "$heap"/heap-*.pb.gz "$PROFILE_DIR/" 2>/dev/null || true
+	fi
 	local last=${many_steps[-1]}
 	if [[ -f $heap/heap-$last.pb.gz ]]; then
 		# Where sluice-tx's heap goes with the most idle clients: the top of inuse_space.

@@ -67,6 +67,10 @@ type stepResult struct {
 	// CPUProfile: where its CPU profile of the load phase was (without -cpu: "").
 	HeapProfile string `json:"heap_profile,omitempty"`
 	CPUProfile  string `json:"cpu_profile,omitempty"`
+	// IdleMemstats: where sluice's memory is at the idle point, from its /metrics (the Go
+	// collector's go_memstats_*_bytes gauges, named without prefix and suffix: stack_inuse,
+	// heap_inuse, heap_alloc, heap_idle, heap_released, sys, next_gc), in KiB.
+	IdleMemstats map[string]int64 `json:"idle_memstats,omitempty"`
 	// The load phase.
 	Seconds    float64 `json:"seconds"`
 	Statements int     `json:"statements"`
@@ -245,6 +249,9 @@ func run(o *options) (*result, error) {
 			return nil, err
 		}
 		st.KiBPerIdleClient = round(float64(st.IdleRSSKiB-res.BaselineRSSKiB) / float64(n))
+		if st.IdleMemstats, err = memstats(o); err != nil {
+			return nil, err
+		}
 		if o.heapDir != "" {
 			st.HeapProfile = filepath.Join(o.heapDir, fmt.Sprintf("heap-%d.pb.gz", n))
 			if err := saveHeap(o, st.HeapProfile); err != nil {
@@ -537,6 +544,44 @@ func totals(ps []pool) pool {
 		t.WaitSeconds += p.WaitSeconds
 	}
 	return t
+}
+
+// memstats reads sluice's go_memstats_*_bytes gauges of interest from its /metrics, in KiB.
+func memstats(o *options) (map[string]int64, error) {
+	resp, err := adminGet(o, "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, err
+	}
+	return parseMemstats(string(b)), nil
+}
+
+// parseMemstats picks the go_memstats gauges memstats reports out of a /metrics text.
+func parseMemstats(text string) map[string]int64 {
+	want := []string{"stack_inuse", "heap_inuse", "heap_alloc", "heap_idle", "heap_released", "sys", "next_gc"}
+	out := map[string]int64{}
+	for line := range strings.SplitSeq(text, "\n") {
+		name, val, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		short, ok := strings.CutPrefix(name, "go_memstats_")
+		if !ok {
+			continue
+		}
+		short, ok = strings.CutSuffix(short, "_bytes")
+		if !ok || !slices.Contains(want, short) {
+			continue
+		}
+		if v, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil {
+			out[short] = int64(v) / 1024
+		}
+	}
+	return out
 }
 
 // saveHeap writes sluice's heap profile (after a GC: ?gc=1) to path.

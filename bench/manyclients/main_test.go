@@ -78,3 +78,11 @@ func TestCPUParsers(t *testing.T) {
 		t.Fatal("no cpu line was accepted")
 	}
 }
+
+// TestParseMemstats: the gauges wanted, in KiB, in either float notation; others left out.
+func TestParseMemstats(t *testing.T) {
+	got := parseMemstats("# HELP x\ngo_memstats_stack_inuse_bytes 2.097152e+06\ngo_memstats_heap_alloc_bytes 4096\ngo_memstats_mallocs_total 5\ngo_memstats_frees_bytes 9\n")
+	if len(got) != 2 || got["stack_inuse"] != 2048 || got["heap_alloc"] != 4 {
+		t.Fatalf("parseMemstats = %v", got)
+	}
+}
