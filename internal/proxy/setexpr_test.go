@@ -140,6 +140,38 @@ func TestSetExpressionFailed(t *testing.T) {
 	}
 }
 
+// TestSetExpressionWarnings: the read-back after a SET of an expression leaves the SET's
+// warnings where SHOW WARNINGS finds them (pool_mode off: the session's warnings stay on the
+// primary, which ran both).
+func TestSetExpressionWarnings(t *testing.T) {
+	s := startSluice(t, func(c *config.Config) {
+		for i := range c.Endpoints {
+			c.Endpoints[i].PoolMode = "off"
+		}
+	})
+	a := connect(t, dsn(s.rw, "app", "app", "test", ""))
+	defer a.leave()
+	const set = "SET max_statement_time = CAST('7x' AS UNSIGNED)"
+	_, want := setExprWant(t, set, "SELECT @@max_statement_time")
+	a.exec(t, set)
+	var level, msg string
+	var code int
+	if err := a.c.QueryRowContext(t.Context(), "SHOW WARNINGS").Scan(&level, &code, &msg); err != nil {
+		t.Fatalf("SHOW WARNINGS: %v", err)
+	}
+	if code != 1292 {
+		t.Errorf("SHOW WARNINGS: %s %d %s, want the SET's 1292", level, code, msg)
+	}
+	for i := range 3 {
+		if got := a.str(t, "SELECT @@max_statement_time").String; got != want {
+			t.Errorf("read %d: %q", i, got)
+		}
+	}
+	if pins := lastRoutePins(t, a); pins != "" {
+		t.Errorf("pins %q, want none", pins)
+	}
+}
+
 func defaultMode(t *testing.T) string {
 	d := connect(t, testutil.Cluster(t).DSN("primary", "app", "app", "test"))
 	defer d.leave()
