@@ -177,3 +177,36 @@ func defaultMode(t *testing.T) string {
 	defer d.leave()
 	return d.str(t, "SELECT @@sql_mode").String
 }
+
+// TestSetPreparedParameter: a SET prepared with a parameter (the binary protocol: the text
+// holds ?, not the value) is evaluated like an expression: its value, read back where it ran,
+// is what the replicas get.
+func TestSetPreparedParameter(t *testing.T) {
+	s := startSluice(t, func(c *config.Config) {
+		for i := range c.Endpoints {
+			c.Endpoints[i].PoolMode = "off"
+		}
+	})
+	a := connect(t, dsn(s.rw, "app", "app", "test", ""))
+	defer a.leave()
+	if _, err := a.c.ExecContext(t.Context(), "SET time_zone = ?", "+04:00"); err != nil {
+		t.Fatal(err)
+	}
+	replica := 0
+	for i := range 4 {
+		got := a.str(t, "SELECT @@time_zone").String
+		node, role, _ := lastRoute(t, a.c)
+		if got != "+04:00" {
+			t.Errorf("read %d on %s: %q", i, node, got)
+		}
+		if role == "replica" {
+			replica++
+		}
+	}
+	if replica == 0 {
+		t.Error("no read went to a replica")
+	}
+	if pins := lastRoutePins(t, a); pins != "" {
+		t.Errorf("pins %q, want none", pins)
+	}
+}

@@ -117,6 +117,8 @@ func TestLearnPins(t *testing.T) {
 			{stmt: "SET sql_mode = @@global.sql_mode", replay: ReplayValues},
 			{stmt: "SET sql_mode = (SELECT m FROM t LIMIT 1)", replay: ReplayValues},
 			{stmt: "SET autocommit = 0, time_zone = '+01:00'", replay: ReplayValues},
+			// A prepared SET's text holds its parameters, not their values.
+			{stmt: "SET SESSION time_zone = ?", replay: ReplayValues},
 			{stmt: "SET SESSION time_zone = '+01:00', wait_timeout = -1", replay: ReplayText},
 			{stmt: "SET sql_mode = CONCAT(@@sql_mode, ',ANSI')", failed: true},
 		}},
