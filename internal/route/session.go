@@ -268,12 +268,13 @@ const noEvaluate = classify.SetNames | classify.SetRole | classify.SetTransactio
 // evaluated judges a SET of session system variables by the names classify.SetVars gives:
 // setEvaluate when it names them all and some value is an expression or autocommit is set
 // with them, setReplay when every value is a literal, setNone when it cannot judge (then
-// setEffect's older rule does).
+// setEffect's older rule does), or when an expression sets rand_seed1 or rand_seed2, which
+// read back as 0 whatever was set.
 func evaluated(c *classify.Result, stmt []byte, o *Outcome) int {
 	if c.Flags&noEvaluate != 0 || !readSure(c, o) {
 		return setNone
 	}
-	literal, auto, others := true, false, false
+	literal, auto, others, unread := true, false, false, false
 	if !classify.SetVars(stmt, o.Dialect, func(name []byte, lit bool) {
 		if isAutocommit(name) {
 			auto = true
@@ -281,7 +282,8 @@ func evaluated(c *classify.Result, stmt []byte, o *Outcome) int {
 		}
 		others = true
 		literal = literal && lit
-	}) || !others {
+		unread = unread || !lit && (foldEq(name, "rand_seed1") || foldEq(name, "rand_seed2"))
+	}) || !others || unread {
 		return setNone
 	}
 	if literal && !auto {
@@ -310,13 +312,20 @@ func readSure(c *classify.Result, o *Outcome) bool {
 }
 
 // isAutocommit reports whether name is autocommit's, in any case.
-func isAutocommit(name []byte) bool {
-	const a = "autocommit"
-	if len(name) != len(a) {
+func isAutocommit(name []byte) bool { return foldEq(name, "autocommit") }
+
+// foldEq reports whether name spells lower (lower case letters, digits and '_'), ignoring
+// the case of name's letters.
+func foldEq(name []byte, lower string) bool {
+	if len(name) != len(lower) {
 		return false
 	}
-	for i := range len(a) {
-		if name[i]|0x20 != a[i] {
+	for i := range len(lower) {
+		c := name[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
 			return false
 		}
 	}

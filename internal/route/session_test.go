@@ -120,6 +120,7 @@ func TestLearnPins(t *testing.T) {
 			// A prepared SET's text holds its parameters, not their values.
 			{stmt: "SET SESSION time_zone = ?", replay: ReplayValues},
 			{stmt: "SET SESSION time_zone = '+01:00', wait_timeout = -1", replay: ReplayText},
+			{stmt: "SET SESSION TIME_ZONE = '+01:00', Rand_Seed2 = 5", replay: ReplayText},
 			{stmt: "SET sql_mode = CONCAT(@@sql_mode, ',ANSI')", failed: true},
 		}},
 		{"SET of an expression that cannot be evaluated: pinned", false, []step{
@@ -128,6 +129,7 @@ func TestLearnPins(t *testing.T) {
 			{stmt: "SET sql_mode = CONCAT(@a, ',ANSI')", pins: PinSet},
 			{stmt: "SET sql_mode = CONCAT(@@sql_mode, ',ANSI'), GLOBAL wait_timeout = 10", pins: PinSet},
 			{stmt: "SET wait_timeout = CONNECTION_ID()", pins: PinSet},
+			{stmt: "SET rand_seed1 = ABS(2), time_zone = '+01:00'", pins: PinSet},
 			{stmt: "SET wait_timeout = GET_LOCK('a', 1)", pins: PinSet | PinGetLock},
 			{stmt: "SET tx_read_only = (0)", pins: PinSet | PinGetLock},
 			{stmt: "SET sql_mode = CONCAT(@@sql_mode, \"ANSI\")", unsure: true, pins: PinSet | PinGetLock},
