@@ -443,6 +443,27 @@ primary_name=$(awk '/^  - name: /{ n = $3 } /^    role: primary/{ print n; exit 
 [[ -n $primary_name ]] || fl_die "no primary backend in $FL_SANDBOX_DIR/sluice.yaml"
 readonly node_labels=(p r1 r2)
 nodes=("$FL_PRIMARY" "${FL_REPLICAS[@]}")
+# node_pids: each node's mariadbd pid (from its @@pid_file), for the CPU the nodes spend in the
+# short part; empty where the file cannot be read (that part then shows no node CPU).
+node_pids=()
+for n in "${nodes[@]}"; do
+	f=$(fl_sql "$n" -e 'SELECT @@pid_file' 2>/dev/null || true)
+	if [[ -n $f && -r $f ]] && read -r p <"$f" && [[ $p =~ ^[0-9]+$ ]] && [[ -r /proc/$p/stat ]]; then
+		node_pids+=("$p")
+	else
+		node_pids=()
+		break
+	fi
+done
+# nodes_cpu_ticks: the nodes' CPU so far (sum of cpu_ticks), - without node_pids.
+nodes_cpu_ticks() {
+	local t=0 p
+	((${#node_pids[@]} > 0)) || { echo -; return; }
+	for p in "${node_pids[@]}"; do
+		t=$((t + $(cpu_ticks "$p")))
+	done
+	echo "$t"
+}
 
 fl_sb_prepare "$work/prepare.log"
 
@@ -829,6 +850,7 @@ accepts() { "$FL_SLUICE" serve --config "$1" --check >"$2" 2>&1; }
 one_short() {
 	local sys=$1 addr=$2 pid=$3 rep=$4 rc=0 before=0 cpu=- rss=- n k json log
 	local logins_before=0 logins=0 conns cps p50 p99 avg cp50 cp99 errs cpu_us=- per_conn=-
+	local nodes_before nodes_cpu=- node_us=- client_us
 	if [[ -n $pid ]] && ! kill -0 "$pid" 2>/dev/null; then
 		fl_die "$sys (pid $pid) is not running any more"
 	fi
@@ -843,11 +865,15 @@ one_short() {
 		fi
 		before=$(cpu_ticks "$pid")
 	fi
+	nodes_before=$(nodes_cpu_ticks)
 	"$work/shortconn" -addr "$addr" -clients "$short_clients" -duration "${short_time}s" \
 		-user "$FL_USER" -password "$FL_PASSWORD" -db "$db" -table sbtest1 -rows "$table_size" >"$json" 2>"$log" || rc=$?
 	if [[ -n $pid ]]; then
 		cpu=$(($(cpu_ticks "$pid") - before))
 		rss=$(mem_kib "$pid" VmHWM)
+	fi
+	if [[ $nodes_before != - ]]; then
+		nodes_cpu=$(($(nodes_cpu_ticks) - nodes_before))
 	fi
 	for n in "${nodes[@]}"; do
 		logins=$((logins + $(fl_sql "$n" -e "SHOW GLOBAL STATUS LIKE 'Connections'" | awk '{ print $2 }')))
@@ -862,6 +888,7 @@ one_short() {
 	avg=$(fl_json_get "$json" avg_ms || true)
 	cp50=$(fl_json_get "$json" connect_p50_ms || true)
 	cp99=$(fl_json_get "$json" connect_p99_ms || true)
+	client_us=$(fl_json_get "$json" client_cpu_us_per_conn || true)
 	if ((rc != 0)) || [[ -z $conns || -z $errs ]]; then
 		failures+=("short connections $sys rep $rep: exit $rc, ${errs:-?} failed iterations: $(tail -n 1 "$log")")
 	fi
@@ -874,12 +901,15 @@ one_short() {
 		if [[ $cpu != - ]]; then
 			cpu_us=$(awk -v t="$cpu" -v hz="$clk_tck" -v c="$conns" 'BEGIN { printf "%.1f", t / hz * 1e6 / c }')
 		fi
+		if [[ $nodes_cpu != - ]]; then
+			node_us=$(awk -v t="$nodes_cpu" -v hz="$clk_tck" -v c="$conns" 'BEGIN { printf "%.1f", t / hz * 1e6 / c }')
+		fi
 	fi
-	for k in cps p50 p99 avg cp50 cp99; do
+	for k in cps p50 p99 avg cp50 cp99 client_us; do
 		[[ -n ${!k} ]] || printf -v "$k" '%s' -
 	done
-	printf '%s\t%d\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n' "$sys" "$rep" "$rc" "${conns:-0}" "$errs" \
-		"$cps" "$p50" "$p99" "$avg" "$cp50" "$cp99" "$cpu_us" "$rss" "$per_conn" "$logins" >>"$short_runs"
+	printf '%s\t%d\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n' "$sys" "$rep" "$rc" "${conns:-0}" "$errs" \
+		"$cps" "$p50" "$p99" "$avg" "$cp50" "$cp99" "$cpu_us" "$rss" "$per_conn" "$logins" "$node_us" "$client_us" >>"$short_runs"
 }
 
 if ((want_short)); then
@@ -989,9 +1019,9 @@ pool_parts_run
 # of $short_runs:
 #   1 system 2 rep 3 exit 4 connections 5 errors 6 cps 7 p50_ms 8 p99_ms 9 avg_ms
 #   10 connect_p50_ms 11 connect_p99_ms 12 cpu_us_per_conn 13 peak_rss_kib 14 node_logins_per_conn
-#   15 node_logins
+#   15 node_logins 16 node_cpu_us_per_conn 17 client_cpu_us_per_conn
 # and of the medians: system cps p50 p99 avg connect_p50 connect_p99 errors cpu_us rss_mib
-# node_logins_per_conn connections.
+# node_logins_per_conn connections node_cpu_us client_cpu_us.
 short_medians=$work/short-medians.tsv
 awk -F '\t' '
 	function median(key, col,   n, i, j, t, a) {
@@ -1004,7 +1034,7 @@ awk -F '\t' '
 	{
 		key = $1
 		if (!(key in seen)) { seen[key] = 1; order[++k] = key }
-		for (c = 6; c <= 14; c++) if ($c != "-") vals[key, c] = vals[key, c] " " $c
+		for (c = 6; c <= 17; c++) if (c != 15 && $c != "-" && $c != "") vals[key, c] = vals[key, c] " " $c
 		errs[key] += $5
 		conns[key] += $4
 	}
@@ -1013,9 +1043,9 @@ awk -F '\t' '
 			key = order[i]
 			rss = median(key, 13)
 			if (rss != "-") rss = sprintf("%.1f", rss / 1024)
-			printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\n", key, median(key, 6), median(key, 7),
+			printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%s\t%s\n", key, median(key, 6), median(key, 7),
 				median(key, 8), median(key, 9), median(key, 10), median(key, 11), errs[key], median(key, 12), rss,
-				median(key, 14), conns[key]
+				median(key, 14), conns[key], median(key, 16), median(key, 17)
 		}
 	}' "$short_runs" >"$short_medians"
 
@@ -1158,15 +1188,15 @@ table=$work/table.md
 	if ((want_short)); then
 		printf '\nShort connections (bench/shortconn): %d clients, each looping over connect (a new TCP connection and a full mysql_native_password login, no TLS), SELECT c FROM sbtest1 WHERE id = <random> (text protocol), disconnect (COM_QUIT); %s s per run, %d rep(s), systems interleaved; medians. sluice threads: %s; sluice-off and sluice-session read from the primary.\n' \
 			"$short_clients" "$short_time" "$reps" "$sluice_threads"
-		printf 'conn/s: iterations completed per second. p50, p99, avg ms: one iteration (connect + query + disconnect). connect p50/p99 ms: the connect and login alone. node logins/conn: logins the three nodes accepted (their Connections counters) per client connection. CPU µs/conn: the proxy'"'"'s CPU per client connection. RSS MiB: its %s. × direct, × haproxy: conn/s relative to theirs (higher is better); p99 × direct: lower is better.\n\n' "$rss_note"
-		printf '| system | pool_mode | conn/s | p50 ms | p99 ms | avg ms | connect p50 ms | connect p99 ms | errors | node logins/conn | CPU µs/conn | RSS MiB | conn/s × direct | conn/s × haproxy | p99 × direct |\n'
-		printf '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n'
+		printf 'conn/s: iterations completed per second. p50, p99, avg ms: one iteration (connect + query + disconnect). connect p50/p99 ms: the connect and login alone. node logins/conn: logins the three nodes accepted (their Connections counters) per client connection. CPU µs/conn: the proxy'"'"'s CPU per client connection; node CPU: the three mariadbd'"'"'s; client CPU: bench/shortconn'"'"'s own; all CPU: the three summed, what one connection costs this machine (client, proxy and nodes share its CPUs, so conn/s can exceed direct'"'"'s only as far as all CPU falls below it). RSS MiB: its %s. × direct, × haproxy: conn/s relative to theirs (higher is better); p99 × direct: lower is better.\n\n' "$rss_note"
+		printf '| system | pool_mode | conn/s | p50 ms | p99 ms | avg ms | connect p50 ms | connect p99 ms | errors | node logins/conn | CPU µs/conn | node CPU µs/conn | client CPU µs/conn | all CPU µs/conn | RSS MiB | conn/s × direct | conn/s × haproxy | p99 × direct |\n'
+		printf '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n'
 		declare -A sc s99
 		while IFS=$'\t' read -r sys cps p50 p99 _; do
 			sc[$sys]=$cps
 			s99[$sys]=$p99
 		done <"$short_medians"
-		while IFS=$'\t' read -r sys cps p50 p99 avg cp50 cp99 errs cpu rss lpc _; do
+		while IFS=$'\t' read -r sys cps p50 p99 avg cp50 cp99 errs cpu rss lpc _ ncpu ccpu; do
 			pm=-
 			case $sys in
 			sluice-off) pm=off; [[ $pool_off_key == off ]] || pm="(no pool_mode key: no pool)" ;;
@@ -1175,12 +1205,15 @@ table=$work/table.md
 			if [[ $lpc != - ]]; then
 				lpc=$(awk -v v="$lpc" 'BEGIN { printf "%.2f", v }')
 			fi
-			printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$sys" "$pm" "$cps" "$p50" "$p99" "$avg" \
-				"$cp50" "$cp99" "$errs" "$lpc" "$cpu" "$rss" "$(ratio "$cps" "${sc[direct]:--}")" "$(ratio "$cps" "${sc[haproxy]:--}")" \
+			allcpu=$(awk -v a="$cpu" -v b="${ncpu:--}" -v c="${ccpu:--}" 'BEGIN {
+				if (b == "-" || c == "-") { print "-"; exit }
+				printf "%.1f", (a == "-" ? 0 : a) + b + c }')
+			printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$sys" "$pm" "$cps" "$p50" "$p99" "$avg" \
+				"$cp50" "$cp99" "$errs" "$lpc" "$cpu" "${ncpu:--}" "${ccpu:--}" "$allcpu" "$rss" "$(ratio "$cps" "${sc[direct]:--}")" "$(ratio "$cps" "${sc[haproxy]:--}")" \
 				"$(ratio "$p99" "${s99[direct]:--}")"
 		done <"$short_medians"
 		if [[ $pool_session != yes ]]; then
-			printf '| sluice-session | session | not available in this binary (%s) | | | | | | | | | | | | |\n' "$(tr '|' '/' <<<"$pool_session_note")"
+			printf '| sluice-session | session | not available in this binary (%s) | | | | | | | | | | | | | | | |\n' "$(tr '|' '/' <<<"$pool_session_note")"
 		fi
 		printf '\nTarget (issue 22): sluice-session ≥ 2 x direct'"'"'s conn/s: %s.\n' "$short_verdict"
 	fi
@@ -1285,18 +1318,18 @@ json_medians() {
 		printf '    "systems": {"direct": "%s", "haproxy": "%s", "sluice-off": "%s", "sluice-session": "%s"},\n    "runs": [\n' \
 			"$FL_PRIMARY" "$haproxy_addr" "$addr_so" "$addr_ss"
 		sep=""
-		while IFS=$'\t' read -r sys rep rc conns errs cps p50 p99 avg cp50 cp99 cpu rss lpc logins; do
-			printf '%s      {"system": "%s", "rep": %d, "connections": %d, "errors": %d, "cps": %s, "p50_ms": %s, "p99_ms": %s, "avg_ms": %s, "connect_p50_ms": %s, "connect_p99_ms": %s, "cpu_us_per_connection": %s, "peak_rss_kib": %s, "node_logins": %d, "node_logins_per_connection": %s, "exit": %d}' \
+		while IFS=$'\t' read -r sys rep rc conns errs cps p50 p99 avg cp50 cp99 cpu rss lpc logins ncpu ccpu; do
+			printf '%s      {"system": "%s", "rep": %d, "connections": %d, "errors": %d, "cps": %s, "p50_ms": %s, "p99_ms": %s, "avg_ms": %s, "connect_p50_ms": %s, "connect_p99_ms": %s, "cpu_us_per_connection": %s, "node_cpu_us_per_connection": %s, "client_cpu_us_per_connection": %s, "peak_rss_kib": %s, "node_logins": %d, "node_logins_per_connection": %s, "exit": %d}' \
 				"$sep" "$sys" "$rep" "$conns" "$errs" "$(jnum "$cps")" "$(jnum "$p50")" "$(jnum "$p99")" "$(jnum "$avg")" "$(jnum "$cp50")" \
-				"$(jnum "$cp99")" "$(jnum "$cpu")" "$(jnum "$rss")" "$logins" "$(jnum "$lpc")" "$rc"
+				"$(jnum "$cp99")" "$(jnum "$cpu")" "$(jnum "${ncpu:--}")" "$(jnum "${ccpu:--}")" "$(jnum "$rss")" "$logins" "$(jnum "$lpc")" "$rc"
 			sep=$',\n'
 		done <"$short_runs"
 		printf '\n    ],\n    "medians": [\n'
 		sep=""
-		while IFS=$'\t' read -r sys cps p50 p99 avg cp50 cp99 errs cpu rss lpc conns; do
-			printf '%s      {"system": "%s", "cps": %s, "p50_ms": %s, "p99_ms": %s, "avg_ms": %s, "connect_p50_ms": %s, "connect_p99_ms": %s, "errors": %d, "cpu_us_per_connection": %s, "peak_rss_mib": %s, "node_logins_per_connection": %s, "connections_sum": %d}' \
+		while IFS=$'\t' read -r sys cps p50 p99 avg cp50 cp99 errs cpu rss lpc conns ncpu ccpu; do
+			printf '%s      {"system": "%s", "cps": %s, "p50_ms": %s, "p99_ms": %s, "avg_ms": %s, "connect_p50_ms": %s, "connect_p99_ms": %s, "errors": %d, "cpu_us_per_connection": %s, "node_cpu_us_per_connection": %s, "client_cpu_us_per_connection": %s, "peak_rss_mib": %s, "node_logins_per_connection": %s, "connections_sum": %d}' \
 				"$sep" "$sys" "$(jnum "$cps")" "$(jnum "$p50")" "$(jnum "$p99")" "$(jnum "$avg")" "$(jnum "$cp50")" "$(jnum "$cp99")" \
-				"$errs" "$(jnum "$cpu")" "$(jnum "$rss")" "$(jnum "$lpc")" "$conns"
+				"$errs" "$(jnum "$cpu")" "$(jnum "${ncpu:--}")" "$(jnum "${ccpu:--}")" "$(jnum "$rss")" "$(jnum "$lpc")" "$conns"
 			sep=$',\n'
 		done <"$short_medians"
 		printf '\n    ],\n    "session_vs_direct": %s,\n    "target": %s,\n    "met": %s\n  }' "$(jnum "$short_ratio")" "$short_target" "$(jbool "$short_met")"

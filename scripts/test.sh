@@ -10,7 +10,8 @@
 # smoke mode (SMOKE=1 bench/switchover.sh, about 30 s: 0 client errors, every write kept), and
 # scripts/client-batteries.sh (PHP, Java, Node and Python client stacks, directly and through
 # sluice; installs their runtimes when missing), then the batteries' rw mode and the mysqltest
-# corpus in text mode again through pool_mode transaction (POOL_MODE, scripts/lib.sh).
+# corpus in text mode and the driver suite again through pool_mode transaction (POOL_MODE,
+# scripts/lib.sh).
 #
 # Every step runs even when an earlier one failed; the exit status is non-zero if any failed.
 # With CI=true nothing may be skipped: a missing server is a failure, and CI=true is passed to
@@ -276,8 +277,8 @@ client_batteries() {
 
 # pool_transaction: the cheapest runs of the fidelity suites that still compare every client
 # stack with the server through pool_mode transaction (connections given back between
-# statements, state carried): the client batteries' rw mode for every stack and the mysqltest
-# corpus in text mode. max_per_node stays unlimited: the batteries' sessions leave node
+# statements, state carried): the client batteries' rw mode for every stack, the mysqltest
+# corpus in text mode and go-sql-driver's test suite. max_per_node stays unlimited: the batteries' sessions leave node
 # connections busy (statements they time out on purpose, pins held to their end), and a small
 # limit turns that into waits and error 1040, not into findings; sessions still share the
 # connections they give back. Java is left out for time: Connector/J's start-up SET (an
@@ -297,6 +298,14 @@ pool_transaction() {
 		rc=1
 	fi
 	fidelity_suite SKIP_MYSQLTEST mariadb-test scripts/mysqltest.sh POOL_MODE=transaction MODES=text || rc=$?
+	if [[ ${SKIP_DRIVER_SUITE:-0} == 1 && $ci != true ]]; then
+		echo "SKIP_DRIVER_SUITE=1: the driver suite through pool_mode transaction skipped"
+	elif [[ -x $bin_dir/sluice ]]; then
+		POOL_MODE=transaction SLUICE_BIN=$bin_dir/sluice "$root/scripts/driver-suite.sh" || rc=1
+	else
+		echo "no sluice binary: the build step failed" >&2
+		rc=1
+	fi
 	return "$rc"
 }
 

@@ -33,6 +33,7 @@ import (
 	"regexp"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -53,6 +54,10 @@ type result struct {
 	Max         float64 `json:"max_ms"`
 	ConnectP50  float64 `json:"connect_p50_ms"`
 	ConnectP99  float64 `json:"connect_p99_ms"`
+	// ClientCPU is this tool's own CPU time (user + system) per completed connection, in
+	// microseconds: the client's share of a shared machine's CPU, so a run's connections per
+	// second can be read against what the client, the proxy and the nodes each cost.
+	ClientCPU float64 `json:"client_cpu_us_per_conn"`
 }
 
 var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -75,10 +80,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "shortconn: -db and -table must be plain identifiers")
 		os.Exit(2)
 	}
+	cpu0 := cpuTime()
 	res, err := run(*addr, *user, *password, *db, *table, *clients, *rows, *duration)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "shortconn:", err)
 		os.Exit(2)
+	}
+	if res.Connections > 0 {
+		res.ClientCPU = round(float64(cpuTime()-cpu0) / float64(time.Microsecond) / float64(res.Connections))
 	}
 	out, _ := json.Marshal(res)
 	fmt.Println(string(out))
@@ -87,6 +96,15 @@ func main() {
 			res.Errors, res.Errors+res.Connections, res.FirstError)
 		os.Exit(1)
 	}
+}
+
+// cpuTime is the process's CPU time so far (user + system), 0 where getrusage fails.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // sample is one completed iteration: its whole time and its connect's.

@@ -96,6 +96,15 @@ type Conn struct {
 	// unguarded: the connection may have left read-only mode since the guard last ran (a
 	// replayed or relayed statement, a reset, a guard that failed). Meaningful when readOnly.
 	unguarded bool
+	// clean: c holds nothing of any session but its schema, the guard and GTID tracking and
+	// what its current session sent it since: it was dialed, reset (ResetSession, MarkReset)
+	// or woken from rest (Wake) since it was last handed on unreset (Continue).
+	clean bool
+	// rested: c waits in a pool with nothing of a session on it but its schema, the guard in
+	// force on a read-only connection and GTID tracking as TracksGTIDs says: reset there
+	// (ResetSession) or given back untouched by the session that took it clean (Rest). Wake
+	// takes it into a session without another reset.
+	rested bool
 	// stmts are the idle prepared statements the connection keeps for its next session
 	// (stmtcache.go).
 	stmts stmtCache
@@ -168,6 +177,7 @@ func Dial(ctx context.Context, o Options) (*Conn, error) {
 		}
 	}
 	_ = nc.SetDeadline(time.Time{})
+	c.clean = true
 	// What sluice reads whole from a node (an OK, an ERR, a prepare response, a value it
 	// asked for) is never a continuation; rows are relayed as they come, not read whole. A
 	// node that announces more gets an error, not 1 GiB of sluice's memory.

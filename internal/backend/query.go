@@ -368,15 +368,19 @@ var selectDatabase = []byte("SELECT DATABASE()")
 
 // ResetSession resets the node's session (COM_RESET_CONNECTION: the node's own reset of
 // everything a client may have left, mariadb-facts.md §9) and, with askDB, asks which schema
-// the reset kept (SELECT DATABASE(), written in the same flush as the reset: one round trip
-// for both). db is that schema, "" for none, or "" without askDB. Both answers are read before
-// it returns, whatever they are. The reset's refusal is the node's *mysql.SQLError; any error
-// leaves the session in a state the caller does not know: close the connection. c.Status is
-// the status of the last answer (the reset's without askDB). The idle prepared statements c
-// keeps are forgotten as the reset is sent, whatever the answer.
+// the reset kept (SELECT DATABASE()); on a read-only connection the read-only guard, which the
+// reset ended, follows. All of them go out in one write: one round trip. db is that schema, ""
+// for none, or "" without askDB. Every answer is read before it returns, whatever they are.
+// The reset's refusal is the node's *mysql.SQLError; any error leaves the session in a state
+// the caller does not know: close the connection. c.Status is the status of the last answer.
+// The idle prepared statements c keeps are forgotten as the reset is sent, whatever the answer.
+// On success c is at rest (Wake): nothing of a session on it, the guard in force where it
+// belongs, no GTID tracking (the reset put session_track_system_variables back).
 func (c *Conn) ResetSession(askDB bool) (db string, err error) {
 	c.ForgetStmts() // the reset drops the node's prepared statements (as Command's does)
 	c.forgetUserVars()
+	c.rested, c.TracksGTIDs = false, false
+	c.unguarded = true
 	c.SetSeq(0)
 	if err := c.WritePacket([]byte{mysql.ComResetConnection}); err != nil {
 		return "", err
@@ -386,27 +390,41 @@ func (c *Conn) ResetSession(askDB bool) (db string, err error) {
 			return "", err
 		}
 	}
+	if c.readOnly {
+		if err := c.WriteQuery([]byte(ReadOnlyGuard)); err != nil {
+			return "", err
+		}
+	}
 	if err := c.Flush(); err != nil {
 		return "", err
 	}
-	resetErr := c.readCommandAnswer()
-	if !askDB {
-		return "", resetErr
+	err = c.readCommandAnswer()
+	if askDB {
+		var rows Rows
+		limit := c.MaxPacket
+		c.MaxPacket = MaxQueryBytes
+		c.SetSeq(1)
+		dbErr := c.readResults(&rows)
+		c.MaxPacket = limit
+		c.ReleaseLarge(64 << 10)
+		switch {
+		case err != nil:
+		case dbErr != nil:
+			err = dbErr
+		case len(rows.Values) != 1 || len(rows.Values[0]) != 1:
+			err = errors.New("backend: SELECT DATABASE() did not answer one value")
+		default:
+			db = rows.Values[0][0].S
+		}
 	}
-	var rows Rows
-	limit := c.MaxPacket
-	c.MaxPacket = MaxQueryBytes
-	c.SetSeq(1)
-	err = c.readResults(&rows)
-	c.MaxPacket = limit
-	c.ReleaseLarge(64 << 10)
-	switch {
-	case resetErr != nil:
-		return "", resetErr
-	case err != nil:
+	if c.readOnly {
+		if gerr := c.readCommandAnswer(); err == nil {
+			err = gerr
+		}
+	}
+	if err != nil {
 		return "", err
-	case len(rows.Values) != 1 || len(rows.Values[0]) != 1:
-		return "", errors.New("backend: SELECT DATABASE() did not answer one value")
 	}
-	return rows.Values[0][0].S, nil
+	c.unguarded, c.rested, c.clean = false, true, true
+	return db, nil
 }

@@ -141,6 +141,7 @@ func (c *Conn) Continues(t *State) bool {
 // schema, the COM_SET_OPTION value and the read-only guard stay what c has (Sync brings the
 // rest in line).
 func (c *Conn) Continue(t *State) {
+	c.clean = false // it holds what its last session left beyond t's statements
 	c.fp.Epoch, c.fp.Applied = t.Epoch, c.carried.Applied
 }
 
@@ -273,6 +274,29 @@ func (c *Conn) Adopt(t *State) {
 	c.fp = t.Fingerprint()
 }
 
+// Rest records that c goes back to a pool untouched by the session that took it: the caller
+// vouches that no statement, prepare or replay was sent on it since that session took it. When
+// c was clean then (dialed, reset, or woken from rest; not handed on unreset), it holds the
+// schema and nothing else of any session (the guard in force, GTID tracking as TracksGTIDs
+// says), and the next session's Wake takes it without a reset; Rest reports whether it is so.
+func (c *Conn) Rest() bool {
+	c.fp = Fingerprint{DB: c.fp.DB, Options: c.fp.Options}
+	c.rested = c.clean && (!c.readOnly || !c.unguarded)
+	return c.rested
+}
+
+// Wake takes c, at rest in a pool (ResetSession, Rest), into a session at epoch: it reports
+// false, changing nothing, when c is not at rest (the caller resets it). After true, c carries
+// no statement of epoch and the guard is not due.
+func (c *Conn) Wake(epoch uint64) bool {
+	if !c.rested {
+		return false
+	}
+	c.rested, c.clean = false, true
+	c.fp.Epoch, c.fp.Applied = epoch, 0
+	return true
+}
+
 // MarkReset records that the node reset the session itself (the caller relayed a
 // COM_RESET_CONNECTION): c carries no statement of epoch, the session's new epoch. The schema
 // and the COM_SET_OPTION value stay as they were (MariaDB keeps the schema across
@@ -283,7 +307,7 @@ func (c *Conn) MarkReset(epoch uint64) {
 	c.ForgetStmts()
 	c.forgetUserVars()
 	c.fp.Epoch, c.fp.Applied = epoch, 0
-	c.unguarded = true
+	c.unguarded, c.rested, c.clean = true, false, true
 	c.TracksGTIDs = false // session_track_system_variables is the global value again
 }
 

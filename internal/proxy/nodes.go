@@ -37,6 +37,9 @@ type nodeConn struct {
 	// pub is the kill targets of a node set that holds this connection alone, as last
 	// published (nodeSet.publish): never changed once published.
 	pub *targetSet
+	// used: the session sent something on it (nodeSet.use: a statement, a prepare, a replay).
+	// One it never used goes back to the pool without a reset (backend.Conn.Rest).
+	used bool
 }
 
 // release takes the connection out of its node's count, once: when it is closed, or as soon

@@ -142,6 +142,7 @@ func (ns *nodeSet) open(i int) (*nodeConn, error) {
 		// back first): its wrapper, and the kill targets published for it, serve again.
 		c, ns.spare = sp, nil
 		c.released.Store(false)
+		c.used = false
 	} else {
 		c = &nodeConn{Conn: bc, idx: i, name: n.Name}
 	}
@@ -189,10 +190,12 @@ func (ns *nodeSet) use(i int) (*nodeConn, error) {
 			return nil, err
 		}
 	}
+	c.used = true // before sync: a replay goes out on it
 	c, err := ns.sync(c)
 	if err != nil {
 		return nil, err
 	}
+	c.used = true // sync may have replaced it
 	ns.curIdx, ns.curNode, ns.curConn = i, ns.topo.Snapshot().Nodes[i], c.Conn
 	return c, nil
 }

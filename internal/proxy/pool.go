@@ -249,8 +249,13 @@ func (p *Proxy) ready(c *backend.Conn, shared bool, n *topology.Node, readOnly b
 		}
 		c.TracksGTIDs = false
 	}
-	c.Adopt(&backend.State{DB: c.Fingerprint().DB, Options: c.Fingerprint().Options, Epoch: st.Epoch})
-	c.MarkReset(st.Epoch)
+	// At rest (reset with its guard on its way back, or given back untouched): nothing to do
+	// but the database. Else (dialed by the pool's top-up, reset just now): as reset.
+	woke := !shared && c.Wake(st.Epoch)
+	if !woke {
+		c.Adopt(&backend.State{DB: c.Fingerprint().DB, Options: c.Fingerprint().Options, Epoch: st.Epoch})
+		c.MarkReset(st.Epoch)
+	}
 	if st.DB != "" && c.Fingerprint().DB != st.DB {
 		if err := c.Sync(&backend.State{DB: st.DB, Options: c.Fingerprint().Options, Epoch: st.Epoch}); err != nil {
 			var se *backend.SyncError
@@ -261,6 +266,9 @@ func (p *Proxy) ready(c *backend.Conn, shared bool, n *topology.Node, readOnly b
 		}
 	}
 	if readOnly {
+		if woke {
+			return nil // its guard is in force
+		}
 		if err := c.Guard(); err != nil {
 			return &backend.ConnectError{Addr: n.Address, Err: err}
 		}
@@ -302,14 +310,14 @@ func pauseFor(done <-chan struct{}, d time.Duration) bool {
 // recycle resets bc (COM_RESET_CONNECTION), which a session of login l released between two
 // commands, and gives it back to the pool; a connection whose reset fails or leaves it in an
 // unexpected state is closed. Bounded by resetTimeout. Called after the client's connection was
-// closed: the client never waits for it.
+// closed: the client never waits for it. A read-only connection gets its guard back in the
+// same round trip (backend.Conn.ResetSession), so the next session's acquire sends it nothing.
 //
 // The reset keeps the node's current database, which the next session compares its own with
 // (and which decides whether a session without one may take the connection). When dbSeen, the
 // session saw every change of it (the node reports each in its OKs: session_track_schema, which
 // the session did not touch), so bc's fingerprint says it and the reset is the only round trip;
 // otherwise SELECT DATABASE() goes out in the same write as the reset and the node says it.
-// No read-only guard here: the next session's acquire runs it on a read-only connection.
 func (p *Proxy) recycle(bc *backend.Conn, k pool.Key, v pool.Variant, lim pool.Limits, dbSeen bool) {
 	nc := bc.NetConn()
 	_ = nc.SetDeadline(time.Now().Add(resetTimeout))
@@ -354,9 +362,10 @@ func (p *Proxy) releaseNodes(ns *nodeSet, l *login, ps *PoolSettings, dbSeen boo
 		return
 	}
 	type lent struct {
-		bc *backend.Conn
-		k  pool.Key
-		v  pool.Variant
+		bc   *backend.Conn
+		k    pool.Key
+		v    pool.Variant
+		used bool
 	}
 	var out []lent
 	snap := p.topo.Snapshot()
@@ -368,11 +377,17 @@ func (p *Proxy) releaseNodes(ns *nodeSet, l *login, ps *PoolSettings, dbSeen boo
 		if !poolable(snap, c.idx, n) || n.Name != c.name || n.Address != c.Addr {
 			return false
 		}
-		out = append(out, lent{c.Conn, p.poolKey(l, n), p.poolVariant(l, n, c.ReadOnly())})
+		out = append(out, lent{c.Conn, p.poolKey(l, n), p.poolVariant(l, n, c.ReadOnly()), c.used})
 		return true
 	})
 	lim := ps.limitsOf(l.creds.User)
 	for _, c := range out {
+		if !c.used && c.bc.Rest() {
+			// The session sent it nothing (a home it never read from, say: its reads went to
+			// replicas) and took it clean: nothing to reset (not counted as a reset).
+			p.pool.Return(c.bc, c.v, lim)
+			continue
+		}
 		p.recycle(c.bc, c.k, c.v, lim, dbSeen)
 	}
 }

@@ -365,3 +365,117 @@ func TestPoolLimit(t *testing.T) {
 		t.Errorf("after A left, B got thread %d, not A's %d", tb, ta)
 	}
 }
+
+// TestPoolRestsUntouched: under pool_mode session, short sessions whose reads go to a replica
+// leave their primary connection untouched: it goes back to the pool without a reset (the
+// primary runs no command for them at all), and the replica's connection is reset with its
+// read-only guard in one round trip, so the next session's login sends the replica nothing.
+// (backend's TestResetSessionGuards checks the guard holds.) What the next session finds is
+// still clean: no user variable, none of the session variables a session that used the
+// primary set.
+func TestPoolRestsUntouched(t *testing.T) {
+	cl := testutil.Cluster(t)
+	direct := open(t, cl.DSN("primary", "app", "app", "test"))
+	mustExec(t, direct, "CREATE TABLE IF NOT EXISTS pool_rest (id INT PRIMARY KEY)")
+	mustExec(t, direct, "REPLACE INTO pool_rest VALUES (1)")
+	if err := cl.WaitCaughtUp(context.Background(), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	s := startSluice(t, func(c *config.Config) {
+		for i := range c.Endpoints {
+			c.Endpoints[i].PoolMode = "session"
+			c.Endpoints[i].Pool.MaxPerNode = 1
+			c.Endpoints[i].Pool.AcquireTimeout.Duration = 5 * time.Second
+			if c.Endpoints[i].Mode == "read-write" {
+				for name := range c.Endpoints[i].ReadWeights {
+					c.Endpoints[i].ReadWeights[name] = 0
+				}
+				c.Endpoints[i].ReadWeights["replica1"] = 100
+			}
+		}
+	})
+	counters := func(node string) (resets, sets int64) {
+		db, err := cl.AdminDB(node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		rows, err := db.Query("SHOW GLOBAL STATUS WHERE Variable_name IN ('Com_admin_commands', 'Com_set_option')")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var name string
+			var v int64
+			if err := rows.Scan(&name, &v); err != nil {
+				t.Fatal(err)
+			}
+			if name == "Com_admin_commands" {
+				resets = v
+			} else {
+				sets = v
+			}
+		}
+		return resets, sets
+	}
+	settle := func() {
+		deadline := time.Now().Add(5 * time.Second)
+		for (poolOf(s, "primary", "app").InUse > 0 || poolOf(s, "replica1", "app").InUse > 0) && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	// Warm up: the first session dials both connections.
+	w := connect(t, dsn(s.rw, "app", "app", "test", ""))
+	w.int(t, "SELECT id FROM pool_rest")
+	w.leave()
+	settle()
+	pr0, ps0 := counters("primary")
+	rr0, rs0 := counters("replica1")
+	const sessions = 30
+	for i := range sessions {
+		c := connect(t, dsn(s.rw, "app", "app", "test", ""))
+		c.int(t, "SELECT id FROM pool_rest")
+		var node, primary, reason, pin sql.NullString
+		if err := c.c.QueryRowContext(context.Background(), "SLUICE SHOW LAST ROUTE").Scan(&node, &primary, &reason, &pin); err != nil || node.String != "replica1" {
+			t.Fatalf("session %d: the read ran on %v (%v), want replica1", i, node, err)
+		}
+		c.leave()
+		settle()
+	}
+	pr1, ps1 := counters("primary")
+	rr1, rs1 := counters("replica1")
+	// The counters' own reads are Com_show_status and a login, neither counted here: the
+	// deltas are sluice's.
+	if pr1-pr0 != 0 || ps1-ps0 != 0 {
+		t.Errorf("primary ran %d resets and %d SETs for %d sessions that never used it, want 0", pr1-pr0, ps1-ps0, sessions)
+	}
+	// Each session: its reads, the reset and the guard (one round trip) as it left.
+	if rr1-rr0 != sessions || rs1-rs0 != sessions {
+		t.Errorf("replica1 ran %d resets and %d SETs for %d sessions, want one of each per session", rr1-rr0, rs1-rs0, sessions)
+	}
+	if p := poolOf(s, "primary", "app"); p.Created != 1 || p.ResetFailures != 0 {
+		t.Errorf("primary's pool %+v: want the one connection, never reset", p)
+	}
+	if p := poolOf(s, "replica1", "app"); p.Created != 1 || p.ResetFailures != 0 {
+		t.Errorf("replica1's pool %+v: want the one connection", p)
+	}
+	// A session that does use the primary leaves it reset: the next one sees none of its state.
+	a := connect(t, dsn(s.rw, "app", "app", "test", ""))
+	a.exec(t, "SET @rest_probe = 'a'")
+	a.exec(t, "SET SESSION sql_mode = 'ANSI'")
+	ta := a.int(t, "SELECT CONNECTION_ID()+0 FROM pool_rest /*FORCE_MASTER*/")
+	a.leave()
+	settle()
+	b := connect(t, dsn(s.rw, "app", "app", "test", ""))
+	defer b.leave()
+	if tb := b.int(t, "/*FORCE_MASTER*/ SELECT CONNECTION_ID()+0"); tb != ta {
+		t.Fatalf("B is on primary thread %d, A was on %d: not reused under max_per_node 1", tb, ta)
+	}
+	if v := b.str(t, "/*FORCE_MASTER*/ SELECT @rest_probe"); v.Valid {
+		t.Errorf("B sees A's @rest_probe = %q on the primary", v.String)
+	}
+	if m := b.str(t, "/*FORCE_MASTER*/ SELECT @@session.sql_mode"); m.String == "ANSI" || strings.Contains(m.String, "ANSI_QUOTES") {
+		t.Errorf("B has A's sql_mode %q", m.String)
+	}
+}

@@ -307,6 +307,13 @@ func TestTxPoolReadsYourWrites(t *testing.T) {
 	defer a.leave()
 	for i := range 30 {
 		b.exec(t, "SET time_zone = '+0"+strconv.Itoa(i%10)+":00'") // B's state differs: A's connection is reset under it
+		// The replicas have A's last insert: a read finds one there at once, unless the
+		// session lost track of its primary connection's GTIDs (then it cannot know, and
+		// reads on the primary). Waited for here, not left to the 10 ms consistency timeout,
+		// which a loaded machine's replication can exceed.
+		if err := testutil.Cluster(t).WaitCaughtUp(context.Background(), 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
 		if n := a.int(t, "SELECT COUNT(*) FROM test.txpool_ryw WHERE id < 0"); n != 0 {
 			t.Fatal(n)
 		}
