@@ -137,7 +137,8 @@ pool_sluice() {
 	}
 	FL_RW=$pool_addr
 	FL_SLUICE_ARGS=()
-	if [[ -n ${PROFILE_DIR:-} ]]; then
+	if [[ -n ${PROFILE_DIR:-} && $name != sluice-tx ]]; then
+		# (sluice-tx is profiled per load phase by bench/manyclients -cpu instead)
 		FL_SLUICE_ARGS=(--cpuprofile "$PROFILE_DIR/$name.cpu")
 	fi
 	FIDELITY_READS=replicas fl_sluice_start "$f" "$work/$name.log"
@@ -159,7 +160,7 @@ pool_part_many() {
 	fl_log "many clients: $steps through sluice-tx $pool_addr (pid $pid_tx, pool_mode transaction, max_per_node $many_max), ${many_time}s per step, a point select every $many_interval each"
 	"$work/manyclients" -addr "$pool_addr" -admin "$admin_tx" -pid "$pid_tx" -steps "$steps" \
 		-duration "${many_time}s" -interval "$many_interval" -user "$FL_USER" -password "$FL_PASSWORD" \
-		-db "$db" -table sbtest1 -rows "$table_size" -heap "$heap" >"$work/many.json" 2>"$work/many.log" || rc=$?
+		-db "$db" -table sbtest1 -rows "$table_size" -heap "$heap" ${PROFILE_DIR:+-cpu "$PROFILE_DIR"} >"$work/many.json" 2>"$work/many.log" || rc=$?
 	if ((rc != 0)) || ! jq -e . "$work/many.json" >/dev/null 2>&1; then
 		fl_tail "$work/many.log"
 		failures+=("many clients: bench/manyclients exit $rc: $(tail -n 1 "$work/many.log")")
@@ -171,6 +172,9 @@ pool_part_many() {
 		match($0, /node="[^"]*"/); n = substr($0, RSTART + 6, RLENGTH - 7)
 		match($0, /reason="[^"]*"/); r = substr($0, RSTART + 8, RLENGTH - 9)
 		printf "%s%s %s: %d", sep, n, r, $NF; sep = ", " }') || many_routes=
+	if [[ -n ${PROFILE_DIR:-} ]]; then
+		cp "$heap"/heap-*.pb.gz "$PROFILE_DIR/" 2>/dev/null || true
+	fi
 	local last=${many_steps[-1]}
 	if [[ -f $heap/heap-$last.pb.gz ]]; then
 		# Where sluice-tx's heap goes with the most idle clients: the top of inuse_space.
@@ -329,9 +333,9 @@ pool_parts_table() {
 	if has_part many && [[ $many_json != null ]]; then
 		printf '\nMany clients (bench/manyclients): client connections through sluice-tx (endpoint rw, pool_mode: transaction, pool.max_per_node: %s, reads on the replicas at consistency %s, sluice threads: %s), opened in steps; at each step, idle RSS first (VmRSS of sluice-tx once settled, before the new clients ran anything), then %s s of load: every client a point select (SELECT c FROM sbtest1 WHERE id = <random>, text protocol) every %s, jittered. Latencies: a statement as the client sees it. node conns: the most open per node in /v1/pools polled every 200 ms (p: primary). waits: statements that waited for a connection at max_per_node (/v1/pools waits; their share ≤ 1 %% means a p99 wait of 0). Baseline RSS: %s MiB.\n\n' \
 			"$many_max" "$many_level" "$sluice_threads" "$many_time" "$many_interval" "$(mib "$(jq -r .baseline_rss_kib <<<"$many_json")")"
-		printf '| clients | open s | idle RSS MiB | KiB per idle client | statements | QPS | errors | p50 ms | p99 ms | p99.9 ms | max ms | node conns (max open) | in use (max) | clients per node conn | created | reused | waits | wait s |\n'
-		printf '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|\n'
-		jq -r '.steps[] | "| \(.clients) | \(.open_seconds) | \(.idle_rss_kib / 1024 * 10 | floor / 10) | \(.kib_per_idle_client) | \(.statements) | \(.qps) | \(.errors) | \(.p50_ms) | \(.p99_ms) | \(.p999_ms) | \(.max_ms) | \(.max_open | to_entries | map("\(.key) \(.value)") | join(", ")) | \(.max_in_use | to_entries | map("\(.key) \(.value)") | join(", ")) | \(.clients_per_node_connection) | \(.created) | \(.reused) | \(.waits) | \(.wait_seconds) |"' <<<"$many_json"
+		printf '| clients | open s | idle RSS MiB | KiB per idle client | statements | QPS | errors | p50 ms | p99 ms | p99.9 ms | max ms | node conns (max open) | in use (max) | clients per node conn | created | reused | waits | wait s | sluice CPU µs/stmt | sluice / clients CPU s | machine busy |\n'
+		printf '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---|---:|\n'
+		jq -r '.steps[] | "| \(.clients) | \(.open_seconds) | \(.idle_rss_kib / 1024 * 10 | floor / 10) | \(.kib_per_idle_client) | \(.statements) | \(.qps) | \(.errors) | \(.p50_ms) | \(.p99_ms) | \(.p999_ms) | \(.max_ms) | \(.max_open | to_entries | map("\(.key) \(.value)") | join(", ")) | \(.max_in_use | to_entries | map("\(.key) \(.value)") | join(", ")) | \(.clients_per_node_connection) | \(.created) | \(.reused) | \(.waits) | \(.wait_seconds) | \(.sluice_cpu_us_per_statement) | \(.sluice_cpu_s) / \(.client_cpu_s) | \(.machine_busy * 100 | floor) % |"' <<<"$many_json"
 		printf '\nStatements by node and routing reason (sluice_statements_total, every step): %s.\n' "${many_routes:-?}"
 		if [[ -n $many_heap_top ]]; then
 			# shellcheck disable=SC2016 # the backquotes are markdown's

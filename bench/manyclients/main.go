@@ -63,8 +63,14 @@ type stepResult struct {
 	// (IdleRSSKiB - the baseline) / Clients.
 	IdleRSSKiB       int64   `json:"idle_rss_kib"`
 	KiBPerIdleClient float64 `json:"kib_per_idle_client"`
-	// HeapProfile: where sluice's heap profile at idle was saved ("" without -heap).
+	// HeapProfile: where sluice's heap profile at idle was saved ("" without -heap);
+	// CPUProfile: where its CPU profile of the load phase was (without -cpu: "").
 	HeapProfile string `json:"heap_profile,omitempty"`
+	CPUProfile  string `json:"cpu_profile,omitempty"`
+	// IdleMemstats: where sluice's memory is at the idle point, from its /metrics (the Go
+	// collector's go_memstats_*_bytes gauges, named without prefix and suffix: stack_inuse,
+	// heap_inuse, heap_alloc, heap_idle, heap_released, sys, next_gc), in KiB.
+	IdleMemstats map[string]int64 `json:"idle_memstats,omitempty"`
 	// The load phase.
 	Seconds    float64 `json:"seconds"`
 	Statements int     `json:"statements"`
@@ -89,6 +95,16 @@ type stepResult struct {
 	MaxInUse           map[string]int `json:"max_in_use"`
 	Polls              int            `json:"polls"`
 	ClientsPerNodeConn float64        `json:"clients_per_node_connection"`
+	// CPU over the load phase, in seconds: sluice's (utime + stime of -pid), this tool's
+	// (the clients), and the whole machine's busy time (every CPU, /proc/stat); MachineBusy
+	// is that busy time's share of CPUs x the load phase (1: every CPU busy all along).
+	// SluiceCPUPerStatementUS: sluice's CPU time per statement served, in microseconds.
+	SluiceCPUSeconds        float64 `json:"sluice_cpu_s"`
+	ClientCPUSeconds        float64 `json:"client_cpu_s"`
+	MachineBusySeconds      float64 `json:"machine_busy_cpu_s"`
+	CPUs                    int     `json:"cpus"`
+	MachineBusy             float64 `json:"machine_busy"`
+	SluiceCPUPerStatementUS float64 `json:"sluice_cpu_us_per_statement"`
 }
 
 // result is what manyclients prints.
@@ -103,10 +119,10 @@ var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // options are the flags.
 type options struct {
-	addr, admin, token, user, password, db, table, heapDir string
-	pid, rows, openRate                                    int
-	steps                                                  []int
-	duration, interval, poll                               time.Duration
+	addr, admin, token, user, password, db, table, heapDir, cpuDir string
+	pid, rows, openRate                                            int
+	steps                                                          []int
+	duration, interval, poll                                       time.Duration
 }
 
 func main() {
@@ -127,6 +143,7 @@ func main() {
 	flag.IntVar(&o.rows, "rows", 10000, "ids 1..rows exist in the table")
 	flag.IntVar(&o.openRate, "open-rate", 2000, "new connections a second at most while opening")
 	flag.StringVar(&o.heapDir, "heap", "", "save sluice's heap profile at each step's idle point in this directory")
+	flag.StringVar(&o.cpuDir, "cpu", "", "save sluice's CPU profile of each step's load phase in this directory (sluice must not be profiling already: no --cpuprofile)")
 	flag.Parse()
 	var err error
 	if o.steps, err = parseSteps(steps); err != nil {
@@ -232,6 +249,9 @@ func run(o *options) (*result, error) {
 			return nil, err
 		}
 		st.KiBPerIdleClient = round(float64(st.IdleRSSKiB-res.BaselineRSSKiB) / float64(n))
+		if st.IdleMemstats, err = memstats(o); err != nil {
+			return nil, err
+		}
 		if o.heapDir != "" {
 			st.HeapProfile = filepath.Join(o.heapDir, fmt.Sprintf("heap-%d.pb.gz", n))
 			if err := saveHeap(o, st.HeapProfile); err != nil {
@@ -322,6 +342,21 @@ func load(o *options, clients []*client, st *stepResult) error {
 		}
 	})
 
+	cpu0, err := sampleCPU(o.pid)
+	if err != nil {
+		return err
+	}
+	profiled := make(chan error, 1)
+	if o.cpuDir != "" {
+		// The load phase but its last second (the profile must end before the phase does).
+		secs := max(int(o.duration/time.Second)-1, 1)
+		st.CPUProfile = filepath.Join(o.cpuDir, fmt.Sprintf("cpu-%d.pb.gz", st.Clients))
+		go func() {
+			profiled <- saveProfile(o, fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), st.CPUProfile)
+		}()
+	} else {
+		profiled <- nil
+	}
 	start := time.Now()
 	deadline := start.Add(o.duration)
 	var wg sync.WaitGroup
@@ -354,6 +389,13 @@ func load(o *options, clients []*client, st *stepResult) error {
 	}
 	wg.Wait()
 	st.Seconds = round(time.Since(start).Seconds())
+	cpu1, err := sampleCPU(o.pid)
+	if err != nil {
+		return err
+	}
+	if err := <-profiled; err != nil {
+		return fmt.Errorf("CPU profile: %w", err)
+	}
 	close(stopPoll)
 	pollWG.Wait()
 	if err, _ := pollErr.Load().(error); err != nil {
@@ -383,6 +425,14 @@ func load(o *options, clients []*client, st *stepResult) error {
 	st.WaitSeconds = round(a.WaitSeconds - b.WaitSeconds)
 	if st.Statements > 0 {
 		st.WaitShare = math.Round(float64(st.Waits)/float64(st.Statements)*1e6) / 1e6
+	}
+	st.SluiceCPUSeconds, st.ClientCPUSeconds = round(cpu1.sluice-cpu0.sluice), round(cpu1.self-cpu0.self)
+	st.MachineBusySeconds, st.CPUs = round(cpu1.busy-cpu0.busy), cpu1.cpus
+	if all := cpu1.total - cpu0.total; all > 0 {
+		st.MachineBusy = round(st.MachineBusySeconds / all)
+	}
+	if st.Statements > 0 {
+		st.SluiceCPUPerStatementUS = round(st.SluiceCPUSeconds / float64(st.Statements) * 1e6)
 	}
 	most := 0
 	for _, v := range st.MaxOpen {
@@ -441,6 +491,9 @@ type pool struct {
 
 var httpClient = &http.Client{Timeout: 10 * time.Second}
 
+// profileClient is httpClient for a CPU profile, which takes its seconds to answer.
+var profileClient = &http.Client{Timeout: 10 * time.Minute}
+
 // adminGet reads path from the admin API.
 func adminGet(o *options, path string) (*http.Response, error) {
 	req, err := http.NewRequest(http.MethodGet, "http://"+o.admin+path, nil)
@@ -450,7 +503,11 @@ func adminGet(o *options, path string) (*http.Response, error) {
 	if o.token != "" {
 		req.Header.Set("Authorization", "Bearer "+o.token)
 	}
-	resp, err := httpClient.Do(req)
+	hc := httpClient
+	if strings.HasPrefix(path, "/debug/pprof/profile") {
+		hc = profileClient
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -489,14 +546,55 @@ func totals(ps []pool) pool {
 	return t
 }
 
+// memstats reads sluice's go_memstats_*_bytes gauges of interest from its /metrics, in KiB.
+func memstats(o *options) (map[string]int64, error) {
+	resp, err := adminGet(o, "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, err
+	}
+	return parseMemstats(string(b)), nil
+}
+
+// parseMemstats picks the go_memstats gauges memstats reports out of a /metrics text.
+func parseMemstats(text string) map[string]int64 {
+	want := []string{"stack_inuse", "heap_inuse", "heap_alloc", "heap_idle", "heap_released", "sys", "next_gc"}
+	out := map[string]int64{}
+	for line := range strings.SplitSeq(text, "\n") {
+		name, val, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		short, ok := strings.CutPrefix(name, "go_memstats_")
+		if !ok {
+			continue
+		}
+		short, ok = strings.CutSuffix(short, "_bytes")
+		if !ok || !slices.Contains(want, short) {
+			continue
+		}
+		if v, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil {
+			out[short] = int64(v) / 1024
+		}
+	}
+	return out
+}
+
 // saveHeap writes sluice's heap profile (after a GC: ?gc=1) to path.
-func saveHeap(o *options, path string) error {
-	resp, err := adminGet(o, "/debug/pprof/heap?gc=1")
+func saveHeap(o *options, path string) error { return saveProfile(o, "/debug/pprof/heap?gc=1", path) }
+
+// saveProfile writes the profile at the admin API's path to the file at dst.
+func saveProfile(o *options, path, dst string) error {
+	resp, err := adminGet(o, path)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	f, err := os.Create(path)
+	f, err := os.Create(dst)
 	if err != nil {
 		return err
 	}
@@ -547,6 +645,95 @@ func vmRSS(status string) (int64, error) {
 		}
 	}
 	return 0, errors.New("no VmRSS line in /proc/PID/status")
+}
+
+// userHZ is the unit of /proc's CPU times (USER_HZ: 100 on every Linux sluice runs on).
+const userHZ = 100
+
+// cpuSample is CPU time at one moment, in seconds: of sluice, of this process, and of the
+// machine (busy: every CPU's time but idle and iowait; total: all of it), over cpus CPUs.
+type cpuSample struct {
+	sluice, self, busy, total float64
+	cpus                      int
+}
+
+// sampleCPU reads a cpuSample (sluice: process pid) from /proc.
+func sampleCPU(pid int) (cpuSample, error) {
+	var s cpuSample
+	var err error
+	read := func(path string) string {
+		b, e := os.ReadFile(path)
+		if e != nil && err == nil {
+			err = e
+		}
+		return string(b)
+	}
+	if s.sluice, err = procCPU(read(fmt.Sprintf("/proc/%d/stat", pid))); err != nil {
+		return s, err
+	}
+	if s.self, err = procCPU(read("/proc/self/stat")); err != nil {
+		return s, err
+	}
+	s.busy, s.total, s.cpus, err = machineCPU(read("/proc/stat"))
+	return s, err
+}
+
+// procCPU is utime + stime of a /proc/PID/stat text, in seconds.
+func procCPU(stat string) (float64, error) {
+	// The command name (field 2) is in parentheses and may hold spaces: fields count from
+	// after its closing one (state is field 3; utime 14, stime 15).
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, errors.New("no command name in /proc/PID/stat")
+	}
+	f := strings.Fields(stat[i+1:])
+	if len(f) < 13 {
+		return 0, errors.New("/proc/PID/stat too short")
+	}
+	u, err1 := strconv.ParseUint(f[11], 10, 64)
+	st, err2 := strconv.ParseUint(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	return float64(u+st) / userHZ, nil
+}
+
+// machineCPU reads /proc/stat's "cpu" line (busy and total, in seconds) and counts its
+// per-CPU lines.
+func machineCPU(stat string) (busy, total float64, cpus int, err error) {
+	found := false
+	for line := range strings.SplitSeq(stat, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || !strings.HasPrefix(f[0], "cpu") {
+			continue
+		}
+		if f[0] != "cpu" {
+			cpus++
+			continue
+		}
+		if len(f) < 6 {
+			return 0, 0, 0, errors.New("/proc/stat: short cpu line")
+		}
+		var all, idle uint64
+		for j, v := range f[1:] {
+			n, e := strconv.ParseUint(v, 10, 64)
+			if e != nil {
+				return 0, 0, 0, e
+			}
+			if j >= 8 {
+				break // guest and guest_nice are counted in user and nice already
+			}
+			all += n
+			if j == 3 || j == 4 { // idle, iowait
+				idle += n
+			}
+		}
+		busy, total, found = float64(all-idle)/userHZ, float64(all)/userHZ, true
+	}
+	if !found {
+		return 0, 0, 0, errors.New("/proc/stat: no cpu line")
+	}
+	return busy, total, cpus, nil
 }
 
 // percentile is the p-th per-mille (nearest rank) of the sorted d, in milliseconds; 0 for none.

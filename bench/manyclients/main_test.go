@@ -58,3 +58,31 @@ func TestTotals(t *testing.T) {
 		t.Fatalf("totals = %+v", got)
 	}
 }
+
+// TestCPUParsers: utime + stime after a command name with spaces and parentheses; the
+// machine's busy time leaves out idle and iowait (and guest, already in user).
+func TestCPUParsers(t *testing.T) {
+	stat := "4242 (sl (ice) x) S 1 4242 4242 0 -1 4194560 900 0 0 0 250 50 0 0 20 0 12 0 100 0"
+	if got, err := procCPU(stat); err != nil || got != 3 {
+		t.Fatalf("procCPU = %v, %v; want 3 s", got, err)
+	}
+	if _, err := procCPU("4242 (x) S 1"); err == nil {
+		t.Fatal("a short stat line was accepted")
+	}
+	machine := "cpu  100 0 50 800 50 0 0 0 30 0\ncpu0 50 0 25 400 25 0 0 0 15 0\ncpu1 50 0 25 400 25 0 0 0 15 0\nintr 1\n"
+	busy, total, cpus, err := machineCPU(machine)
+	if err != nil || busy != 1.5 || total != 10 || cpus != 2 {
+		t.Fatalf("machineCPU = %v %v %v %v; want 1.5 10 2", busy, total, cpus, err)
+	}
+	if _, _, _, err := machineCPU("intr 1\n"); err == nil {
+		t.Fatal("no cpu line was accepted")
+	}
+}
+
+// TestParseMemstats: the gauges wanted, in KiB, in either float notation; others left out.
+func TestParseMemstats(t *testing.T) {
+	got := parseMemstats("# HELP x\ngo_memstats_stack_inuse_bytes 2.097152e+06\ngo_memstats_heap_alloc_bytes 4096\ngo_memstats_mallocs_total 5\ngo_memstats_frees_bytes 9\n")
+	if len(got) != 2 || got["stack_inuse"] != 2048 || got["heap_alloc"] != 4 {
+		t.Fatalf("parseMemstats = %v", got)
+	}
+}

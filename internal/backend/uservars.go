@@ -48,6 +48,14 @@ func (e *UserVarTooLargeError) Error() string {
 // Is makes errors.Is(err, ErrUserVarTooLarge) true.
 func (e *UserVarTooLargeError) Is(target error) bool { return target == ErrUserVarTooLarge }
 
+// UnreadValueError: the node answered a read of values (ReadUserVars, ReadSessionVars) whole,
+// but with what does not read as the values asked for (a column type, a row count, a value
+// that is not its type's): no value is taken, and the connection stays usable.
+type UnreadValueError struct{ Err error }
+
+func (e *UnreadValueError) Error() string { return e.Err.Error() }
+func (e *UnreadValueError) Unwrap() error { return e.Err }
+
 // UserVarType is what a user variable holds, as the server keeps it: a user variable is a
 // string (with a character set and collation), a signed or unsigned 64-bit integer, a DECIMAL
 // or a DOUBLE. Temporal values are strings there.
@@ -132,18 +140,7 @@ func AppendReadUserVars(dst []byte, names []string, lastInsertID bool) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		v := appendUserVarRef(nil, name)
-		dst = append(dst, "IF(FALSE,"...)
-		dst = append(dst, v...)
-		dst = append(dst, ",NULL),CAST(CONCAT_WS(' ',COLLATION("...)
-		dst = append(dst, v...)
-		dst = append(dst, "),LENGTH("...)
-		dst = append(dst, v...)
-		dst = append(dst, ")) AS BINARY),IF(LENGTH("...)
-		dst = append(dst, v...)
-		dst = append(dst, ")<="+strconv.Itoa(MaxUserVarBytes)+",CAST("...)
-		dst = append(dst, v...)
-		dst = append(dst, " AS BINARY),NULL)"...)
+		dst = appendValueColumns(dst, appendUserVarRef(nil, name), MaxUserVarBytes)
 	}
 	if lastInsertID {
 		if len(names) > 0 {
@@ -152,6 +149,25 @@ func AppendReadUserVars(dst []byte, names []string, lastInsertID bool) []byte {
 		dst = append(dst, "LAST_INSERT_ID()"...)
 	}
 	return dst
+}
+
+// appendValueColumns appends the three columns that read the value of v (a variable's
+// reference: @`a`, @@session.a) with its type, collation and length, the value itself not
+// sent past max bytes (AppendReadUserVars).
+func appendValueColumns(dst, v []byte, max int) []byte {
+	dst = append(dst, "IF(FALSE,"...)
+	dst = append(dst, v...)
+	dst = append(dst, ",NULL),CAST(CONCAT_WS(' ',COLLATION("...)
+	dst = append(dst, v...)
+	dst = append(dst, "),LENGTH("...)
+	dst = append(dst, v...)
+	dst = append(dst, ")) AS BINARY),IF(LENGTH("...)
+	dst = append(dst, v...)
+	dst = append(dst, ")<="...)
+	dst = strconv.AppendInt(dst, int64(max), 10)
+	dst = append(dst, ",CAST("...)
+	dst = append(dst, v...)
+	return append(dst, " AS BINARY),NULL)"...)
 }
 
 // appendUserVarRef appends @`name`, a backquote in the name doubled.
@@ -184,8 +200,16 @@ func (c *Conn) ReadUserVars(names []string, lastInsertID bool) ([]UserVar, uint6
 		return nil, 0, nil
 	}
 	buf := append(c.Scratch(), mysql.ComQuery)
-	buf = AppendReadUserVars(buf, names, lastInsertID)
-	if err := c.send(buf); err != nil {
+	return c.readValues(AppendReadUserVars(buf, names, lastInsertID), names, lastInsertID, MaxUserVarBytes, false)
+}
+
+// readValues sends query (a COM_QUERY packet's payload) that reads names' values in three
+// columns each (appendValueColumns, the values not sent past max bytes) and, when
+// lastInsertID, LAST_INSERT_ID() after them, and reads its answer: ReadUserVars's, for user
+// variables and for system variables (ReadSessionVars; sysVars: a boolean's text is ON or
+// OFF, read as 1 or 0).
+func (c *Conn) readValues(query []byte, names []string, lastInsertID bool, max int64, sysVars bool) ([]UserVar, uint64, error) {
+	if err := c.send(query); err != nil {
 		return nil, 0, err
 	}
 	defer func(limit int) {
@@ -280,6 +304,9 @@ func (c *Conn) ReadUserVars(names []string, lastInsertID bool) ([]UserVar, uint6
 				failed = fmt.Errorf("backend: %d rows of user variables", rows)
 			}
 			if failed != nil {
+				if !errors.Is(failed, ErrUserVarTooLarge) {
+					failed = &UnreadValueError{Err: failed}
+				}
 				return nil, 0, failed
 			}
 			return vars, lid, nil
@@ -294,7 +321,7 @@ func (c *Conn) ReadUserVars(names []string, lastInsertID bool) ([]UserVar, uint6
 			continue
 		}
 		for i := range vars {
-			if err := vars[i].decode(row[3*i+1], row[3*i+2]); err != nil && failed == nil {
+			if err := vars[i].decode(row[3*i+1], row[3*i+2], max, sysVars); err != nil && failed == nil {
 				failed = err
 			}
 		}
@@ -309,7 +336,7 @@ func (c *Conn) ReadUserVars(names []string, lastInsertID bool) ([]UserVar, uint6
 
 // decode sets v's value from its second and third cells (AppendReadUserVars), v.Type being set
 // from the first column's definition.
-func (v *UserVar) decode(meta, val Value) error {
+func (v *UserVar) decode(meta, val Value, max int64, sysVar bool) error {
 	if meta.Null {
 		return fmt.Errorf("backend: no collation for user variable @%s", v.Name)
 	}
@@ -324,7 +351,7 @@ func (v *UserVar) decode(meta, val Value) error {
 	if !validCollation(coll) {
 		return fmt.Errorf("backend: user variable @%s: collation %q", v.Name, coll)
 	}
-	if size > MaxUserVarBytes {
+	if size > max {
 		return &UserVarTooLargeError{Name: v.Name, Len: size}
 	}
 	v.Null = !sized // LENGTH(NULL) is NULL, and CONCAT_WS leaves it out
@@ -338,6 +365,15 @@ func (v *UserVar) decode(meta, val Value) error {
 		return fmt.Errorf("backend: user variable @%s: %d bytes of %d", v.Name, len(val.S), size)
 	}
 	v.Value = val.S
+	if sysVar && v.Type == UserVarInt {
+		// A boolean system variable is a BIGINT whose text is ON or OFF (MariaDB 10.11).
+		switch v.Value {
+		case "ON":
+			v.Value = "1"
+		case "OFF":
+			v.Value = "0"
+		}
+	}
 	if v.Type != UserVarString && !validNumber(v.Type, v.Value) {
 		return fmt.Errorf("backend: user variable @%s: %q is no %v", v.Name, v.Value, v.Type)
 	}
@@ -488,6 +524,15 @@ func (v *UserVar) appendValue(dst []byte) []byte {
 		dst = append(dst, ") COLLATE "...)
 		return append(dst, v.Collation...)
 	}
+	return v.appendString(dst)
+}
+
+// appendString appends the literal of v, a string that is not NULL whose collation is checked:
+// its bytes in hexadecimal after its character set's introducer, with its collation
+// (_utf8mb4 X'78' COLLATE utf8mb4_bin, _binary X'00ff'), so that no byte of it is read by the
+// lexer and the session's sql_mode does not matter.
+func (v *UserVar) appendString(dst []byte) []byte {
+	cs := charsetOf(v.Collation)
 	dst = append(dst, '_')
 	dst = append(dst, cs...)
 	dst = append(dst, " X'"...)

@@ -126,6 +126,10 @@
 //     EXECUTE) and for LAST_INSERT_ID, FOUND_ROWS and ROW_COUNT. AppendUserVarName and
 //     AppendUserVarKey turn a token into the name and the case-folded key. Checked against a
 //     live server (servertest's TestUserVarsAssignments).
+//   - SetVars (setvars.go): the session system variables a SET assigns, by name, and whether
+//     each value is a literal, for a session that reads back the values of expressions where
+//     they ran and replays those; false for any SET it cannot read to its end as session
+//     assignments only (GLOBAL, user variables, NAMES, TRANSACTION, ROLE…).
 //   - ParseKill: KILL [HARD|SOFT] [CONNECTION|QUERY] n with n a plain decimal that fits in
 //     32 bits, words separated by whitespace or comments, trailing ';' allowed. Every other
 //     KILL form is not ok. KillsUser: KILL … USER name, a KILL that names an account.

@@ -3,6 +3,7 @@ package mysql
 import (
 	"bufio"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 )
@@ -24,6 +25,13 @@ import (
 // bufPools holds the parked buffers of each size (a pool per size, sizes being the few that
 // NewConn's callers use).
 var bufPools sync.Map // int (size; negative for writers) -> *sync.Pool
+
+// parks counts the Parks that gave buffers back, since the process started (Parks).
+var parks atomic.Uint64
+
+// Parks is how many times a Conn parked its buffers since the process started (a test's and
+// a benchmark's view of when idle connections give their memory back).
+func Parks() uint64 { return parks.Load() }
 
 func bufPool(key int) *sync.Pool {
 	if p, ok := bufPools.Load(key); ok {
@@ -51,6 +59,7 @@ func (c *Conn) Park() bool {
 	c.br, c.bw = nil, nil
 	c.payload = nil
 	c.parked = true
+	parks.Add(1)
 	return true
 }
 

@@ -29,11 +29,15 @@ func TestPark(t *testing.T) {
 		t.Fatal(err)
 	}
 	sent := c.Sent()
+	before := Parks()
 	if !c.Park() || !c.Parked() || c.br != nil || c.bw != nil || c.payload != nil {
 		t.Fatal("not parked, or still holding buffers")
 	}
 	if c.Sent() != sent || c.Buffered() != 0 || c.Flush() != nil {
 		t.Fatal("Sent, Buffered or Flush changed while parked")
+	}
+	if !c.Park() || Parks() != before+1 {
+		t.Fatalf("Parks went from %d to %d over a park and a park of a parked Conn, want +1", before, Parks())
 	}
 
 	_ = a.SetReadDeadline(time.Now().Add(50 * time.Millisecond))

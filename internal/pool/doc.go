@@ -5,7 +5,8 @@
 // idle_timeout, lived past max_lifetime, or its node left.
 //
 // Connections are grouped by (node, user): max_per_node counts a group's open connections,
-// idle and in use, and a Get at the limit waits (up to acquire_timeout) for a Put or a close.
+// idle and in use, and a Get at the limit waits (up to acquire_timeout) for a Put or a close,
+// first come, first served: each Put or close wakes the first waiter only (pool.go, Take).
 // Within a group, an idle connection is handed out only for the same Variant: what was fixed
 // when the connection was opened and a reset does not undo (the client capabilities it was
 // opened with, its handshake character set, TLS, read-only mode).

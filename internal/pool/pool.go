@@ -104,10 +104,10 @@ type lease struct {
 
 // group is one Key's connections. Guarded by Pool.mu.
 type group[C comparable] struct {
-	open    int           // idle + in use + being dialed
-	idle    []idle[C]     // LIFO: the most recently used last
-	waiting int           // Gets waiting at MaxPerNode
-	wake    chan struct{} // closed (and replaced) when room was made while some wait
+	open    int       // idle + in use + being dialed
+	idle    []idle[C] // LIFO: the most recently used last
+	waiting int       // Gets waiting at MaxPerNode (queued, or woken and not yet back)
+	queue   waiters   // the waiting Gets, first come first; roomMade wakes the first
 	st      counters
 
 	// floor is how many idle connections IdleTimeout leaves open: the MinIdle of the last Put,
@@ -208,12 +208,82 @@ func (g *group[C]) expire(now time.Time, all bool, stale []C) []C {
 	return stale
 }
 
-// roomMade wakes the Gets waiting on g. Under p.mu.
+// roomMade wakes the first Get waiting on g, if any: room was made (a connection put back
+// idle, one closed). One room event wakes one waiter, not all of them: with thousands waiting
+// at max_per_node, waking every one per Put made each Put cost a pass of the whole crowd over
+// the scheduler and the lock, and kept the connections' holders waiting behind them for the
+// CPU. A woken Get that takes the room and sees more left wakes the next (moreRoom), and one
+// that finds none (a Get that did not wait took it first) queues again at the front. Under p.mu.
 func (g *group[C]) roomMade() {
-	if g.waiting > 0 && g.wake != nil {
-		close(g.wake)
-		g.wake = nil
+	if w := g.queue.popFront(); w != nil {
+		w.wake <- struct{}{} // buffered 1, and only queued waiters are woken: never blocks
 	}
+}
+
+// moreRoom wakes the next waiter when g still has room after a Take got its connection:
+// an idle connection left, or fewer open than max (0: no limit). Under p.mu.
+func (g *group[C]) moreRoom(max int) {
+	if g.queue.head != nil && (len(g.idle) > 0 || max <= 0 || g.open < max) {
+		g.roomMade()
+	}
+}
+
+// waiter is one Take waiting at max_per_node: queued in its group's waiters until roomMade
+// wakes it (wake receives) or it leaves on its own (timeout, ctx). Its links are guarded by
+// Pool.mu; wake is its own.
+type waiter struct {
+	wake       chan struct{} // buffered 1
+	prev, next *waiter
+	queued     bool
+}
+
+// waiters is a group's queue of waiting Takes, a doubly linked list (a waiter that gives up
+// leaves from anywhere in O(1)). Guarded by Pool.mu.
+type waiters struct{ head, tail *waiter }
+
+func (q *waiters) pushBack(w *waiter) {
+	w.prev, w.next, w.queued = q.tail, nil, true
+	if q.tail != nil {
+		q.tail.next = w
+	} else {
+		q.head = w
+	}
+	q.tail = w
+}
+
+func (q *waiters) pushFront(w *waiter) {
+	w.prev, w.next, w.queued = nil, q.head, true
+	if q.head != nil {
+		q.head.prev = w
+	} else {
+		q.tail = w
+	}
+	q.head = w
+}
+
+func (q *waiters) remove(w *waiter) {
+	if !w.queued {
+		return
+	}
+	if w.prev != nil {
+		w.prev.next = w.next
+	} else {
+		q.head = w.next
+	}
+	if w.next != nil {
+		w.next.prev = w.prev
+	} else {
+		q.tail = w.prev
+	}
+	w.prev, w.next, w.queued = nil, nil, false
+}
+
+func (q *waiters) popFront() *waiter {
+	w := q.head
+	if w != nil {
+		q.remove(w)
+	}
+	return w
 }
 
 // Get returns a connection for k and v: the most recently put back idle one of that variant
@@ -266,10 +336,20 @@ func (w *Want[C]) rank(e *idle[C]) int {
 // Take is Get for what w wants: the best ranked idle connection (see Want), else one made by
 // dial, under the same limits and waits as Get: an idle connection's variant (w.Variant or
 // *w.Also) and reused true, or a new one (w.Variant, reused false).
+//
+// Waits are first come, first served: while Takes wait in k's group (queued, or woken and on
+// their way), a new Take queues behind them instead of taking the room one was woken for
+// (under a load past what max_per_node serves, every statement waits its turn rather than a
+// few waiting out acquire_timeout). Invariant, under p.mu: while the group has room (an idle
+// connection, or fewer open than max_per_node) and Takes wait, one of them has been woken and
+// not yet looked: every room event wakes the first queued, and a woken Take that leaves room
+// behind (it took one of several, or gave up) wakes the next.
 func (p *Pool[C]) Take(ctx context.Context, k Key, w Want[C], lim Limits, dial func() (C, error)) (c C, v Variant, reused bool, err error) {
 	var zero C
 	var waitStart time.Time
 	var timer *time.Timer
+	var me *waiter // this Take's place in the queue, once it waits
+	woken := false // roomMade woke it: its turn has come (it queues again at the front)
 	defer func() {
 		if timer != nil {
 			timer.Stop()
@@ -288,58 +368,70 @@ func (p *Pool[C]) Take(ctx context.Context, k Key, w Want[C], lim Limits, dial f
 		}
 		g := p.group(k)
 		now := p.now()
-		pick, found, stale := g.best(&w, now)
-		if found {
-			if c, ok := p.hand(k, g, pick, stale, now); ok {
-				return c, pick.v, true, nil
+		var stale []C
+		if woken || g.waiting == 0 || lim.MaxPerNode <= 0 || lim.AcquireTimeout <= 0 {
+			var pick idle[C]
+			var found bool
+			pick, found, stale = g.best(&w, now)
+			if found {
+				if c, ok := p.hand(k, g, pick, stale, now); ok {
+					return c, pick.v, true, nil
+				}
+				continue
 			}
-			continue
-		}
-		if lim.MaxPerNode > 0 && g.open >= lim.MaxPerNode && len(g.idle) > 0 {
-			// Another variant's idle connection stands in the way: it gives its place.
-			stale = append(stale, g.idle[0].c)
-			g.idle = slices.Delete(g.idle, 0, 1)
-			g.open--
-		}
-		if lim.MaxPerNode <= 0 || g.open < lim.MaxPerNode {
-			g.open++
-			g.roomMade()
-			p.mu.Unlock()
-			p.closeAll(stale)
-			c, err := dial()
-			p.mu.Lock()
-			if err != nil {
+			if lim.MaxPerNode > 0 && g.open >= lim.MaxPerNode && len(g.idle) > 0 {
+				// Another variant's idle connection stands in the way: it gives its place.
+				stale = append(stale, g.idle[0].c)
+				g.idle = slices.Delete(g.idle, 0, 1)
 				g.open--
-				g.roomMade()
-				p.mu.Unlock()
-				return zero, w.Variant, false, err
 			}
-			if p.closed {
-				g.open--
+			if lim.MaxPerNode <= 0 || g.open < lim.MaxPerNode {
+				g.open++
+				g.moreRoom(lim.MaxPerNode)
 				p.mu.Unlock()
-				p.closeAll([]C{c})
-				return zero, w.Variant, false, ErrClosed
+				p.closeAll(stale)
+				c, err := dial()
+				p.mu.Lock()
+				if err != nil {
+					g.open--
+					g.roomMade()
+					p.mu.Unlock()
+					return zero, w.Variant, false, err
+				}
+				if p.closed {
+					g.open--
+					p.mu.Unlock()
+					p.closeAll([]C{c})
+					return zero, w.Variant, false, ErrClosed
+				}
+				g.st.created++
+				p.lent[c] = lease{key: k, born: p.now()}
+				p.mu.Unlock()
+				return c, w.Variant, false, nil
 			}
-			g.st.created++
-			p.lent[c] = lease{key: k, born: p.now()}
-			p.mu.Unlock()
-			return c, w.Variant, false, nil
 		}
-		// At the limit: wait for room.
+		// At the limit, or others wait before this one: wait for room.
 		if waitStart.IsZero() {
 			waitStart = time.Now() // the real clock: Options.Now is for ages, not for waits
 			g.st.waits++
 		}
 		left := lim.AcquireTimeout - time.Since(waitStart)
 		if left <= 0 {
+			if woken {
+				g.moreRoom(lim.MaxPerNode) // its turn passes to the next
+			}
 			p.mu.Unlock()
 			p.closeAll(stale)
 			return zero, w.Variant, false, TooMany(k, lim)
 		}
-		if g.wake == nil {
-			g.wake = make(chan struct{})
+		if me == nil {
+			me = &waiter{wake: make(chan struct{}, 1)}
 		}
-		wake := g.wake
+		if woken {
+			g.queue.pushFront(me)
+		} else {
+			g.queue.pushBack(me)
+		}
 		g.waiting++
 		p.mu.Unlock()
 		p.closeAll(stale)
@@ -350,13 +442,24 @@ func (p *Pool[C]) Take(ctx context.Context, k Key, w Want[C], lim Limits, dial f
 		}
 		var done error
 		select {
-		case <-wake:
+		case <-me.wake:
 		case <-timer.C:
 		case <-ctx.Done():
 			done = ctx.Err()
 		}
 		p.mu.Lock()
 		g.waiting--
+		woken = !me.queued // roomMade took it out of the queue
+		g.queue.remove(me)
+		if woken {
+			select {
+			case <-me.wake: // the select took the timer or ctx instead
+			default:
+			}
+		}
+		if done != nil && woken {
+			g.roomMade() // the room it was woken for goes to the next
+		}
 		p.mu.Unlock()
 		if done != nil {
 			return zero, w.Variant, false, done
@@ -375,6 +478,11 @@ func (p *Pool[C]) TakeIdle(k Key, w Want[C]) (c C, v Variant, ok bool) {
 		}
 		g := p.group(k)
 		now := p.now()
+		if g.waiting > 0 {
+			// Takes wait for room: they come first (see Take).
+			p.mu.Unlock()
+			return c, v, false
+		}
 		pick, found, stale := g.best(&w, now)
 		if !found {
 			if len(stale) > 0 {
@@ -417,7 +525,9 @@ func (g *group[C]) best(w *Want[C], now time.Time) (pick idle[C], found bool, st
 // when that ping failed (pick was discarded; the caller looks again).
 func (p *Pool[C]) hand(k Key, g *group[C], pick idle[C], stale []C, now time.Time) (C, bool) {
 	p.lent[pick.c] = lease{key: k, born: pick.born}
-	g.roomMade() // the stale ones freed room too
+	if len(stale) > 0 || len(g.idle) > 0 {
+		g.roomMade() // room is left (the stale ones freed some too): the next waiter's turn
+	}
 	p.mu.Unlock()
 	p.closeAll(stale)
 	if now.Sub(pick.since) > p.pingAfter && p.ops.Ping != nil {

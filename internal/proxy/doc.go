@@ -25,7 +25,8 @@
 //     session's last GTID, the target, the pipelined wait); consistency.go and primarypos.go:
 //     asking nodes for positions.
 //   - route.Session: transaction state and pins, learnt from each statement's outcome
-//     (route.Session.Learn; state.go applies it: replayed SETs); every route.Decision is
+//     (route.Session.Learn; state.go applies it: replayed SETs, and, for a SET of expressions,
+//     evaluate.go's nodeSet.evaluated reads back the values and replays those); every route.Decision is
 //     route's, fallbacks included (route.Retry, route.Reroute).
 //   - sessionView (control.go): what the session publishes (counts, its last route, what the
 //     control plane lists); sessionSettings and lifecycle (session.go): the endpoint's

@@ -200,19 +200,10 @@ func (p *Proxy) trackAll(c *backend.Conn, ps *PoolSettings, n *topology.Node) (*
 // for at max_per_node. fresh reports a reused connection (as Take's reused) — false for a
 // dialed one, which needs nothing more.
 func (p *Proxy) takeOrDial(k pool.Key, w pool.Want[*backend.Conn], lim pool.Limits, done <-chan struct{}, l *login, n *topology.Node, readOnly bool, st *backend.State, primary func(*backend.Conn)) (*backend.Conn, pool.Variant, bool, error) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if lim.MaxPerNode > 0 && lim.AcquireTimeout > 0 {
-		// Only then may Take wait: the wait ends with the session (KILL, shutdown). The
-		// watcher ends with this call.
-		go func() {
-			select {
-			case <-done:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-	}
+	// The wait ends with the session (KILL, shutdown): its done channel is the context's, with
+	// no goroutine to watch it (one per wait cost a goroutine's start per statement while the
+	// pool was at max_per_node).
+	ctx := doneContext{done: done}
 	var dialed bool
 	c, got, reused, err := p.pool.Take(ctx, k, w, lim, func() (*backend.Conn, error) {
 		dialed = true
@@ -231,6 +222,22 @@ func (p *Proxy) takeOrDial(k pool.Key, w pool.Want[*backend.Conn], lim pool.Limi
 		return nil, got, false, &backend.ConnectError{Addr: n.Address, Err: errPoolWaitEnded}
 	}
 	return c, got, reused && !dialed, err
+}
+
+// doneContext is a context ended by closing done (a session's life): Err is
+// context.Canceled once it is closed. No deadline, no values. Safe from any goroutine.
+type doneContext struct{ done <-chan struct{} }
+
+func (doneContext) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (c doneContext) Done() <-chan struct{}     { return c.done }
+func (doneContext) Value(any) any               { return nil }
+func (c doneContext) Err() error {
+	select {
+	case <-c.done:
+		return context.Canceled
+	default:
+		return nil
+	}
 }
 
 // ready brings c, a connection taken from the pool for node n, to what the session needs:

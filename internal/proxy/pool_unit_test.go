@@ -1,10 +1,13 @@
 package proxy
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/sluicedb/sluice/internal/backend"
+	"github.com/sluicedb/sluice/internal/pool"
 )
 
 // TestReleaseAllLends: at the session's end, the node set lends its connections only when the
@@ -94,4 +97,42 @@ func TestReleaseAllWaitsForKill(t *testing.T) {
 			t.Error("targets still published after releaseAll")
 		}
 	})
+}
+
+// TestDoneContextEndsPoolWait: a wait at max_per_node under a session's doneContext ends when
+// the session's done channel closes (KILL, shutdown), with the context's error, and the
+// context reports nothing before.
+func TestDoneContextEndsPoolWait(t *testing.T) {
+	done := make(chan struct{})
+	ctx := doneContext{done: done}
+	if ctx.Err() != nil {
+		t.Fatalf("Err before done: %v", ctx.Err())
+	}
+	p := pool.New(pool.Options[*int]{})
+	k := pool.Key{Node: "n1", User: "app"}
+	lim := pool.Limits{MaxPerNode: 1, AcquireTimeout: time.Hour}
+	dial := func() (*int, error) { return new(int), nil }
+	if _, _, err := p.Get(ctx, k, pool.Variant{}, lim, nil, dial); err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan error, 1)
+	go func() {
+		_, _, err := p.Get(ctx, k, pool.Variant{}, lim, nil, dial)
+		ended <- err
+	}()
+	for waiting := 0; waiting != 1; {
+		time.Sleep(time.Millisecond)
+		for _, s := range p.Stats() {
+			waiting = s.Waiting
+		}
+	}
+	close(done)
+	select {
+	case err := <-ended:
+		if !errors.Is(err, context.Canceled) || !errors.Is(ctx.Err(), context.Canceled) {
+			t.Fatalf("wait ended with %v (ctx %v), want context.Canceled", err, ctx.Err())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("closing done did not end the wait")
+	}
 }

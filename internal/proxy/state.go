@@ -28,8 +28,10 @@ func (s *session) after(c *classify.Result, stmt []byte, d route.Decision, set *
 		s.nodes.taint() // an XA transaction may outlive a reset: no pooling of this session's connections
 	}
 	snap := s.p.topo.Snapshot()
+	dialect := classify.Dialect{Mode: s.reader.mode.mode}
 	replay := s.rs.Learn(c, stmt, d, set, route.Outcome{Node: s.nodes.cur(), Primary: snap.IsPrimary(s.nodes.cur()), Status: s.status,
-		Failed: s.resp.Failed, Warnings: s.resp.Warnings, StateFull: len(s.nodes.state().Stmts) >= maxState})
+		Failed: s.resp.Failed, Warnings: s.resp.Warnings, StateFull: len(s.nodes.state().Stmts) >= maxState,
+		Dialect: dialect, DialectSure: s.reader.mode.unsure == 0})
 	if conn := s.nodes.at(s.nodes.cur()); conn != nil {
 		conn.Adopt(s.nodes.state()) // a USE ran there
 		if d.Node >= 0 {
@@ -60,11 +62,22 @@ func (s *session) after(c *classify.Result, stmt []byte, d route.Decision, set *
 		}
 		return nil
 	}
-	if replay {
+	switch replay {
+	case route.ReplayText:
 		// A SET to replay on the session's other node connections before their next use.
 		s.nodes.state().Stmts = append(s.nodes.state().Stmts, append([]byte(nil), stmt...))
 		if cur := s.nodes.at(s.nodes.cur()); cur != nil {
 			cur.Adopt(s.nodes.state()) // it ran there
+		}
+	case route.ReplayValues:
+		// Expressions: the values they gave here are read back and replayed, or, when that
+		// fails, the session stays where they are, as for any SET sluice cannot replay.
+		ok, err := s.nodes.evaluated(stmt, dialect)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			s.rs.Pins |= route.PinSet
 		}
 	}
 	return nil

@@ -396,3 +396,34 @@ func waitsThenGets(t *testing.T, a, b *client, release []string) {
 		t.Fatalf("B once A let the connection go: %v", err)
 	}
 }
+
+// TestParkedAfterLogin: a session's client buffers are parked as soon as its login is done,
+// not after idleProbe (a burst of clients that connect and wait would hold 32 KiB each for
+// that second), and the first statement afterwards takes them back and runs.
+func TestParkedAfterLogin(t *testing.T) {
+	s := startSluice(t, poolConfig("transaction", 2, 2*time.Second))
+	const n = 4
+	before := smysql.Parks()
+	start := time.Now()
+	clients := make([]*client, n)
+	for i := range clients {
+		clients[i] = connect(t, dsn(s.rw, "app", "app", "test", ""))
+		defer clients[i].leave()
+		if err := clients[i].c.PingContext(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each session's first wait began with its client parked; the pings (answered by sluice
+	// or a node) parked nothing more yet: the idle probe is a second away.
+	for smysql.Parks()-before < n && time.Since(start) < 900*time.Millisecond {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := smysql.Parks() - before; got < n {
+		t.Fatalf("%d parks within %s of %d logins, want at least %d", got, time.Since(start).Round(time.Millisecond), n, n)
+	}
+	for i, c := range clients {
+		if got := c.int(t, "SELECT 40+"+strconv.Itoa(i)); got != int64(40+i) {
+			t.Fatalf("client %d after its park: %d", i, got)
+		}
+	}
+}

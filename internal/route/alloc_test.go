@@ -89,6 +89,8 @@ func TestLearnAndRetryDoNotAllocate(t *testing.T) {
 		[]byte("SELECT c FROM sbtest1 WHERE id=42"),
 		[]byte("UPDATE sbtest1 SET k=k+1 WHERE id=42"),
 		[]byte("SET NAMES utf8mb4"),
+		[]byte("set autocommit=1, sql_mode = concat(@@sql_mode,',STRICT_TRANS_TABLES')"),
+		[]byte("SET autocommit = 0"),
 		[]byte("CREATE TEMPORARY TABLE t (a INT)"),
 		[]byte("DROP TEMPORARY TABLE t"),
 		[]byte("SELECT GET_LOCK('a', 1)"),

@@ -71,14 +71,35 @@ type Outcome struct {
 	StateFull bool
 	// Warnings is the warning count the node reported in the statement's last OK/EOF.
 	Warnings uint16
+	// Dialect is how the node read the statement (the session's sql_mode), under which a SET's
+	// variables are named (classify.SetVars); DialectSure: the mode is known. A SET whose
+	// reading depends on what is not known is judged as one sluice cannot name.
+	Dialect     classify.Dialect
+	DialectSure bool
 }
+
+// Replay is what a successful statement leaves for the session's other node connections
+// (Learn).
+type Replay uint8
+
+// The replays.
+const (
+	ReplayNone Replay = iota // nothing
+	ReplayText               // the statement's text, replayed as it is (SET NAMES, SET a = 'x')
+	// ReplayValues: a SET of session system variables (classify.SetVars names them) whose
+	// values are expressions, or that sets autocommit with them. The caller reads back, on
+	// the connection that ran it, the values the variables took, and replays those as
+	// literals (autocommit left out: the status flags follow it); when it cannot, it pins the
+	// session as for a SET that cannot be replayed (PinSet).
+	ReplayValues
+)
 
 // Learn follows what statement c (its text stmt), decided as d under ep, left behind: the
 // transaction state its node reported, and the pins that keep the session on the primary
 // (temporary tables, LOCK TABLES, GET_LOCK, a SET that cannot be replayed elsewhere, a batch
 // that may leave state behind). It reports whether c is session state the proxy must replay on
-// the session's other node connections (a successful, replayable SET).
-func (s *Session) Learn(c *classify.Result, stmt []byte, d Decision, ep *Settings, o Outcome) (replay bool) {
+// the session's other node connections (a successful, replayable SET), and how.
+func (s *Session) Learn(c *classify.Result, stmt []byte, d Decision, ep *Settings, o Outcome) (replay Replay) {
 	s.LastNode = d.Node
 	s.learnDiagnostics(c, o)
 	switch {
@@ -96,13 +117,15 @@ func (s *Session) Learn(c *classify.Result, stmt []byte, d Decision, ep *Setting
 		s.Autocommit = o.Status&mysql.StatusAutocommit != 0
 	}
 	if o.Failed {
-		return false
+		return ReplayNone
 	}
 	switch c.Kind {
 	case classify.Set:
-		switch setEffect(c, stmt, o.StateFull) {
+		switch setEffect(c, stmt, &o) {
 		case setReplay:
-			replay = true
+			replay = ReplayText
+		case setEvaluate:
+			replay = ReplayValues
 		case setPin:
 			s.Pins |= PinSet
 		case setUserVar:
@@ -196,31 +219,115 @@ func (s *Session) pin(p Pin, on bool) {
 
 // What a successful SET means for the session's other node connections.
 const (
-	setNone    = iota // not session state there: nothing to replay, nothing held
-	setReplay         // session state the proxy replays on them before their next use
-	setPin            // session state that cannot be replayed: the session stays on the primary
-	setUserVar        // user variables only: they live on the primary's connection (pool_mode transaction carries them)
+	setNone     = iota // not session state there: nothing to replay, nothing held
+	setReplay          // session state the proxy replays on them before their next use
+	setEvaluate        // session variables set to expressions: their values are read back and replayed (ReplayValues)
+	setPin             // session state that cannot be replayed: the session stays on the primary
+	setUserVar         // user variables only: they live on the primary's connection (pool_mode transaction carries them)
 )
 
-// setEffect judges a successful SET (full: the session's replay list is full).
-func setEffect(c *classify.Result, stmt []byte, full bool) int {
+// setEffect judges a successful SET (o.StateFull: the session's replay list is full).
+func setEffect(c *classify.Result, stmt []byte, o *Outcome) int {
 	const replayable = classify.SetSession | classify.SetNames | classify.SetRole
+	full := o.StateFull
 	switch {
 	case c.Flags&classify.SetGlobal != 0 && c.Flags&replayable == 0:
 		return setNone // server-wide, not session state
-	case c.Flags&classify.SetAutocommit != 0 && c.Flags&^(classify.SetAutocommit|classify.SetSession) == 0:
+	case c.Flags&classify.SetAutocommit != 0 && c.Flags&^(classify.SetAutocommit|classify.SetSession) == 0 && !setsMore(stmt, o):
 		return setNone // followed through the server's status flags; replicas stay in autocommit
 	case c.Flags&classify.SetTransaction != 0 && c.Flags&classify.SetSession == 0:
 		return setNone // SET TRANSACTION: only the next transaction, on this node
 	case c.Flags&classify.UserVarAssign != 0 && c.Flags&(replayable|classify.Multi|classify.SetAutocommit|classify.SetGlobal|classify.SetTransaction) == 0 && !full:
 		// SET @a = …, @b := …: the session stays on the primary, where they live.
 		return setUserVar
-	case c.Flags&(classify.UserVar|classify.UserVarAssign|classify.Multi|classify.SetAutocommit|classify.SetGlobal) != 0,
-		c.Flags&replayable == 0, bytes.IndexByte(stmt, '(') >= 0, full:
-		// User variables live where they were set; expressions may not give the same value
-		// elsewhere; a SET that also changes the server (SET SESSION a = 1, GLOBAL b = 2)
-		// must never be replayed on a replica: keep the session on the primary.
+	case c.Flags&(classify.UserVar|classify.UserVarAssign|classify.Multi|classify.SetGlobal) != 0,
+		c.Flags&replayable == 0, full:
+		// User variables live where they were set; a SET that also changes the server (SET
+		// SESSION a = 1, GLOBAL b = 2) must never be replayed on a replica: keep the session
+		// on the primary.
+		return setPin
+	}
+	if e := evaluated(c, stmt, o); e != setNone {
+		return e
+	}
+	if c.Flags&classify.SetAutocommit != 0 || bytes.IndexByte(stmt, '(') >= 0 {
+		// Expressions that sluice cannot name or read back (SET NAMES x, sql_mode = f(),
+		// a value read through CONNECTION_ID()…) may not give the same value elsewhere.
 		return setPin
 	}
 	return setReplay
+}
+
+// noEvaluate are the flags of a SET whose values are not read back and replayed: what the
+// expression did besides giving a value stays on its connection (a lock taken or released)
+// or means something else there (CONNECTION_ID() is the node's thread id, not the
+// session's), or what it sets guards a replica (tx_read_only).
+const noEvaluate = classify.SetNames | classify.SetRole | classify.SetTransaction | classify.SetReadWrite |
+	classify.TxReadOnlyRead | classify.ConnectionID | classify.LockFunction | classify.ReleaseLock | classify.LockQuery
+
+// evaluated judges a SET of session system variables by the names classify.SetVars gives:
+// setEvaluate when it names them all and some value is an expression or autocommit is set
+// with them, setReplay when every value is a literal, setNone when it cannot judge (then
+// setEffect's older rule does), or when an expression sets rand_seed1 or rand_seed2, which
+// read back as 0 whatever was set.
+func evaluated(c *classify.Result, stmt []byte, o *Outcome) int {
+	if c.Flags&noEvaluate != 0 || !readSure(c, o) {
+		return setNone
+	}
+	literal, auto, others, unread := true, false, false, false
+	if !classify.SetVars(stmt, o.Dialect, func(name []byte, lit bool) {
+		if isAutocommit(name) {
+			auto = true
+			return
+		}
+		others = true
+		literal = literal && lit
+		unread = unread || !lit && (foldEq(name, "rand_seed1") || foldEq(name, "rand_seed2"))
+	}) || !others || unread {
+		return setNone
+	}
+	if literal && !auto {
+		return setReplay
+	}
+	return setEvaluate
+}
+
+// setsMore reports whether a SET that sets autocommit (and no other flag) names variables
+// besides it: SET autocommit = 1, sql_mode = 'x' is session state to replay.
+func setsMore(stmt []byte, o *Outcome) bool {
+	more := false
+	classify.SetVars(stmt, o.Dialect, func(name []byte, _ bool) {
+		more = more || !isAutocommit(name)
+	})
+	return more
+}
+
+// readSure reports whether c reads the same under every sql_mode, flavor and character set
+// the session may be in, as far as its variables' names go: a versioned comment, a client
+// character set that may swallow a quote, or a mode that changes quoting and is not known
+// could hide an assignment from SetVars.
+func readSure(c *classify.Result, o *Outcome) bool {
+	return c.Depends&(classify.DependsVersion|classify.DependsCharset|classify.DependsSpace) == 0 &&
+		(c.Depends&classify.DependsMode == 0 || o.DialectSure)
+}
+
+// isAutocommit reports whether name is autocommit's, in any case.
+func isAutocommit(name []byte) bool { return foldEq(name, "autocommit") }
+
+// foldEq reports whether name spells lower (lower case letters, digits and '_'), ignoring
+// the case of name's letters.
+func foldEq(name []byte, lower string) bool {
+	if len(name) != len(lower) {
+		return false
+	}
+	for i := range len(lower) {
+		c := name[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
 }

@@ -58,9 +58,10 @@ func TestLearnPins(t *testing.T) {
 	type step struct {
 		stmt   string
 		failed bool
-		full   bool // the replay list is full
-		pins   Pin  // after it
-		replay bool // Learn asks for it to be replayed
+		full   bool   // the replay list is full
+		pins   Pin    // after it
+		replay Replay // what Learn asks to replay
+		unsure bool   // the session's sql_mode is not known
 	}
 	for _, tc := range []struct {
 		name   string
@@ -97,8 +98,8 @@ func TestLearnPins(t *testing.T) {
 			{stmt: "SELECT RELEASE_ALL_LOCKS()"},
 		}},
 		{"SET: replayed, or pinned when it cannot be", false, []step{
-			{stmt: "SET NAMES utf8mb4", replay: true},
-			{stmt: "SET SESSION sql_mode = 'ANSI'", replay: true},
+			{stmt: "SET NAMES utf8mb4", replay: ReplayText},
+			{stmt: "SET SESSION sql_mode = 'ANSI'", replay: ReplayText},
 			{stmt: "SET autocommit = 0"},
 			{stmt: "SET GLOBAL max_connections = 10"},
 			{stmt: "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE"},
@@ -107,7 +108,36 @@ func TestLearnPins(t *testing.T) {
 		}},
 		{"SET of a user variable", false, []step{{stmt: "SET @a = 1", pins: PinUserVar}}},
 		{"SET of a user variable and a session variable", false, []step{{stmt: "SET @a = 1, SESSION sql_mode = ''", pins: PinSet}}},
-		{"SET of an expression", false, []step{{stmt: "SET SESSION sql_mode = CONCAT(@@sql_mode, ',ANSI')", pins: PinSet}}},
+		{"SET of an expression: evaluated", false, []step{
+			{stmt: "SET SESSION sql_mode = CONCAT(@@sql_mode, ',ANSI')", replay: ReplayValues},
+			{stmt: "set autocommit=1, sql_mode = concat(@@sql_mode,',STRICT_TRANS_TABLES')", replay: ReplayValues},
+			{stmt: "SET SESSION sql_mode = REPLACE(@@sql_mode,'ONLY_FULL_GROUP_BY','')", replay: ReplayValues},
+			{stmt: "SET time_zone = CONCAT('+0','0:00')", replay: ReplayValues},
+			{stmt: "SET @@session.max_statement_time = 2*5", replay: ReplayValues},
+			{stmt: "SET sql_mode = @@global.sql_mode", replay: ReplayValues},
+			{stmt: "SET sql_mode = (SELECT m FROM t LIMIT 1)", replay: ReplayValues},
+			{stmt: "SET autocommit = 0, time_zone = '+01:00'", replay: ReplayValues},
+			// A prepared SET's text holds its parameters, not their values.
+			{stmt: "SET SESSION time_zone = ?", replay: ReplayValues},
+			{stmt: "SET SESSION time_zone = '+01:00', wait_timeout = -1", replay: ReplayText},
+			{stmt: "SET SESSION TIME_ZONE = '+01:00', Rand_Seed2 = 5", replay: ReplayText},
+			{stmt: "SET sql_mode = CONCAT(@@sql_mode, ',ANSI')", failed: true},
+		}},
+		{"SET of an expression that cannot be evaluated: pinned", false, []step{
+			{stmt: "SET SESSION sql_mode = CONCAT(@@sql_mode, ',ANSI')", full: true, pins: PinSet},
+			{stmt: "SET NAMES utf8mb4, sql_mode = CONCAT(@@sql_mode, ',ANSI')", pins: PinSet},
+			{stmt: "SET sql_mode = CONCAT(@a, ',ANSI')", pins: PinSet},
+			{stmt: "SET sql_mode = CONCAT(@@sql_mode, ',ANSI'), GLOBAL wait_timeout = 10", pins: PinSet},
+			{stmt: "SET wait_timeout = CONNECTION_ID()", pins: PinSet},
+			{stmt: "SET rand_seed1 = ABS(2), time_zone = '+01:00'", pins: PinSet},
+			{stmt: "SET wait_timeout = GET_LOCK('a', 1)", pins: PinSet | PinGetLock},
+			{stmt: "SET tx_read_only = (0)", pins: PinSet | PinGetLock},
+			{stmt: "SET sql_mode = CONCAT(@@sql_mode, \"ANSI\")", unsure: true, pins: PinSet | PinGetLock},
+			{stmt: "SET autocommit = 1, time_zone = CONCAT('+0','0:00') /*!99999 , x = 1 */", pins: PinSet | PinGetLock},
+		}},
+		{"a double-quoted string in a known sql_mode: evaluated", false, []step{
+			{stmt: "SET sql_mode = CONCAT(@@sql_mode, \"ANSI\")", replay: ReplayValues},
+		}},
 		{"a batch that leaves state", false, []step{{stmt: "SELECT 1; SET @a = 1", pins: PinMulti}}},
 		{"a batch of reads", false, []step{{stmt: "SELECT 1; SELECT 2"}}},
 		{"a batch of reads, strict", true, []step{{stmt: "SELECT 1; SELECT 2", pins: PinMulti}}},
@@ -118,9 +148,9 @@ func TestLearnPins(t *testing.T) {
 		for _, st := range tc.steps {
 			c := classify.Classify([]byte(st.stmt))
 			replay := s.Learn(&c, []byte(st.stmt), Decision{Node: 0}, ep,
-				Outcome{Node: 0, Primary: true, Status: mysql.StatusAutocommit, Failed: st.failed, StateFull: st.full})
+				Outcome{Node: 0, Primary: true, Status: mysql.StatusAutocommit, Failed: st.failed, StateFull: st.full, DialectSure: !st.unsure})
 			if s.Pins != st.pins || replay != st.replay {
-				t.Errorf("%s: after %q (failed %v): pins %b, replay %v; want %b, %v", tc.name, st.stmt, st.failed, s.Pins, replay, st.pins, st.replay)
+				t.Errorf("%s: after %q (failed %v): pins %b, replay %d; want %b, %d", tc.name, st.stmt, st.failed, s.Pins, replay, st.pins, st.replay)
 			}
 		}
 	}
