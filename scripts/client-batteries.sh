@@ -35,10 +35,6 @@
 #   ISOLATION_STACKS="php java node python"   the isolation phase's stacks (default: STACKS but
 #                        cli, which has no isolation mode)
 #   ISOLATION_POOL_MODES="transaction session"   the pool modes of the isolation phase
-#   NO_IDLE_ROUND="java" stacks whose idle round the isolation phase leaves out under transaction
-#                        (default java: Connector/J's start-up SET, an expression, pins its session
-#                        to its connection (session_variable), so an idle A holds the only one and
-#                        B waits out acquire_timeout; set NO_IDLE_ROUND= once such SETs move)
 #   SLUICE_BIN=path      use this sluice binary instead of building one
 #   KEEP=1               keep the work directory (outputs, logs) and the sandbox
 #   BATTERY_TIMEOUT=S    limit for one battery run (default 180 s)
@@ -98,7 +94,6 @@ read -r -a iso_pool_modes <<<"${ISOLATION_POOL_MODES:-transaction session}"
 for m in "${iso_pool_modes[@]}"; do
 	[[ $m == transaction || $m == session ]] || fl_die "unknown pool mode '$m' in ISOLATION_POOL_MODES"
 done
-read -r -a no_idle <<<"${NO_IDLE_ROUND-java}"
 
 # The second account, for change-user scenarios: on the nodes and in sluice's users.
 readonly user2=cb2 password2=cb2pw
@@ -238,9 +233,7 @@ isolation_phase() {
 			fl_sluice_start "$config.iso" "$work/sluice-isolation-$mode.log"
 		for s in ${iso_stacks[@]+"${iso_stacks[@]}"}; do
 			t0=$SECONDS rounds="idle leave locked"
-			if [[ $mode == session || " ${no_idle[*]} " == *" $s "* ]]; then
-				rounds="leave locked"
-			fi
+			[[ $mode == session ]] && rounds="leave locked"
 			d=$work/$s-isolation-$mode-direct.out p=$work/$s-isolation-$mode-sluice.out verdict=same
 			reused0=$(pool_figure sluice_pool_reused_total)
 			if ! CB_ROUNDS=$rounds battery "$s" isolation "$FL_PRIMARY" "$d"; then

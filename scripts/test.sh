@@ -284,8 +284,8 @@ client_batteries() {
 # connections they give back. Java is left out for time: Connector/J's start-up SET (an
 # expression with autocommit) pins its sessions to their connection, so its battery says little
 # about what transaction pooling moves. Then the batteries' isolation mode (every stack, Java
-# included, its idle round left out: see client-batteries.sh NO_IDLE_ROUND), through sluice
-# restarted at max_per_node 1 under transaction and session, on the same sandbox (~40 s).
+# included), through sluice restarted at max_per_node 1 under transaction and session, on the
+# same sandbox (~40 s).
 pool_transaction() {
 	if [[ ${SKIP_POOL_TRANSACTION:-0} == 1 && $ci != true ]]; then
 		echo "SKIP_POOL_TRANSACTION=1: skipped"
