@@ -74,7 +74,7 @@ func TestCtl(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"endpoint", "rw", "consistency=strong"}, `consistency: invalid value "strong" (want eventual, session or global)`},
+		{[]string{"endpoint", "rw", "consistency=strong"}, `consistency: invalid value "strong" (want eventual, session, global or latest)`},
 		{[]string{"endpoint", "rw", "read_weights=replica9:1"}, `read_weights.replica9: no backend is named "replica9"`},
 		{[]string{"endpoint", "rw", "listen=127.0.0.1:1"}, "listen: cannot change while the endpoint listens"},
 		{[]string{"endpoint", "nope", "balance=weighted"}, `no endpoint is named "nope" (HTTP 404)`},

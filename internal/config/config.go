@@ -24,6 +24,7 @@ const (
 	ConsistencyEventual = "eventual"
 	ConsistencySession  = "session"
 	ConsistencyGlobal   = "global"
+	ConsistencyLatest   = "latest"
 
 	AuthNativePassword = "mysql_native_password"
 	AuthCachingSHA2    = "caching_sha2_password"
@@ -345,8 +346,13 @@ type Endpoint struct {
 	MultiStatements string `yaml:"multi_statements"`
 	// Consistency is what a read on a replica must see: eventual, anything the replica applied
 	// (within max_replica_lag); session, everything this session committed; global, everything
-	// committed on the primary before the read arrived. session and global need monitor.user
-	// and a read-write endpoint.
+	// committed on the primary before the read arrived (its position is read from the primary,
+	// one reading shared by the reads that arrive together); latest, everything sluice knew to
+	// be committed when the read arrived, with no statement to the primary: every commit
+	// acknowledged to any of its sessions, and the primary's binlog as its stream delivered it
+	// (a write that bypassed sluice, or went through a connection that does not report its
+	// GTID, is seen once the stream delivered it). session, global and latest need
+	// monitor.user and a read-write endpoint.
 	Consistency string `yaml:"consistency"`
 	// ConsistencyTimeout is how long a read waits for a replica to reach the position its
 	// consistency level needs before it goes to the primary; at most 60s.

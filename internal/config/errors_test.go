@@ -286,7 +286,7 @@ func TestParseErrors(t *testing.T) {
 			`sluice.yaml:14: monitor.interval: invalid value 50ms (at least 100ms)`,
 		}},
 		{"consistency unknown", edit("    consistency: strong\n"), []string{
-			`sluice.yaml:14: endpoints[0].consistency: invalid value "strong" (want eventual, session or global)`,
+			`sluice.yaml:14: endpoints[0].consistency: invalid value "strong" (want eventual, session, global or latest)`,
 		}},
 		{"consistency session without a monitor", edit("    consistency: session\n"), []string{
 			`sluice.yaml:14: endpoints[0].consistency: session needs the monitor (monitor.user), which tracks the nodes' GTID positions`,

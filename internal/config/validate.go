@@ -312,7 +312,7 @@ func (k *checker) endpoints(replicas, namedReplicas int) {
 		if e.ConnectionsFrom == ConnectionsFromNodes && c.Monitor.User == "" {
 			k.errorf(p+".connections_from", "nodes needs the monitor (monitor.user), which polls Threads_connected")
 		}
-		if e.Consistency == ConsistencySession || e.Consistency == ConsistencyGlobal {
+		if e.Consistency == ConsistencySession || e.Consistency == ConsistencyGlobal || e.Consistency == ConsistencyLatest {
 			switch {
 			case e.Mode == ModeReadOnly:
 				// A read-only endpoint never uses the primary: there is nowhere to go for a read
@@ -514,7 +514,7 @@ func (k *checker) tls() {
 		k.oneOf(p+".tls", e.TLS, TLSOff, TLSOptional, TLSRequired)
 		k.oneOf(p+".multi_statements", e.MultiStatements, MultiStatementsState, MultiStatementsStrict)
 		k.duration(p+".max_replica_lag", e.MaxReplicaLag, false)
-		k.oneOf(p+".consistency", e.Consistency, ConsistencyEventual, ConsistencySession, ConsistencyGlobal)
+		k.oneOf(p+".consistency", e.Consistency, ConsistencyEventual, ConsistencySession, ConsistencyGlobal, ConsistencyLatest)
 		k.duration(p+".consistency_timeout", e.ConsistencyTimeout, false)
 		if e.ConsistencyTimeout.Duration > MaxConsistencyTimeout {
 			k.errorf(p+".consistency_timeout", "invalid value %s (at most %s)", e.ConsistencyTimeout.Duration, MaxConsistencyTimeout)

@@ -106,6 +106,37 @@ func (p Position) Contains(q Position) bool {
 	return true
 }
 
+// ContainsGTID reports whether MariaDB position p has g, one GTID (domain-server-seq, as a
+// commit's OK reports it): p's sequence number in g's domain is at least g's. It does not
+// allocate (a commit's GTID is checked against a known position on every commit); it reports
+// false for a MySQL or zero p and for a g that is not one MariaDB GTID.
+func (p Position) ContainsGTID(g []byte) bool {
+	if p.flavor != MariaDB || p.domains == nil {
+		return false
+	}
+	var nums [3]uint64
+	part, digits := 0, 0
+	for _, c := range g {
+		switch {
+		case c >= '0' && c <= '9':
+			if nums[part] > (1<<64-1-9)/10 {
+				return false // out of range
+			}
+			nums[part] = nums[part]*10 + uint64(c-'0')
+			digits++
+		case c == '-' && digits > 0 && part < 2:
+			part, digits = part+1, 0
+		default:
+			return false
+		}
+	}
+	if part != 2 || digits == 0 || nums[0] > 1<<32-1 || nums[1] > 1<<32-1 {
+		return false
+	}
+	mine, ok := p.domains[uint32(nums[0])]
+	return ok && mine.seq >= nums[2]
+}
+
 // Equal reports whether p and q contain each other.
 func (p Position) Equal(q Position) bool { return p.Contains(q) && q.Contains(p) }
 

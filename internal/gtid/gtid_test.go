@@ -33,6 +33,38 @@ func TestMariaDBContains(t *testing.T) {
 	}
 }
 
+// TestContainsGTID: one commit's GTID against a MariaDB position, without parsing it into a
+// position; anything that is not one GTID is contained by nothing.
+func TestContainsGTID(t *testing.T) {
+	p, err := Parse(MariaDB, "0-1-100,3-2-7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		g    string
+		want bool
+	}{
+		{"0-1-100", true}, {"0-1-99", true}, {"0-9-100", true}, {"0-1-101", false}, {"3-2-7", true}, {"3-2-8", false},
+		{"1-1-1", false}, {"", false}, {"0-1", false}, {"0-1-", false}, {"-1-5", false}, {"0--5", false},
+		{"0-1-5-6", false}, {"0-1-5,1-1-1", false}, {"4294967296-1-1", false}, {"0-1-99999999999999999999", false},
+		{"a-1-1", false},
+	} {
+		if got := p.ContainsGTID([]byte(tc.g)); got != tc.want {
+			t.Errorf("%q has %q: %v, want %v", p, tc.g, got, tc.want)
+		}
+	}
+	m, err := Parse(MySQL, "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.ContainsGTID([]byte("0-1-1")) || (Position{}).ContainsGTID([]byte("0-1-1")) {
+		t.Error("a MySQL or zero position has a MariaDB GTID")
+	}
+	if n := testing.AllocsPerRun(100, func() { p.ContainsGTID([]byte("0-1-50")) }); n != 0 {
+		t.Errorf("%v allocs, want 0", n)
+	}
+}
+
 func TestMySQLContains(t *testing.T) {
 	const a, b = "3e11fa47-71ca-11e1-9e33-c80aa9429562", "8a94f357-aab4-11df-86ab-c80aa9429562"
 	for _, tc := range []struct {

@@ -14,10 +14,13 @@ import (
 	"github.com/sluicedb/sluice/internal/relay"
 )
 
-// Consistency levels. Under session and global, a read sent to a replica must see a position:
-// the session's last commit (session: its GTID came back in the OK packet of the write or
-// COMMIT, readTarget.last), or everything the primary had committed when the read arrived (global: the
-// primary's position, read from it then). Before the read, the replica is asked to reach that
+// Consistency levels. Under session, global and latest, a read sent to a replica must see a
+// position: the session's last commit (session: its GTID came back in the OK packet of the write
+// or COMMIT, readTarget.last), everything the primary had committed when the read arrived
+// (global: the primary's position, read from it then), or everything sluice knew to be
+// committed when the read arrived (latest: every GTID an OK from the primary carried to any
+// session, and the primary's position as its stream reported it: knownCommits, known.go; no
+// statement to the primary). Before the read, the replica is asked to reach that
 // position within the endpoint's consistency_timeout (MASTER_GTID_WAIT on MariaDB,
 // WAIT_FOR_EXECUTED_GTID_SET on MySQL, over the session's connection there); when it does not,
 // the read goes to the primary instead. A replica the known positions (topology.Positions: the
@@ -140,7 +143,8 @@ func awaitAnswer(bc *backend.Conn, wait time.Duration, timeouts *atomic.Int64) e
 // trackGTIDs makes primary connection bc report the GTID of each commit in its OK packets (the
 // session level's target): MariaDB's last_gtid added to session_track_system_variables (unless
 // the list has it, as the sandbox's servers do), MySQL's session_track_gtids=OWN_GTID. Only for
-// endpoints at the session level (readTarget.track): other levels need no GTID per commit, and
+// endpoints at the session and latest levels (readTarget.track): the others need no GTID per
+// commit (latest's knownCommits takes it from any OK that says one, whatever the level), and
 // a client that tracks session state itself then sees the server's own list.
 //
 // A connection just logged in, or just reset (COM_RESET_CONNECTION puts the list back to the

@@ -72,16 +72,16 @@ func replicaShare(where map[string]int) float64 {
 }
 
 // TestConsistencyLevels: write-then-read pairs through the read-write endpoint with the reads on
-// the replicas. At session (one connection) and global (write on one connection, read on
-// another) no read is stale, healthy or with replica1's SQL thread paused or delayed by 2 s,
+// the replicas. At session (one connection), global and latest (write on one connection, read
+// on another) no read is stale, healthy or with replica1's SQL thread paused or delayed by 2 s,
 // and with healthy replicas most reads are still served by replicas; with both replicas paused
-// every read waits and goes to the primary. At eventual, the paused replica makes reads stale:
+// every read waits and goes to the primary; latest never reads the primary's position. At eventual, the paused replica makes reads stale:
 // the test can see a stale read when there is one.
 func TestConsistencyLevels(t *testing.T) {
 	cl := testutil.Cluster(t)
 	ctx := context.Background()
 	const n = 400
-	for _, level := range []string{"session", "global", "eventual"} {
+	for _, level := range []string{"session", "global", "latest", "eventual"} {
 		t.Run(level, func(t *testing.T) {
 			s := startSluice(t, consistencyAt(level))
 			db := open(t, dsn(s.rw, "app", "app", "test", ""))
@@ -164,6 +164,9 @@ func TestConsistencyLevels(t *testing.T) {
 			t.Logf("SHOW CONSISTENCY: %s", fmt.Sprint(c))
 			if c.level != level || c.waits == 0 || c.tos == 0 {
 				t.Errorf("SHOW CONSISTENCY: %+v, want level %s with waits and timeouts counted", c, level)
+			}
+			if level == config.ConsistencyLatest && c.reads != 0 {
+				t.Errorf("latest: %d readings of the primary's position, want none", c.reads)
 			}
 		})
 	}
@@ -331,5 +334,120 @@ func TestTrackingOffByDynamicSQL(t *testing.T) {
 	}
 	if node, role, reason := lastRoute(t, c); role != "replica" {
 		t.Errorf("the read after tracking came back ran on %s (%s, %s), want a replica: the session did not recover", node, role, reason)
+	}
+}
+
+// TestLatestAcrossConnections: at the latest level, a row written and acknowledged on one client
+// connection is found by a read on another client connection (another pool, so another TCP
+// connection to sluice) right after, every time: 4 writers and 4 readers at once, 2 000
+// insert-then-read pairs, the readers' reads on the replicas when they have the row. No read
+// costs a statement on the primary beyond the reads sent there: sluice reads no position
+// (SHOW CONSISTENCY), and the primary's Com_select grows by the reads it served, plus the
+// monitor's checks.
+func TestLatestAcrossConnections(t *testing.T) {
+	s := startSluice(t, consistencyAt(config.ConsistencyLatest))
+	cl := testutil.Cluster(t)
+	ctx := context.Background()
+	writers := open(t, dsn(s.rw, "app", "app", "test", ""))
+	readers := open(t, dsn(s.rw, "app", "app", "test", ""))
+	const table, pairsN, n = "test.latest_pairs", 4, 500
+	mustExec(t, writers, "DROP TABLE IF EXISTS "+table)
+	mustExec(t, writers, "CREATE TABLE "+table+" (id INT PRIMARY KEY, v INT)")
+	if err := cl.WaitCaughtUp(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := cl.AdminDB("primary")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	comSelect := func() int64 {
+		var name string
+		var v int64
+		if err := admin.QueryRow("SHOW GLOBAL STATUS LIKE 'Com_select'").Scan(&name, &v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	consistency := func() (waits, timeouts, readings int64) {
+		var ep, level string
+		var timeoutMs int64
+		if err := readers.QueryRow("/*PROXY_INTERNAL*/ SHOW CONSISTENCY").Scan(&ep, &level, &timeoutMs, &waits, &timeouts, &readings); err != nil {
+			t.Fatal(err)
+		}
+		if level != config.ConsistencyLatest {
+			t.Fatalf("SHOW CONSISTENCY says %s", level)
+		}
+		return waits, timeouts, readings
+	}
+	selectsBefore := comSelect()
+	_, _, readingsBefore := consistency()
+	type outcome struct {
+		missing int
+		where   map[string]int
+	}
+	results := make(chan outcome, pairsN)
+	for p := range pairsN {
+		writer, reader := conn(t, writers), conn(t, readers)
+		go func() {
+			o := outcome{where: map[string]int{}}
+			defer func() { results <- o }()
+			for i := range n {
+				id := p*n + i + 1
+				if _, err := writer.ExecContext(ctx, "INSERT INTO "+table+" VALUES (?, ?)", id, id); err != nil {
+					t.Error(err)
+					return
+				}
+				var v int
+				err := reader.QueryRowContext(ctx, "SELECT v FROM "+table+" WHERE id = ?", id).Scan(&v)
+				if err != nil && err != sql.ErrNoRows {
+					t.Error(err)
+					return
+				}
+				var node, reason string
+				if err := reader.QueryRowContext(ctx, "/*PROXY_INTERNAL*/ SHOW LAST ROUTE").Scan(&node, new(string), &reason, new(string)); err != nil {
+					t.Error(err)
+					return
+				}
+				if v != id {
+					o.missing++
+					t.Logf("pair %d: row %d not found by the reader (read on %s, %s)", p, id, node, reason)
+				}
+				if node == "primary" {
+					o.where["primary"]++
+				} else {
+					o.where["replicas"]++
+				}
+			}
+		}()
+	}
+	missing, where := 0, map[string]int{}
+	for range pairsN {
+		o := <-results
+		missing += o.missing
+		for k, v := range o.where {
+			where[k] += v
+		}
+	}
+	selects := comSelect() - selectsBefore
+	waits, timeouts, readings := consistency()
+	t.Logf("latest, %d pairs on %d writer and %d reader connections: %d rows not found; reads %v; primary Com_select +%d; "+
+		"sluice: %d waits, %d timeouts, %d position readings", pairsN*n, pairsN, pairsN, missing, where, selects, waits, timeouts, readings-readingsBefore)
+	if missing != 0 {
+		t.Errorf("%d of %d reads did not find the row acknowledged to another connection", missing, pairsN*n)
+	}
+	if where["primary"]+where["replicas"] != pairsN*n {
+		return // a pair failed (reported above)
+	}
+	if where["replicas"] < pairsN*n/2 {
+		t.Errorf("only %d of %d reads on the replicas (%v)", where["replicas"], pairsN*n, where)
+	}
+	if readings != readingsBefore {
+		t.Errorf("%d readings of the primary's position, want none", readings-readingsBefore)
+	}
+	// Every SELECT on the primary is a read sent there, or the monitor's (a check every 200 ms,
+	// a few statements each): a position query per read would add about one per read.
+	if extra := selects - int64(where["primary"]); extra > pairsN*n/8 {
+		t.Errorf("the primary ran %d SELECTs beyond the %d reads sent there, for %d reads", extra, where["primary"], pairsN*n)
 	}
 }

@@ -215,6 +215,9 @@ type Proxy struct {
 	// primaryPos is the primary's position, read for the global level's reads and shared
 	// among those that arrive together.
 	primaryPos primaryPos
+	// known is the latest position sluice knows was committed (the latest level's target):
+	// the GTIDs acknowledged to any session, and the primary's stream.
+	known knownCommits
 
 	rsaOnce sync.Once
 	rsaKey  *rsa.PrivateKey

@@ -67,7 +67,11 @@ type readEnv struct {
 // (a parameter of its own, not in env: what env holds may reach the heap, a closure must not).
 func (t *readTarget) decide(c *classify.Result, stmt []byte, rs *route.Session, set *route.Settings, snap *topology.Snapshot,
 	env *readEnv, primary func() (*backend.Conn, error)) (route.Decision, bool) {
-	rs.HasTarget, rs.Reached = t.find(set.Consistency, env.p.gtidFlavor(), func(b []byte) ([]byte, error) {
+	var latest gtid.Position
+	if set.Consistency == route.Latest {
+		latest = env.p.latestPosition(snap) // no statement to the primary
+	}
+	rs.HasTarget, rs.Reached = t.find(set.Consistency, env.p.gtidFlavor(), latest, func(b []byte) ([]byte, error) {
 		// A reading of the primary's position begun after this read arrived, shared with
 		// the global reads that arrived with it; within connect_timeout.
 		b, err := env.p.primaryPos.get(func(b []byte) ([]byte, error) {
@@ -97,10 +101,11 @@ func (t *readTarget) decide(c *classify.Result, stmt []byte, rs *route.Session, 
 }
 
 // find sets the position the current read must see under level: the session's last commit
-// (session), or the primary's position read now (global, by global, which appends it to its
-// argument). It reports whether the read has one; t.failed when it could not be known (the
-// read then goes to the primary).
-func (t *readTarget) find(level route.Consistency, flavor gtid.Flavor, global func([]byte) ([]byte, error)) bool {
+// (session), the primary's position read now (global, by global, which appends it to its
+// argument), or latest, the latest position sluice knows was committed (latest:
+// Proxy.latestPosition; zero when nothing is known). It reports whether the read has one;
+// t.failed when it could not be known (the read then goes to the primary).
+func (t *readTarget) find(level route.Consistency, flavor gtid.Flavor, latest gtid.Position, global func([]byte) ([]byte, error)) bool {
 	t.failed = false
 	t.target = t.target[:0]
 	var err error
@@ -123,6 +128,18 @@ func (t *readTarget) find(level route.Consistency, flavor gtid.Flavor, global fu
 			t.failed = true
 			return false
 		}
+	case route.Latest:
+		if latest.IsZero() {
+			// Neither a commit seen nor the primary's position reported yet (sluice just
+			// started): what the primary has is not known, the read goes there.
+			t.failed = true
+			return false
+		}
+		if latest.String() == "" {
+			return false // the primary has committed nothing: nothing to see
+		}
+		t.target = append(t.target, latest.String()...)
+		t.pos = latest // parsed already: the comparison below finds the same text
 	}
 	if !gtidText(t.target) {
 		t.failed = true
@@ -242,10 +259,12 @@ func (t *readTarget) takeAwait() (time.Duration, bool) {
 }
 
 // track makes primary connection bc report the GTID of each commit in its OK packets, for an
-// endpoint at level (see trackGTIDs), and records whether that worked (t.tracked).
+// endpoint at level session (the session's own target) or latest (every commit's GTID goes
+// into the proxy's known position, knownCommits) (see trackGTIDs), and records whether that
+// worked (t.tracked).
 // g is the proxy's knowledge of the nodes' global lists.
 func (t *readTarget) track(bc *backend.Conn, level route.Consistency, g *globalTracking, log *slog.Logger) {
-	if level != route.SessionConsistency {
+	if level != route.SessionConsistency && level != route.Latest {
 		t.tracked = false // this connection reports nothing; the level may come back later
 		return
 	}
@@ -254,7 +273,7 @@ func (t *readTarget) track(bc *backend.Conn, level route.Consistency, g *globalT
 		return
 	}
 	if err := trackGTIDs(bc, g); err != nil {
-		log.Warn("the primary cannot report the GTID of each commit: session-level reads go to the primary", "err", err)
+		log.Warn("the primary cannot report the GTID of each commit: session-level reads go to the primary; latest-level reads see its commits once the primary's stream delivers them", "err", err)
 		t.tracked = false
 		return
 	}

@@ -28,6 +28,7 @@ func TestReadTargetFind(t *testing.T) {
 		tracked, unknown bool
 		last             string
 		global           func([]byte) ([]byte, error)
+		latest           string // "-": zero (nothing known)
 		has, failed      bool
 		target           string
 	}{
@@ -40,9 +41,20 @@ func TestReadTargetFind(t *testing.T) {
 		{name: "global, unreadable", level: route.Global, global: global("", errGone), failed: true},
 		{name: "global, not a position", level: route.Global, global: global("0-1-1'); DROP TABLE t; --", nil), failed: true},
 		{name: "global, empty", level: route.Global, global: global("", nil), failed: true},
+		{name: "latest", level: route.Latest, latest: "0-1-80,1-2-3", has: true, target: "0-1-80,1-2-3"},
+		{name: "latest, session untracked", level: route.Latest, unknown: true, latest: "0-1-80", has: true, target: "0-1-80"},
+		{name: "latest, nothing known", level: route.Latest, latest: "-", failed: true},
+		{name: "latest, nothing committed", level: route.Latest, latest: ""},
 	} {
 		rt := readTarget{tracked: tc.tracked, unknown: tc.unknown, last: []byte(tc.last), target: []byte("stale")}
-		has := rt.find(tc.level, gtid.MariaDB, tc.global)
+		var latest gtid.Position
+		if tc.latest != "-" {
+			var err error
+			if latest, err = gtid.Parse(gtid.MariaDB, tc.latest); err != nil {
+				t.Fatal(err)
+			}
+		}
+		has := rt.find(tc.level, gtid.MariaDB, latest, tc.global)
 		if has != tc.has || rt.failed != tc.failed || (has && string(rt.target) != tc.target) {
 			t.Errorf("%s: has %v (%q), failed %v; want %v (%q), %v", tc.name, has, rt.target, rt.failed, tc.has, tc.target, tc.failed)
 		}

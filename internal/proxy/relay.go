@@ -34,8 +34,13 @@ func (s *session) OK(src *backend.Conn, ok mysql.OK, classicEOF bool) {
 		case sc.Type == mysql.SessionTrackGTIDs && len(sc.Value) > 0,
 			sc.Type == mysql.SessionTrackSystemVariables && string(sc.Name) == "last_gtid" && len(sc.Value) > 0:
 			// The GTID of the session's last commit (MariaDB's last_gtid, MySQL's OWN_GTID):
-			// what a read of this session must find on a replica (consistency: session).
+			// what a read of this session must find on a replica (consistency: session), and,
+			// from the primary, what every latest-level read must (knownCommits; before the
+			// client sees the OK, whatever this endpoint's level).
 			s.reads.noteGTID(sc.Value)
+			if !src.ReadOnly() {
+				s.p.known.noteCommit(sc.Value)
+			}
 		}
 		if sc.Type == mysql.SessionTrackSystemVariables && string(sc.Name) != "last_gtid" {
 			s.nodes.share.varsReported = true // a SET's, or one a stored function or trigger ran

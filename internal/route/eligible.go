@@ -86,7 +86,7 @@ func (ep *Settings) eligibility(snap *topology.Snapshot, i int, withPrimary, nee
 
 // ReadEligibility says whether node i takes endpoint ep's new reads now and, when it does
 // not, why, by the rules reads are routed by: a read-write endpoint's reads (the primary by
-// its weight; under session or global consistency, reads that must see a position), a
+// its weight; under session, global or latest consistency, reads that must see a position), a
 // read-only endpoint's new bindings (replicas only). It looks without changing what the
 // endpoint remembers (which replicas it set aside for lag). Safe from any goroutine.
 func ReadEligibility(ep *Settings, snap *topology.Snapshot, i int) Ineligible {

@@ -48,6 +48,9 @@ const (
 	SessionConsistency
 	// Global: everything committed on the primary before the read arrived.
 	Global
+	// Latest: everything sluice knew to be committed when the read arrived: every commit
+	// acknowledged to any of its sessions, and the primary's binlog as its stream delivered it.
+	Latest
 )
 
 // ParseConsistency reads a consistency level from the configuration.
@@ -59,8 +62,10 @@ func ParseConsistency(s string) (Consistency, error) {
 		return SessionConsistency, nil
 	case "global":
 		return Global, nil
+	case "latest":
+		return Latest, nil
 	}
-	return Eventual, fmt.Errorf("unknown consistency %q (want eventual, session or global)", s)
+	return Eventual, fmt.Errorf("unknown consistency %q (want eventual, session, global or latest)", s)
 }
 
 func (c Consistency) String() string {
@@ -69,6 +74,8 @@ func (c Consistency) String() string {
 		return "session"
 	case Global:
 		return "global"
+	case Latest:
+		return "latest"
 	}
 	return "eventual"
 }

@@ -1,0 +1,149 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluicedb/sluice/internal/backend"
+	"github.com/sluicedb/sluice/internal/classify"
+	"github.com/sluicedb/sluice/internal/gtid"
+	"github.com/sluicedb/sluice/internal/route"
+	"github.com/sluicedb/sluice/internal/topology"
+)
+
+func mariaPos(t *testing.T, s string) gtid.Position {
+	t.Helper()
+	p, err := gtid.Parse(gtid.MariaDB, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestKnownCommits: the known position keeps, per domain, the highest sequence number any
+// commit reported, ignores what is not a GTID, and takes in the primary's reported position
+// when it is ahead (then keeps it for the reads after).
+func TestKnownCommits(t *testing.T) {
+	var k knownCommits
+	if got := k.target(gtid.Position{}); !got.IsZero() {
+		t.Fatalf("nothing known: %q, want the zero position", got)
+	}
+	for _, step := range []struct{ gtid, want string }{
+		{"0-1-5", "0-1-5"},
+		{"0-1-4", "0-1-5"}, // older: a session acknowledged later than another's commit
+		{"1-1-9", "0-1-5,1-1-9"},
+		{"0-1-7", "0-1-7,1-1-9"},
+		{"0-1-x", "0-1-7,1-1-9"}, // not a GTID
+		{"", "0-1-7,1-1-9"},
+	} {
+		k.noteCommit([]byte(step.gtid))
+		if got := k.target(gtid.Position{}).String(); got != step.want {
+			t.Fatalf("after %q: %q, want %q", step.gtid, got, step.want)
+		}
+	}
+	if got := k.target(mariaPos(t, "0-1-6")).String(); got != "0-1-7,1-1-9" {
+		t.Fatalf("primary behind: %q", got)
+	}
+	if got := k.target(mariaPos(t, "0-1-6,2-1-3")).String(); got != "0-1-7,1-1-9,2-1-3" {
+		t.Fatalf("primary ahead in a domain: %q", got)
+	}
+	if got := k.target(gtid.Position{}).String(); got != "0-1-7,1-1-9,2-1-3" {
+		t.Fatalf("the primary's position was not kept: %q", got)
+	}
+	var fresh knownCommits
+	if got := fresh.target(mariaPos(t, "0-1-3")).String(); got != "0-1-3" {
+		t.Fatalf("only the primary's position known: %q", got)
+	}
+}
+
+// TestKnownCommitsConcurrent: commits noted from many goroutines at once are all in the known
+// position (no compare-and-swap loses one).
+func TestKnownCommitsConcurrent(t *testing.T) {
+	var k knownCommits
+	const writers, each = 8, 500
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := 1; i <= each; i++ {
+				k.noteCommit(fmt.Appendf(nil, "%d-1-%d", w, i))
+				k.noteCommit(fmt.Appendf(nil, "99-1-%d", w*each+i))
+			}
+		})
+	}
+	wg.Wait()
+	want := ""
+	for w := range writers {
+		want += fmt.Sprintf("%d-1-%d,", w, each)
+	}
+	want += fmt.Sprintf("99-1-%d", writers*each)
+	if got := k.target(gtid.Position{}).String(); got != want {
+		t.Fatalf("%q, want %q", got, want)
+	}
+}
+
+// TestKnownCommitsAllocs: a read's target, and a commit already known, cost no allocation.
+func TestKnownCommitsAllocs(t *testing.T) {
+	var k knownCommits
+	k.noteCommit([]byte("0-1-50"))
+	primary := mariaPos(t, "0-1-40")
+	old := []byte("0-1-49")
+	if n := testing.AllocsPerRun(100, func() {
+		k.noteCommit(old)
+		_ = k.target(primary)
+	}); n != 0 {
+		t.Fatalf("%v allocs per read and known commit, want 0", n)
+	}
+}
+
+// TestReadTargetDecideLatest: a latest-level read takes the known position as its target
+// without a statement to the primary: to a replica the positions say has it, to the primary
+// (after the timeout) when none has; with nothing known, to the primary at once.
+func TestReadTargetDecideLatest(t *testing.T) {
+	c := classify.Classify([]byte("SELECT 1"))
+	for _, tc := range []struct {
+		name    string
+		commit  string // noted as acknowledged ("": none)
+		primary string // the primary's reported position ("": unknown)
+		want    route.Decision
+		await   bool
+		target  string
+	}{
+		{name: "nothing known", want: route.Decision{Node: 0, Reason: route.ReasonConsistency}},
+		{name: "replica has the primary's position", primary: "0-1-4", want: route.Decision{Node: 1, Reason: route.ReasonRead}, await: true, target: "0-1-4"},
+		{name: "acknowledged commit ahead of the replica", primary: "0-1-4", commit: "0-1-5", want: route.Decision{Node: 0, Reason: route.ReasonConsistency}, target: "0-1-5"},
+		{name: "stream ahead of the replica", primary: "0-1-6", want: route.Decision{Node: 0, Reason: route.ReasonConsistency}, target: "0-1-6"},
+	} {
+		snap := &topology.Snapshot{
+			Nodes:   []*topology.Node{{Index: 0, Name: "primary", Role: topology.Primary}, {Index: 1, Name: "replica1"}},
+			Load:    []*topology.Load{{}, {}},
+			Up:      []bool{true, true},
+			Primary: 0,
+		}
+		positions := topology.NewPositions(2)
+		positions.SetStreaming(1, true)
+		positions.Advance(1, mariaPos(t, "0-1-4"))
+		if tc.primary != "" {
+			positions.Advance(0, mariaPos(t, tc.primary))
+		}
+		p := &Proxy{opts: Options{Positions: positions}}
+		p.server.Store(&serverInfo{version: "10.11.6-MariaDB"})
+		p.known.noteCommit([]byte(tc.commit))
+		set := &route.Settings{Name: "rw", Weights: []int{0, 100}, Policy: route.NewWeighted(),
+			Consistency: route.Latest, ConsistencyTimeout: 20 * time.Millisecond}
+		var rt readTarget
+		rs := route.NewSession()
+		env := &readEnv{p: p, killed: make(chan struct{}), log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		asked := 0
+		d, await := rt.decide(&c, []byte("SELECT 1"), &rs, set, snap, env,
+			func() (*backend.Conn, error) { asked++; return nil, errors.New("no primary connection in this test") })
+		if d != tc.want || await != tc.await || asked != 0 || string(rt.target) != tc.target {
+			t.Errorf("%s: %+v, await %v, target %q, primary asked %d times; want %+v, %v, %q, never", tc.name, d, await, rt.target, asked,
+				tc.want, tc.await, tc.target)
+		}
+	}
+}
