@@ -13,9 +13,9 @@
 #   F sluice-b  only with SLUICE_BASE_BIN: sluice-p's configuration run by another sluice binary (the
 #               one before a change), interleaved with the rest: a before/after pair on one machine
 #
-# Then the cost of the consistency levels: a third sluice (sluice-c, threads: 1) with three more
-# read-write endpoints, cons-eventual, cons-session and cons-global (reads on the replicas), each
-# at that level; sysbench oltp_read_only --skip_trx=on and oltp_point_select through the three,
+# Then the cost of the consistency levels: a third sluice (sluice-c, threads: 1) with four more
+# read-write endpoints, cons-eventual, cons-session, cons-global and cons-latest (reads on the
+# replicas), each at that level; sysbench oltp_read_only --skip_trx=on and oltp_point_select through the four,
 # interleaved, and bench/ryw (read-your-writes: UPDATE then SELECT on one connection) through each.
 #
 # Then short connections (part short): bench/shortconn's SHORT_CLIENTS clients each loop over
@@ -64,7 +64,7 @@
 #                                  sluice-r.cpu, sluice-c.cpu, sluice-off.cpu, sluice-session.cpu;
 #                                  read with 'go tool pprof BINARY FILE')
 #
-# Exit status: 0 when every run finished without errors (and no stale read at session or global),
+# Exit status: 0 when every run finished without errors (and no stale read at session, global or latest),
 # 1 otherwise. The consistency levels' QPS targets are reported, never a failure.
 set -euo pipefail
 
@@ -110,7 +110,7 @@ if [[ -n $base_bin ]]; then
 	[[ -x $base_bin ]] || fl_die "SLUICE_BASE_BIN=$base_bin is not an executable file"
 	systems+=(sluice-b)
 fi
-readonly db=sbtest systems levels=(eventual session global)
+readonly db=sbtest systems levels=(eventual session global latest)
 
 ((${#modes[@]} > 0)) || fl_die "MODES is empty"
 for m in "${modes[@]}"; do
@@ -693,9 +693,10 @@ if ((want_idle)); then
 		"$scrapes" "$sc0_p50" "$sc0_p99" "$sc0_cpu" "$sc0_bytes" "$sc_p50" "$sc_p99" "$sc_cpu" "$sc_bytes")
 fi
 
-# Consistency levels: what session and global cost next to eventual, with healthy replicas, on
-# a sluice of their own (sluice-c) whose only endpoints are cons-eventual, cons-session and
-# cons-global (read-write, the sandbox's read weights: reads on the replicas).
+# Consistency levels: what session, global and latest cost next to eventual, with healthy
+# replicas, on a sluice of their own (sluice-c) whose only endpoints are cons-eventual,
+# cons-session, cons-global and cons-latest (read-write, the sandbox's read weights: reads on the
+# replicas).
 cons_runs=$work/cons-runs.tsv
 : >"$cons_runs"
 declare -A cons_addr=()

@@ -147,3 +147,20 @@ func TestReadTargetDecideLatest(t *testing.T) {
 		}
 	}
 }
+
+// TestTrackAtLatest: a primary connection of a latest-level endpoint reports each commit's GTID
+// (its acknowledgements feed the known position), as at session; at eventual and global it is
+// left as the server has it.
+func TestTrackAtLatest(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, tc := range []struct {
+		level route.Consistency
+		want  bool
+	}{{route.Latest, true}, {route.SessionConsistency, true}, {route.Global, false}, {route.Eventual, false}} {
+		var rt readTarget
+		rt.track(&backend.Conn{TracksGTIDs: true}, tc.level, &globalTracking{}, log)
+		if rt.tracked != tc.want {
+			t.Errorf("%s: tracked %v, want %v", tc.level, rt.tracked, tc.want)
+		}
+	}
+}
