@@ -16,6 +16,9 @@
 #   DRIVER_SUITE_EXPECTED=file   expectations file (default scripts/driver-suite-expected.txt)
 #   POOL_MODE=transaction, POOL_MAX_PER_NODE=N   sluice's pool_mode and pool.max_per_node
 #                                (scripts/lib.sh pool_config; default: the sandbox's)
+#   DRIVER_SUITE_SAVE_DIRECT=P   keep the direct run's results as P.log and P.rc
+#   DRIVER_SUITE_DIRECT=P        take the direct run's results from P.log and P.rc (an earlier
+#                                run's DRIVER_SUITE_SAVE_DIRECT) instead of running it again
 #   DRIVER_SUITE_READS=primary   pin endpoint rw's reads to the primary (and run sluice without
 #                                its monitor); default "replicas": the sandbox's configuration,
 #                                reads on the replicas at consistency global (the pool reads on
@@ -236,8 +239,22 @@ results() {
 	sed -n 's/^--- \(PASS\|FAIL\|SKIP\): \([^ /]*\) .*/\1 \2/p' "$1"
 }
 
-# 4. Directly against the primary.
-run_suite direct "$primary"
+# 4. Directly against the primary (or, with DRIVER_SUITE_DIRECT, the results of an earlier direct
+# run of the same driver version, on a sandbox like this one: scripts/test.sh runs the suite
+# through two pool modes against one direct run).
+if [[ -n ${DRIVER_SUITE_DIRECT:-} ]]; then
+	[[ -s $DRIVER_SUITE_DIRECT.log && -s $DRIVER_SUITE_DIRECT.rc ]] ||
+		die "DRIVER_SUITE_DIRECT=$DRIVER_SUITE_DIRECT: no $DRIVER_SUITE_DIRECT.log and .rc of an earlier direct run"
+	cp "$DRIVER_SUITE_DIRECT.log" "$work/direct.log"
+	cp "$DRIVER_SUITE_DIRECT.rc" "$work/direct.rc"
+	log "the direct run's results: $DRIVER_SUITE_DIRECT.log (not run again)"
+else
+	run_suite direct "$primary"
+	if [[ -n ${DRIVER_SUITE_SAVE_DIRECT:-} ]]; then
+		cp "$work/direct.log" "$DRIVER_SUITE_SAVE_DIRECT.log"
+		cp "$work/direct.rc" "$DRIVER_SUITE_SAVE_DIRECT.rc"
+	fi
+fi
 
 # Start the sluice run from an empty database, whatever the direct run left behind.
 if command -v mariadb >/dev/null 2>&1; then

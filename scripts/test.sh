@@ -21,7 +21,7 @@
 #   CI=true              strict mode (see above)
 #   RACE=1               go test -race (needs cgo; default off, see go_test below)
 #   GO_TEST_TIMEOUT=D    go test -timeout (default 5m, per package)
-#   FUZZTIME=D           how long each Fuzz target runs beyond its seeds (default 5s)
+#   FUZZTIME=D           how long each Fuzz target runs beyond its seeds (default 3s)
 #   SKIP_DRIVER_SUITE=1  leave out scripts/driver-suite.sh (ignored with CI=true)
 #   SKIP_MYSQLTEST=1     leave out scripts/mysqltest.sh (ignored with CI=true)
 #   SKIP_SYSBENCH=1      leave out scripts/sysbench-smoke.sh (ignored with CI=true)
@@ -155,10 +155,10 @@ go_test() {
 	go test "${flags[@]}" ./...
 }
 
-# fuzz runs every Fuzz target of the tree for FUZZTIME (default 5s) each, beyond its seed
+# fuzz runs every Fuzz target of the tree for FUZZTIME (default 3s) each, beyond its seed
 # corpus (which go test ./... already runs). A crasher lands in the package's testdata/fuzz.
 fuzz() {
-	local t=${FUZZTIME:-5s} line file pkg name
+	local t=${FUZZTIME:-3s} line file pkg name
 	local -a targets=()
 	while IFS= read -r line; do
 		targets+=("$line")
@@ -197,7 +197,9 @@ driver_suite() {
 		echo "no sluice binary: the build step failed"
 		return 1
 	fi
-	SLUICE_BIN=$bin_dir/sluice "$root/scripts/driver-suite.sh"
+	# The direct run's results are kept for the run through pool_mode transaction (pool_transaction).
+	rm -f "$bin_dir/driver-direct.log" "$bin_dir/driver-direct.rc"
+	DRIVER_SUITE_SAVE_DIRECT=$bin_dir/driver-direct SLUICE_BIN=$bin_dir/sluice "$root/scripts/driver-suite.sh"
 }
 
 if ! command -v go >/dev/null 2>&1; then
@@ -303,7 +305,11 @@ pool_transaction() {
 	if [[ ${SKIP_DRIVER_SUITE:-0} == 1 && $ci != true ]]; then
 		echo "SKIP_DRIVER_SUITE=1: the driver suite through pool_mode transaction skipped"
 	elif [[ -x $bin_dir/sluice ]]; then
-		POOL_MODE=transaction SLUICE_BIN=$bin_dir/sluice "$root/scripts/driver-suite.sh" || rc=1
+		local direct=()
+		if [[ -s $bin_dir/driver-direct.log && -s $bin_dir/driver-direct.rc ]]; then
+			direct=(DRIVER_SUITE_DIRECT="$bin_dir/driver-direct") # the driver-suite step's direct run
+		fi
+		env "${direct[@]}" POOL_MODE=transaction SLUICE_BIN="$bin_dir/sluice" "$root/scripts/driver-suite.sh" || rc=1
 	else
 		echo "no sluice binary: the build step failed" >&2
 		rc=1
