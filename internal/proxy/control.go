@@ -343,6 +343,7 @@ func (p *Proxy) UpdateEndpoint(name string, s EndpointSettings) error {
 	if err := ep.route.Update(s.Routing); err != nil {
 		return err
 	}
+	p.known.use(s.Routing.Consistency)
 	ep.admit.Store(&admission{maxConns: int64(s.MaxConnections), allow: slices.Clone(s.Allow)})
 	ep.pool.Store(clonePool(s.Pool).of(name))
 	return nil

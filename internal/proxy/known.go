@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	"github.com/sluicedb/sluice/internal/gtid"
+	"github.com/sluicedb/sluice/internal/route"
 	"github.com/sluicedb/sluice/internal/topology"
 )
 
@@ -22,15 +23,29 @@ import (
 //
 // The position is immutable and published by an atomic pointer: reads load it without a lock;
 // writers merge and compare-and-swap. The proxy owns one; any session goroutine may call it.
+//
+// It is kept only once an endpoint reads at latest (use): until then noteCommit returns at once,
+// so that the write path of a proxy that does not use the level pays nothing (a commit that
+// moves the position allocates the merged one). Once on it stays on: a level switched off and
+// on again must not find a position that missed the commits in between.
 type knownCommits struct {
 	cur atomic.Pointer[gtid.Position]
+	on  atomic.Bool
+}
+
+// use starts keeping the position when level is route.Latest (an endpoint added or changed to
+// read at it). Any goroutine.
+func (k *knownCommits) use(level route.Consistency) {
+	if level == route.Latest && !k.on.Load() {
+		k.on.Store(true)
+	}
 }
 
 // noteCommit merges g, the GTID of one commit as a primary connection's OK reported it
 // (MariaDB's last_gtid, MySQL's OWN_GTID), into the known position. A GTID already contained
 // costs no allocation (MariaDB); one that moves the position allocates the merged one.
 func (k *knownCommits) noteCommit(g []byte) {
-	if len(g) == 0 {
+	if len(g) == 0 || !k.on.Load() {
 		return
 	}
 	flavor := gtid.MariaDB

@@ -30,6 +30,7 @@ func mariaPos(t *testing.T, s string) gtid.Position {
 // when it is ahead (then keeps it for the reads after).
 func TestKnownCommits(t *testing.T) {
 	var k knownCommits
+	k.use(route.Latest)
 	if got := k.target(gtid.Position{}); !got.IsZero() {
 		t.Fatalf("nothing known: %q, want the zero position", got)
 	}
@@ -56,6 +57,7 @@ func TestKnownCommits(t *testing.T) {
 		t.Fatalf("the primary's position was not kept: %q", got)
 	}
 	var fresh knownCommits
+	fresh.use(route.Latest)
 	if got := fresh.target(mariaPos(t, "0-1-3")).String(); got != "0-1-3" {
 		t.Fatalf("only the primary's position known: %q", got)
 	}
@@ -65,6 +67,7 @@ func TestKnownCommits(t *testing.T) {
 // position (no compare-and-swap loses one).
 func TestKnownCommitsConcurrent(t *testing.T) {
 	var k knownCommits
+	k.use(route.Latest)
 	const writers, each = 8, 500
 	var wg sync.WaitGroup
 	for w := range writers {
@@ -89,6 +92,7 @@ func TestKnownCommitsConcurrent(t *testing.T) {
 // TestKnownCommitsAllocs: a read's target, and a commit already known, cost no allocation.
 func TestKnownCommitsAllocs(t *testing.T) {
 	var k knownCommits
+	k.use(route.Latest)
 	k.noteCommit([]byte("0-1-50"))
 	primary := mariaPos(t, "0-1-40")
 	old := []byte("0-1-49")
@@ -132,6 +136,7 @@ func TestReadTargetDecideLatest(t *testing.T) {
 		}
 		p := &Proxy{opts: Options{Positions: positions}}
 		p.server.Store(&serverInfo{version: "10.11.6-MariaDB"})
+		p.known.use(route.Latest) // as an endpoint at latest does (AddEndpoint)
 		p.known.noteCommit([]byte(tc.commit))
 		set := &route.Settings{Name: "rw", Weights: []int{0, 100}, Policy: route.NewWeighted(),
 			Consistency: route.Latest, ConsistencyTimeout: 20 * time.Millisecond}
@@ -162,5 +167,33 @@ func TestTrackAtLatest(t *testing.T) {
 		if rt.tracked != tc.want {
 			t.Errorf("%s: tracked %v, want %v", tc.level, rt.tracked, tc.want)
 		}
+	}
+}
+
+// TestKnownCommitsOff: a proxy with no endpoint at latest keeps no position (a commit costs its
+// write path nothing); an endpoint at latest turns it on, and it stays on.
+func TestKnownCommitsOff(t *testing.T) {
+	var k knownCommits
+	g := []byte("0-1-5")
+	if n := testing.AllocsPerRun(100, func() { k.noteCommit(g) }); n != 0 {
+		t.Errorf("noteCommit off: %v allocs", n)
+	}
+	if p := k.target(gtid.Position{}); !p.IsZero() {
+		t.Fatalf("off, it knows %s", p.String())
+	}
+	k.use(route.SessionConsistency)
+	k.noteCommit(g)
+	if p := k.target(gtid.Position{}); !p.IsZero() {
+		t.Fatalf("an endpoint at session turned it on: %s", p.String())
+	}
+	k.use(route.Latest)
+	k.noteCommit(g)
+	if p := k.target(gtid.Position{}); p.String() != "0-1-5" {
+		t.Fatalf("on: %q", p.String())
+	}
+	k.use(route.Eventual)
+	k.noteCommit([]byte("0-1-6"))
+	if p := k.target(gtid.Position{}); p.String() != "0-1-6" {
+		t.Fatalf("switched off by another level: %q", p.String())
 	}
 }

@@ -354,6 +354,7 @@ func (p *Proxy) AddEndpoint(ep Endpoint) error {
 		return fmt.Errorf("proxy: %w", err)
 	}
 	e := &endpoint{cfg: ep, route: re}
+	p.known.use(ep.Routing.Consistency)
 	e.admit.Store(&admission{maxConns: int64(ep.MaxConnections), allow: slices.Clone(ep.Allow)})
 	e.pool.Store(clonePool(ep.Pool).of(ep.Name))
 	e.done = newSessionStats(len(p.topo.Snapshot().Nodes))
