@@ -81,11 +81,7 @@ func TestTxPoolSetExpression(t *testing.T) {
 // replicas, which see the value the expression gave on the primary.
 func TestSetExpressionOnReplicas(t *testing.T) {
 	setExprTable(t)
-	s := startSluice(t, func(c *config.Config) {
-		for i := range c.Endpoints {
-			c.Endpoints[i].PoolMode = "off"
-		}
-	})
+	s := startSluice(t, poolOff)
 	for _, tc := range setExprCases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, want := setExprWant(t, tc.set, tc.probe)
@@ -115,11 +111,7 @@ func TestSetExpressionOnReplicas(t *testing.T) {
 // TestSetExpressionFailed: a SET of an expression that fails changes nothing: the session's
 // value stays what it was, on the primary and on the replicas, and nothing pins.
 func TestSetExpressionFailed(t *testing.T) {
-	s := startSluice(t, func(c *config.Config) {
-		for i := range c.Endpoints {
-			c.Endpoints[i].PoolMode = "off"
-		}
-	})
+	s := startSluice(t, poolOff)
 	a := connect(t, dsn(s.rw, "app", "app", "test", ""))
 	defer a.leave()
 	a.exec(t, "SET time_zone = CONCAT('+0','1:00')")
@@ -144,11 +136,7 @@ func TestSetExpressionFailed(t *testing.T) {
 // warnings where SHOW WARNINGS finds them (pool_mode off: the session's warnings stay on the
 // primary, which ran both).
 func TestSetExpressionWarnings(t *testing.T) {
-	s := startSluice(t, func(c *config.Config) {
-		for i := range c.Endpoints {
-			c.Endpoints[i].PoolMode = "off"
-		}
-	})
+	s := startSluice(t, poolOff)
 	a := connect(t, dsn(s.rw, "app", "app", "test", ""))
 	defer a.leave()
 	const set = "SET max_statement_time = CAST('7x' AS UNSIGNED)"
@@ -182,11 +170,7 @@ func defaultMode(t *testing.T) string {
 // holds ?, not the value) is evaluated like an expression: its value, read back where it ran,
 // is what the replicas get.
 func TestSetPreparedParameter(t *testing.T) {
-	s := startSluice(t, func(c *config.Config) {
-		for i := range c.Endpoints {
-			c.Endpoints[i].PoolMode = "off"
-		}
-	})
+	s := startSluice(t, poolOff)
 	a := connect(t, dsn(s.rw, "app", "app", "test", ""))
 	defer a.leave()
 	if _, err := a.c.ExecContext(t.Context(), "SET time_zone = ?", "+04:00"); err != nil {
@@ -208,5 +192,13 @@ func TestSetPreparedParameter(t *testing.T) {
 	}
 	if pins := lastRoutePins(t, a); pins != "" {
 		t.Errorf("pins %q, want none", pins)
+	}
+}
+
+// poolOff sets every endpoint to pool_mode off, the sandbox's routing otherwise (reads on the
+// replicas).
+func poolOff(c *config.Config) {
+	for i := range c.Endpoints {
+		c.Endpoints[i].PoolMode = "off"
 	}
 }
