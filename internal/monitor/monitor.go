@@ -185,6 +185,9 @@ func (m *Monitor) check(ctx context.Context, n *topology.Node, c *Conn, prev *to
 			return m.failed(n, prev, err, refused(err))
 		}
 		*c = conn
+		if prev != nil {
+			m.forget(n) // a connection again after one failed: the node may have restarted
+		}
 	}
 	// A check that outlives its timeout is ended by closing its connection: the one it
 	// uses then, captured (the closure runs on a goroutine of its own, and *c may be nil by
@@ -205,6 +208,7 @@ func (m *Monitor) check(ctx context.Context, n *topology.Node, c *Conn, prev *to
 			return m.failed(n, prev, derr, refused(derr))
 		}
 		*c = conn
+		m.forget(n)
 		// The timeout now ends the new connection (the old one is closed already; its
 		// AfterFunc, if it ran, closed it again, which does nothing).
 		stop()
@@ -419,4 +423,13 @@ func (m *Monitor) round(now time.Time) {
 	}
 	m.v.prune(snap)
 	m.pub.Observe(out)
+}
+
+// forget drops what node n was known to have applied and made visible (topology.Positions):
+// the monitor's connection to it broke, so it may have restarted, perhaps on older data (a
+// restore), and a read must not skip its consistency wait on what was confirmed before.
+func (m *Monitor) forget(n *topology.Node) {
+	if m.opts.Positions != nil {
+		m.opts.Positions.ForgetNode(n)
+	}
 }
