@@ -75,7 +75,7 @@ func (a *App) loadAccounts(ctx context.Context) ([]proxy.Account, proxy.HostRule
 	if err != nil {
 		return nil, rules, err
 	}
-	defer c.Close()
+	defer c.Quit()
 	q := mariadbAccounts
 	mysqlFlavor := gtid.FlavorOf(c.Handshake.ServerVersion) == gtid.MySQL
 	if mysqlFlavor {

@@ -250,7 +250,7 @@ func CheckMonitor(ctx context.Context, cfg *config.Config) ([]MonitorLogin, erro
 				out[i].Err, out[i].Denied = err, errors.As(err, &se)
 				return
 			}
-			c.Close()
+			c.Quit()
 		})
 	}
 	wg.Wait()

@@ -164,7 +164,7 @@ func Dial(ctx context.Context, o Options) (*Conn, error) {
 	c := &Conn{Conn: mysql.NewConn(nc, 0, 4<<10), Addr: o.Address}
 	c.SetWriteTimeout(o.WriteTimeout)
 	if err := c.handshake(o); err != nil {
-		return nil, c.dialFailed(err)
+		return nil, c.dialFailed(err, false)
 	}
 	c.fp = Fingerprint{Epoch: o.Epoch}
 	c.carried = Carried{Sum: sumSeed} // a new connection carries no statement
@@ -175,13 +175,13 @@ func Dial(ctx context.Context, o Options) (*Conn, error) {
 	// same deadline.
 	for _, q := range o.InitSQL {
 		if err := c.Exec(q); err != nil {
-			return nil, c.dialFailed(err)
+			return nil, c.dialFailed(err, true)
 		}
 	}
 	if o.ReadOnly {
 		c.readOnly = true
 		if err := c.Guard(); err != nil {
-			return nil, c.dialFailed(err)
+			return nil, c.dialFailed(err, true)
 		}
 	}
 	_ = nc.SetDeadline(time.Time{})
@@ -197,10 +197,15 @@ func Dial(ctx context.Context, o Options) (*Conn, error) {
 const MaxAnswerPacket = mysql.MaxPacketPayload
 
 // dialFailed closes c and words err for Dial's caller: the node's own refusal as it is, anything
-// else as a ConnectError.
-func (c *Conn) dialFailed(err error) error {
-	c.Close()
+// else as a ConnectError. A connection loggedIn that a setup statement failed on with the
+// node's error (it is between two commands) says goodbye (Quit).
+func (c *Conn) dialFailed(err error, loggedIn bool) error {
 	var se *mysql.SQLError
+	if loggedIn && errors.As(err, &se) {
+		c.Quit()
+	} else {
+		c.Close()
+	}
 	if errors.As(err, &se) {
 		return se
 	}

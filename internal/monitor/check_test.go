@@ -19,6 +19,7 @@ type recorded struct {
 	answers map[string]*backend.Rows
 	asked   []string
 	closed  bool
+	quit    bool // ended with a goodbye (Quit)
 }
 
 func (r *recorded) Query(q string) (*backend.Rows, error) {
@@ -30,6 +31,7 @@ func (r *recorded) Query(q string) (*backend.Rows, error) {
 }
 
 func (r *recorded) Close() error { r.closed = true; return nil }
+func (r *recorded) Quit()        { r.quit = true }
 
 func row(cols []string, vals ...string) *backend.Rows {
 	r := &backend.Rows{Columns: cols}
@@ -157,6 +159,7 @@ type brokenConn struct{}
 
 func (brokenConn) Query(string) (*backend.Rows, error) { return nil, errors.New("EOF") }
 func (brokenConn) Close() error                        { return nil }
+func (brokenConn) Quit()                               {}
 
 // TestReconnectForgetsPositions: when the connection kept from the last check broke and a new
 // one opens (the node may have restarted, perhaps on restored data), what the node was known

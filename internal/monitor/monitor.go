@@ -19,7 +19,11 @@ import (
 // Conn is a monitor connection to a node: one query at a time, from one goroutine.
 type Conn interface {
 	Query(q string) (*backend.Rows, error)
+	// Close ends a connection that failed (or a check that ran out of time: it may be in the
+	// middle of an answer); Quit one between two checks, with a goodbye (COM_QUIT) the node
+	// does not count as an aborted client.
 	Close() error
+	Quit()
 }
 
 // DialFunc opens a monitor connection to n (as the monitor account), bounded by ctx.
@@ -104,7 +108,7 @@ func (m *Monitor) watch(ctx context.Context, i int, n *topology.Node) {
 	var c Conn
 	defer func() {
 		if c != nil {
-			c.Close()
+			c.Quit() // between two checks: the node was removed, or the monitor stops
 		}
 	}()
 	var prev *topology.NodeState

@@ -3,6 +3,7 @@ package proxy
 import (
 	"time"
 
+	"github.com/sluicedb/sluice/internal/backend"
 	"github.com/sluicedb/sluice/internal/route"
 	"github.com/sluicedb/sluice/internal/topology"
 )
@@ -59,7 +60,10 @@ func (p *Proxy) CloseNodeConns(i int) int { return p.closeConnsTo(i, false) }
 
 // closeConnsTo closes the connections the sessions hold to node i and returns how many: with
 // idleOnly, only those ReleaseIdle may close (idle sessions, watched while idle, never a
-// read-write or pinned session's home); without, all of them.
+// read-write or pinned session's home); without, all of them. An idle session's connection
+// (nothing under way on it) gets a goodbye first (COM_QUIT, written straight to its socket:
+// the session's goroutine owns its buffers), so the node does not count it aborted; a busy
+// one's is cut.
 func (p *Proxy) closeConnsTo(i int, idleOnly bool) int {
 	n := p.topo.Snapshot().Nodes[i]
 	p.mu.Lock()
@@ -79,9 +83,13 @@ func (p *Proxy) closeConnsTo(i int, idleOnly bool) int {
 			}
 			movableHome = s.settings.mode == route.ReadOnly && !pinned
 		}
+		idle := s.life.idle()
 		s.nodes.withTargets(func(ts []killTarget) {
 			for _, t := range ts {
 				if t.node == n && (!t.home || movableHome) {
+					if idle {
+						_ = backend.WriteQuit(t.conn, t.compressed)
+					}
 					t.conn.Close() // an idle session's watch sees it lost, and releases it
 					closed++
 				}

@@ -39,6 +39,9 @@ type killTarget struct {
 	node     *topology.Node
 	threadID uint32
 	conn     net.Conn // sluice's connection to that thread, closed when the session is killed
+	// compressed: conn carries the compressed protocol (a COM_QUIT written straight to it is
+	// framed: backend.WriteQuit).
+	compressed bool
 	// flight is that connection's: armed while a read that may run elsewhere waits there
 	// (interrupted, and conn closed, when the node is found down: inflight.go).
 	flight *relay.Flight
@@ -107,7 +110,7 @@ func (p *Proxy) killSession(id uint32, queryOnly bool, by *nodeSet, byUser strin
 			var bc *backend.Conn
 			if bc, e = by.dialSpare(t.node); e == nil {
 				e = bc.Exec(stmt)
-				bc.Close()
+				bc.Quit()
 			}
 		}
 		if se := (*mysql.SQLError)(nil); !own && errors.As(e, &se) && se.Code == errKillDenied {

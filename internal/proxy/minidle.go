@@ -131,7 +131,7 @@ func (p *Proxy) fillDial(ctx context.Context, k pool.Key, v pool.Variant) (c *ba
 	}
 	if got := p.poolVariant(l, n, v.ReadOnly); got != v {
 		// The backend TLS settings changed since: the connection is not the one asked for.
-		c.Close()
+		c.Quit()
 		return nil, fmt.Errorf("node %s: a connection opened now is not of the pool's variant", k.Node)
 	}
 	return c, nil

@@ -117,7 +117,7 @@ func (p *Proxy) dialNodeCtx(ctx context.Context, l *login, n *topology.Node, rea
 	if bc.MariaDBCaps != l.mcaps {
 		// The client reads column definitions with the extended metadata block or without
 		// it; a node that lays them out the other way would garble every result.
-		bc.Close()
+		bc.Quit()
 		return nil, &backend.ConnectError{Addr: n.Address, Err: fmt.Errorf("%w: node %s lacks %#x", errCapsMismatch, n.Name, l.mcaps&^bc.MariaDBCaps)}
 	}
 	return bc, nil

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/sluicedb/sluice/internal/backend"
 	"github.com/sluicedb/sluice/internal/mysql"
@@ -83,8 +84,35 @@ type nodeHooks struct {
 	// spare connects to node n for one command (a KILL), outside any pool: the caller closes
 	// the connection. nil: dial.
 	spare func(n *topology.Node, st *backend.State) (*backend.Conn, error)
-	// discard closes a connection dial gave (a pool forgets it). nil: Close.
-	discard func(bc *backend.Conn)
+	// discard closes a connection dial gave, as how says (a pool forgets it). nil: how.end.
+	discard func(bc *backend.Conn, how ending)
+}
+
+// ending is how a node connection the set closes ends: with a goodbye the node counts as a
+// client quitting (COM_QUIT), not in Aborted_clients with an "Aborted connection" warning
+// (backend's quit.go).
+type ending uint8
+
+const (
+	endIdle    ending = iota // between two commands: COM_QUIT, then close
+	endPending               // an answer may still be coming: COM_QUIT, what comes read (bounded), close
+	endBroken                // a command failed on it: closed
+)
+
+// pendingBound bounds how long a session's end reads what a node still sends of an answer the
+// client left in the middle of (endPending) before it closes the connection.
+const pendingBound = 500 * time.Millisecond
+
+// end closes bc as how says.
+func (how ending) end(bc *backend.Conn) {
+	switch how {
+	case endIdle:
+		bc.Quit()
+	case endPending:
+		bc.QuitPending(pendingBound)
+	default:
+		bc.Close()
+	}
 }
 
 // init readies an empty set for topo's nodes; the home is node 0 until openHome.
@@ -133,7 +161,7 @@ func (ns *nodeSet) open(i int) (*nodeConn, error) {
 	snap.Load[i].Conns.Add(1)
 	if cur := ns.topo.Snapshot(); cur.Nodes[i] != n || cur.IsRemoved(i) {
 		snap.Load[i].Conns.Add(-1)
-		ns.discard(bc)
+		ns.discard(bc, endIdle)
 		return nil, &backend.ConnectError{Addr: n.Address, Err: fmt.Errorf("%w: %s", errNodeGone, n.Name)}
 	}
 	var c *nodeConn
@@ -151,7 +179,7 @@ func (ns *nodeSet) open(i int) (*nodeConn, error) {
 	}
 	ns.room(i)
 	if ns.conns[i] != nil {
-		ns.closeConn(i)
+		ns.closeConn(i, endIdle)
 	}
 	ns.conns[i] = c
 	ns.publish()
@@ -228,10 +256,15 @@ func (ns *nodeSet) sync(c *nodeConn) (*nodeConn, error) {
 	return c, err
 }
 
-// drop closes node i's connection, if any (after it failed, or to let go of it).
-func (ns *nodeSet) drop(i int) {
+// drop closes node i's connection, if any, between two commands (to let go of it, or after
+// a failure the node reported or that sluice saw first: a COM_QUIT to a socket that broke
+// fails at once).
+func (ns *nodeSet) drop(i int) { ns.dropAs(i, endIdle) }
+
+// dropAs is drop, the connection ended as how says.
+func (ns *nodeSet) dropAs(i int, how ending) {
 	if i < len(ns.conns) && ns.conns[i] != nil {
-		ns.closeConn(i)
+		ns.closeConn(i, how)
 		ns.publish()
 	}
 }
@@ -241,14 +274,15 @@ func (ns *nodeSet) drop(i int) {
 // when the current connection was i's (closeConn moves current there).
 func (ns *nodeSet) dropFailed(i int) {
 	ns.curNode = ns.topo.Snapshot().Nodes[i]
-	ns.drop(i)
+	ns.dropAs(i, endBroken)
 }
 
-// closeConn closes node i's connection and forgets it, and everything that pointed at it: the
-// current connection falls back to the home node's; the session unbinds what it had there.
-func (ns *nodeSet) closeConn(i int) {
+// closeConn closes node i's connection as how says and forgets it, and everything that
+// pointed at it: the current connection falls back to the home node's; the session unbinds
+// what it had there.
+func (ns *nodeSet) closeConn(i int, how ending) {
 	c := ns.conns[i]
-	ns.discard(c.Conn)
+	ns.discard(c.Conn, how)
 	ns.conns[i] = nil
 	c.release(ns.topo.Snapshot().Load[i])
 	if ns.curConn == c.Conn {
@@ -262,13 +296,13 @@ func (ns *nodeSet) closeConn(i int) {
 	}
 }
 
-// discard closes bc, a connection dial gave.
-func (ns *nodeSet) discard(bc *backend.Conn) {
+// discard closes bc, a connection dial gave, as how says.
+func (ns *nodeSet) discard(bc *backend.Conn, how ending) {
 	if ns.hooks.discard != nil {
-		ns.hooks.discard(bc)
+		ns.hooks.discard(bc, how)
 		return
 	}
-	bc.Close()
+	how.end(bc)
 }
 
 // settle records that the session ends between two commands: nothing is pending on its
@@ -281,7 +315,8 @@ func (ns *nodeSet) taint() { ns.tainted = true }
 
 // releaseAll lets go of every connection as the session ends: lend takes those it may reuse
 // (when the session settled, was not tainted, and no cursor may be open) and the set forgets
-// them; the others are closed. The kill targets are unpublished first, under killMu, so that a
+// them; the others are closed, with a goodbye (COM_QUIT) — after reading what may still come
+// on the current one when the session ended in the middle of a command. The kill targets are unpublished first, under killMu, so that a
 // KILL of this session that is under way finishes before any connection is lent.
 func (ns *nodeSet) releaseAll(lend func(c *nodeConn) bool) {
 	ns.killMu.Lock()
@@ -303,7 +338,11 @@ func (ns *nodeSet) releaseAll(lend func(c *nodeConn) bool) {
 			}
 			continue
 		}
-		ns.closeConn(i)
+		how := endIdle
+		if !ns.settled && c.Conn == ns.curConn {
+			how = endPending
+		}
+		ns.closeConn(i, how)
 	}
 	ns.curConn = nil
 }
@@ -352,7 +391,7 @@ func (ns *nodeSet) withTargets(f func([]killTarget)) {
 func (ns *nodeSet) closeAll() {
 	for i, c := range ns.conns {
 		if c != nil {
-			ns.closeConn(i)
+			ns.closeConn(i, endIdle)
 		}
 	}
 	ns.curConn = nil
@@ -365,7 +404,7 @@ func (ns *nodeSet) closeAll() {
 func (ns *nodeSet) reset() {
 	for i, c := range ns.conns {
 		if c != nil && i != ns.homeIdx {
-			ns.closeConn(i)
+			ns.closeConn(i, endIdle)
 		}
 	}
 	if c := ns.conns[ns.homeIdx]; c != nil {
@@ -441,7 +480,7 @@ func (ns *nodeSet) publish() {
 
 // target is node i's connection c as a kill target.
 func (ns *nodeSet) target(i int, c *nodeConn) killTarget {
-	return killTarget{home: i == ns.homeIdx, node: ns.topo.Snapshot().Nodes[i], threadID: c.Handshake.ConnectionID, conn: c.NetConn(), flight: &c.flight}
+	return killTarget{home: i == ns.homeIdx, node: ns.topo.Snapshot().Nodes[i], threadID: c.Handshake.ConnectionID, conn: c.NetConn(), compressed: c.Compressed(), flight: &c.flight}
 }
 
 // targetSet is a published list of kill targets, never changed once published; one holds the

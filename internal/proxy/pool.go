@@ -88,10 +88,9 @@ func clonePool(s PoolSettings) *PoolSettings {
 // nodePool is the proxy's pool of node connections.
 type nodePool = pool.Pool[*backend.Conn]
 
-// quitTimeout bounds the COM_QUIT sent to a connection the pool closes; resetTimeout bounds
-// the reset of a connection on its way back to the pool; pingTimeout the ping of one idle long.
+// resetTimeout bounds the reset of a connection on its way back to the pool; pingTimeout the
+// ping of one idle long. (backend.QuitWriteTimeout bounds the COM_QUIT of one it closes.)
 const (
-	quitTimeout  = time.Second
 	resetTimeout = 2 * time.Second
 	pingTimeout  = time.Second
 )
@@ -104,13 +103,9 @@ func newNodePool() *nodePool {
 			defer func() { _ = nc.SetDeadline(time.Time{}) }()
 			return c.Command([]byte{mysql.ComPing})
 		},
-		Close: func(c *backend.Conn) {
-			// COM_QUIT lets the node end the thread at once, without an "aborted connection".
-			_ = c.NetConn().SetDeadline(time.Now().Add(quitTimeout))
-			c.SetSeq(0)
-			_ = c.WritePacketFlush([]byte{mysql.ComQuit})
-			c.Close()
-		},
+		// An idle connection, or one whose reset failed (a broken one's COM_QUIT fails at
+		// once): COM_QUIT lets the node end the thread without an "aborted connection".
+		Close: (*backend.Conn).Quit,
 	}})
 }
 

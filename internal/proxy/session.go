@@ -118,9 +118,9 @@ func (p *Proxy) newSession(ep *endpoint, nc net.Conn) *session {
 		spare: func(n *topology.Node, st *backend.State) (*backend.Conn, error) {
 			return p.dialNode(&s.login, n, false, st, nil)
 		},
-		discard: func(bc *backend.Conn) {
+		discard: func(bc *backend.Conn, how ending) {
 			p.pool.Forget(bc)
-			bc.Close()
+			how.end(bc)
 		},
 		opened:   func(c *nodeConn, n *topology.Node) { s.reader.opened(c, n, s.login.charset) },
 		closing:  s.stmts.unbind,
