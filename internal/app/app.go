@@ -405,7 +405,11 @@ func (a *App) Pools() []admin.Pool {
 // accepting, lets running statements finish for up to timeouts.shutdown, and closes the rest.
 func (a *App) Run(ctx context.Context) error {
 	probeCtx, cancel := context.WithTimeout(ctx, a.boot.Timeouts.Connect.Duration+time.Second)
-	if err := a.proxy.LearnPrimary(probeCtx); err != nil {
+	var login func(context.Context, *topology.Node) (*backend.Conn, error)
+	if a.mon != nil {
+		login = a.dialMonitor
+	}
+	if err := a.proxy.LearnPrimary(probeCtx, login); err != nil {
 		a.log.Warn("primary not reachable yet; clients will get an error until it is", "err", err)
 	}
 	cancel()

@@ -15,6 +15,7 @@ import (
 	"math/big"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicedb/sluice/internal/backend"
@@ -47,6 +48,8 @@ type guard struct {
 	pubKey []byte      // the nodes' RSA public key (PEM), or nil
 	// maxPacket bounds a packet from the node after the login (0: maxStreamPacket).
 	maxPacket int
+	// greeted, when set, learns the node's thread id from its greeting.
+	greeted func(id uint32)
 }
 
 // maxStreamPacket bounds one packet (one binlog event) the node sends go-mysql. Larger events
@@ -117,12 +120,23 @@ func localTLSConfigs() (server, client *tls.Config, err error) {
 	return localTLS.server, localTLS.client, localTLS.err
 }
 
+// link is what the stream knows of one connection go-mysql made through the relay: the node's
+// thread for it (the greeting's connection id: a KILL QUERY ends its binlog dump, goodbye.go)
+// and when the relay has ended. Safe from any goroutine.
+type link struct {
+	id    atomic.Uint32 // 0 until the node's greeting was read
+	ended chan struct{} // closed once the relay has ended, both sides closed
+}
+
 // guardAuth returns the connection go-mysql logs in over: one end of a pipe whose other end a
-// relay joins to node, the TCP connection dialed to the node. The relay ends (and closes both)
-// when either side closes.
-func guardAuth(node net.Conn, g guard) net.Conn {
+// relay joins to node, the TCP connection dialed to the node; and the link that reports on it.
+// The relay ends (and closes both) when either side closes.
+func guardAuth(node net.Conn, g guard) (net.Conn, *link) {
 	app, relay := net.Pipe()
+	l := &link{ended: make(chan struct{})}
+	g.greeted = func(id uint32) { l.id.Store(id) }
 	go func() {
+		defer close(l.ended) // last: after both sides are closed
 		defer node.Close()
 		defer relay.Close()
 		_ = node.SetDeadline(time.Now().Add(dialTimeout))
@@ -146,7 +160,7 @@ func guardAuth(node net.Conn, g guard) net.Conn {
 		n.Close()
 		<-done
 	}()
-	return app
+	return app, l
 }
 
 // packet is one physical packet as it crossed: its sequence id and payload.
@@ -196,6 +210,9 @@ func (g guard) login(node, app net.Conn) (net.Conn, net.Conn, error) {
 	hs, err := mysql.ParseHandshake(greeting.payload)
 	if err != nil {
 		return nil, nil, err
+	}
+	if g.greeted != nil {
+		g.greeted(hs.ConnectionID)
 	}
 	if err := writePacket(app, greeting); err != nil {
 		return nil, nil, err

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -431,4 +432,66 @@ func summary(ds []time.Duration) string {
 		parts[i] = fmt.Sprintf("%.2f", float64(d.Microseconds())/1000)
 	}
 	return fmt.Sprintf("min %s, median %s, max %s (ms: %s)", s[0], s[len(s)/2], s[len(s)-1], strings.Join(parts, " "))
+}
+
+// TestStreamEndsCleanly: a stream that stops (its context ends: sluice stops, or the node is
+// removed) leaves nothing the node counts as an aborted client: Aborted_clients and the
+// "Aborted connection" warnings of its error log do not rise over three streams started and
+// stopped (the position read's connection says goodbye; the dump is ended by KILL QUERY from a
+// connection that says goodbye, and the node closes it). Before, 4 for the three: the position
+// reads' connections closed without COM_QUIT ("error reading"), and a dump closed under it,
+// counted at the node's next heartbeat ("error writing").
+func TestStreamEndsCleanly(t *testing.T) {
+	c := testutil.Cluster(t)
+	admin := adminDB(t, c, "primary")
+	n, err := c.Node("primary")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dumps := func() int {
+		var n int
+		if err := admin.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = ? AND COMMAND LIKE 'Binlog Dump%'", sandbox.MonitorUser).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	counts := func() (aborted int, warnings []string) {
+		var name string
+		if err := admin.QueryRow("SHOW GLOBAL STATUS LIKE 'Aborted_clients'").Scan(&name, &aborted); err != nil {
+			t.Fatal(err)
+		}
+		log, err := os.ReadFile(filepath.Join(n.Dir, "error.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(log), "\n") {
+			if strings.Contains(l, "Aborted connection") {
+				warnings = append(warnings, l)
+			}
+		}
+		return aborted, warnings
+	}
+	dumpsBefore := dumps()
+	a0, w0 := counts()
+	for range 3 {
+		f := follow(t, c, "primary", sandbox.MonitorUser, sandbox.MonitorPassword, nil)
+		f.streaming(t)
+		if took := f.stop(); took > 300*time.Millisecond {
+			t.Errorf("Run took %s to return after its context ended", took)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for dumps() > dumpsBefore {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d binlog dump threads left on the primary (%d before)", dumps(), dumpsBefore)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// A dump closed under it would be counted at the node's next heartbeat (1 s).
+	time.Sleep(1500 * time.Millisecond)
+	a1, w1 := counts()
+	if a1 != a0 || len(w1) != len(w0) {
+		t.Errorf("three streams started and stopped: Aborted_clients rose by %d, the error log gained %d warnings:\n%s",
+			a1-a0, len(w1)-len(w0), strings.Join(w1[len(w0):], "\n"))
+	}
 }

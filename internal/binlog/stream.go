@@ -175,12 +175,20 @@ func (s *stream) session(ctx context.Context) (streamed time.Duration, err error
 	// go-mysql's calls take no context of ours: closing their sockets is what interrupts them.
 	stop := context.AfterFunc(ctx, nc.closeAll)
 	var syncer *replication.BinlogSyncer
+	var dump *link
 	defer func() {
+		if dump != nil {
+			// Before anything is closed under it: ended by the node (goodbye.go), the dump
+			// is not counted as an aborted client.
+			s.endDump(dump)
+		}
+		// No dial after this: go-mysql's Close would open a connection to KILL the dump
+		// (and close it without COM_QUIT, an aborted client of its own).
+		nc.closeAll()
 		if syncer != nil {
 			syncer.Close() // waits for go-mysql's reader goroutine to end
 		}
 		stop()
-		nc.closeAll()
 		cancel()
 	}()
 
@@ -197,6 +205,11 @@ func (s *stream) session(ctx context.Context) (streamed time.Duration, err error
 	st, err := syncer.StartSyncGTID(tr.start())
 	if err != nil {
 		return 0, s.explain(err, id, start)
+	}
+	// Streaming: GetEvent takes ctx, and the dump is ended the way the node logs cleanly
+	// (endDump) rather than by closing its socket.
+	if stop() {
+		dump = nc.last()
 	}
 	var began time.Time
 	for {
@@ -286,7 +299,7 @@ func (s *stream) position(ctx context.Context, nc *conns) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer c.Close()
+	defer func() { _ = c.Quit() }() // COM_QUIT: the node does not count it as an aborted client
 	r, err := c.Execute(gtid.PositionQuery(s.o.Flavor))
 	if err != nil {
 		return "", err
@@ -360,6 +373,7 @@ type conns struct {
 	guard guard // what go-mysql's logins go through
 	mu    sync.Mutex
 	open  []net.Conn
+	links []*link // of every dial, in order
 	done  bool
 }
 
@@ -389,9 +403,21 @@ func (c *conns) dial(ctx context.Context, network, address string) (net.Conn, er
 		nc.Close()
 		return nil, net.ErrClosed
 	}
-	app := guardAuth(nc, c.guard)
+	app, l := guardAuth(nc, c.guard)
 	c.open = append(c.open, nc, app)
+	c.links = append(c.links, l)
 	return app, nil
+}
+
+// last is the link of the latest dial (nil: none): once StartSyncGTID has returned, the
+// syncer's, which the dump runs on.
+func (c *conns) last() *link {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.links) == 0 {
+		return nil
+	}
+	return c.links[len(c.links)-1]
 }
 
 // closeAll closes every socket dialed, and refuses new dials.

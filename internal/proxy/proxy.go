@@ -419,10 +419,21 @@ func (p *Proxy) endpoint(name string) *endpoint {
 func (p *Proxy) HasEndpoint(name string) bool { return p.endpoint(name) != nil }
 
 // LearnPrimary reads the primary's handshake so clients see its version string and capabilities
-// from their first connection on.
-func (p *Proxy) LearnPrimary(ctx context.Context) error {
+// from their first connection on. With login (the monitor account's), it logs in and says
+// goodbye (COM_QUIT); without, or when that login fails, it reads the greeting alone and
+// closes, which the node counts in Aborted_connects and logs ("closed normally without
+// authentication").
+func (p *Proxy) LearnPrimary(ctx context.Context, login func(context.Context, *topology.Node) (*backend.Conn, error)) error {
 	snap := p.topo.Snapshot()
-	hs, err := backend.ReadHandshake(ctx, snap.Nodes[snap.Primary].Address, p.connectTimeout())
+	n := snap.Nodes[snap.Primary]
+	if login != nil {
+		if c, err := login(ctx, n); err == nil {
+			c.Quit()
+			p.learnServer(c.Handshake)
+			return nil
+		}
+	}
+	hs, err := backend.ReadHandshake(ctx, n.Address, p.connectTimeout())
 	if err != nil {
 		return err
 	}
