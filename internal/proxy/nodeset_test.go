@@ -284,7 +284,8 @@ func TestNodeSetSyncOnlyWhenStateDiffers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(d.dials) != 2 || !node.closed || len(node.out) != 0 || ns.at(0) != c || ns.conn() != c.Conn {
+	// The old one is sent nothing but its goodbye (COM_QUIT).
+	if len(d.dials) != 2 || !node.closed || !bytes.Equal(node.out, comQuit) || ns.at(0) != c || ns.conn() != c.Conn {
 		t.Fatalf("a connection of an old epoch: %d dials, closed %v, sent %x", len(d.dials), node.closed, node.out)
 	}
 	if want := packets(0, append([]byte{mysql.ComInitDB}, "app"...)); !bytes.Equal(d.conns[1].out, want) {

@@ -196,11 +196,18 @@ func (s *session) responseStarted() bool { return s.client.Sent() != s.sentAt }
 // connections, so that a session waiting on a node that never answers ends too. (Safe from
 // another goroutine: closing a net.Conn is, and the node connections are read from the
 // session's published kill targets.)
+//
+// A session killed while idle (nothing under way on its node connections) says goodbye on each
+// first (COM_QUIT, written straight to its socket), so the nodes do not count them aborted.
 func (s *session) kill() {
+	idle := s.life.idle()
 	s.life.kill()
 	s.raw.Close()
 	s.nodes.withTargets(func(ts []killTarget) {
 		for _, t := range ts {
+			if idle {
+				_ = backend.WriteQuit(t.conn, t.compressed)
+			}
 			t.conn.Close()
 		}
 	})
