@@ -705,8 +705,8 @@ func TestProxyKillSession(t *testing.T) {
 	if err != nil || got != victim || failed != -1 {
 		t.Fatalf("KILL: %v, %v, %d", got, err, failed)
 	}
-	if want := packets(0, append([]byte{mysql.ComQuery}, "KILL CONNECTION 42"...)); len(d.conns) != 1 || !bytes.Equal(d.conns[0].out, want) || !d.conns[0].closed {
-		t.Fatalf("the killer's node got %q, want KILL CONNECTION 42 on a connection closed after", d.conns[0].out)
+	if want := append(packets(0, append([]byte{mysql.ComQuery}, "KILL CONNECTION 42"...)), comQuit...); len(d.conns) != 1 || !bytes.Equal(d.conns[0].out, want) || !d.conns[0].closed {
+		t.Fatalf("the killer's node got %q, want KILL CONNECTION 42 on a connection closed after (COM_QUIT)", d.conns[0].out)
 	}
 	if !victim.life.killed() {
 		t.Fatal("the session killed goes on")
