@@ -148,6 +148,10 @@ func guardAuth(node net.Conn, g guard) (net.Conn, *link) {
 		done := make(chan struct{})
 		go func() {
 			_, _ = io.Copy(n, a)
+			// go-mysql closed its end, between two commands (it writes each whole): the node
+			// gets the goodbye go-mysql's Close does not send, so it counts no aborted client
+			// (a binlog dump reads no commands: there it changes nothing, goodbye.go).
+			_ = backend.WriteQuit(n, false)
 			n.Close()
 			close(done)
 		}()

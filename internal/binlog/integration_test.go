@@ -312,10 +312,15 @@ func TestStreamStopsPromptly(t *testing.T) {
 }
 
 // TestStreamNeedsGrant: an account without REPLICATION SLAVE logs in but cannot stream; the
-// failure says so, and is retried slowly.
+// failure says so, and is retried slowly. The failed attempt's connections say goodbye: the
+// node counts no aborted client for them.
 func TestStreamNeedsGrant(t *testing.T) {
 	c := testutil.Cluster(t)
 	primary := adminDB(t, c, "primary")
+	pn, err := c.Node("primary")
+	if err != nil {
+		t.Fatal(err)
+	}
 	mustExec(t, primary, "CREATE USER IF NOT EXISTS 'binlog_nogrant'@'127.0.0.1' IDENTIFIED BY 'pw'",
 		"GRANT PROCESS ON *.* TO 'binlog_nogrant'@'127.0.0.1'")
 	t.Cleanup(func() {
@@ -323,6 +328,7 @@ func TestStreamNeedsGrant(t *testing.T) {
 			t.Error(err)
 		}
 	})
+	a0, w0 := abortedOn(t, primary, pn)
 	f := follow(t, c, "primary", "binlog_nogrant", "pw", nil)
 	var first stateCall
 	select {
@@ -344,6 +350,10 @@ func TestStreamNeedsGrant(t *testing.T) {
 	}
 	if took := f.stop(); took > 300*time.Millisecond {
 		t.Errorf("Run took %s to return while waiting to retry", took)
+	}
+	if a1, w1 := abortedOn(t, primary, pn); a1 != a0 || len(w1) != len(w0) {
+		t.Errorf("a refused stream: Aborted_clients rose by %d, the error log gained %d warnings:\n%s",
+			a1-a0, len(w1)-len(w0), strings.Join(w1[len(w0):], "\n"))
 	}
 }
 
@@ -434,6 +444,26 @@ func summary(ds []time.Duration) string {
 	return fmt.Sprintf("min %s, median %s, max %s (ms: %s)", s[0], s[len(s)/2], s[len(s)-1], strings.Join(parts, " "))
 }
 
+// abortedOn is node n's Aborted_clients (asked over admin) and the "Aborted connection"
+// warnings of its error log.
+func abortedOn(t *testing.T, admin *sql.DB, n *sandbox.Node) (aborted int, warnings []string) {
+	t.Helper()
+	var name string
+	if err := admin.QueryRow("SHOW GLOBAL STATUS LIKE 'Aborted_clients'").Scan(&name, &aborted); err != nil {
+		t.Fatal(err)
+	}
+	log, err := os.ReadFile(filepath.Join(n.Dir, "error.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(log), "\n") {
+		if strings.Contains(l, "Aborted connection") {
+			warnings = append(warnings, l)
+		}
+	}
+	return aborted, warnings
+}
+
 // TestStreamEndsCleanly: a stream that stops (its context ends: sluice stops, or the node is
 // removed) leaves nothing the node counts as an aborted client: Aborted_clients and the
 // "Aborted connection" warnings of its error log do not rise over three streams started and
@@ -455,22 +485,7 @@ func TestStreamEndsCleanly(t *testing.T) {
 		}
 		return n
 	}
-	counts := func() (aborted int, warnings []string) {
-		var name string
-		if err := admin.QueryRow("SHOW GLOBAL STATUS LIKE 'Aborted_clients'").Scan(&name, &aborted); err != nil {
-			t.Fatal(err)
-		}
-		log, err := os.ReadFile(filepath.Join(n.Dir, "error.log"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, l := range strings.Split(string(log), "\n") {
-			if strings.Contains(l, "Aborted connection") {
-				warnings = append(warnings, l)
-			}
-		}
-		return aborted, warnings
-	}
+	counts := func() (int, []string) { return abortedOn(t, admin, n) }
 	dumpsBefore := dumps()
 	a0, w0 := counts()
 	for range 3 {

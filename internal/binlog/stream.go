@@ -184,11 +184,15 @@ func (s *stream) session(ctx context.Context) (streamed time.Duration, err error
 		}
 		// No dial after this: go-mysql's Close would open a connection to KILL the dump
 		// (and close it without COM_QUIT, an aborted client of its own).
-		nc.closeAll()
+		nc.refuse()
 		if syncer != nil {
-			syncer.Close() // waits for go-mysql's reader goroutine to end
+			// Closes go-mysql's end of each connection: the relay sends the node the
+			// COM_QUIT go-mysql does not (authguard.go). Waits for go-mysql's reader.
+			syncer.Close()
 		}
 		stop()
+		nc.settle(relayGoodbye) // the relays' goodbyes, before their sockets are closed under them
+		nc.closeAll()
 		cancel()
 	}()
 
@@ -384,6 +388,14 @@ func (c *conns) dial(ctx context.Context, network, address string) (net.Conn, er
 	if err := c.ctx.Err(); err != nil {
 		return nil, err
 	}
+	c.mu.Lock()
+	done := c.done
+	c.mu.Unlock()
+	if done {
+		// Not even connected: a connection closed before its login is one more the node
+		// logs ("closed normally without authentication").
+		return nil, net.ErrClosed
+	}
 	if c.guard.tls != nil {
 		if _, _, err := localTLSConfigs(); err != nil {
 			return nil, fmt.Errorf("binlog: the login relay's certificate: %w", err)
@@ -418,6 +430,33 @@ func (c *conns) last() *link {
 		return nil
 	}
 	return c.links[len(c.links)-1]
+}
+
+// relayGoodbye bounds how long a stream's end waits for its relays to say goodbye once
+// go-mysql closed its ends: a goroutine's turn, unless a node stopped reading.
+const relayGoodbye = 250 * time.Millisecond
+
+// settle waits, at most d in all, for the relays of every dial to end.
+func (c *conns) settle(d time.Duration) {
+	c.mu.Lock()
+	links := append([]*link(nil), c.links...)
+	c.mu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for _, l := range links {
+		select {
+		case <-l.ended:
+		case <-t.C:
+			return
+		}
+	}
+}
+
+// refuse refuses new dials, closing nothing.
+func (c *conns) refuse() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.done = true
 }
 
 // closeAll closes every socket dialed, and refuses new dials.
