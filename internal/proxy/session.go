@@ -270,7 +270,7 @@ func (s *session) loop() {
 	// when the client speaks.
 	s.client.Park()
 	for {
-		err := s.watch.wait(s.client, s.nc, &nodes)
+		err := s.watch.wait(s.client, &nodes)
 		for _, i := range s.watch.lostConns() {
 			s.nodes.drop(i) // and no longer a kill target
 		}

@@ -120,6 +120,9 @@ type statements struct {
 	lastID uint32
 	// last is the statement prepared last, the one lastPrepared names (0: none).
 	last uint32
+	// hot is the statement looked up last (nil: none), found again without a map lookup: a
+	// client executes the same statement many times in a row. Always one byID holds.
+	hot *stmt
 	// kept counts the bytes held for the statements (texts and waiting long data), at most
 	// maxKept, except for a chunk being read (readKept bounds it to what is left).
 	kept     int
@@ -149,7 +152,14 @@ func (t *statements) lookup(id uint32) *stmt {
 	if id == lastPrepared {
 		id = t.last
 	}
-	return t.byID[id]
+	if st := t.hot; st != nil && st.id == id {
+		return st
+	}
+	st := t.byID[id]
+	if st != nil {
+		t.hot = st
+	}
+	return st
 }
 
 // textTooLarge returns the error for a statement text of n bytes that the table cannot keep
@@ -200,6 +210,9 @@ func (t *statements) remove(st *stmt) {
 	t.dropLongData(st)
 	t.kept -= len(st.query)
 	delete(t.byID, st.id)
+	if t.hot == st {
+		t.hot = nil
+	}
 	if t.last == st.id {
 		t.last = 0
 	}
@@ -272,7 +285,7 @@ func (t *statements) cursorOn(bc *backend.Conn) bool {
 // still holds names no statement rather than a new one.
 func (t *statements) reset() {
 	clear(t.byID)
-	t.kept, t.last = 0, 0
+	t.kept, t.last, t.hot = 0, 0, nil
 }
 
 // releaseBuf lets go of the command buffer after a large command.
