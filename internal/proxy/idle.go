@@ -77,7 +77,8 @@ func stallLimit(writeTimeout time.Duration) time.Duration {
 func (w *idleWatch) stallLimit() time.Duration { return w.stall }
 
 // wait waits for the client's next command on c (the client's connection, TLS once
-// upgraded), watching the nodes past idleProbe and the idle timeout. On return (whatever the
+// upgraded), watching the nodes past idleProbe and the idle timeout, counted from start (when
+// the session's last command ended, a moment ago: one clock reading less per command). On return (whatever the
 // error) no watcher runs; lostConns says which node connections the session must drop.
 //
 // Every deadline of the client's reads is set through c (mysql.Conn.SetReadDeadline): once a
@@ -85,7 +86,7 @@ func (w *idleWatch) stallLimit() time.Duration { return w.stall }
 // command), and the next wait takes it up again while it lies ahead, so that a client that
 // keeps sending costs no timer update per command. Such a deadline, armed by an earlier wait,
 // comes before this wait's own: reached then, it is set to this wait's and the wait goes on.
-func (w *idleWatch) wait(c *mysql.Conn, nodes *nodeWatch) error {
+func (w *idleWatch) wait(c *mysql.Conn, nodes *nodeWatch, start time.Time) error {
 	w.dropped = w.dropped[:0]
 	if b := c.Buffered(); b > 0 {
 		// Pipelined: the next command, or part of it, is already here. What is missing must
@@ -99,7 +100,6 @@ func (w *idleWatch) wait(c *mysql.Conn, nodes *nodeWatch) error {
 		_ = c.SetReadDeadline(time.Now().Add(w.stall))
 		return nil
 	}
-	start := time.Now()
 	wait := idleProbe
 	if w.idle > 0 && w.idle < wait {
 		wait = w.idle

@@ -62,7 +62,7 @@ func (r *idleRig) send() {
 func TestIdleWatchCommandInTime(t *testing.T) {
 	r := newIdleRig(t, 0, true)
 	r.send()
-	if err := r.w.wait(r.c, &r.watch); err != nil {
+	if err := r.w.wait(r.c, &r.watch, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if r.calls.Load() != 0 || len(r.w.lostConns()) != 0 {
@@ -79,7 +79,7 @@ func TestIdleWatchCommandInTime(t *testing.T) {
 func TestIdleWatchNodeLostKept(t *testing.T) {
 	r := newIdleRig(t, 0, true)
 	done := make(chan error, 1)
-	go func() { done <- r.w.wait(r.c, &r.watch) }()
+	go func() { done <- r.w.wait(r.c, &r.watch, time.Now()) }()
 	time.Sleep(idleProbe + 200*time.Millisecond)
 	if r.calls.Load() != 1 {
 		t.Fatalf("watch started %d times after idleProbe", r.calls.Load())
@@ -105,7 +105,7 @@ func TestIdleWatchNodeLostKept(t *testing.T) {
 func TestIdleWatchNodeLostFatal(t *testing.T) {
 	r := newIdleRig(t, 0, false)
 	done := make(chan error, 1)
-	go func() { done <- r.w.wait(r.c, &r.watch) }()
+	go func() { done <- r.w.wait(r.c, &r.watch, time.Now()) }()
 	time.Sleep(idleProbe + 200*time.Millisecond)
 	r.peers[0].Close()
 	select {
@@ -124,7 +124,7 @@ func TestIdleWatchNodeLostFatal(t *testing.T) {
 func TestIdleWatchIdleTimeout(t *testing.T) {
 	r := newIdleRig(t, 100*time.Millisecond, true)
 	start := time.Now()
-	err := r.w.wait(r.c, &r.watch)
+	err := r.w.wait(r.c, &r.watch, time.Now())
 	if err == nil || !strings.Contains(err.Error(), "timeouts.idle") {
 		t.Fatalf("err %v", err)
 	}
@@ -166,7 +166,7 @@ func TestIdleWatchParks(t *testing.T) {
 		},
 	}
 	done := make(chan error, 1)
-	go func() { done <- w.wait(c, &watch) }()
+	go func() { done <- w.wait(c, &watch, time.Now()) }()
 	time.Sleep(idleProbe + 200*time.Millisecond)
 	if parks.Load() != 1 {
 		t.Fatal("the node connection did not park with the watch")
