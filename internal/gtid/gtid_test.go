@@ -187,9 +187,16 @@ func TestFlavorOf(t *testing.T) {
 		"8.0.36":                         MySQL,
 		"8.4.0-commercial":               MySQL,
 		"":                               MySQL,
+		"MARIADB":                        MariaDB,
+		"mariad":                         MySQL,
+		"10.6-Maria-DB":                  MySQL,
 	} {
 		if got := FlavorOf(v); got != want {
 			t.Errorf("FlavorOf(%q) = %v, want %v", v, got, want)
 		}
+	}
+	// Asked per read under a consistency level: it must not allocate.
+	if a := testing.AllocsPerRun(100, func() { _ = FlavorOf("10.11.19-MariaDB-0+deb12u1-log") }); a != 0 {
+		t.Errorf("FlavorOf: %v allocations per call, want 0", a)
 	}
 }
