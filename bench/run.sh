@@ -16,7 +16,11 @@
 # Then the cost of the consistency levels: a third sluice (sluice-c, threads: 1) with four more
 # read-write endpoints, cons-eventual, cons-session, cons-global and cons-latest (reads on the
 # replicas), each at that level; sysbench oltp_read_only --skip_trx=on and oltp_point_select through the four,
-# interleaved, and bench/ryw (read-your-writes: UPDATE then SELECT on one connection) through each.
+# interleaved, each with a concurrent writer through the same endpoint (sysbench
+# oltp_update_non_index, one thread, CONS_WRITE_RATE commits/s: the position a read must see keeps
+# moving), and bench/ryw (read-your-writes: UPDATE then SELECT on one connection) through each;
+# then, under the same read and write load on cons-latest, bench/ryw -direct: writes that bypass
+# sluice (straight to the primary) and how long they take to be visible through cons-latest.
 #
 # Then short connections (part short): bench/shortconn's SHORT_CLIENTS clients each loop over
 # connect, one point select, disconnect, for SHORT_TIME seconds, through direct, haproxy,
@@ -47,6 +51,7 @@
 #   CONS_WORKLOADS="oltp_read_only oltp_point_select"  sysbench workloads of the consistency part
 #   CONS_THREADS=8                 sysbench threads of the consistency part
 #   CONS_TIMEOUT=                  consistency_timeout of the cons-* endpoints (default: sluice's, 10ms)
+#   CONS_WRITE_RATE=200            commits/s of the consistency part's concurrent writer (0: none)
 #   RYW_N=2000                     write-then-read pairs per level (bench/ryw)
 #   SHORT_CLIENTS=16               clients of the short part (bench/shortconn)
 #   SHORT_TIME=10                  seconds per short-connection run
@@ -58,7 +63,9 @@
 #   SLUICE_BIN=path                use this sluice binary instead of building one
 #   SLUICE_BASE_BIN=path           also run system sluice-b with this binary (e.g. one built from the
 #                                  commit before a change: git worktree add /tmp/base HEAD~1 &&
-#                                  go build -o /tmp/sluice-base ./cmd/sluice in it)
+#                                  go build -o /tmp/sluice-base ./cmd/sluice in it), and in the
+#                                  consistency part sluice-cb: global and latest served by it
+#                                  (levels global-before, latest-before), interleaved
 #   KEEP=1                         keep the work directory and the sandbox
 #   PROFILE_DIR=dir                write CPU profiles of the sluices there (sluice-p.cpu,
 #                                  sluice-r.cpu, sluice-c.cpu, sluice-off.cpu, sluice-session.cpu;
@@ -91,6 +98,7 @@ read -r -a parts <<<"${PARTS:-$all_parts}"
 read -r -a cons_workloads <<<"${CONS_WORKLOADS:-$all_cons_workloads}"
 cons_threads=${CONS_THREADS:-8}
 cons_timeout=${CONS_TIMEOUT:-}
+cons_write_rate=${CONS_WRITE_RATE:-200}
 ryw_n=${RYW_N:-2000}
 short_clients=${SHORT_CLIENTS:-16}
 short_time=${SHORT_TIME:-10}
@@ -158,6 +166,7 @@ for w in "${cons_workloads[@]}"; do
 	[[ " $all_workloads " == *" $w "* ]] || fl_die "unknown workload '$w' in CONS_WORKLOADS (known: $all_workloads)"
 done
 [[ -z $cons_timeout || $cons_timeout =~ ^[0-9]+(\.[0-9]+)?(us|ms|s)$ ]] || fl_die "CONS_TIMEOUT must be a duration like 10ms or 1s"
+[[ $cons_write_rate =~ ^[0-9]+$ ]] || fl_die "CONS_WRITE_RATE must be a number of commits per second (0: no writer)"
 
 # has_part PART: PART is in PARTS.
 has_part() { [[ " ${parts[*]} " == *" $1 "* ]]; }
@@ -215,6 +224,7 @@ haproxy_pid=
 pid_p=
 admin_p=
 pid_c=
+pid_cb=
 pid_r=
 pid_b=
 pid_so=
@@ -256,6 +266,8 @@ bench_cleanup() {
 	pid_r=
 	fl_stop_pid "$pid_c"
 	pid_c=
+	fl_stop_pid "$pid_cb"
+	pid_cb=
 	# sluice-b and the short part's sluices; the last one started is FL_SLUICE_PID (fl_cleanup's).
 	local p
 	for p in "$pid_b" "$pid_so" "$pid_ss"; do
@@ -699,6 +711,9 @@ fi
 # replicas).
 cons_runs=$work/cons-runs.tsv
 : >"$cons_runs"
+cons_writes=$work/cons-writes.tsv
+: >"$cons_writes"
+bypass_done=0
 declare -A cons_addr=()
 cons_sources=
 cons_timeout_ms=
@@ -713,49 +728,72 @@ if ((want_cons)); then
 	weights=$(awk '/^  - name: / { in_rw = ($3 == "rw") }
 		in_rw && /^    read_weights:/ { sub(/^    read_weights: */, ""); print; exit }' "$FL_SANDBOX_DIR/sluice.yaml")
 	[[ $weights == *"$primary_name: 0"* ]] || fl_die "unexpected read_weights of endpoint rw in the sandbox's sluice.yaml: '$weights'"
-	: >"$work/cons-endpoints.yaml"
 	used=" "
-	for lv in "${levels[@]}"; do
-		port=$(free_port)
-		while [[ $used == *" $port "* ]]; do port=$(free_port); done
-		used+="$port "
-		cons_addr[$lv]=127.0.0.1:$port
-		printf '  - name: cons-%s\n    listen: %s\n    mode: read-write\n    read_weights: %s\n    balance: least-active\n    consistency: %s\n' \
-			"$lv" "${cons_addr[$lv]}" "$weights" "$lv" >>"$work/cons-endpoints.yaml"
-		if [[ -n $cons_timeout ]]; then
-			printf '    consistency_timeout: %s\n' "$cons_timeout" >>"$work/cons-endpoints.yaml"
-		fi
-	done
-	# The sandbox's configuration with its endpoints section replaced by those three.
-	awk -v f="$work/cons-endpoints.yaml" '
-		/^endpoints:$/ { print; while ((getline l < f) > 0) print l; skip = 1; done = 1; next }
-		skip && /^[^ ]/ { skip = 0 }
-		!skip { print }
-		END { if (!done) exit 3 }' "$FL_SANDBOX_DIR/sluice.yaml" >"$work/sluice-c.yaml" ||
-		fl_die "cannot write sluice-c.yaml (no endpoints section in the sandbox's sluice.yaml?)"
-	set_threads "$work/sluice-c.yaml" "$sluice_threads"
-	sluice_c_args=()
-	if [[ -n ${PROFILE_DIR:-} ]]; then
-		sluice_c_args=(--cpuprofile "$PROFILE_DIR/sluice-c.cpu")
-	fi
-	"$FL_SLUICE" serve --config "$work/sluice-c.yaml" ${sluice_c_args[@]+"${sluice_c_args[@]}"} >"$work/sluice-c.log" 2>&1 &
-	pid_c=$!
-	for lv in "${levels[@]}"; do
-		t0=$SECONDS
-		until (exec 3<>"/dev/tcp/127.0.0.1/${cons_addr[$lv]##*:}") 2>/dev/null; do
-			kill -0 "$pid_c" 2>/dev/null || fl_die "sluice-c exited (see $work/sluice-c.log)"
-			((SECONDS - t0 < 30)) || fl_die "sluice-c did not listen on ${cons_addr[$lv]}"
-			sleep 0.2
+	# cons_config NAME LABEL...: NAME.yaml, the sandbox's configuration with its endpoints
+	# replaced by one read-write endpoint cons-LABEL per label, at the level the label starts
+	# with (latest-before: latest), on fresh ports (cons_addr[LABEL]).
+	cons_config() {
+		local name=$1 lv port
+		shift
+		: >"$work/$name-endpoints.yaml"
+		for lv in "$@"; do
+			port=$(free_port)
+			while [[ $used == *" $port "* ]]; do port=$(free_port); done
+			used+="$port "
+			cons_addr[$lv]=127.0.0.1:$port
+			printf '  - name: cons-%s\n    listen: %s\n    mode: read-write\n    read_weights: %s\n    balance: least-active\n    consistency: %s\n' \
+				"$lv" "${cons_addr[$lv]}" "$weights" "${lv%-before}" >>"$work/$name-endpoints.yaml"
+			if [[ -n $cons_timeout ]]; then
+				printf '    consistency_timeout: %s\n' "$cons_timeout" >>"$work/$name-endpoints.yaml"
+			fi
 		done
-	done
-	# Each endpoint is at its level; the nodes' positions come from their binlog streams once
-	# sluice-c has seen them (up to 15 s; otherwise the monitor's polls, which is noted).
-	for lv in "${levels[@]}"; do
-		row=$(fl_sql "${cons_addr[$lv]}" -c -e '/*PROXY_INTERNAL*/ SHOW CONSISTENCY') || fl_die "SHOW CONSISTENCY through cons-$lv failed"
-		IFS=$'\t' read -r ep level timeout_ms _ _ <<<"$row"
-		[[ $ep == "cons-$lv" && $level == "$lv" ]] || fl_die "cons-$lv: SHOW CONSISTENCY says endpoint '$ep', consistency '$level'"
-		cons_timeout_ms=$timeout_ms
-	done
+		awk -v f="$work/$name-endpoints.yaml" '
+			/^endpoints:$/ { print; while ((getline l < f) > 0) print l; skip = 1; done = 1; next }
+			skip && /^[^ ]/ { skip = 0 }
+			!skip { print }
+			END { if (!done) exit 3 }' "$FL_SANDBOX_DIR/sluice.yaml" >"$work/$name.yaml" ||
+			fl_die "cannot write $name.yaml (no endpoints section in the sandbox's sluice.yaml?)"
+		set_threads "$work/$name.yaml" "$sluice_threads"
+	}
+	# cons_start NAME BIN LABEL...: run BIN with NAME.yaml (cons_started: its pid), wait until
+	# each label's endpoint listens and says its level.
+	cons_start() {
+		local name=$1 bin=$2 lv t0 row ep level timeout_ms args=()
+		shift 2
+		if [[ -n ${PROFILE_DIR:-} ]]; then
+			args=(--cpuprofile "$PROFILE_DIR/$name.cpu")
+		fi
+		"$bin" serve --config "$work/$name.yaml" ${args[@]+"${args[@]}"} >"$work/$name.log" 2>&1 &
+		cons_started=$!
+		for lv in "$@"; do
+			t0=$SECONDS
+			until (exec 3<>"/dev/tcp/127.0.0.1/${cons_addr[$lv]##*:}") 2>/dev/null; do
+				kill -0 "$cons_started" 2>/dev/null || fl_die "$name exited (see $work/$name.log)"
+				((SECONDS - t0 < 30)) || fl_die "$name did not listen on ${cons_addr[$lv]}"
+				sleep 0.2
+			done
+			row=$(fl_sql "${cons_addr[$lv]}" -c -e '/*PROXY_INTERNAL*/ SHOW CONSISTENCY') || fl_die "SHOW CONSISTENCY through cons-$lv failed"
+			IFS=$'\t' read -r ep level timeout_ms _ _ <<<"$row"
+			[[ $ep == "cons-$lv" && $level == "${lv%-before}" ]] || fl_die "cons-$lv: SHOW CONSISTENCY says endpoint '$ep', consistency '$level'"
+			cons_timeout_ms=$timeout_ms
+		done
+	}
+	cons_config sluice-c "${levels[@]}"
+	cons_start sluice-c "$FL_SLUICE" "${levels[@]}"
+	pid_c=$cons_started
+	# The systems run: every level on sluice-c; with SLUICE_BASE_BIN, global and latest again
+	# on sluice-cb, the base binary (labels global-before, latest-before), interleaved.
+	cons_systems=("${levels[@]}")
+	declare -A cons_pid=()
+	for lv in "${levels[@]}"; do cons_pid[$lv]=$pid_c; done
+	if [[ -n $base_bin ]]; then
+		cons_config sluice-cb global-before latest-before
+		cons_start sluice-cb "$base_bin" global-before latest-before
+		pid_cb=$cons_started
+		cons_systems+=(global-before latest-before)
+		cons_pid[global-before]=$pid_cb
+		cons_pid[latest-before]=$pid_cb
+	fi
 	for _ in $(seq 75); do
 		cons_sources=$(fl_sql "${cons_addr[eventual]}" -c -e '/*PROXY_INTERNAL*/ SHOW NODES' |
 			awk -F '\t' '{ printf "%s%s: %s", sep, $1, $13; sep = ", " }')
@@ -767,10 +805,34 @@ if ((want_cons)); then
 	fi
 	fl_log "sluice-c (pid $pid_c): cons-eventual ${cons_addr[eventual]}, cons-session ${cons_addr[session]}, cons-global ${cons_addr[global]}; consistency_timeout ${cons_timeout_ms} ms; positions: $cons_sources"
 
-	cons_total=$((${#cons_workloads[@]} * ${#cons_modes[@]} * reps * ${#levels[@]}))
+	# cons_writer_start ADDR SECS LOG: the concurrent writer of a consistency run, in the
+	# background (cons_writer_pid), through ADDR for SECS seconds: one thread of
+	# oltp_update_non_index (an autocommit UPDATE by primary key, no SELECT: the nodes' Com_select
+	# stays the readers'), CONS_WRITE_RATE events/s.
+	cons_writer_pid=
+	cons_writer_start() {
+		cons_writer_pid=
+		((cons_write_rate > 0)) || return 0
+		sb "$1" oltp_update_non_index --db-ps-mode=disable --threads=1 --rate="$cons_write_rate" --time="$2" \
+			--report-interval=0 run >"$3" 2>&1 &
+		cons_writer_pid=$!
+	}
+	# cons_writer_end LABEL LOG TSV: wait for the writer, count its failure, append its commits/s.
+	cons_writer_end() {
+		[[ -n $cons_writer_pid ]] || return 0
+		local wrc=0 wtps
+		wait "$cons_writer_pid" || wrc=$?
+		cons_writer_pid=
+		wtps=$(rate "$2" transactions)
+		if ((wrc != 0)) || [[ -z $wtps ]] || grep -q -m 1 -E 'FATAL|ALERT' "$2"; then
+			failures+=("$1: the concurrent writer failed (exit $wrc): $(grep -m 1 -E 'FATAL|ALERT' "$2" || tail -n 1 "$2")")
+		fi
+		printf '%s\t%s\n' "$1" "${wtps:--}" >>"$3"
+	}
+	cons_total=$((${#cons_workloads[@]} * ${#cons_modes[@]} * reps * ${#cons_systems[@]}))
 	cons_time=0
 	for wl in "${cons_workloads[@]}"; do
-		cons_time=$((cons_time + $(time_of "$wl") * ${#cons_modes[@]} * reps * ${#levels[@]}))
+		cons_time=$((cons_time + $(time_of "$wl") * ${#cons_modes[@]} * reps * ${#cons_systems[@]}))
 	done
 	fl_log "consistency: $cons_total runs, ${cons_time}s of sysbench"
 	i=0
@@ -778,10 +840,12 @@ if ((want_cons)); then
 		secs=$(time_of "$wl")
 		for m in "${cons_modes[@]}"; do
 			for ((rep = 1; rep <= reps; rep++)); do
-				for lv in "${levels[@]}"; do
+				for lv in "${cons_systems[@]}"; do
 					i=$((i + 1))
-					fl_log "[consistency $i/$cons_total] $wl $m cons-$lv rep $rep: ${secs}s x $cons_threads threads"
-					one_run "cons-$lv" "${cons_addr[$lv]}" "$pid_c" "$wl" "$m" "$cons_threads" "$rep" "$secs" "$cons_runs"
+					fl_log "[consistency $i/$cons_total] $wl $m cons-$lv rep $rep: ${secs}s x $cons_threads threads, writer ${cons_write_rate}/s"
+					cons_writer_start "${cons_addr[$lv]}" "$secs" "$work/writer-$wl-$m-cons-$lv-$rep.log"
+					one_run "cons-$lv" "${cons_addr[$lv]}" "${cons_pid[$lv]}" "$wl" "$m" "$cons_threads" "$rep" "$secs" "$cons_runs"
+					cons_writer_end "$wl $m cons-$lv rep $rep" "$work/writer-$wl-$m-cons-$lv-$rep.log" "$cons_writes"
 				done
 			done
 		done
@@ -803,9 +867,36 @@ if ((want_cons)); then
 			failures+=("read-your-writes cons-$lv: $stale stale read(s) of $ryw_n (must be 0 at $lv)")
 		fi
 	done
+	# Writes that bypass sluice (straight to the primary), under the point-select load and the
+	# writer through cons-latest: how long until a read through cons-latest sees each (the
+	# primary's binlog stream must have delivered it).
+	if [[ -n ${cons_addr[latest]:-} ]]; then
+		fl_log "bypass window: $ryw_n writes straight to the primary, each read back through cons-latest, under $cons_threads point-select threads and the writer"
+		sb "${cons_addr[latest]}" oltp_point_select --threads="$cons_threads" --time=600 --report-interval=0 run >"$work/bypass-load.log" 2>&1 &
+		bypass_load=$!
+		cons_writer_start "${cons_addr[latest]}" 600 "$work/bypass-writer.log"
+		bypass_writer=$cons_writer_pid
+		cons_writer_pid=
+		sleep 1
+		if "$work/ryw" -direct "$FL_PRIMARY" -addr "${cons_addr[latest]}" -n "$ryw_n" -id 3 -user "$FL_USER" -password "$FL_PASSWORD" -db "$db" \
+			>"$work/ryw-bypass.json" 2>"$work/ryw-bypass.log"; then
+			bypass_done=1
+		else
+			fl_tail "$work/ryw-bypass.log"
+			failures+=("bypass window through cons-latest: bench/ryw -direct failed: $(tail -n 1 "$work/ryw-bypass.log")")
+		fi
+		kill "$bypass_load" ${bypass_writer:+"$bypass_writer"} 2>/dev/null || true
+		wait "$bypass_load" ${bypass_writer:+"$bypass_writer"} 2>/dev/null || true
+		if grep -q -m 1 -E 'FATAL|ALERT' "$work/bypass-load.log" "$work/bypass-writer.log" 2>/dev/null; then
+			failures+=("bypass window: the load through cons-latest failed: $(grep -h -m 1 -E 'FATAL|ALERT' "$work/bypass-load.log" "$work/bypass-writer.log")")
+		fi
+	fi
 	kill -0 "$pid_c" 2>/dev/null || fl_die "sluice-c (pid $pid_c) is not running any more"
 	if fl_sluice_panicked "$work/sluice-c.log"; then
 		failures+=("sluice-c logged a panic (see $work/sluice-c.log)")
+	fi
+	if [[ -n $pid_cb ]] && fl_sluice_panicked "$work/sluice-cb.log"; then
+		failures+=("sluice-cb logged a panic (see $work/sluice-cb.log)")
 	fi
 fi
 
@@ -1061,7 +1152,7 @@ spread() {
 
 # The consistency levels' QPS against eventual's, per workload, mode and threads: one line each
 # (workload mode threads session/eventual global/eventual session-met global-met).
-readonly session_target=0.95 global_target=0.90
+readonly session_target=0.95 global_target=0.90 latest_target=0.90
 # meets RATIO TARGET: yes, no, or - (no ratio).
 meets() { awk -v r="$1" -v t="$2" 'BEGIN { if (r == "-") print "-"; else if (r + 0 >= t + 0) print "yes"; else print "no" }'; }
 declare -A cq c99
@@ -1151,8 +1242,14 @@ table=$work/table.md
 		printf '\nConsistency levels, healthy replicas: sysbench %s through sluice-c'"'"'s endpoints cons-eventual, cons-session, cons-global (reads on the replicas, consistency_timeout %s ms, sluice threads: %s), %s thread(s), %s per run, %d rep(s), endpoints interleaved; medians.\n' \
 			"$sb_version" "$cons_timeout_ms" "$sluice_threads" "$cons_threads" "$cons_times" "$reps"
 		printf 'CPU µs/q: sluice-c'"'"'s CPU per query. node selects/q: Com_select of all three nodes per query (sluice'"'"'s position reads and waits included). reads: share of Com_select per node.\n'
-		printf 'QPS × eventual: the level'"'"'s QPS relative to cons-eventual'"'"'s (targets: session ≥ %s, global ≥ %s); p99 × eventual likewise. Positions: %s.\n\n' \
-			"$session_target" "$global_target" "${cons_sources:-?}"
+		printf 'QPS × eventual: the level'"'"'s QPS relative to cons-eventual'"'"'s (targets: session ≥ %s, global ≥ %s, latest ≥ %s); p99 × eventual likewise. Positions: %s.\n' \
+			"$session_target" "$global_target" "$latest_target" "${cons_sources:-?}"
+		if ((cons_write_rate > 0)); then
+			printf 'Concurrent writer in every run: sysbench oltp_update_non_index, 1 thread, --rate=%s, through the endpoint measured; commits/s achieved, median over the runs: %s.\n\n' \
+				"$cons_write_rate" "$(awk -F '\t' '$2 != "-" { print $2 }' "$cons_writes" | sort -n | awk '{ v[++n] = $1 } END { if (!n) print "-"; else print (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }')"
+		else
+			printf 'No concurrent writer (CONS_WRITE_RATE=0): the positions reads must see do not move during the runs.\n\n'
+		fi
 		printf '| workload | mode | threads | level | QPS | avg ms | p99 ms | errors | CPU µs/q | node selects/q | reads | QPS × eventual | p99 × eventual | target | met |\n'
 		printf '|---|---|---:|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|\n'
 		while IFS=$'\t' read -r wl m th sys qps avg p99 errs cpu _ s1 s2 s3 q; do
@@ -1163,11 +1260,20 @@ table=$work/table.md
 			case $lv in
 			session) target="≥ $session_target" met=$(meets "$r" "$session_target") ;;
 			global) target="≥ $global_target" met=$(meets "$r" "$global_target") ;;
+			latest) target="≥ $latest_target" met=$(meets "$r" "$latest_target") ;;
 			esac
 			printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
 				"$wl" "$m" "$th" "$lv" "$qps" "$avg" "$p99" "$errs" "$cpu" "$(ratio $((s1 + s2 + s3)) "$q")" \
 				"$(spread "$s1" "$s2" "$s3")" "$r" "$(ratio "$p99" "${c99[$e]:--}")" "$target" "$met"
 		done <"$cons_medians"
+		if ((bypass_done)); then
+			printf '\nWrites that bypass sluice (bench/ryw -direct): %s x (UPDATE straight to the primary, then SELECT through cons-latest, repeated until it returns the value), under %s point-select threads and the writer through cons-latest. visible: from the UPDATE'"'"'s answer to the end of the first read that returned its value (ms); first reads stale: reads right after the UPDATE that did not see it yet.\n\n' \
+				"$(fl_json_get "$work/ryw-bypass.json" pairs)" "$cons_threads"
+			printf '| visible p50 ms | visible p99 ms | visible max ms | first reads stale | repeated reads |\n|---:|---:|---:|---:|---:|\n'
+			printf '| %s | %s | %s | %s | %s |\n' "$(fl_json_get "$work/ryw-bypass.json" visible_p50_ms)" \
+				"$(fl_json_get "$work/ryw-bypass.json" visible_p99_ms)" "$(fl_json_get "$work/ryw-bypass.json" visible_max_ms)" \
+				"$(fl_json_get "$work/ryw-bypass.json" first_reads_stale || echo 0)" "$(fl_json_get "$work/ryw-bypass.json" repeated_reads || echo 0)"
+		fi
 		if ((${#ryw_levels[@]} > 0)); then
 			printf '\nRead-your-writes (bench/ryw): one connection, %d x (UPDATE sbtest1 SET k = <new value> WHERE id = 1, then SELECT k of that row), text protocol, after %d unmeasured pairs; latencies in ms.\n' \
 				"$ryw_n" "$(ryw "${ryw_levels[0]}" warmup)"
@@ -1301,7 +1407,14 @@ json_medians() {
 				"$sep" "$wl" "$m" "$th" "$(jnum "$rs")" "$(jnum "$rg")" "$session_target" "$global_target" "$(jbool "$ms")" "$(jbool "$mg")"
 			sep=$',\n'
 		done <"$cons_ratios"
-		printf '\n    ],\n    "read_your_writes": {'
+		printf '\n    ],\n    "write_rate": %s,\n    "writer_commits_per_s": [' "$cons_write_rate"
+		sep=""
+		while IFS=$'\t' read -r label wtps; do
+			printf '%s{"run": "%s", "commits_per_s": %s}' "$sep" "$label" "$(jnum "$wtps")"
+			sep=", "
+		done <"$cons_writes"
+		printf '],\n    "bypass": %s' "$( ((bypass_done)) && tr -d '\n' <"$work/ryw-bypass.json" || echo null)"
+		printf ',\n    "read_your_writes": {'
 		sep=""
 		for lv in "${ryw_levels[@]}"; do
 			printf '%s\n      "%s": %s' "$sep" "$lv" "$(tr -d '\n' <"$work/ryw-$lv.json")"

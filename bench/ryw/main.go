@@ -8,6 +8,13 @@
 //
 //	ryw -addr 127.0.0.1:PORT [-n 2000 -warmup 20 -user app -password app -db sbtest -table sbtest1 -id 1]
 //
+// With -direct ADDR (the primary's own address), the UPDATE bypasses sluice: it goes to ADDR
+// over a connection of its own, and the read through sluice is repeated until it returns the
+// value written. That measures how long a write sluice did not see takes to be visible to reads
+// at a level that follows the primary's binlog stream (latest): visible_p50/p99 (from the
+// UPDATE's answer to the end of the first read that returned its value), and how many first
+// reads did not see it yet (first_reads_stale, not an error in this mode).
+//
 // bench/run.sh runs it once per consistency level (endpoints cons-eventual, cons-session,
 // cons-global). The counters of SHOW CONSISTENCY are the whole sluice process's, so the deltas
 // it reports are this run's only when nothing else uses that sluice meanwhile. Plain TCP, text
@@ -66,6 +73,14 @@ type result struct {
 	Seconds              float64 `json:"seconds"`
 	// Routes counts the reads per "node role reason" of SHOW LAST ROUTE.
 	Routes map[string]int `json:"routes"`
+	// With -direct: the writes bypassed sluice (Bypass); how long each took to be visible
+	// through it, and how many first reads missed it (their repeats are not counted as reads).
+	Bypass          bool    `json:"bypass"`
+	VisibleP50      float64 `json:"visible_p50_ms,omitempty"`
+	VisibleP99      float64 `json:"visible_p99_ms,omitempty"`
+	VisibleMax      float64 `json:"visible_max_ms,omitempty"`
+	FirstReadsStale int     `json:"first_reads_stale,omitempty"`
+	RepeatedReads   int     `json:"repeated_reads,omitempty"`
 }
 
 var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -80,8 +95,9 @@ func main() {
 	table := flag.String("table", "sbtest1", "table with an INT column k and a primary key id (sysbench's)")
 	id := flag.Int("id", 1, "id of the row written and read")
 	timeout := flag.Duration("timeout", 5*time.Minute, "time allowed for the whole run")
+	direct := flag.String("direct", "", "host:port of the primary: the writes bypass sluice (loopback only)")
 	flag.Parse()
-	res, err := run(*addr, *user, *password, *db, *table, *id, *n, *warmup, *timeout)
+	res, err := run(*addr, *direct, *user, *password, *db, *table, *id, *n, *warmup, *timeout)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ryw:", err)
 		os.Exit(1)
@@ -92,21 +108,20 @@ func main() {
 	}
 }
 
-func run(addr, user, password, db, table string, id, n, warmup int, timeout time.Duration) (*result, error) {
+// loopback checks that addr is host:port on a loopback address.
+func loopback(flagName, addr string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return nil, fmt.Errorf("-addr %q: %v", addr, err)
+		return fmt.Errorf("-%s %q: %v", flagName, addr, err)
 	}
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return nil, fmt.Errorf("-addr %q: refusing a non-loopback address", addr)
+		return fmt.Errorf("-%s %q: refusing a non-loopback address", flagName, addr)
 	}
-	if n < 1 || warmup < 0 {
-		return nil, errors.New("-n must be at least 1 and -warmup at least 0")
-	}
-	if !identifier.MatchString(db) || !identifier.MatchString(table) {
-		return nil, errors.New("-db and -table must be plain identifiers")
-	}
+	return nil
+}
 
+// open returns one connection to addr and the pool that holds it.
+func open(ctx context.Context, addr, user, password, db string) (*sql.DB, *sql.Conn, error) {
 	cfg := mysql.NewConfig()
 	cfg.Net = "tcp"
 	cfg.Addr = addr
@@ -116,21 +131,56 @@ func run(addr, user, password, db, table string, id, n, warmup int, timeout time
 	cfg.Timeout = 30 * time.Second
 	connector, err := mysql.NewConnector(cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	pool := sql.OpenDB(connector)
-	defer pool.Close()
+	conn, err := pool.Conn(ctx)
+	if err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	return pool, conn, nil
+}
+
+func run(addr, direct, user, password, db, table string, id, n, warmup int, timeout time.Duration) (*result, error) {
+	if err := loopback("addr", addr); err != nil {
+		return nil, err
+	}
+	if direct != "" {
+		if err := loopback("direct", direct); err != nil {
+			return nil, err
+		}
+	}
+	if n < 1 || warmup < 0 {
+		return nil, errors.New("-n must be at least 1 and -warmup at least 0")
+	}
+	if !identifier.MatchString(db) || !identifier.MatchString(table) {
+		return nil, errors.New("-db and -table must be plain identifiers")
+	}
+
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	// One connection: sluice's session state (the last commit's GTID, the last route) is per
 	// connection.
-	conn, err := pool.Conn(ctx)
+	pool, conn, err := open(ctx, addr, user, password, db)
 	if err != nil {
 		return nil, err
 	}
+	defer pool.Close()
 	defer conn.Close()
+	writer := conn
+	if direct != "" {
+		dpool, dconn, err := open(ctx, direct, user, password, db)
+		if err != nil {
+			return nil, fmt.Errorf("-direct: %v", err)
+		}
+		defer dpool.Close()
+		defer dconn.Close()
+		writer = dconn
+	}
+	var visible []time.Duration
 
-	res := &result{Pairs: n, Warmup: warmup, Routes: map[string]int{}}
+	res := &result{Pairs: n, Warmup: warmup, Routes: map[string]int{}, Bypass: direct != ""}
 	var waits, timeouts, positionReads int64
 	if err := conn.QueryRowContext(ctx, "/*PROXY_INTERNAL*/ SHOW CONSISTENCY").Scan(&res.Endpoint, &res.Consistency,
 		&res.ConsistencyTimeoutMS, &waits, &timeouts, &positionReads); err != nil {
@@ -154,7 +204,7 @@ func run(addr, user, password, db, table string, id, n, warmup int, timeout time
 		sel := fmt.Sprintf("SELECT k FROM %s WHERE id = %d", table, id)
 
 		start := time.Now()
-		r, err := conn.ExecContext(ctx, update)
+		r, err := writer.ExecContext(ctx, update)
 		if err != nil {
 			return nil, fmt.Errorf("pair %d: %s: %v", i+1, update, err)
 		}
@@ -164,6 +214,25 @@ func run(addr, user, password, db, table string, id, n, warmup int, timeout time
 			return nil, fmt.Errorf("pair %d: %s: %v", i+1, sel, err)
 		}
 		end := time.Now()
+		if direct != "" {
+			// Until the read through sluice sees the write that bypassed it (bounded by
+			// the run's timeout).
+			seen, first := got, got
+			for seen != int64(v) {
+				if i >= warmup {
+					res.RepeatedReads++
+				}
+				if err := conn.QueryRowContext(ctx, sel).Scan(&seen); err != nil {
+					return nil, fmt.Errorf("pair %d: %s (repeated): %v", i+1, sel, err)
+				}
+			}
+			if i >= warmup {
+				visible = append(visible, time.Since(mid))
+				if first != int64(v) {
+					res.FirstReadsStale++
+				}
+			}
+		}
 		if changed, err := r.RowsAffected(); err != nil || changed != 1 {
 			return nil, fmt.Errorf("pair %d: %s changed %d rows (%v), want 1", i+1, update, changed, err)
 		}
@@ -222,6 +291,9 @@ func run(addr, user, password, db, table string, id, n, warmup int, timeout time
 	res.WriteP50, res.WriteP99 = percentile(writes, 50), percentile(writes, 99)
 	res.ReadP50, res.ReadP99, res.ReadAvg = percentile(reads, 50), percentile(reads, 99), average(reads)
 	res.PairP50, res.PairP99, res.PairAvg = percentile(pairs, 50), percentile(pairs, 99), average(pairs)
+	if direct != "" {
+		res.VisibleP50, res.VisibleP99, res.VisibleMax = percentile(visible, 50), percentile(visible, 99), percentile(visible, 100)
+	}
 	return res, nil
 }
 

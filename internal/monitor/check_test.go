@@ -157,3 +157,35 @@ type brokenConn struct{}
 
 func (brokenConn) Query(string) (*backend.Rows, error) { return nil, errors.New("EOF") }
 func (brokenConn) Close() error                        { return nil }
+
+// TestReconnectForgetsPositions: when the connection kept from the last check broke and a new
+// one opens (the node may have restarted, perhaps on restored data), what the node was known
+// to have applied and made visible is forgotten, so no read skips its consistency wait on it.
+func TestReconnectForgetsPositions(t *testing.T) {
+	n := &topology.Node{Name: "n", Index: 0}
+	positions := topology.NewPositions(1)
+	positions.Own(0, n)
+	p, err := gtid.Parse(gtid.MariaDB, "0-1-100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := &recorded{answers: map[string]*backend.Rows{
+		"SELECT @@version": row([]string{"@@version"}, "10.11.19-MariaDB"),
+	}}
+	m := &Monitor{opts: Options{DownAfter: 3, Timeout: time.Second, Positions: positions,
+		Dial: func(ctx context.Context, n *topology.Node) (Conn, error) { return fresh, nil }}}
+	positions.Advance(0, p)
+	positions.Confirm(0, positions.Epoch(0), p)
+	var c Conn = &brokenConn{}
+	m.check(context.Background(), n, &c, &topology.NodeState{Health: topology.Healthy})
+	if positions.Visible(0, p) || positions.Reached(0, p) {
+		t.Fatal("the node's positions survived a broken connection and a new one")
+	}
+	// A check over the kept connection forgets nothing.
+	positions.Advance(0, p)
+	positions.Confirm(0, positions.Epoch(0), p)
+	m.check(context.Background(), n, &c, &topology.NodeState{Health: topology.Healthy})
+	if !positions.Visible(0, p) {
+		t.Fatal("a check over the kept connection forgot the node's visible position")
+	}
+}

@@ -185,6 +185,9 @@ func (m *Monitor) check(ctx context.Context, n *topology.Node, c *Conn, prev *to
 			return m.failed(n, prev, err, refused(err))
 		}
 		*c = conn
+		if prev != nil {
+			m.forget(n) // a connection again after one failed: the node may have restarted
+		}
 	}
 	// A check that outlives its timeout is ended by closing its connection: the one it
 	// uses then, captured (the closure runs on a goroutine of its own, and *c may be nil by
@@ -205,6 +208,7 @@ func (m *Monitor) check(ctx context.Context, n *topology.Node, c *Conn, prev *to
 			return m.failed(n, prev, derr, refused(derr))
 		}
 		*c = conn
+		m.forget(n)
 		// The timeout now ends the new connection (the old one is closed already; its
 		// AfterFunc, if it ran, closed it again, which does nothing).
 		stop()
@@ -394,6 +398,10 @@ func (m *Monitor) round(now time.Time) {
 		if err == nil && c.Health == topology.Healthy && m.opts.Positions != nil && !c.Faulty() && !c.Unsynced {
 			m.opts.Positions.AdvanceNode(c.Node, applied)
 		}
+		if err == nil && i != p && m.opts.Positions != nil {
+			// A replica that reports less than a wait found there has gone back.
+			m.opts.Positions.CheckNode(c.Node, applied, c.Began)
+		}
 		if (i == p || i == snap.Primary) && m.opts.Positions != nil {
 			// What sluice knows the primary wrote: its last check, and what its binlog stream
 			// (or an earlier check) reported since. A new primary must hold all of it
@@ -419,4 +427,13 @@ func (m *Monitor) round(now time.Time) {
 	}
 	m.v.prune(snap)
 	m.pub.Observe(out)
+}
+
+// forget drops what node n was known to have applied and made visible (topology.Positions):
+// the monitor's connection to it broke, so it may have restarted, perhaps on older data (a
+// restore), and a read must not skip its consistency wait on what was confirmed before.
+func (m *Monitor) forget(n *topology.Node) {
+	if m.opts.Positions != nil {
+		m.opts.Positions.ForgetNode(n)
+	}
 }

@@ -282,7 +282,8 @@ func (s *session) send(r *request, d route.Decision, snap *topology.Snapshot) er
 		r.flight = &c.flight
 	}
 	pipelined := false
-	if r.await && route.NeedsWait(d, &s.rs, snap) {
+	if r.await && route.NeedsWait(d, &s.rs, snap) && !s.reads.seenOn(s.p.opts.Positions, d.Node) {
+		s.reads.waitingOn(s.p.opts.Positions, d.Node)
 		// On every replica this read is tried on (a retry after a failure goes elsewhere, or
 		// on a new connection): the position must be there before the read runs. A command
 		// held whole goes in the same round trip as the wait (pipelinable).
@@ -296,6 +297,7 @@ func (s *session) send(r *request, d route.Decision, snap *topology.Snapshot) er
 				s.p.consistencyTimeouts.Add(1)
 				return errNotReached
 			}
+			s.reads.confirmed(s.p.opts.Positions)
 		}
 	}
 	var b *stmtBinding
@@ -362,6 +364,7 @@ func (s *session) respond(bc *backend.Conn, kind relay.Kind, r *request) error {
 		if err := awaitAnswer(bc, wait+s.p.connectTimeout(), &s.p.consistencyTimeouts); err != nil {
 			return err
 		}
+		s.reads.confirmed(s.p.opts.Positions)
 	}
 	opt := relay.Options{
 		ClientCaps:  s.login.caps,

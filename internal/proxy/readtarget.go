@@ -45,6 +45,10 @@ type readTarget struct {
 	// (pipelinable); its answer comes first, within awaitFor (takeAwait).
 	awaiting bool
 	awaitFor time.Duration
+	// waitNode is the node the last wait was sent to and waitEpoch its epoch then
+	// (topology.Positions.Epoch): where a "reached" answer is recorded (confirmed).
+	waitNode  int
+	waitEpoch uint64
 	// wait is the wait statement's text (waitStmt), its buffer reused.
 	wait []byte
 }
@@ -160,7 +164,7 @@ func (t *readTarget) reached(positions *topology.Positions, snap *topology.Snaps
 		return 0
 	}
 	for i := range snap.Nodes {
-		if i < 64 && positions.Reached(i, t.pos) {
+		if i < 64 && (positions.Reached(i, t.pos) || positions.Visible(i, t.pos)) {
 			r |= 1 << i
 		}
 	}
@@ -242,6 +246,31 @@ func (t *readTarget) waitStmt(version string, timeout time.Duration) []byte {
 	t.wait = append(t.wait, "', "...)
 	t.wait = strconv.AppendFloat(t.wait, timeout.Seconds(), 'f', 6, 64)
 	return append(t.wait, ')')
+}
+
+// seenOn reports whether node was seen to make the read's position visible already (a wait
+// there, any session's, answered "reached": topology.Positions.Visible): the read then needs no
+// wait of its own. Lock-free, no allocation.
+func (t *readTarget) seenOn(positions *topology.Positions, node int) bool {
+	return positions != nil && !t.pos.IsZero() && positions.Visible(node, t.pos)
+}
+
+// waitingOn notes that a wait for the read's position is about to be sent to node: its
+// "reached" answer is recorded there (confirmed), unless the node's positions are forgotten
+// meanwhile.
+func (t *readTarget) waitingOn(positions *topology.Positions, node int) {
+	t.waitNode, t.waitEpoch = node, 0
+	if positions != nil {
+		t.waitEpoch = positions.Epoch(node)
+	}
+}
+
+// confirmed records that the wait sent (waitingOn) answered "reached": the node has made the
+// read's position visible, and later reads of no more than it skip their wait (seenOn).
+func (t *readTarget) confirmed(positions *topology.Positions) {
+	if positions != nil && !t.pos.IsZero() {
+		positions.Confirm(t.waitNode, t.waitEpoch, t.pos)
+	}
 }
 
 // sentWait records that the command being sent follows a wait for t.target in the same round

@@ -3,6 +3,7 @@ package topology
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/sluicedb/sluice/internal/gtid"
 )
@@ -23,6 +24,22 @@ type Positions struct {
 	// owner[i] is the node slot i's position is of (Own; guarded by mu): a source still
 	// reporting a node since removed (AdvanceNode) moves nothing.
 	owner []*Node
+	// visible[i] is what node i was seen to have made visible to readers: a wait for it
+	// there (MASTER_GTID_WAIT, WAIT_FOR_EXECUTED_GTID_SET) returned "reached" (Confirm). Unlike
+	// the position above, which a stream reports as the node writes its binlog (a moment
+	// before the transaction is visible), a read of anything visible contains needs no wait.
+	// Forgotten with the position (Reset, Own) and when the node's connections broke
+	// (Forget): its data may not be what it was.
+	visible []atomic.Pointer[seen]
+}
+
+// seen is one node's visible position (the zero Position: nothing confirmed), immutable once
+// published, with the epoch it belongs to: a confirmation of a wait sent before the node's
+// positions were last forgotten is of an older epoch and is dropped.
+type seen struct {
+	pos   gtid.Position
+	epoch uint64
+	at    time.Time // when the last confirmation moved pos
 }
 
 // applied is one node's position, immutable once published; changed is closed when a later one
@@ -34,9 +51,11 @@ type applied struct {
 
 // NewPositions returns the positions of n nodes, none known yet.
 func NewPositions(n int) *Positions {
-	p := &Positions{nodes: make([]atomic.Pointer[applied], n), streaming: make([]atomic.Bool, n), owner: make([]*Node, n)}
+	p := &Positions{nodes: make([]atomic.Pointer[applied], n), streaming: make([]atomic.Bool, n), owner: make([]*Node, n),
+		visible: make([]atomic.Pointer[seen], n)}
 	for i := range p.nodes {
 		p.nodes[i].Store(&applied{changed: make(chan struct{})})
+		p.visible[i].Store(&seen{})
 	}
 	any := make(chan struct{})
 	p.any.Store(&any)
@@ -119,6 +138,83 @@ func (p *Positions) reset(i int) {
 	p.nodes[i].Store(&applied{changed: make(chan struct{})})
 	close(cur.changed)
 	p.moved()
+	p.forget(i)
+}
+
+// forget drops node i's visible position and starts a new epoch. Called with p.mu held.
+func (p *Positions) forget(i int) {
+	p.visible[i].Store(&seen{epoch: p.visible[i].Load().epoch + 1})
+}
+
+// ForgetNode forgets what node n (when slot n.Index is still n's) was seen to make visible, and
+// its position: a connection to it broke and a new one opened (it restarted, perhaps from older
+// data), so nothing read of it before says what it has now.
+func (p *Positions) ForgetNode(n *Node) {
+	i := n.Index
+	if i < 0 || i >= len(p.nodes) {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.owner[i] == n {
+		p.reset(i)
+	}
+}
+
+// Epoch returns node i's epoch, to hand to Confirm with what a wait sent now finds.
+func (p *Positions) Epoch(i int) uint64 {
+	if i < 0 || i >= len(p.visible) {
+		return 0
+	}
+	return p.visible[i].Load().epoch
+}
+
+// Confirm records that a wait sent to node i in epoch (Epoch, read before the wait was sent)
+// found pos visible there: a later read of what pos contains needs no wait (Visible). A wait of
+// an older epoch (the node's positions were forgotten since) records nothing.
+func (p *Positions) Confirm(i int, epoch uint64, pos gtid.Position) {
+	if i < 0 || i >= len(p.visible) || pos.IsZero() {
+		return
+	}
+	if cur := p.visible[i].Load(); cur.epoch != epoch || cur.pos.Contains(pos) {
+		return // lock-free for the common case: known already
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cur := p.visible[i].Load()
+	if cur.epoch != epoch || cur.pos.Contains(pos) {
+		return
+	}
+	p.visible[i].Store(&seen{pos: cur.pos.Merge(pos), epoch: epoch, at: time.Now()})
+}
+
+// CheckNode holds what a check of node n that began at began read as its applied position
+// against what waits found visible there: when the node reports less than was confirmed
+// before the check began, its replication position went back (SET GLOBAL gtid_slave_pos, a
+// restore that kept the server running) and what was confirmed is forgotten, so reads wait on
+// the node again. A confirmation after began proves nothing either way and is kept.
+func (p *Positions) CheckNode(n *Node, applied gtid.Position, began time.Time) {
+	i := n.Index
+	if i < 0 || i >= len(p.visible) || applied.IsZero() {
+		return
+	}
+	if v := p.visible[i].Load(); v.pos.IsZero() || !v.at.Before(began) || applied.Contains(v.pos) {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if v := p.visible[i].Load(); p.owner[i] == n && !v.pos.IsZero() && v.at.Before(began) && !applied.Contains(v.pos) {
+		p.forget(i)
+	}
+}
+
+// Visible reports whether a wait on node i was seen to find everything target has visible there
+// (Confirm), in the node's current epoch. Lock-free; it does not allocate.
+func (p *Positions) Visible(i int, target gtid.Position) bool {
+	if i < 0 || i >= len(p.visible) {
+		return false
+	}
+	return p.visible[i].Load().pos.Contains(target)
 }
 
 // At returns node i's position (the zero Position when unknown) and a channel closed when it

@@ -101,3 +101,99 @@ func TestPositionsChangedWakesOnAnyNode(t *testing.T) {
 	default:
 	}
 }
+
+// TestPositionsVisible: what a wait found visible on a node is kept per node and merged per
+// domain; a confirmation of an older epoch (the node's positions were forgotten after the wait
+// was sent) records nothing; ForgetNode, Reset and Own forget it; Visible does not allocate.
+func TestPositionsVisible(t *testing.T) {
+	n0, n1 := &Node{Name: "a", Index: 0}, &Node{Name: "b", Index: 1}
+	p := NewPositions(2)
+	p.Own(0, n0)
+	p.Own(1, n1)
+	if p.Visible(0, pos(t, "0-1-1")) {
+		t.Fatal("visible before any confirmation")
+	}
+	e := p.Epoch(0)
+	p.Confirm(0, e, pos(t, "0-1-10"))
+	p.Confirm(0, e, pos(t, "5-1-3"))
+	for _, s := range []string{"0-1-10", "0-1-9", "5-1-3", "0-1-10,5-1-3"} {
+		if !p.Visible(0, pos(t, s)) {
+			t.Errorf("%s not visible on node 0 after confirming 0-1-10 and 5-1-3", s)
+		}
+	}
+	for _, s := range []string{"0-1-11", "0-1-10,5-1-4", "7-1-1"} {
+		if p.Visible(0, pos(t, s)) {
+			t.Errorf("%s visible on node 0, beyond what was confirmed", s)
+		}
+	}
+	if p.Visible(1, pos(t, "0-1-1")) {
+		t.Error("node 1 visible through node 0's confirmation")
+	}
+	// Older confirmations change nothing.
+	p.Confirm(0, e, pos(t, "0-1-5"))
+	if !p.Visible(0, pos(t, "0-1-10")) {
+		t.Error("an older confirmation moved the visible position back")
+	}
+	target := pos(t, "0-1-9")
+	if n := testing.AllocsPerRun(1000, func() { _ = p.Visible(0, target) }); n != 0 {
+		t.Errorf("Visible allocates %.1f times", n)
+	}
+	// A wait sent before the node was forgotten confirms nothing after.
+	stale := p.Epoch(0)
+	p.ForgetNode(n0)
+	if p.Visible(0, pos(t, "0-1-1")) {
+		t.Fatal("visible after ForgetNode")
+	}
+	p.Confirm(0, stale, pos(t, "0-1-10"))
+	if p.Visible(0, pos(t, "0-1-10")) {
+		t.Fatal("a confirmation of the epoch before ForgetNode was recorded")
+	}
+	p.Confirm(0, p.Epoch(0), pos(t, "0-1-12"))
+	if !p.Visible(0, pos(t, "0-1-12")) {
+		t.Fatal("a confirmation of the current epoch was not recorded")
+	}
+	// ForgetNode of a node that no longer owns the slot changes nothing.
+	p.ForgetNode(&Node{Name: "gone", Index: 0})
+	if !p.Visible(0, pos(t, "0-1-12")) {
+		t.Fatal("ForgetNode of another node forgot slot 0")
+	}
+	p.Reset(0)
+	if p.Visible(0, pos(t, "0-1-1")) {
+		t.Fatal("visible after Reset")
+	}
+	p.Confirm(1, p.Epoch(1), pos(t, "0-1-3"))
+	p.Own(1, &Node{Name: "c", Index: 1})
+	if p.Visible(1, pos(t, "0-1-1")) {
+		t.Fatal("visible after the slot changed hands")
+	}
+}
+
+// TestPositionsCheckNodeForgetsOnRegression: a check that began after a confirmation and read
+// less than was confirmed forgets it (the node's replication position went back); a check that
+// began before the confirmation, or that read as much, keeps it.
+func TestPositionsCheckNodeForgetsOnRegression(t *testing.T) {
+	n := &Node{Name: "r", Index: 0}
+	p := NewPositions(1)
+	p.Own(0, n)
+	before := time.Now()
+	time.Sleep(time.Millisecond)
+	p.Confirm(0, p.Epoch(0), pos(t, "0-1-10"))
+	time.Sleep(time.Millisecond)
+	after := time.Now()
+	p.CheckNode(n, pos(t, "0-1-5"), before) // began before the confirmation: inconclusive
+	if !p.Visible(0, pos(t, "0-1-10")) {
+		t.Fatal("a check that began before the confirmation forgot it")
+	}
+	p.CheckNode(n, pos(t, "0-1-12"), after) // as much or more: kept
+	if !p.Visible(0, pos(t, "0-1-10")) {
+		t.Fatal("a check that read more forgot the confirmation")
+	}
+	p.CheckNode(&Node{Name: "other", Index: 0}, pos(t, "0-1-5"), after) // not the slot's node
+	if !p.Visible(0, pos(t, "0-1-10")) {
+		t.Fatal("another node's check forgot the confirmation")
+	}
+	p.CheckNode(n, pos(t, "0-1-5"), after)
+	if p.Visible(0, pos(t, "0-1-1")) {
+		t.Fatal("a check that read less than was confirmed kept the confirmation")
+	}
+}

@@ -1,0 +1,91 @@
+package proxy_test
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+	"time"
+
+	"github.com/sluicedb/sluice/internal/config"
+	"github.com/sluicedb/sluice/internal/testutil"
+)
+
+// TestConsistencyWaitsOncePerPosition: at every level that waits, a replica that a wait found at
+// a position is not asked again for it. After one write, a run of reads of it through one
+// connection costs the replicas about one statement per read (the reads), plus one wait per
+// replica — not two per read as when every read waited first. Each read still sees the write.
+func TestConsistencyWaitsOncePerPosition(t *testing.T) {
+	cl := testutil.Cluster(t)
+	ctx := context.Background()
+	var admins []*sql.DB
+	for _, r := range []string{"replica1", "replica2"} {
+		db, err := cl.AdminDB(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		admins = append(admins, db)
+	}
+	replicaSelects := func() int64 {
+		var sum int64
+		for _, db := range admins {
+			var name string
+			var v int64
+			if err := db.QueryRow("SHOW GLOBAL STATUS LIKE 'Com_select'").Scan(&name, &v); err != nil {
+				t.Fatal(err)
+			}
+			sum += v
+		}
+		return sum
+	}
+	for _, level := range []string{config.ConsistencySession, config.ConsistencyLatest, config.ConsistencyGlobal} {
+		t.Run(level, func(t *testing.T) {
+			s := startSluice(t, consistencyAt(level))
+			db := open(t, dsn(s.rw, "app", "app", "test", ""))
+			c := conn(t, db)
+			table := "test.seen_" + level
+			for _, q := range []string{"DROP TABLE IF EXISTS " + table, "CREATE TABLE " + table + " (id INT PRIMARY KEY, v INT)"} {
+				if _, err := c.ExecContext(ctx, q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := cl.WaitCaughtUp(ctx, 30*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			const reads = 200
+			for round := range 3 {
+				if _, err := c.ExecContext(ctx, "INSERT INTO "+table+" VALUES (?, ?)", round, round); err != nil {
+					t.Fatal(err)
+				}
+				before := replicaSelects()
+				onReplicas := 0
+				for i := range reads {
+					var v int
+					if err := c.QueryRowContext(ctx, "SELECT v FROM "+table+" WHERE id = ?", round).Scan(&v); err != nil {
+						t.Fatalf("round %d read %d: %v", round, i, err)
+					}
+					if v != round {
+						t.Fatalf("round %d read %d: v=%d", round, i, v)
+					}
+					var node string
+					if err := c.QueryRowContext(ctx, "/*PROXY_INTERNAL*/ SHOW LAST ROUTE").Scan(&node, new(string), new(string), new(string)); err != nil {
+						t.Fatal(err)
+					}
+					if node == "replica1" || node == "replica2" {
+						onReplicas++
+					}
+				}
+				got := replicaSelects() - before
+				// The reads, a wait per replica per position, a global read's position reading
+				// (on the primary: not counted), and the monitor's checks (every 200 ms).
+				t.Logf("round %d: %d of %d reads on the replicas, %d statements there (%.2f per read)", round, onReplicas, reads, got, float64(got)/float64(onReplicas))
+				if onReplicas < reads*9/10 {
+					t.Fatalf("only %d of %d reads went to the replicas", onReplicas, reads)
+				}
+				if limit := int64(onReplicas) * 12 / 10; got > limit {
+					t.Errorf("round %d: %d statements on the replicas for %d reads there (limit %d): the reads waited each time", round, got, onReplicas, limit)
+				}
+			}
+		})
+	}
+}
