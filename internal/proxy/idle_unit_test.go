@@ -259,8 +259,9 @@ func TestIdleWatchDeadlineLeftArmed(t *testing.T) {
 	if err := w.wait(c, &watch, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(40 * time.Millisecond)                                                               // past the loose deadline
-	go func() { time.Sleep(20 * time.Millisecond); _, _ = client.Write([]byte{1, 0, 0, 1, 'x'}) }() // the command's next packet
+	time.Sleep(40 * time.Millisecond) // past the loose deadline
+	// The command's next packet, 20 ms later.
+	go func() { time.Sleep(20 * time.Millisecond); _, _ = client.Write([]byte{1, 0, 0, 1, 'x'}) }()
 	c.SetSeq(0)
 	if _, err := c.ReadPacket(); err != nil {
 		t.Fatal(err)
