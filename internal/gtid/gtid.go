@@ -31,7 +31,7 @@ const (
 func FlavorOf(version string) Flavor {
 	const word = "mariadb"
 	for i := 0; i+len(word) <= len(version); i++ {
-		if strings.EqualFold(version[i:i+len(word)], word) {
+		if version[i]|0x20 == 'm' && strings.EqualFold(version[i:i+len(word)], word) {
 			return MariaDB
 		}
 	}

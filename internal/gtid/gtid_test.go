@@ -240,3 +240,13 @@ func TestParseGTIDAndBuild(t *testing.T) {
 		t.Fatalf("AppendGTIDs round trip: %q", back.String())
 	}
 }
+
+// BenchmarkFlavorOf: a MariaDB version string, as the read path asks it.
+func BenchmarkFlavorOf(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if FlavorOf("10.11.19-MariaDB-0+deb12u1-log") != MariaDB {
+			b.Fatal("not MariaDB")
+		}
+	}
+}
