@@ -192,3 +192,41 @@ func TestReconnectForgetsPositions(t *testing.T) {
 		t.Fatal("a check over the kept connection forgot the node's visible position")
 	}
 }
+
+// TestWatchQuitsAtEnd: a node's watch that ends between two checks (the node removed, the
+// monitor stopping) ends its connection with a goodbye (Quit: COM_QUIT), not Close, so the node
+// counts no aborted client.
+func TestWatchQuitsAtEnd(t *testing.T) {
+	topo, err := topology.New(topology.Options{Nodes: []topology.Node{{Name: "n", Address: "127.0.0.1:1", Role: topology.Primary}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer topo.Close()
+	conn := &recorded{answers: map[string]*backend.Rows{
+		"SELECT @@version": row([]string{"@@version"}, "10.11.19-MariaDB"),
+	}}
+	m := New(topo, Options{Interval: time.Hour, Dial: func(context.Context, *topology.Node) (Conn, error) { return conn, nil }})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		m.watch(ctx, 0, topo.Snapshot().Nodes[0])
+	}()
+	checked := func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return len(m.latest) > 0 && m.latest[0].st != nil
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !checked() {
+		if time.Now().After(deadline) {
+			t.Fatal("no check within 5 s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel() // between two checks: the next is an hour away
+	<-done
+	if !conn.quit || conn.closed {
+		t.Fatalf("the watch's end: quit %v, closed %v; want Quit only", conn.quit, conn.closed)
+	}
+}
