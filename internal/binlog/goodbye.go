@@ -17,7 +17,8 @@ import (
 // connection itself, as after any binlog dump (MariaDB 10.11, measured: Aborted_clients and
 // the error log unchanged; TestStreamEndsCleanly). So the stream's end sends KILL QUERY for
 // its dump thread over a connection of its own (which says goodbye), then waits for the node to
-// close the dump's connection before closing anything itself.
+// close the dump's connection before closing anything itself. (MySQL ends a dump's connection
+// after any COM_BINLOG_DUMP_GTID too; whether it counts a KILL QUERY there was not measured.)
 
 // goodbyeTimeout bounds the whole goodbye: the connection for the KILL QUERY (dial, login), the
 // KILL, and the wait for the node to end the dump. Past it, the stream's sockets are closed as
