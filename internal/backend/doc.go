@@ -23,6 +23,10 @@
 //     first; forgotten when the node's session is reset).
 //   - query.go: Query, a small text-protocol query decoded into strings, bounded in size, for
 //     the control plane (the monitor). Statements the proxy forwards never pass through it.
+//   - quit.go: the goodbye. Quit (COM_QUIT, then close) for a connection closed on purpose
+//     between two commands, QuitPending for one an answer may still come on (read first,
+//     bounded), WriteQuit for a goroutine that does not own the connection; Close only for one
+//     that broke. The node then counts none in Aborted_clients.
 //
 // Errors: a node's refusal is a *mysql.SQLError (wrapped in a *SyncError when Sync sent it);
 // ErrDiverged and Query's ErrResultTooLarge leave the connection usable; anything else is a

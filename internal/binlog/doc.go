@@ -30,6 +30,10 @@
 //     After the login it passes the node's packets up to 64 MiB each (go-mysql reads a packet
 //     whole), and a go-mysql panic on a malformed packet fails the attempt, not sluice.
 //   - Every wait is bounded: connects (5 s), reads (3 heartbeats), backoff (5 s). Ending the
-//     context closes the syncer's sockets at once, so Run returns promptly, leaving no
-//     goroutine behind.
+//     context before the dump runs closes the syncer's sockets at once, so Run returns
+//     promptly, leaving no goroutine behind.
+//   - Goodbyes (goodbye.go): the node counts no stream's connection as an aborted client. A
+//     running dump is ended by KILL QUERY of its thread from a connection that says goodbye
+//     (the node then ends it itself; bounded by 1 s, then closed as before), and the relay
+//     sends COM_QUIT where go-mysql closes a connection without one.
 package binlog
