@@ -23,7 +23,8 @@ import (
 // connection, published whole on every change) and whether a cursor was ever opened.
 //
 // It is the seam where pooling plugs in: connections come from hooks.dial and leave through
-// drop, closeAll and reset, and nothing else in the package opens or closes them.
+// drop, closeAll and reset, and nothing else in the package opens or closes them. Each one
+// closed leaves with a goodbye (COM_QUIT) unless a command failed on it (ending).
 //
 // Only the session's goroutine calls its methods, except killTargets and mayHoldCursor, which
 // any goroutine may call; while the session is idle, its idle watchers may read home and the
