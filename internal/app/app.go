@@ -24,6 +24,7 @@ import (
 	"github.com/sluicedb/sluice/internal/mysql"
 	"github.com/sluicedb/sluice/internal/pool"
 	"github.com/sluicedb/sluice/internal/proxy"
+	"github.com/sluicedb/sluice/internal/proxyproto"
 	"github.com/sluicedb/sluice/internal/route"
 	"github.com/sluicedb/sluice/internal/topology"
 )
@@ -257,6 +258,15 @@ func CheckMonitor(ctx context.Context, cfg *config.Config) ([]MonitorLogin, erro
 	return out, nil
 }
 
+// nodeOf is backend b's node in the topology, in role.
+func nodeOf(b config.Backend, role topology.Role) (topology.Node, error) {
+	pp, err := proxyproto.ParseVersion(b.ProxyProtocol)
+	if err != nil {
+		return topology.Node{}, fmt.Errorf("backend %s: %w", b.Name, err)
+	}
+	return topology.Node{Name: b.Name, Address: b.Address, Zone: b.Zone, Role: role, ProxyProtocol: pp}, nil
+}
+
 // newTopology builds the nodes' topology from the backends. With a monitor account the monitor
 // watches every node (newMonitor); without one, a node a session failed to reach is probed every
 // monitor.interval until it sends its greeting again.
@@ -267,7 +277,11 @@ func newTopology(cfg *config.Config, log *slog.Logger) (*topology.Topology, erro
 		if err != nil {
 			return nil, fmt.Errorf("backend %s: %w", b.Name, err)
 		}
-		nodes = append(nodes, topology.Node{Name: b.Name, Address: b.Address, Zone: b.Zone, Role: role})
+		n, err := nodeOf(b, role)
+		if err != nil {
+			return nil, err
+		}
+		nodes = append(nodes, n)
 	}
 	o := topology.Options{
 		Nodes:         nodes,

@@ -180,6 +180,11 @@ func (c *Conn) authenticate(o Options, hs *mysql.Handshake, n negotiation) error
 	if err := c.WritePacketFlush(buf); err != nil {
 		return err
 	}
+	if len(o.ProxyHeader) > 0 {
+		if err := c.refusedHeader(); err != nil {
+			return err
+		}
+	}
 	nonce := hs.Nonce
 	for {
 		p, err := c.readPacket()
@@ -203,6 +208,28 @@ func (c *Conn) authenticate(o Options, hs *mysql.Handshake, n negotiation) error
 			return fmt.Errorf("unexpected packet 0x%02x during authentication", p[0])
 		}
 	}
+}
+
+// refusedHeader reads the node's refusal of the client a PROXY protocol header named, when
+// that is what comes first: the node reads the header after its greeting and, when it does not
+// take it (the client's host is not allowed: MariaDB's 1130; a header from an address it does
+// not trust), answers it with an ERR of the greeting's next sequence id, 1 — the one the
+// handshake response carried too, so that ERR reads as out of sequence. nil when the next
+// packet is anything else, left for the exchange to read.
+func (c *Conn) refusedHeader() error {
+	n, seq, err := c.PeekHeader()
+	if err != nil || seq != 1 || c.Seq() == 1 {
+		return nil // the read that follows reports a broken connection
+	}
+	if p, err := c.PeekPayload(n, 1); err != nil || len(p) == 0 || p[0] != 0xff {
+		return nil
+	}
+	c.SetSeq(1)
+	p, err := c.readPacket()
+	if err != nil {
+		return err
+	}
+	return mysql.ParseERR(p)
 }
 
 // loggedIn takes the node's final OK: the status it reports, and the compressed protocol from
