@@ -2,9 +2,11 @@ package backend
 
 import (
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -108,6 +110,43 @@ func TestDialProxyHeaderRefused(t *testing.T) {
 	_, err = dialScripted(ln.Addr().String(), Options{ProxyHeader: header})
 	var se *mysql.SQLError
 	if !errors.As(err, &se) || se.Code != 1130 {
+		t.Fatalf("got %v, want the node's 1130", err)
+	}
+}
+
+// TestDialProxyHeaderRefusedBeforeTLS: under backend TLS, the node's refusal of the header's
+// client comes where the TLS handshake expected the node's first record: it is still the
+// node's own ERR.
+func TestDialProxyHeaderRefusedBeforeTLS(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	header := []byte("PROXY TCP4 127.0.0.2 127.0.0.1 50000 6033\r\n")
+	go func() {
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer nc.Close()
+		_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+		c := mysql.NewConn(nc, 0, 0)
+		hs := mariaDBHandshake()
+		hs.Capabilities |= mysql.ClientSSL
+		if c.WritePacketFlush(mysql.AppendHandshake(nil, hs)) != nil {
+			return
+		}
+		if _, err := io.ReadFull(nc, make([]byte, len(header))); err != nil {
+			return
+		}
+		c.SetSeq(1)
+		_ = c.WritePacketFlush(mysql.AppendERR(nil, mysql.NewError(1130, "HY000", "Host '127.0.0.2' is not allowed to connect to this MariaDB server")))
+		_, _ = io.Copy(io.Discard, nc) // until the client hangs up
+	}()
+	_, err = dialScripted(ln.Addr().String(), Options{ProxyHeader: header, TLS: &tls.Config{InsecureSkipVerify: true}, TLSRequired: true})
+	var se *mysql.SQLError
+	if !errors.As(err, &se) || se.Code != 1130 || !strings.Contains(se.Message, "127.0.0.2") {
 		t.Fatalf("got %v, want the node's 1130", err)
 	}
 }
