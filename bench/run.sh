@@ -63,7 +63,9 @@
 #   SLUICE_BIN=path                use this sluice binary instead of building one
 #   SLUICE_BASE_BIN=path           also run system sluice-b with this binary (e.g. one built from the
 #                                  commit before a change: git worktree add /tmp/base HEAD~1 &&
-#                                  go build -o /tmp/sluice-base ./cmd/sluice in it)
+#                                  go build -o /tmp/sluice-base ./cmd/sluice in it), and in the
+#                                  consistency part sluice-cb: global and latest served by it
+#                                  (levels global-before, latest-before), interleaved
 #   KEEP=1                         keep the work directory and the sandbox
 #   PROFILE_DIR=dir                write CPU profiles of the sluices there (sluice-p.cpu,
 #                                  sluice-r.cpu, sluice-c.cpu, sluice-off.cpu, sluice-session.cpu;
@@ -222,6 +224,7 @@ haproxy_pid=
 pid_p=
 admin_p=
 pid_c=
+pid_cb=
 pid_r=
 pid_b=
 pid_so=
@@ -263,6 +266,8 @@ bench_cleanup() {
 	pid_r=
 	fl_stop_pid "$pid_c"
 	pid_c=
+	fl_stop_pid "$pid_cb"
+	pid_cb=
 	# sluice-b and the short part's sluices; the last one started is FL_SLUICE_PID (fl_cleanup's).
 	local p
 	for p in "$pid_b" "$pid_so" "$pid_ss"; do
@@ -723,49 +728,72 @@ if ((want_cons)); then
 	weights=$(awk '/^  - name: / { in_rw = ($3 == "rw") }
 		in_rw && /^    read_weights:/ { sub(/^    read_weights: */, ""); print; exit }' "$FL_SANDBOX_DIR/sluice.yaml")
 	[[ $weights == *"$primary_name: 0"* ]] || fl_die "unexpected read_weights of endpoint rw in the sandbox's sluice.yaml: '$weights'"
-	: >"$work/cons-endpoints.yaml"
 	used=" "
-	for lv in "${levels[@]}"; do
-		port=$(free_port)
-		while [[ $used == *" $port "* ]]; do port=$(free_port); done
-		used+="$port "
-		cons_addr[$lv]=127.0.0.1:$port
-		printf '  - name: cons-%s\n    listen: %s\n    mode: read-write\n    read_weights: %s\n    balance: least-active\n    consistency: %s\n' \
-			"$lv" "${cons_addr[$lv]}" "$weights" "$lv" >>"$work/cons-endpoints.yaml"
-		if [[ -n $cons_timeout ]]; then
-			printf '    consistency_timeout: %s\n' "$cons_timeout" >>"$work/cons-endpoints.yaml"
-		fi
-	done
-	# The sandbox's configuration with its endpoints section replaced by those three.
-	awk -v f="$work/cons-endpoints.yaml" '
-		/^endpoints:$/ { print; while ((getline l < f) > 0) print l; skip = 1; done = 1; next }
-		skip && /^[^ ]/ { skip = 0 }
-		!skip { print }
-		END { if (!done) exit 3 }' "$FL_SANDBOX_DIR/sluice.yaml" >"$work/sluice-c.yaml" ||
-		fl_die "cannot write sluice-c.yaml (no endpoints section in the sandbox's sluice.yaml?)"
-	set_threads "$work/sluice-c.yaml" "$sluice_threads"
-	sluice_c_args=()
-	if [[ -n ${PROFILE_DIR:-} ]]; then
-		sluice_c_args=(--cpuprofile "$PROFILE_DIR/sluice-c.cpu")
-	fi
-	"$FL_SLUICE" serve --config "$work/sluice-c.yaml" ${sluice_c_args[@]+"${sluice_c_args[@]}"} >"$work/sluice-c.log" 2>&1 &
-	pid_c=$!
-	for lv in "${levels[@]}"; do
-		t0=$SECONDS
-		until (exec 3<>"/dev/tcp/127.0.0.1/${cons_addr[$lv]##*:}") 2>/dev/null; do
-			kill -0 "$pid_c" 2>/dev/null || fl_die "sluice-c exited (see $work/sluice-c.log)"
-			((SECONDS - t0 < 30)) || fl_die "sluice-c did not listen on ${cons_addr[$lv]}"
-			sleep 0.2
+	# cons_config NAME LABEL...: NAME.yaml, the sandbox's configuration with its endpoints
+	# replaced by one read-write endpoint cons-LABEL per label, at the level the label starts
+	# with (latest-before: latest), on fresh ports (cons_addr[LABEL]).
+	cons_config() {
+		local name=$1 lv port
+		shift
+		: >"$work/$name-endpoints.yaml"
+		for lv in "$@"; do
+			port=$(free_port)
+			while [[ $used == *" $port "* ]]; do port=$(free_port); done
+			used+="$port "
+			cons_addr[$lv]=127.0.0.1:$port
+			printf '  - name: cons-%s\n    listen: %s\n    mode: read-write\n    read_weights: %s\n    balance: least-active\n    consistency: %s\n' \
+				"$lv" "${cons_addr[$lv]}" "$weights" "${lv%-before}" >>"$work/$name-endpoints.yaml"
+			if [[ -n $cons_timeout ]]; then
+				printf '    consistency_timeout: %s\n' "$cons_timeout" >>"$work/$name-endpoints.yaml"
+			fi
 		done
-	done
-	# Each endpoint is at its level; the nodes' positions come from their binlog streams once
-	# sluice-c has seen them (up to 15 s; otherwise the monitor's polls, which is noted).
-	for lv in "${levels[@]}"; do
-		row=$(fl_sql "${cons_addr[$lv]}" -c -e '/*PROXY_INTERNAL*/ SHOW CONSISTENCY') || fl_die "SHOW CONSISTENCY through cons-$lv failed"
-		IFS=$'\t' read -r ep level timeout_ms _ _ <<<"$row"
-		[[ $ep == "cons-$lv" && $level == "$lv" ]] || fl_die "cons-$lv: SHOW CONSISTENCY says endpoint '$ep', consistency '$level'"
-		cons_timeout_ms=$timeout_ms
-	done
+		awk -v f="$work/$name-endpoints.yaml" '
+			/^endpoints:$/ { print; while ((getline l < f) > 0) print l; skip = 1; done = 1; next }
+			skip && /^[^ ]/ { skip = 0 }
+			!skip { print }
+			END { if (!done) exit 3 }' "$FL_SANDBOX_DIR/sluice.yaml" >"$work/$name.yaml" ||
+			fl_die "cannot write $name.yaml (no endpoints section in the sandbox's sluice.yaml?)"
+		set_threads "$work/$name.yaml" "$sluice_threads"
+	}
+	# cons_start NAME BIN LABEL...: run BIN with NAME.yaml (cons_started: its pid), wait until
+	# each label's endpoint listens and says its level.
+	cons_start() {
+		local name=$1 bin=$2 lv t0 row ep level timeout_ms args=()
+		shift 2
+		if [[ -n ${PROFILE_DIR:-} ]]; then
+			args=(--cpuprofile "$PROFILE_DIR/$name.cpu")
+		fi
+		"$bin" serve --config "$work/$name.yaml" ${args[@]+"${args[@]}"} >"$work/$name.log" 2>&1 &
+		cons_started=$!
+		for lv in "$@"; do
+			t0=$SECONDS
+			until (exec 3<>"/dev/tcp/127.0.0.1/${cons_addr[$lv]##*:}") 2>/dev/null; do
+				kill -0 "$cons_started" 2>/dev/null || fl_die "$name exited (see $work/$name.log)"
+				((SECONDS - t0 < 30)) || fl_die "$name did not listen on ${cons_addr[$lv]}"
+				sleep 0.2
+			done
+			row=$(fl_sql "${cons_addr[$lv]}" -c -e '/*PROXY_INTERNAL*/ SHOW CONSISTENCY') || fl_die "SHOW CONSISTENCY through cons-$lv failed"
+			IFS=$'\t' read -r ep level timeout_ms _ _ <<<"$row"
+			[[ $ep == "cons-$lv" && $level == "${lv%-before}" ]] || fl_die "cons-$lv: SHOW CONSISTENCY says endpoint '$ep', consistency '$level'"
+			cons_timeout_ms=$timeout_ms
+		done
+	}
+	cons_config sluice-c "${levels[@]}"
+	cons_start sluice-c "$FL_SLUICE" "${levels[@]}"
+	pid_c=$cons_started
+	# The systems run: every level on sluice-c; with SLUICE_BASE_BIN, global and latest again
+	# on sluice-cb, the base binary (labels global-before, latest-before), interleaved.
+	cons_systems=("${levels[@]}")
+	declare -A cons_pid=()
+	for lv in "${levels[@]}"; do cons_pid[$lv]=$pid_c; done
+	if [[ -n $base_bin ]]; then
+		cons_config sluice-cb global-before latest-before
+		cons_start sluice-cb "$base_bin" global-before latest-before
+		pid_cb=$cons_started
+		cons_systems+=(global-before latest-before)
+		cons_pid[global-before]=$pid_cb
+		cons_pid[latest-before]=$pid_cb
+	fi
 	for _ in $(seq 75); do
 		cons_sources=$(fl_sql "${cons_addr[eventual]}" -c -e '/*PROXY_INTERNAL*/ SHOW NODES' |
 			awk -F '\t' '{ printf "%s%s: %s", sep, $1, $13; sep = ", " }')
@@ -801,10 +829,10 @@ if ((want_cons)); then
 		fi
 		printf '%s\t%s\n' "$1" "${wtps:--}" >>"$3"
 	}
-	cons_total=$((${#cons_workloads[@]} * ${#cons_modes[@]} * reps * ${#levels[@]}))
+	cons_total=$((${#cons_workloads[@]} * ${#cons_modes[@]} * reps * ${#cons_systems[@]}))
 	cons_time=0
 	for wl in "${cons_workloads[@]}"; do
-		cons_time=$((cons_time + $(time_of "$wl") * ${#cons_modes[@]} * reps * ${#levels[@]}))
+		cons_time=$((cons_time + $(time_of "$wl") * ${#cons_modes[@]} * reps * ${#cons_systems[@]}))
 	done
 	fl_log "consistency: $cons_total runs, ${cons_time}s of sysbench"
 	i=0
@@ -812,11 +840,11 @@ if ((want_cons)); then
 		secs=$(time_of "$wl")
 		for m in "${cons_modes[@]}"; do
 			for ((rep = 1; rep <= reps; rep++)); do
-				for lv in "${levels[@]}"; do
+				for lv in "${cons_systems[@]}"; do
 					i=$((i + 1))
 					fl_log "[consistency $i/$cons_total] $wl $m cons-$lv rep $rep: ${secs}s x $cons_threads threads, writer ${cons_write_rate}/s"
 					cons_writer_start "${cons_addr[$lv]}" "$secs" "$work/writer-$wl-$m-cons-$lv-$rep.log"
-					one_run "cons-$lv" "${cons_addr[$lv]}" "$pid_c" "$wl" "$m" "$cons_threads" "$rep" "$secs" "$cons_runs"
+					one_run "cons-$lv" "${cons_addr[$lv]}" "${cons_pid[$lv]}" "$wl" "$m" "$cons_threads" "$rep" "$secs" "$cons_runs"
 					cons_writer_end "$wl $m cons-$lv rep $rep" "$work/writer-$wl-$m-cons-$lv-$rep.log" "$cons_writes"
 				done
 			done
@@ -866,6 +894,9 @@ if ((want_cons)); then
 	kill -0 "$pid_c" 2>/dev/null || fl_die "sluice-c (pid $pid_c) is not running any more"
 	if fl_sluice_panicked "$work/sluice-c.log"; then
 		failures+=("sluice-c logged a panic (see $work/sluice-c.log)")
+	fi
+	if [[ -n $pid_cb ]] && fl_sluice_panicked "$work/sluice-cb.log"; then
+		failures+=("sluice-cb logged a panic (see $work/sluice-cb.log)")
 	fi
 fi
 

@@ -114,28 +114,73 @@ func (p Position) ContainsGTID(g []byte) bool {
 	if p.flavor != MariaDB || p.domains == nil {
 		return false
 	}
+	one, ok := ParseGTID(g)
+	if !ok {
+		return false
+	}
+	mine, ok := p.domains[one.Domain]
+	return ok && mine.seq >= one.Seq
+}
+
+// GTID is one MariaDB GTID: a transaction's replication domain, the server that first
+// committed it, and its sequence number in the domain.
+type GTID struct {
+	Domain, Server uint32
+	Seq            uint64
+}
+
+// ParseGTID reads one MariaDB GTID (domain-server-seq, as a commit's OK reports it) without
+// allocating; ok is false for anything else (a MySQL GTID, a list, numbers out of range).
+func ParseGTID(g []byte) (GTID, bool) {
 	var nums [3]uint64
 	part, digits := 0, 0
 	for _, c := range g {
 		switch {
 		case c >= '0' && c <= '9':
-			if nums[part] > (1<<64-1-9)/10 {
-				return false // out of range
+			if d := uint64(c - '0'); nums[part] > (1<<64-1-d)/10 {
+				return GTID{}, false // out of range
 			}
 			nums[part] = nums[part]*10 + uint64(c-'0')
 			digits++
 		case c == '-' && digits > 0 && part < 2:
 			part, digits = part+1, 0
 		default:
-			return false
+			return GTID{}, false
 		}
 	}
 	if part != 2 || digits == 0 || nums[0] > 1<<32-1 || nums[1] > 1<<32-1 {
-		return false
+		return GTID{}, false
 	}
-	mine, ok := p.domains[uint32(nums[0])]
-	return ok && mine.seq >= nums[2]
+	return GTID{Domain: uint32(nums[0]), Server: uint32(nums[1]), Seq: nums[2]}, true
 }
+
+// MariaDBPosition builds the MariaDB position of gs, the last GTID of each domain (a domain
+// named twice keeps its highest sequence number); no GTID gives the empty position.
+func MariaDBPosition(gs []GTID) Position {
+	p := Position{flavor: MariaDB, domains: make(map[uint32]mariaGTID, len(gs))}
+	for _, g := range gs {
+		if prev, ok := p.domains[g.Domain]; !ok || prev.seq < g.Seq {
+			p.domains[g.Domain] = mariaGTID{server: g.Server, seq: g.Seq}
+		}
+	}
+	p.text = p.format()
+	return p
+}
+
+// AppendGTIDs appends the last GTID of each domain of MariaDB position p to dst (nothing for a
+// MySQL or zero p), in no particular order.
+func (p Position) AppendGTIDs(dst []GTID) []GTID {
+	if p.flavor != MariaDB {
+		return dst
+	}
+	for d, g := range p.domains {
+		dst = append(dst, GTID{Domain: d, Server: g.server, Seq: g.seq})
+	}
+	return dst
+}
+
+// Flavor is the family p was parsed for.
+func (p Position) Flavor() Flavor { return p.flavor }
 
 // Equal reports whether p and q contain each other.
 func (p Position) Equal(q Position) bool { return p.Contains(q) && q.Contains(p) }

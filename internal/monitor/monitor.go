@@ -398,6 +398,10 @@ func (m *Monitor) round(now time.Time) {
 		if err == nil && c.Health == topology.Healthy && m.opts.Positions != nil && !c.Faulty() && !c.Unsynced {
 			m.opts.Positions.AdvanceNode(c.Node, applied)
 		}
+		if err == nil && i != p && m.opts.Positions != nil {
+			// A replica that reports less than a wait found there has gone back.
+			m.opts.Positions.CheckNode(c.Node, applied, c.Began)
+		}
 		if (i == p || i == snap.Primary) && m.opts.Positions != nil {
 			// What sluice knows the primary wrote: its last check, and what its binlog stream
 			// (or an earlier check) reported since. A new primary must hold all of it

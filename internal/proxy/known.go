@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"bytes"
+	"sync"
 	"sync/atomic"
 
 	"github.com/sluicedb/sluice/internal/gtid"
@@ -21,16 +23,37 @@ import (
 // said no GTID (a primary connection that does not track last_gtid), is in it once the
 // primary's stream delivered it.
 //
-// The position is immutable and published by an atomic pointer: reads load it without a lock;
-// writers merge and compare-and-swap. The proxy owns one; any session goroutine may call it.
+// Writers (noteCommit, and target folding the primary's position in) take mu and move the
+// per-domain table, which costs no allocation for a domain seen before (MariaDB; MySQL's sets
+// are merged, which allocates), and count the move in version. Readers load the position built
+// for the current version, lock-free; the first reader after a move builds it (under mu, once
+// per move, not per read). The proxy owns one; any session goroutine may call it.
 //
 // It is kept only once an endpoint reads at latest (use): until then noteCommit returns at once,
-// so that the write path of a proxy that does not use the level pays nothing (a commit that
-// moves the position allocates the merged one). Once on it stays on: a level switched off and
-// on again must not find a position that missed the commits in between.
+// so that the write path of a proxy that does not use the level pays nothing. Once on it stays
+// on: a level switched off and on again must not find a position that missed the commits in
+// between.
 type knownCommits struct {
-	cur atomic.Pointer[gtid.Position]
-	on  atomic.Bool
+	on atomic.Bool
+	// version counts the moves of the known position (under mu); built is the position as of
+	// one version (nil: none built yet).
+	version atomic.Uint64
+	built   atomic.Pointer[builtPosition]
+
+	mu sync.Mutex
+	// known: a commit or the primary's position was seen (before, nothing is known: the zero
+	// Position). domains: MariaDB, the last GTID of each domain seen; mysql: MySQL, the union
+	// of what was seen.
+	known   bool
+	domains []gtid.GTID
+	mysql   gtid.Position
+	scratch []gtid.GTID // target's, to fold the primary's position in
+}
+
+// builtPosition is the known position as of version, immutable once published.
+type builtPosition struct {
+	version uint64
+	pos     gtid.Position
 }
 
 // use starts keeping the position when level is route.Latest (an endpoint added or changed to
@@ -42,72 +65,110 @@ func (k *knownCommits) use(level route.Consistency) {
 }
 
 // noteCommit merges g, the GTID of one commit as a primary connection's OK reported it
-// (MariaDB's last_gtid, MySQL's OWN_GTID), into the known position. A GTID already contained
-// costs no allocation (MariaDB); one that moves the position allocates the merged one.
+// (MariaDB's last_gtid, MySQL's OWN_GTID), into the known position. A MariaDB GTID costs no
+// allocation; one already contained in the position built last takes no lock either.
 func (k *knownCommits) noteCommit(g []byte) {
 	if len(g) == 0 || !k.on.Load() {
 		return
 	}
-	flavor := gtid.MariaDB
-	for _, c := range g {
-		if c == ':' {
-			flavor = gtid.MySQL // uuid:n; MariaDB's domain-server-seq has no colon
-			break
-		}
-	}
-	var q gtid.Position
-	for {
-		cur := k.cur.Load()
-		if cur != nil && cur.ContainsGTID(g) {
+	if one, ok := gtid.ParseGTID(g); ok {
+		if b := k.built.Load(); b != nil && b.pos.ContainsGTID(g) {
 			return
 		}
-		if q.IsZero() {
-			var err error
-			if q, err = gtid.Parse(flavor, string(g)); err != nil {
-				return // not a GTID: nothing to know
-			}
+		k.mu.Lock()
+		if k.addLocked(one) || !k.known {
+			k.known = true
+			k.version.Add(1)
 		}
-		next := q
-		if cur != nil {
-			if cur.Contains(q) {
-				return
+		k.mu.Unlock()
+		return
+	}
+	if bytes.IndexByte(g, ':') < 0 {
+		return // neither a MariaDB GTID nor a MySQL one (uuid:n): nothing to know
+	}
+	q, err := gtid.Parse(gtid.MySQL, string(g))
+	if err != nil {
+		return
+	}
+	k.mu.Lock()
+	if !k.mysql.Contains(q) || !k.known {
+		k.mysql = k.mysql.Merge(q)
+		k.known = true
+		k.version.Add(1)
+	}
+	k.mu.Unlock()
+}
+
+// addLocked records MariaDB commit g, reporting whether it moved its domain. With k.mu held.
+func (k *knownCommits) addLocked(g gtid.GTID) bool {
+	for i := range k.domains {
+		if k.domains[i].Domain == g.Domain {
+			if k.domains[i].Seq >= g.Seq {
+				return false
 			}
-			next = cur.Merge(q)
-		}
-		if k.cur.CompareAndSwap(cur, &next) {
-			return
+			k.domains[i] = g
+			return true
 		}
 	}
+	k.domains = append(k.domains, g) // a domain not seen before: rare
+	return true
+}
+
+// position returns the known position as of now (the zero Position when nothing is known),
+// building it when it moved since it was last built.
+func (k *knownCommits) position() gtid.Position {
+	v := k.version.Load()
+	if b := k.built.Load(); b != nil && b.version == v {
+		return b.pos
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	v = k.version.Load() // stable under mu
+	if b := k.built.Load(); b != nil && b.version == v {
+		return b.pos
+	}
+	var pos gtid.Position
+	switch {
+	case !k.known:
+	case len(k.domains) > 0 || k.mysql.IsZero():
+		pos = gtid.MariaDBPosition(k.domains)
+	default:
+		pos = k.mysql
+	}
+	k.built.Store(&builtPosition{version: v, pos: pos})
+	return pos
 }
 
 // target returns the position a latest-level read must see: the known position with primary
-// (the primary's position as its stream or the monitor reported it; zero when unknown) merged
-// in. When primary has something the known position lacks, the merge is published, so that the
-// reads after this one find it without merging again. The zero Position: nothing is known (no
-// commit seen, the primary's position not yet reported).
+// (the primary's position as its stream or the monitor reported it; zero when unknown) folded
+// in. When primary has something the known position lacks, it is folded into the table, so
+// that the reads after this one find it without folding again. The zero Position: nothing is
+// known (no commit seen, the primary's position not yet reported).
 func (k *knownCommits) target(primary gtid.Position) gtid.Position {
-	for {
-		cur := k.cur.Load()
-		switch {
-		case cur == nil && primary.IsZero():
-			return gtid.Position{}
-		case cur == nil:
-			first := primary // its own variable: primary itself must not move to the heap
-			if k.cur.CompareAndSwap(nil, &first) {
-				return first
+	pos := k.position()
+	if primary.IsZero() || (!pos.IsZero() && pos.Contains(primary)) {
+		return pos
+	}
+	k.mu.Lock()
+	moved := !k.known
+	k.known = true
+	if primary.Flavor() == gtid.MySQL {
+		if !k.mysql.Contains(primary) {
+			k.mysql, moved = k.mysql.Merge(primary), true
+		}
+	} else {
+		k.scratch = primary.AppendGTIDs(k.scratch[:0])
+		for _, g := range k.scratch {
+			if k.addLocked(g) {
+				moved = true
 			}
-			continue
-		case primary.IsZero() || cur.Contains(primary):
-			return *cur
-		}
-		next := cur.Merge(primary)
-		if next.String() == cur.String() {
-			return *cur // nothing to merge (another flavour): nothing to publish
-		}
-		if k.cur.CompareAndSwap(cur, &next) {
-			return next
 		}
 	}
+	if moved {
+		k.version.Add(1)
+	}
+	k.mu.Unlock()
+	return k.position()
 }
 
 // latestPosition is the target of a latest-level read that arrives now (knownCommits.target),

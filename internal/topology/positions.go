@@ -3,6 +3,7 @@ package topology
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/sluicedb/sluice/internal/gtid"
 )
@@ -38,6 +39,7 @@ type Positions struct {
 type seen struct {
 	pos   gtid.Position
 	epoch uint64
+	at    time.Time // when the last confirmation moved pos
 }
 
 // applied is one node's position, immutable once published; changed is closed when a later one
@@ -183,7 +185,27 @@ func (p *Positions) Confirm(i int, epoch uint64, pos gtid.Position) {
 	if cur.epoch != epoch || cur.pos.Contains(pos) {
 		return
 	}
-	p.visible[i].Store(&seen{pos: cur.pos.Merge(pos), epoch: epoch})
+	p.visible[i].Store(&seen{pos: cur.pos.Merge(pos), epoch: epoch, at: time.Now()})
+}
+
+// CheckNode holds what a check of node n that began at began read as its applied position
+// against what waits found visible there: when the node reports less than was confirmed
+// before the check began, its replication position went back (SET GLOBAL gtid_slave_pos, a
+// restore that kept the server running) and what was confirmed is forgotten, so reads wait on
+// the node again. A confirmation after began proves nothing either way and is kept.
+func (p *Positions) CheckNode(n *Node, applied gtid.Position, began time.Time) {
+	i := n.Index
+	if i < 0 || i >= len(p.visible) || applied.IsZero() {
+		return
+	}
+	if v := p.visible[i].Load(); v.pos.IsZero() || !v.at.Before(began) || applied.Contains(v.pos) {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if v := p.visible[i].Load(); p.owner[i] == n && !v.pos.IsZero() && v.at.Before(began) && !applied.Contains(v.pos) {
+		p.forget(i)
+	}
 }
 
 // Visible reports whether a wait on node i was seen to find everything target has visible there

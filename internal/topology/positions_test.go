@@ -167,3 +167,33 @@ func TestPositionsVisible(t *testing.T) {
 		t.Fatal("visible after the slot changed hands")
 	}
 }
+
+// TestPositionsCheckNodeForgetsOnRegression: a check that began after a confirmation and read
+// less than was confirmed forgets it (the node's replication position went back); a check that
+// began before the confirmation, or that read as much, keeps it.
+func TestPositionsCheckNodeForgetsOnRegression(t *testing.T) {
+	n := &Node{Name: "r", Index: 0}
+	p := NewPositions(1)
+	p.Own(0, n)
+	before := time.Now()
+	time.Sleep(time.Millisecond)
+	p.Confirm(0, p.Epoch(0), pos(t, "0-1-10"))
+	time.Sleep(time.Millisecond)
+	after := time.Now()
+	p.CheckNode(n, pos(t, "0-1-5"), before) // began before the confirmation: inconclusive
+	if !p.Visible(0, pos(t, "0-1-10")) {
+		t.Fatal("a check that began before the confirmation forgot it")
+	}
+	p.CheckNode(n, pos(t, "0-1-12"), after) // as much or more: kept
+	if !p.Visible(0, pos(t, "0-1-10")) {
+		t.Fatal("a check that read more forgot the confirmation")
+	}
+	p.CheckNode(&Node{Name: "other", Index: 0}, pos(t, "0-1-5"), after) // not the slot's node
+	if !p.Visible(0, pos(t, "0-1-10")) {
+		t.Fatal("another node's check forgot the confirmation")
+	}
+	p.CheckNode(n, pos(t, "0-1-5"), after)
+	if p.Visible(0, pos(t, "0-1-1")) {
+		t.Fatal("a check that read less than was confirmed kept the confirmation")
+	}
+}
