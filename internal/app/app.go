@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -245,7 +246,8 @@ func CheckMonitor(ctx context.Context, cfg *config.Config) ([]MonitorLogin, erro
 	for i, b := range cfg.Backends {
 		out[i] = MonitorLogin{Node: b.Name, Address: b.Address}
 		wg.Go(func() {
-			c, err := dialMonitor(ctx, cfg, btls, mode, pubKey, &topology.Node{Name: b.Name, Address: b.Address})
+			pp, _ := proxyproto.ParseVersion(b.ProxyProtocol) // validated with the file
+			c, err := dialMonitor(ctx, cfg, btls, mode, pubKey, &topology.Node{Name: b.Name, Address: b.Address, ProxyProtocol: pp})
 			if err != nil {
 				var se *mysql.SQLError
 				out[i].Err, out[i].Denied = err, errors.As(err, &se)
@@ -328,6 +330,12 @@ func newMonitor(cfg *config.Config, topo *topology.Topology, positions *topology
 func dialMonitor(ctx context.Context, cfg *config.Config, btls *tls.Config, mode backend.TLSMode, pubKey []byte, n *topology.Node) (*backend.Conn, error) {
 	creds := backend.Credentials{User: cfg.Monitor.User, Password: cfg.Monitor.Password, HasPassword: true}
 	o := backend.Options{Address: n.Address, Credentials: creds, ConnectTimeout: cfg.Timeouts.Connect.Duration, ServerPublicKey: pubKey}
+	if n.ProxyProtocol != proxyproto.Off {
+		// A header naming no client (v1 UNKNOWN, v2 LOCAL): the node keeps sluice's own address
+		// for the monitor, and a node that does not take headers from sluice refuses the
+		// monitor as it refuses every session (1130), so it is seen down, not only by clients.
+		o.ProxyHeader = proxyproto.Append(nil, n.ProxyProtocol, netip.AddrPort{}, netip.AddrPort{})
+	}
 	if mode == backend.TLSPreferred || mode == backend.TLSRequired {
 		o.TLS, o.TLSRequired = btls.Clone(), mode == backend.TLSRequired
 		if o.TLS.ServerName == "" {

@@ -1,11 +1,17 @@
 package app
 
 import (
+	"context"
 	"encoding/json"
+	"io"
+	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/sluicedb/sluice/internal/config"
 	"github.com/sluicedb/sluice/internal/proxyproto"
 )
 
@@ -51,4 +57,64 @@ func TestNodesProxyProtocol(t *testing.T) {
 	if !found {
 		t.Errorf("a reload changing a node's proxy_protocol: restart %q, want it listed", ch.Restart)
 	}
+}
+
+// TestMonitorProxyHeader: with proxy_protocol, the monitor's login (here `serve --check`'s)
+// starts with a header naming no client (v1 UNKNOWN, v2 LOCAL), so the node keeps sluice's
+// address for it and refuses it where it refuses sessions' headers; without, nothing comes
+// before the login.
+func TestMonitorProxyHeader(t *testing.T) {
+	for _, tc := range []struct {
+		version string
+		want    string
+	}{
+		{"v1", "PROXY UNKNOWN\r\n"},
+		{"v2", "\r\n\r\n\x00\r\nQUIT\n\x20\x00\x00\x00"},
+		{"off", ""},
+	} {
+		t.Run(tc.version, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			got := make(chan []byte, 1)
+			go func() {
+				nc, err := ln.Accept()
+				if err != nil {
+					close(got)
+					return
+				}
+				defer nc.Close()
+				// No greeting: what the client sends first, then it times out.
+				_ = nc.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+				b, _ := io.ReadAll(nc)
+				got <- b
+			}()
+			text := strings.Replace(offline, "address: 127.0.0.1:1,", "address: "+ln.Addr().String()+", proxy_protocol: "+tc.version+",", 1) +
+				"monitor: {user: mon, password: mon}\ntimeouts: {connect: 500ms}\n"
+			cfg := loadText(t, text)
+			logins, err := CheckMonitor(context.Background(), cfg)
+			if err != nil || len(logins) == 0 || logins[0].Err == nil {
+				t.Fatalf("CheckMonitor: %+v, %v", logins, err)
+			}
+			if b := <-got; string(b) != tc.want {
+				t.Errorf("the node read %q first, want %q", b, tc.want)
+			}
+		})
+	}
+}
+
+// loadText loads a configuration file with text.
+func loadText(t *testing.T, text string) *config.Config {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "sluice.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }

@@ -285,9 +285,11 @@ type Backend struct {
 	// to the node for a client starts with a PROXY protocol header naming that client's
 	// address (and the endpoint's), so the node's USER(), processlist, logs and host-based
 	// grants see the client, not sluice. The node must trust sluice's address for it
-	// (MariaDB: proxy_protocol_networks listing sluice's address only); sluice's own
-	// connections (monitor, binlog streams, accounts) send no header, which such a node
-	// accepts. Pooled connections are shared only by sessions from the same client address.
+	// (MariaDB: proxy_protocol_networks listing sluice's address only). The monitor's and
+	// accounts.from_primary's connections send a header naming no client (v1 UNKNOWN, v2
+	// LOCAL: the node keeps sluice's address; a node refusing headers from sluice is seen
+	// down); the binlog streams send none. Pooled connections are shared only by sessions
+	// from the same client address.
 	ProxyProtocol string `yaml:"proxy_protocol"`
 }
 
