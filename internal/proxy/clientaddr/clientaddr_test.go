@@ -33,6 +33,21 @@ func TestNodesSeeTheClient(t *testing.T) {
 	for _, v := range []string{config.ProxyProtocolV1, config.ProxyProtocolV2} {
 		t.Run(v, func(t *testing.T) {
 			a := startSluice(t, version(v))
+			// The monitor logs in with its own header (naming no client): the nodes take it.
+			deadline := time.Now().Add(10 * time.Second)
+			for _, n := range a.Nodes() {
+				for n.State != "up" || n.ServerID == 0 {
+					if time.Now().After(deadline) {
+						t.Fatalf("node %s: state %s, server_id %d, error %q: the monitor has not logged in", n.Name, n.State, n.ServerID, n.Error)
+					}
+					time.Sleep(50 * time.Millisecond)
+					for _, m := range a.Nodes() {
+						if m.Name == n.Name {
+							n = m
+						}
+					}
+				}
+			}
 			s := mustConnect(t, "127.0.0.2", a.Addr("rw"), appUser, appPassword)
 			for _, node := range []string{"primary", "replica1"} {
 				w := s.ask(t, node)
