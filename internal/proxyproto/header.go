@@ -63,7 +63,8 @@ func Append(b []byte, v Version, src, dst netip.AddrPort) []byte {
 	if v == Off {
 		return b
 	}
-	s, d := src.Addr().Unmap(), dst.Addr().Unmap()
+	// A zone (fe80::1%eth0) has no place in either version: the address alone.
+	s, d := src.Addr().Unmap().WithZone(""), dst.Addr().Unmap().WithZone("")
 	known := src.IsValid() && dst.IsValid()
 	if known && s.Is4() != d.Is4() {
 		s, d = netip.AddrFrom16(s.As16()), netip.AddrFrom16(d.As16())

@@ -22,6 +22,7 @@ func TestAppend(t *testing.T) {
 		{"v1 mixed is tcp6", V1, ap("10.1.2.3:1"), ap("[::1]:2"), "PROXY TCP6 ::ffff:10.1.2.3 ::1 1 2\r\n"},
 		{"v1 longest", V1, ap("[ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffe]:65535"), ap("[ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffe]:65535"),
 			"PROXY TCP6 ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffe ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffe 65535 65535\r\n"},
+		{"v1 zone dropped", V1, ap("[fe80::1%eth0]:1"), ap("[fe80::2%eth0]:2"), "PROXY TCP6 fe80::1 fe80::2 1 2\r\n"},
 		{"v1 unknown", V1, netip.AddrPort{}, ap("127.0.0.1:6033"), "PROXY UNKNOWN\r\n"},
 		{"v2 tcp4", V2, ap("127.0.0.2:50000"), ap("127.0.0.1:6033"),
 			sig + "\x21\x11\x00\x0c" + "\x7f\x00\x00\x02" + "\x7f\x00\x00\x01" + "\xc3\x50" + "\x17\x91"},
