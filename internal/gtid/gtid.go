@@ -26,9 +26,14 @@ const (
 
 // FlavorOf tells the family from a server's version (@@version, the handshake's): MariaDB
 // says so in it; any other is MySQL.
+//
+// It does not allocate: the read path asks it per read under a consistency level.
 func FlavorOf(version string) Flavor {
-	if strings.Contains(strings.ToLower(version), "mariadb") {
-		return MariaDB
+	const word = "mariadb"
+	for i := 0; i+len(word) <= len(version); i++ {
+		if version[i]|0x20 == 'm' && strings.EqualFold(version[i:i+len(word)], word) {
+			return MariaDB
+		}
 	}
 	return MySQL
 }

@@ -187,10 +187,17 @@ func TestFlavorOf(t *testing.T) {
 		"8.0.36":                         MySQL,
 		"8.4.0-commercial":               MySQL,
 		"":                               MySQL,
+		"MARIADB":                        MariaDB,
+		"mariad":                         MySQL,
+		"10.6-Maria-DB":                  MySQL,
 	} {
 		if got := FlavorOf(v); got != want {
 			t.Errorf("FlavorOf(%q) = %v, want %v", v, got, want)
 		}
+	}
+	// Asked per read under a consistency level: it must not allocate.
+	if a := testing.AllocsPerRun(100, func() { _ = FlavorOf("10.11.19-MariaDB-0+deb12u1-log") }); a != 0 {
+		t.Errorf("FlavorOf: %v allocations per call, want 0", a)
 	}
 }
 
@@ -231,5 +238,15 @@ func TestParseGTIDAndBuild(t *testing.T) {
 	back := MariaDBPosition(p.AppendGTIDs(nil))
 	if !back.Equal(p) {
 		t.Fatalf("AppendGTIDs round trip: %q", back.String())
+	}
+}
+
+// BenchmarkFlavorOf: a MariaDB version string, as the read path asks it.
+func BenchmarkFlavorOf(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if FlavorOf("10.11.19-MariaDB-0+deb12u1-log") != MariaDB {
+			b.Fatal("not MariaDB")
+		}
 	}
 }

@@ -34,6 +34,7 @@ type Conn struct {
 	whdr    [4]byte
 	dw      sockWriter
 	sr      sockReader
+	rdl     readDeadline   // the read deadline set through the Conn (deadline.go)
 	cw      countingWriter // under bw: counts what left the write buffer
 	// received counts the bytes read from the connection (sockReader, or the compressed
 	// layer's reads once compression is on): Received.

@@ -76,6 +76,19 @@ func (r *sockReader) init(c *Conn, nc net.Conn) {
 }
 
 func (r *sockReader) Read(p []byte) (int, error) {
+	n, err := r.read(p)
+	if err != nil && r.c.passedLoose(err) {
+		// The deadline left armed for the next command's wait (deadline.go) binds no other
+		// read: cleared, the read goes on.
+		if n > 0 {
+			return n, nil
+		}
+		n, err = r.read(p)
+	}
+	return n, err
+}
+
+func (r *sockReader) read(p []byte) (int, error) {
 	if r.rc == nil {
 		n, err := r.nc.Read(p)
 		r.c.received += uint64(n)

@@ -39,15 +39,21 @@ func (st *sessionStats) count(node int, reason route.Reason, took time.Duration)
 	if node < 0 || node >= st.nodes || int(reason) >= route.NumReasons {
 		return
 	}
-	st.byRoute[int(reason)*st.nodes+node].Add(1)
+	// Its session's goroutine is the only writer of a session's counts (an endpoint's are
+	// added to, never counted into): a load and a store keep each value whole for readers,
+	// without a locked read-modify-write per statement.
+	bump(&st.byRoute[int(reason)*st.nodes+node], 1)
 	secs := took.Seconds()
 	b := 0
 	for b < len(LatencyBuckets) && secs > LatencyBuckets[b] {
 		b++
 	}
-	st.lat[node*(len(LatencyBuckets)+1)+b].Add(1)
-	st.latSum[node].Add(uint64(took))
+	bump(&st.lat[node*(len(LatencyBuckets)+1)+b], 1)
+	bump(&st.latSum[node], uint64(took))
 }
+
+// bump adds n to a counter that only the calling goroutine writes.
+func bump(c *atomic.Uint64, n uint64) { c.Store(c.Load() + n) }
 
 // add adds o's counts to st, which has room for o's nodes (st.nodes >= o.nodes).
 func (st *sessionStats) add(o *sessionStats) {

@@ -76,29 +76,39 @@ func stallLimit(writeTimeout time.Duration) time.Duration {
 // stallLimit is the watch's stall limit (see the function of that name).
 func (w *idleWatch) stallLimit() time.Duration { return w.stall }
 
-// wait waits for the client's next command on c, which reads nc (the client's connection, TLS
-// once upgraded), watching the nodes past idleProbe and the idle timeout. On return (whatever
-// the error) no watcher runs; lostConns says which node connections the session must drop.
-func (w *idleWatch) wait(c *mysql.Conn, nc net.Conn, nodes *nodeWatch) error {
+// wait waits for the client's next command on c (the client's connection, TLS once
+// upgraded), watching the nodes past idleProbe and the idle timeout, counted from start (when
+// the session's last command ended, a moment ago: one clock reading less per command). On return (whatever the
+// error) no watcher runs; lostConns says which node connections the session must drop.
+//
+// Every deadline of the client's reads is set through c (mysql.Conn.SetReadDeadline): once a
+// command is in, the wait's deadline is left armed but loose (it binds no read of the
+// command), and the next wait takes it up again while it lies ahead, so that a client that
+// keeps sending costs no timer update per command. Such a deadline, armed by an earlier wait,
+// comes before this wait's own: reached then, it is set to this wait's and the wait goes on.
+func (w *idleWatch) wait(c *mysql.Conn, nodes *nodeWatch, start time.Time) error {
 	w.dropped = w.dropped[:0]
 	if b := c.Buffered(); b > 0 {
 		// Pipelined: the next command, or part of it, is already here. What is missing must
 		// come within the stall limit, as for a command that arrives in pieces.
 		if b >= 4 {
 			if n, _, err := c.PeekHeader(); err == nil && b >= 4+n {
-				_ = nc.SetReadDeadline(time.Time{})
+				c.LoosenReadDeadline()
 				return nil
 			}
 		}
-		_ = nc.SetReadDeadline(time.Now().Add(w.stall))
+		_ = c.SetReadDeadline(time.Now().Add(w.stall))
 		return nil
 	}
-	start := time.Now()
 	wait := idleProbe
 	if w.idle > 0 && w.idle < wait {
 		wait = w.idle
 	}
-	_ = nc.SetReadDeadline(start.Add(wait))
+	if at := c.ReadDeadline(); at.After(start) && !at.After(start.Add(wait)) {
+		c.TightenReadDeadline() // an earlier wait's, still ahead: it binds this wait
+	} else {
+		_ = c.SetReadDeadline(start.Add(wait))
+	}
 	// Past idleProbe the client's buffers are parked (mysql.Conn.Park): an idle client holds
 	// none, and the wait looks at the socket without reading until the client speaks. Every
 	// return takes them back.
@@ -112,11 +122,11 @@ func (w *idleWatch) wait(c *mysql.Conn, nc net.Conn, nodes *nodeWatch) error {
 		}
 		if err == nil {
 			if c.Buffered() >= 4+n {
-				_ = nc.SetReadDeadline(time.Time{})
+				c.LoosenReadDeadline() // binds none of the command's reads (see above)
 			} else {
 				// The rest of the command is still on its way: a client that stalls in the
 				// middle of it must not hold the session's node connection forever.
-				_ = nc.SetReadDeadline(time.Now().Add(w.stall))
+				_ = c.SetReadDeadline(time.Now().Add(w.stall))
 			}
 			return w.stop()
 		}
@@ -125,6 +135,11 @@ func (w *idleWatch) wait(c *mysql.Conn, nc net.Conn, nodes *nodeWatch) error {
 			return err
 		}
 		idle := time.Since(start)
+		if !w.active && idle < wait {
+			// An earlier wait's deadline, reached before this wait's (see above).
+			_ = c.SetReadDeadline(start.Add(wait))
+			continue
+		}
 		if w.idle > 0 && idle >= w.idle {
 			_ = w.stop()
 			return fmt.Errorf("idle for %s (timeouts.idle)", idle.Round(time.Second))
@@ -134,9 +149,9 @@ func (w *idleWatch) wait(c *mysql.Conn, nc net.Conn, nodes *nodeWatch) error {
 			c.Park()
 		}
 		if w.idle > 0 {
-			_ = nc.SetReadDeadline(start.Add(w.idle))
+			_ = c.SetReadDeadline(start.Add(w.idle))
 		} else {
-			_ = nc.SetReadDeadline(time.Time{})
+			_ = c.SetReadDeadline(time.Time{})
 		}
 	}
 }

@@ -62,7 +62,7 @@ func (r *idleRig) send() {
 func TestIdleWatchCommandInTime(t *testing.T) {
 	r := newIdleRig(t, 0, true)
 	r.send()
-	if err := r.w.wait(r.c, r.server, &r.watch); err != nil {
+	if err := r.w.wait(r.c, &r.watch, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if r.calls.Load() != 0 || len(r.w.lostConns()) != 0 {
@@ -79,7 +79,7 @@ func TestIdleWatchCommandInTime(t *testing.T) {
 func TestIdleWatchNodeLostKept(t *testing.T) {
 	r := newIdleRig(t, 0, true)
 	done := make(chan error, 1)
-	go func() { done <- r.w.wait(r.c, r.server, &r.watch) }()
+	go func() { done <- r.w.wait(r.c, &r.watch, time.Now()) }()
 	time.Sleep(idleProbe + 200*time.Millisecond)
 	if r.calls.Load() != 1 {
 		t.Fatalf("watch started %d times after idleProbe", r.calls.Load())
@@ -105,7 +105,7 @@ func TestIdleWatchNodeLostKept(t *testing.T) {
 func TestIdleWatchNodeLostFatal(t *testing.T) {
 	r := newIdleRig(t, 0, false)
 	done := make(chan error, 1)
-	go func() { done <- r.w.wait(r.c, r.server, &r.watch) }()
+	go func() { done <- r.w.wait(r.c, &r.watch, time.Now()) }()
 	time.Sleep(idleProbe + 200*time.Millisecond)
 	r.peers[0].Close()
 	select {
@@ -124,7 +124,7 @@ func TestIdleWatchNodeLostFatal(t *testing.T) {
 func TestIdleWatchIdleTimeout(t *testing.T) {
 	r := newIdleRig(t, 100*time.Millisecond, true)
 	start := time.Now()
-	err := r.w.wait(r.c, r.server, &r.watch)
+	err := r.w.wait(r.c, &r.watch, time.Now())
 	if err == nil || !strings.Contains(err.Error(), "timeouts.idle") {
 		t.Fatalf("err %v", err)
 	}
@@ -166,7 +166,7 @@ func TestIdleWatchParks(t *testing.T) {
 		},
 	}
 	done := make(chan error, 1)
-	go func() { done <- w.wait(c, server, &watch) }()
+	go func() { done <- w.wait(c, &watch, time.Now()) }()
 	time.Sleep(idleProbe + 200*time.Millisecond)
 	if parks.Load() != 1 {
 		t.Fatal("the node connection did not park with the watch")
@@ -208,4 +208,92 @@ func tcpPair(t *testing.T) (net.Conn, net.Conn) {
 	}
 	t.Cleanup(func() { a.Close(); b.Close() })
 	return b, a
+}
+
+// TestIdleWatchDeadlineLeftArmed: the wait's deadline is set once and left armed (loose)
+// between commands: the next wait takes it up without setting another, a read of the command
+// is not bound by it, and one armed by an earlier wait that comes before this wait's own is
+// re-armed when reached, without starting the watch early; the idle timeout still ends an
+// idle client after timeouts.idle.
+func TestIdleWatchDeadlineLeftArmed(t *testing.T) {
+	server, client := tcpPair(t)
+	c := mysql.NewConn(server, 0, 0)
+	w := newIdleWatch(server, 0, 0)
+	var calls atomic.Int32
+	watch := nodeWatch{
+		conns: func(dst []net.Conn) []net.Conn { calls.Add(1); return dst },
+		lost:  func(int, error) bool { return true },
+	}
+	ping := func(after time.Duration) {
+		go func() {
+			time.Sleep(after)
+			_, _ = client.Write([]byte{1, 0, 0, 0, mysql.ComPing})
+		}()
+	}
+	command := func(what string) {
+		t.Helper()
+		if err := w.wait(c, &watch, time.Now()); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		c.SetSeq(0)
+		if p, err := c.ReadPacket(); err != nil || len(p) != 1 || p[0] != mysql.ComPing {
+			t.Fatalf("%s: the command: %q, %v", what, p, err)
+		}
+	}
+
+	ping(0)
+	command("first")
+	armed := c.ReadDeadline()
+	if armed.IsZero() || time.Until(armed) > idleProbe {
+		t.Fatalf("after the first command the deadline is %v, want the wait's, left armed", armed)
+	}
+	ping(10 * time.Millisecond)
+	command("second")
+	if !c.ReadDeadline().Equal(armed) {
+		t.Fatal("the second wait set a deadline of its own: want the first one's, taken up again")
+	}
+
+	// Left armed, it binds no read of the command: the rest of one that comes after it.
+	_ = c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+	ping(0)
+	if err := w.wait(c, &watch, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(40 * time.Millisecond) // past the loose deadline
+	// The command's next packet, 20 ms later.
+	go func() { time.Sleep(20 * time.Millisecond); _, _ = client.Write([]byte{1, 0, 0, 1, 'x'}) }()
+	c.SetSeq(0)
+	if _, err := c.ReadPacket(); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := c.ReadPacket(); err != nil || string(p) != "x" {
+		t.Fatalf("a read of the command past the loose deadline: %q, %v", p, err)
+	}
+
+	// An earlier wait's deadline, 30 ms ahead, reached 30 ms into this wait: re-armed, the
+	// watch does not start before idleProbe, the command that comes later is read.
+	_ = c.SetReadDeadline(time.Now().Add(30 * time.Millisecond))
+	c.LoosenReadDeadline()
+	ping(150 * time.Millisecond)
+	start := time.Now()
+	command("after an early deadline")
+	if took := time.Since(start); took < 100*time.Millisecond {
+		t.Fatalf("the wait returned after %v, before the command was sent", took)
+	}
+	if calls.Load() != 0 {
+		t.Fatal("the watch started before idleProbe")
+	}
+
+	// The idle timeout: an armed deadline from a command does not put it off or bring it on.
+	w = newIdleWatch(server, 150*time.Millisecond, 0)
+	ping(0)
+	command("under timeouts.idle")
+	start = time.Now()
+	err := w.wait(c, &watch, start)
+	if err == nil || !strings.Contains(err.Error(), "timeouts.idle") {
+		t.Fatalf("idle client: %v, want the idle timeout", err)
+	}
+	if took := time.Since(start); took < 150*time.Millisecond || took > 2*time.Second {
+		t.Fatalf("idle timeout after %v, want 150ms", took)
+	}
 }

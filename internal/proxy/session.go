@@ -269,8 +269,9 @@ func (s *session) loop() {
 	// clients opened at 2 000 a second, 16 KiB at 10 000). The first wait takes them back
 	// when the client speaks.
 	s.client.Park()
+	idleSince := time.Now() // when the last command ended: the wait for the next one starts then
 	for {
-		err := s.watch.wait(s.client, s.nc, &nodes)
+		err := s.watch.wait(s.client, &nodes, idleSince)
 		for _, i := range s.watch.lostConns() {
 			s.nodes.drop(i) // and no longer a kill target
 		}
@@ -290,7 +291,8 @@ func (s *session) loop() {
 		if err == nil && !quit && !s.resp.NodeClosing {
 			s.p.lendBetween(&s.nodes, &s.login, s.ep.pool.Load(), &s.rs, &s.stmts)
 		}
-		s.view.commandEnded(time.Now(), s.rs.InTx, s.rs.Pins|s.nodes.share.pins)
+		idleSince = time.Now()
+		s.view.commandEnded(idleSince, s.rs.InTx, s.rs.Pins|s.nodes.share.pins)
 		s.view.traffic(s.client.Received(), s.client.Sent())
 		if s.resp.Failed {
 			s.ep.front.errors.count(s.resp.Code)

@@ -120,6 +120,11 @@ type statements struct {
 	lastID uint32
 	// last is the statement prepared last, the one lastPrepared names (0: none).
 	last uint32
+	// low indexes the statements of ids below lowIDs by id (nil: none), so that an EXECUTE
+	// finds its statement without a map lookup: ids count up from 1, and a client's usual
+	// statements are its first ones (sysbench prepares a few dozen per connection). It holds
+	// exactly byID's statements of those ids, and grows only as far as the ids handed out.
+	low []*stmt
 	// kept counts the bytes held for the statements (texts and waiting long data), at most
 	// maxKept, except for a chunk being read (readKept bounds it to what is left).
 	kept     int
@@ -149,8 +154,17 @@ func (t *statements) lookup(id uint32) *stmt {
 	if id == lastPrepared {
 		id = t.last
 	}
+	if id < uint32(len(t.low)) {
+		return t.low[id]
+	}
+	if id < lowIDs {
+		return nil // low holds every statement of such an id
+	}
 	return t.byID[id]
 }
+
+// lowIDs bounds the ids statements.low indexes: at most 2 KiB of pointers per session.
+const lowIDs = 256
 
 // textTooLarge returns the error for a statement text of n bytes that the table cannot keep
 // (nil when it can): the texts count against limits.max_long_data with the long data.
@@ -191,6 +205,12 @@ func (t *statements) newID() uint32 {
 // counts against the budget until it is closed.
 func (t *statements) add(st *stmt) {
 	t.byID[st.id] = st
+	if st.id < lowIDs {
+		if int(st.id) >= len(t.low) {
+			t.low = append(t.low, make([]*stmt, int(st.id)+1-len(t.low))...)
+		}
+		t.low[st.id] = st
+	}
 	t.kept += len(st.query)
 	t.last = st.id
 }
@@ -200,6 +220,9 @@ func (t *statements) remove(st *stmt) {
 	t.dropLongData(st)
 	t.kept -= len(st.query)
 	delete(t.byID, st.id)
+	if st.id < uint32(len(t.low)) {
+		t.low[st.id] = nil
+	}
 	if t.last == st.id {
 		t.last = 0
 	}
@@ -272,6 +295,7 @@ func (t *statements) cursorOn(bc *backend.Conn) bool {
 // still holds names no statement rather than a new one.
 func (t *statements) reset() {
 	clear(t.byID)
+	clear(t.low)
 	t.kept, t.last = 0, 0
 }
 

@@ -439,3 +439,87 @@ func TestStatementsSendCommandStreams(t *testing.T) {
 		t.Fatalf("sequence ids for the answer: client %d, node %d; want 1", client.Seq(), bc.Seq())
 	}
 }
+
+// TestStatementsLowIndex: lookup finds the same statements by id whether the id is below
+// lowIDs (statements.low) or above (the map), after closes and a reset too, and the index
+// holds exactly the map's statements.
+func TestStatementsLowIndex(t *testing.T) {
+	tb := newStatements(0, 0, slog.Default())
+	var all []*stmt
+	for range lowIDs + 10 {
+		all = append(all, tableStmt(&tb, "SELECT 1"))
+	}
+	check := func(what string) {
+		t.Helper()
+		for id := uint32(0); id < lowIDs+20; id++ {
+			if got, want := tb.lookup(id), tb.byID[id]; got != want {
+				t.Fatalf("%s: lookup(%d) = %p, the map has %p", what, id, got, want)
+			}
+		}
+		for _, st := range tb.low {
+			if st != nil {
+				if tb.byID[st.id] != st {
+					t.Fatalf("%s: the index holds statement %d, the map does not", what, st.id)
+				}
+			}
+		}
+		if len(tb.low) > lowIDs {
+			t.Fatalf("%s: the index grew to %d entries, past lowIDs", what, len(tb.low))
+		}
+	}
+	check("added")
+	if tb.lookup(all[0].id) != all[0] || tb.lookup(all[lowIDs+5].id) != all[lowIDs+5] {
+		t.Fatal("a statement is not found by its id")
+	}
+	for _, i := range []int{0, 7, lowIDs - 2, lowIDs + 3} {
+		tb.remove(all[i])
+	}
+	check("closed")
+	if tb.lookup(all[7].id) != nil || tb.lookup(all[lowIDs+3].id) != nil {
+		t.Fatal("a closed statement is still found")
+	}
+	tb.reset()
+	check("reset")
+	for _, st := range all {
+		if tb.lookup(st.id) != nil {
+			t.Fatalf("statement %d found after a reset", st.id)
+		}
+	}
+	// After a wrap of the ids (newID skips those in use), a small id is a new statement.
+	tb.lastID = lastPrepared - 1
+	st := tableStmt(&tb, "SELECT 2")
+	if st.id != 1 || tb.lookup(1) != st {
+		t.Fatalf("after the wrap: id %d, lookup %p, want 1 and the new statement", st.id, tb.lookup(1))
+	}
+	check("wrapped")
+}
+
+// BenchmarkStatementsLookup is an EXECUTE's lookup of its statement among a session's 36 (as
+// sysbench prepares them), by turns: the low index; and an id past lowIDs, in the map.
+func BenchmarkStatementsLookup(b *testing.B) {
+	tb := newStatements(0, 0, slog.Default())
+	var ids []uint32
+	for range 36 {
+		ids = append(ids, tableStmt(&tb, "SELECT 1").id)
+	}
+	far := &stmt{id: lowIDs + 1000, query: []byte("SELECT 2")}
+	tb.add(far)
+	b.Run("low", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if tb.lookup(ids[i%len(ids)]) == nil {
+				b.Fatal("not found")
+			}
+			i += 7
+		}
+	})
+	b.Run("map", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if tb.lookup(far.id) != far {
+				b.Fatal("not found")
+			}
+		}
+	})
+}

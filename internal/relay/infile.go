@@ -76,11 +76,12 @@ func (r *responder) localInfile(n int) error {
 	if stall <= 0 {
 		stall = defaultStall
 	}
-	nc := dst.NetConn()
-	defer nc.SetReadDeadline(time.Time{})
+	// Through dst (mysql.Conn.SetReadDeadline): the session may have left a loose deadline
+	// there, which these replace.
+	defer dst.SetReadDeadline(time.Time{})
 	for {
 		// Each packet of the file within the stall limit.
-		_ = nc.SetReadDeadline(time.Now().Add(stall))
+		_ = dst.SetReadDeadline(time.Now().Add(stall))
 		m, _, err := dst.PeekHeader()
 		if err != nil {
 			return &Error{Client: true, Err: err}
