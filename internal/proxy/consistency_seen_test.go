@@ -89,3 +89,100 @@ func TestConsistencyWaitsOncePerPosition(t *testing.T) {
 		})
 	}
 }
+
+// TestConsistencyWaitsFollowedAcrossSessions: when many reads on different connections need a
+// position no wait has confirmed yet, they follow the one wait in flight on their replica
+// instead of each sending one: after each write, 8 connections read at once, and the replicas
+// run about one wait per replica per write besides the reads — with every read seeing the write.
+func TestConsistencyWaitsFollowedAcrossSessions(t *testing.T) {
+	cl := testutil.Cluster(t)
+	ctx := context.Background()
+	var admins []*sql.DB
+	for _, r := range []string{"replica1", "replica2"} {
+		db, err := cl.AdminDB(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		admins = append(admins, db)
+	}
+	replicaSelects := func() int64 {
+		var sum int64
+		for _, db := range admins {
+			var name string
+			var v int64
+			if err := db.QueryRow("SHOW GLOBAL STATUS LIKE 'Com_select'").Scan(&name, &v); err != nil {
+				t.Fatal(err)
+			}
+			sum += v
+		}
+		return sum
+	}
+	s := startSluice(t, consistencyAt(config.ConsistencyLatest))
+	db := open(t, dsn(s.rw, "app", "app", "test", ""))
+	writer := conn(t, db)
+	const table, readers, rounds, each = "test.followed", 8, 30, 5
+	for _, q := range []string{"DROP TABLE IF EXISTS " + table, "CREATE TABLE " + table + " (id INT PRIMARY KEY, v INT)",
+		"INSERT INTO " + table + " VALUES (1, 0)"} {
+		if _, err := writer.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cl.WaitCaughtUp(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	conns := make([]*sql.Conn, readers)
+	for i := range conns {
+		conns[i] = conn(t, db)
+	}
+	before := replicaSelects()
+	stale, onReplicas := 0, 0
+	for round := 1; round <= rounds; round++ {
+		if _, err := writer.ExecContext(ctx, "UPDATE "+table+" SET v = ? WHERE id = 1", round); err != nil {
+			t.Fatal(err)
+		}
+		type result struct{ stale, replicas int }
+		results := make(chan result, readers)
+		start := make(chan struct{})
+		for _, c := range conns {
+			go func() {
+				var r result
+				defer func() { results <- r }()
+				<-start
+				for range each {
+					var v int
+					if err := c.QueryRowContext(ctx, "SELECT v FROM "+table+" WHERE id = 1").Scan(&v); err != nil {
+						t.Error(err)
+						return
+					}
+					if v != round {
+						r.stale++
+					}
+					if node, _, _ := lastRoute(t, c); node == "replica1" || node == "replica2" {
+						r.replicas++
+					}
+				}
+			}()
+		}
+		close(start)
+		for range readers {
+			r := <-results
+			stale += r.stale
+			onReplicas += r.replicas
+		}
+	}
+	got := replicaSelects() - before
+	reads := readers * rounds * each
+	t.Logf("%d reads (%d on the replicas), %d stale; %d statements on the replicas (%.3f per replica read)", reads, onReplicas, stale, got, float64(got)/float64(onReplicas))
+	if stale != 0 {
+		t.Fatalf("%d of %d reads did not see the write before them", stale, reads)
+	}
+	if onReplicas < reads*9/10 {
+		t.Fatalf("only %d of %d reads on the replicas", onReplicas, reads)
+	}
+	// The reads, a wait per replica per write (2 x rounds), the monitor's checks: 8 waits per
+	// write (each reader its own) would be 1.2 per read.
+	if limit := int64(onReplicas) * 11 / 10; got > limit {
+		t.Errorf("%d statements on the replicas for %d reads there (limit %d): the readers did not follow each other's waits", got, onReplicas, limit)
+	}
+}
