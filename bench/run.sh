@@ -1239,7 +1239,7 @@ table=$work/table.md
 		printf '%s\n' "$idle_table"
 	fi
 	if ((want_cons)); then
-		printf '\nConsistency levels, healthy replicas: sysbench %s through sluice-c'"'"'s endpoints cons-eventual, cons-session, cons-global (reads on the replicas, consistency_timeout %s ms, sluice threads: %s), %s thread(s), %s per run, %d rep(s), endpoints interleaved; medians.\n' \
+		printf '\nConsistency levels, healthy replicas: sysbench %s through sluice-c'"'"'s endpoints cons-eventual, cons-session, cons-global, cons-latest (and sluice-cb'"'"'s with SLUICE_BASE_BIN; reads on the replicas, consistency_timeout %s ms, sluice threads: %s), %s thread(s), %s per run, %d rep(s), endpoints interleaved; medians.\n' \
 			"$sb_version" "$cons_timeout_ms" "$sluice_threads" "$cons_threads" "$cons_times" "$reps"
 		printf 'CPU µs/q: sluice-c'"'"'s CPU per query. node selects/q: Com_select of all three nodes per query (sluice'"'"'s position reads and waits included). reads: share of Com_select per node.\n'
 		printf 'QPS × eventual: the level'"'"'s QPS relative to cons-eventual'"'"'s (targets: session ≥ %s, global ≥ %s, latest ≥ %s); p99 × eventual likewise. Positions: %s.\n' \

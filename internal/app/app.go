@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -24,6 +25,7 @@ import (
 	"github.com/sluicedb/sluice/internal/mysql"
 	"github.com/sluicedb/sluice/internal/pool"
 	"github.com/sluicedb/sluice/internal/proxy"
+	"github.com/sluicedb/sluice/internal/proxyproto"
 	"github.com/sluicedb/sluice/internal/route"
 	"github.com/sluicedb/sluice/internal/topology"
 )
@@ -244,7 +246,8 @@ func CheckMonitor(ctx context.Context, cfg *config.Config) ([]MonitorLogin, erro
 	for i, b := range cfg.Backends {
 		out[i] = MonitorLogin{Node: b.Name, Address: b.Address}
 		wg.Go(func() {
-			c, err := dialMonitor(ctx, cfg, btls, mode, pubKey, &topology.Node{Name: b.Name, Address: b.Address})
+			pp, _ := proxyproto.ParseVersion(b.ProxyProtocol) // validated with the file
+			c, err := dialMonitor(ctx, cfg, btls, mode, pubKey, &topology.Node{Name: b.Name, Address: b.Address, ProxyProtocol: pp})
 			if err != nil {
 				var se *mysql.SQLError
 				out[i].Err, out[i].Denied = err, errors.As(err, &se)
@@ -257,6 +260,15 @@ func CheckMonitor(ctx context.Context, cfg *config.Config) ([]MonitorLogin, erro
 	return out, nil
 }
 
+// nodeOf is backend b's node in the topology, in role.
+func nodeOf(b config.Backend, role topology.Role) (topology.Node, error) {
+	pp, err := proxyproto.ParseVersion(b.ProxyProtocol)
+	if err != nil {
+		return topology.Node{}, fmt.Errorf("backend %s: %w", b.Name, err)
+	}
+	return topology.Node{Name: b.Name, Address: b.Address, Zone: b.Zone, Role: role, ProxyProtocol: pp}, nil
+}
+
 // newTopology builds the nodes' topology from the backends. With a monitor account the monitor
 // watches every node (newMonitor); without one, a node a session failed to reach is probed every
 // monitor.interval until it sends its greeting again.
@@ -267,7 +279,11 @@ func newTopology(cfg *config.Config, log *slog.Logger) (*topology.Topology, erro
 		if err != nil {
 			return nil, fmt.Errorf("backend %s: %w", b.Name, err)
 		}
-		nodes = append(nodes, topology.Node{Name: b.Name, Address: b.Address, Zone: b.Zone, Role: role})
+		n, err := nodeOf(b, role)
+		if err != nil {
+			return nil, err
+		}
+		nodes = append(nodes, n)
 	}
 	o := topology.Options{
 		Nodes:         nodes,
@@ -314,6 +330,12 @@ func newMonitor(cfg *config.Config, topo *topology.Topology, positions *topology
 func dialMonitor(ctx context.Context, cfg *config.Config, btls *tls.Config, mode backend.TLSMode, pubKey []byte, n *topology.Node) (*backend.Conn, error) {
 	creds := backend.Credentials{User: cfg.Monitor.User, Password: cfg.Monitor.Password, HasPassword: true}
 	o := backend.Options{Address: n.Address, Credentials: creds, ConnectTimeout: cfg.Timeouts.Connect.Duration, ServerPublicKey: pubKey}
+	if n.ProxyProtocol != proxyproto.Off {
+		// A header naming no client (v1 UNKNOWN, v2 LOCAL): the node keeps sluice's own address
+		// for the monitor, and a node that does not take headers from sluice refuses the
+		// monitor as it refuses every session (1130), so it is seen down, not only by clients.
+		o.ProxyHeader = proxyproto.Append(nil, n.ProxyProtocol, netip.AddrPort{}, netip.AddrPort{})
+	}
 	if mode == backend.TLSPreferred || mode == backend.TLSRequired {
 		o.TLS, o.TLSRequired = btls.Clone(), mode == backend.TLSRequired
 		if o.TLS.ServerName == "" {

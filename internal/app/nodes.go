@@ -19,7 +19,7 @@ import (
 // endpoints' weights follow it) and the file is written back.
 
 // nodeKeys are what POST /v1/nodes takes besides the name.
-var nodeKeys = []string{"address", "read_weights", "role", "zone"}
+var nodeKeys = []string{"address", "proxy_protocol", "read_weights", "role", "zone"}
 
 // CreateNode implements admin.Control: a new replica, validated as in the file. It takes no
 // reads until the monitor has seen it answering (and measured its lag); read_weights gives
@@ -90,7 +90,11 @@ func (a *App) CreateNode(body map[string]json.RawMessage) (ch admin.Change, err 
 	if err := a.unchangedOnDisk(); err != nil {
 		return admin.Change{}, err
 	}
-	slot, err := a.topo.AddNode(topology.Node{Name: name, Address: b.Address, Zone: b.Zone, Role: topology.Replica})
+	n, err := nodeOf(*b, topology.Replica)
+	if err != nil { // validated with the file: not expected
+		return admin.Change{}, admin.Errorf(admin.Invalid, "proxy_protocol", "%v", err)
+	}
+	slot, err := a.topo.AddNode(n)
 	if err != nil {
 		return admin.Change{}, admin.Errorf(admin.Conflict, "", "%v", err)
 	}
@@ -117,8 +121,8 @@ func (a *App) CreateNode(body map[string]json.RawMessage) (ch admin.Change, err 
 	}
 	a.log.Info("node added from the admin API", "node", name, "address", b.Address, "zone", b.Zone, "slot", slot,
 		"persisted", ch.Persisted, slog.Group("read_weights", w...))
-	n := a.nodesOf(0)[slot]
-	ch.Node = &n
+	added := a.nodesOf(0)[slot]
+	ch.Node = &added
 	return ch, nil
 }
 
@@ -254,6 +258,11 @@ func (a *App) reloadNodes(next *config.Config, ch *admin.Change) (bool, error) {
 		if n.Address != b.Address || n.Zone != b.Zone {
 			ch.Restart = append(ch.Restart, "backends."+b.Name+".address/zone")
 		}
+		if n.ProxyProtocol.String() != b.ProxyProtocol {
+			// The node's connections in pools and sessions were opened with the header they
+			// have; a node changes its header with sluice's restart.
+			ch.Restart = append(ch.Restart, "backends."+b.Name+".proxy_protocol")
+		}
 		// The role the node has now (the primary follows switchovers), not the one it started
 		// with: a file brought in line with a switchover needs no restart.
 		role := topology.Replica
@@ -274,7 +283,11 @@ func (a *App) reloadNodes(next *config.Config, ch *admin.Change) (bool, error) {
 		a.log.Info("reload: node removed", "node", name, "address", address)
 	}
 	for _, b := range add {
-		slot, err := a.topo.AddNode(topology.Node{Name: b.Name, Address: b.Address, Zone: b.Zone, Role: topology.Replica})
+		n, err := nodeOf(b, topology.Replica)
+		slot := -1
+		if err == nil {
+			slot, err = a.topo.AddNode(n)
+		}
 		if err != nil {
 			ch.Restart = append(ch.Restart, "backends."+b.Name+" (not added: "+err.Error()+")")
 			continue

@@ -57,6 +57,9 @@ type Options struct {
 	// last, and the connection keeps it through Sync (see Conn.Guard). Every replica connection
 	// is opened so.
 	ReadOnly bool
+	// ProxyHeader, when set, is written first on the new connection, before the node's greeting
+	// is read: a PROXY protocol header naming the client the connection is for (proxyproto).
+	ProxyHeader []byte
 	// Epoch is the session-state epoch the connection starts at (State.Epoch of the session it
 	// is dialed for): a new connection carries no replayed statements of that epoch.
 	Epoch uint64
@@ -161,6 +164,13 @@ func Dial(ctx context.Context, o Options) (*Conn, error) {
 	}
 	deadline, _ := ctx.Deadline()
 	_ = nc.SetDeadline(deadline)
+	if len(o.ProxyHeader) > 0 {
+		// The node reads it before the client's first packet; it sends its greeting either way.
+		if _, err := nc.Write(o.ProxyHeader); err != nil {
+			_ = nc.Close()
+			return nil, &ConnectError{o.Address, fmt.Errorf("writing the PROXY protocol header: %w", err)}
+		}
+	}
 	c := &Conn{Conn: mysql.NewConn(nc, 0, 4<<10), Addr: o.Address}
 	c.SetWriteTimeout(o.WriteTimeout)
 	if err := c.handshake(o); err != nil {

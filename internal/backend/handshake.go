@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 
 	"github.com/sluicedb/sluice/internal/mysql"
 )
@@ -34,7 +35,7 @@ func (c *Conn) handshake(o Options) error {
 	}
 	n := negotiate(hs, o)
 	if n.caps&mysql.ClientSSL != 0 {
-		if err := c.startTLS(o.TLS, n); err != nil {
+		if err := c.startTLS(o.TLS, n, len(o.ProxyHeader) > 0); err != nil {
 			return err
 		}
 	} else if o.TLSRequired {
@@ -113,8 +114,9 @@ func negotiate(hs *mysql.Handshake, o Options) negotiation {
 // startTLS upgrades the connection: the SSL request (the first 32 bytes of a handshake
 // response, with ClientSSL), then the TLS handshake over the same socket. Bytes the node sent
 // after its greeting, already in c's read buffer, are read by TLS first; the sequence ids go on
-// from where the SSL request left them.
-func (c *Conn) startTLS(cfg *tls.Config, n negotiation) error {
+// from where the SSL request left them. proxied: a PROXY protocol header went first, which the
+// node may refuse with an ERR where TLS expects its first record (firstBytes).
+func (c *Conn) startTLS(cfg *tls.Config, n negotiation, proxied bool) error {
 	req := mysql.AppendHandshakeResponse(c.Scratch(), &mysql.HandshakeResponse{
 		Capabilities: n.caps, MaxPacketSize: 1 << 30, Charset: n.charset, SSLRequest: true,
 		MariaDBCapabilities: n.mcaps,
@@ -123,8 +125,17 @@ func (c *Conn) startTLS(cfg *tls.Config, n negotiation) error {
 	if err := c.WritePacketFlush(req); err != nil {
 		return err
 	}
-	tc := tls.Client(c.Upgradable(), cfg)
+	var under net.Conn = c.Upgradable()
+	var first *firstBytes
+	if proxied {
+		first = &firstBytes{Conn: under}
+		under = first
+	}
+	tc := tls.Client(under, cfg)
 	if err := tc.Handshake(); err != nil {
+		if se := first.refusal(err); se != nil {
+			return se
+		}
 		return fmt.Errorf("TLS handshake with node: %w", err)
 	}
 	seq := c.Seq()
@@ -135,6 +146,41 @@ func (c *Conn) startTLS(cfg *tls.Config, n negotiation) error {
 	c.TLSVerified = VerifiesPeer(cfg)
 	return nil
 }
+
+// firstBytes keeps the first bytes read from a connection that sent a PROXY protocol header,
+// while the TLS handshake reads them: a node refusing the client the header named answers at
+// once, before the TLS upgrade (see refusedHeader), and crypto/tls reads that ERR as a record
+// it does not know. Used by the connection's goroutine; it keeps nothing past maxRefusal bytes.
+type firstBytes struct {
+	net.Conn
+	buf []byte
+}
+
+func (f *firstBytes) Read(p []byte) (int, error) {
+	n, err := f.Conn.Read(p)
+	if room := maxRefusal - len(f.buf); room > 0 && n > 0 {
+		f.buf = append(f.buf, p[:min(n, room)]...)
+	}
+	return n, err
+}
+
+// refusal is the node's ERR the TLS handshake failed on (err: not a TLS record), when the
+// first bytes read are one whole ERR packet; else nil. f may be nil (no header was sent).
+func (f *firstBytes) refusal(err error) *mysql.SQLError {
+	var rh tls.RecordHeaderError
+	if f == nil || !errors.As(err, &rh) || len(f.buf) < 5 || f.buf[4] != 0xff {
+		return nil
+	}
+	n := int(f.buf[0]) | int(f.buf[1])<<8 | int(f.buf[2])<<16
+	if n < 3 || 4+n > len(f.buf) {
+		return nil
+	}
+	return mysql.ParseERR(f.buf[4 : 4+n])
+}
+
+// maxRefusal bounds what firstBytes keeps: an ERR with a message of up to 512 bytes, as the
+// server's own are.
+const maxRefusal = 1024
 
 // VerifiesPeer reports whether TLS under cfg proves who the peer is: the certificate chain
 // checked (InsecureSkipVerify off), or a check of the configuration's own in its place. Under
@@ -180,6 +226,11 @@ func (c *Conn) authenticate(o Options, hs *mysql.Handshake, n negotiation) error
 	if err := c.WritePacketFlush(buf); err != nil {
 		return err
 	}
+	if len(o.ProxyHeader) > 0 {
+		if err := c.refusedHeader(); err != nil {
+			return err
+		}
+	}
 	nonce := hs.Nonce
 	for {
 		p, err := c.readPacket()
@@ -203,6 +254,28 @@ func (c *Conn) authenticate(o Options, hs *mysql.Handshake, n negotiation) error
 			return fmt.Errorf("unexpected packet 0x%02x during authentication", p[0])
 		}
 	}
+}
+
+// refusedHeader reads the node's refusal of the client a PROXY protocol header named, when
+// that is what comes first: the node reads the header after its greeting and, when it does not
+// take it (the client's host is not allowed: MariaDB's 1130; a header from an address it does
+// not trust), answers it with an ERR of the greeting's next sequence id, 1 — the one the
+// handshake response carried too, so that ERR reads as out of sequence. nil when the next
+// packet is anything else, left for the exchange to read.
+func (c *Conn) refusedHeader() error {
+	n, seq, err := c.PeekHeader()
+	if err != nil || seq != 1 || c.Seq() == 1 {
+		return nil // the read that follows reports a broken connection
+	}
+	if p, err := c.PeekPayload(n, 1); err != nil || len(p) == 0 || p[0] != 0xff {
+		return nil
+	}
+	c.SetSeq(1)
+	p, err := c.readPacket()
+	if err != nil {
+		return err
+	}
+	return mysql.ParseERR(p)
 }
 
 // loggedIn takes the node's final OK: the status it reports, and the compressed protocol from

@@ -25,7 +25,7 @@ func checkMonitor(cfg *config.Config, stdout io.Writer) int {
 		case l.Err == nil:
 			fmt.Fprintf(stdout, "monitor login as %s on %s (%s): ok\n", cfg.Monitor.User, l.Node, l.Address)
 		case l.Denied:
-			fmt.Fprintf(stdout, "monitor login as %s on %s (%s): REFUSED: %v (check monitor.user and monitor.password, and the account on the node)\n",
+			fmt.Fprintf(stdout, "monitor login as %s on %s (%s): REFUSED: %v (check monitor.user and monitor.password, the account on the node, and with proxy_protocol the node's proxy_protocol_networks)\n",
 				cfg.Monitor.User, l.Node, l.Address, l.Err)
 			code = 1
 		default:

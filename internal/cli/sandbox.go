@@ -186,7 +186,7 @@ func signalContext() (context.Context, context.CancelFunc) {
 // clusterFlags are the flags that shape a new cluster, shared by `sandbox` and `sandbox up`.
 type clusterFlags struct {
 	replicas, basePort, maxConns, adminPort int
-	tls, pfs, writable                      bool
+	tls, pfs, writable, proxyProtocol       bool
 }
 
 func (c *clusterFlags) register(f *sandboxFlags) {
@@ -195,6 +195,7 @@ func (c *clusterFlags) register(f *sandboxFlags) {
 	f.BoolVar(&c.tls, "tls", false, "self-signed TLS certificate on every node (DIR/tls)")
 	f.BoolVar(&c.pfs, "performance-schema", false, "performance_schema=ON")
 	f.BoolVar(&c.writable, "writable-replicas", false, "leave read_only OFF on the replicas (MariaDB's default), so that a misrouted write shows")
+	f.BoolVar(&c.proxyProtocol, "proxy-protocol", false, "nodes take the PROXY protocol from 127.0.0.1 (proxy_protocol_networks; MariaDB) and sluice.yaml's backends send it: the nodes see each client's address")
 	f.IntVar(&c.maxConns, "max-connections", sandbox.DefaultMaxConnections, "max_connections of every node")
 	f.IntVar(&c.adminPort, "admin-port", 6080, "port of the admin API written to sluice.yaml, on 127.0.0.1 (0 = a free port, -1 = none)")
 }
@@ -209,6 +210,7 @@ func (c *clusterFlags) options(dir string, rw, ro int, log io.Writer) sandbox.Op
 		TLS:               c.tls,
 		PerformanceSchema: c.pfs,
 		WritableReplicas:  c.writable,
+		ProxyProtocol:     c.proxyProtocol,
 		MaxConnections:    c.maxConns,
 		Log:               log,
 	}

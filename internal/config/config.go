@@ -50,6 +50,11 @@ const (
 	PoolModeSession     = "session"
 	PoolModeTransaction = "transaction"
 
+	// ProxyProtocolOff, V1, V2: a backend's proxy_protocol.
+	ProxyProtocolOff = "off"
+	ProxyProtocolV1  = "v1"
+	ProxyProtocolV2  = "v2"
+
 	LogLevelDebug = "debug"
 	LogLevelInfo  = "info"
 	LogLevelWarn  = "warn"
@@ -276,6 +281,16 @@ type Backend struct {
 	// Zone is the node's location (an availability zone's name): endpoints with nearest_zone
 	// read from the nodes of sluice's own zone first.
 	Zone string `yaml:"zone"`
+	// ProxyProtocol: off, v1 (text) or v2 (binary). When on, every connection sluice opens
+	// to the node for a client starts with a PROXY protocol header naming that client's
+	// address (and the endpoint's), so the node's USER(), processlist, logs and host-based
+	// grants see the client, not sluice. The node must trust sluice's address for it
+	// (MariaDB: proxy_protocol_networks listing sluice's address only). The monitor's and
+	// accounts.from_primary's connections send a header naming no client (v1 UNKNOWN, v2
+	// LOCAL: the node keeps sluice's address; a node refusing headers from sluice is seen
+	// down); the binlog streams send none. Pooled connections are shared only by sessions
+	// from the same client address.
+	ProxyProtocol string `yaml:"proxy_protocol"`
 }
 
 // Monitor is the account and cadence used to health-check backends.
@@ -621,6 +636,9 @@ func (c *Config) applyDefaults(unset func(key string, zero bool) bool) {
 				u.poolSet |= k.bit
 			}
 		}
+	}
+	for i := range c.Backends {
+		str(&c.Backends[i].ProxyProtocol, indexKey("backends", i)+".proxy_protocol", ProxyProtocolOff)
 	}
 	for i := range c.Endpoints {
 		e := &c.Endpoints[i]

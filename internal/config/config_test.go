@@ -35,8 +35,8 @@ func TestLoadExample(t *testing.T) {
 		Path:  path,
 		Users: []User{{Name: "app", Password: "app-secret"}},
 		Backends: []Backend{
-			{Name: "primary", Address: "127.0.0.1:23306", Role: "primary", Zone: "az1"},
-			{Name: "replica1", Address: "127.0.0.1:23307", Role: "replica"},
+			{Name: "primary", Address: "127.0.0.1:23306", Role: "primary", Zone: "az1", ProxyProtocol: "off"},
+			{Name: "replica1", Address: "127.0.0.1:23307", Role: "replica", ProxyProtocol: "off"},
 		},
 		Monitor:  Monitor{User: "sluice_monitor", Password: "mon-secret", Interval: dur(time.Second), DownAfter: 3, SwitchoverTimeout: dur(10 * time.Second)},
 		Accounts: Accounts{Refresh: dur(time.Minute)},

@@ -158,6 +158,9 @@ func TestParseErrors(t *testing.T) {
 			`sluice.yaml:8: backends[1].role: required (want primary or replica)`,
 			`sluice.yaml:11: endpoints[0].mode: a read-write endpoint needs at least one backend with role replica`,
 		}},
+		{"bad proxy_protocol", edit("", "role: replica", "role: replica\n    proxy_protocol: v3"), []string{
+			`sluice.yaml:11: backends[1].proxy_protocol: invalid value "v3" (want off, v1 or v2)`,
+		}},
 		{"no primary", edit("", "role: primary", "role: replica"), []string{
 			`sluice.yaml:4: backends: no backend has role primary (exactly one is required)`,
 		}},

@@ -154,6 +154,7 @@ func (k *checker) backends() (replicas, named int) {
 		p := indexKey("backends", i)
 		k.address(p+".address", b.Address, false)
 		k.oneOf(p+".role", b.Role, RolePrimary, RoleReplica)
+		k.oneOf(p+".proxy_protocol", b.ProxyProtocol, ProxyProtocolOff, ProxyProtocolV1, ProxyProtocolV2)
 		switch b.Role {
 		case RolePrimary:
 			primaries = append(primaries, i)

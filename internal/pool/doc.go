@@ -9,7 +9,8 @@
 // first come, first served: each Put or close wakes the first waiter only (pool.go, Take).
 // Within a group, an idle connection is handed out only for the same Variant: what was fixed
 // when the connection was opened and a reset does not undo (the client capabilities it was
-// opened with, its handshake character set, TLS, read-only mode).
+// opened with, its handshake character set, TLS, read-only mode, the client address a PROXY
+// protocol header told its node).
 //
 // A group may keep a floor of idle connections (Limits.MinIdle): Fill, run from the caller's
 // periodic tick, opens them in the background as the group's last session opened its own, and

@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"errors"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -33,6 +34,10 @@ type Variant struct {
 	// Attrs identifies the connection attributes sent at login (a hash): the node shows them
 	// for the connection's whole life (performance_schema.session_connect_attrs).
 	Attrs uint64
+	// Client is the client address the connection told its node of (a PROXY protocol header,
+	// sent once per connection): the node holds the connection as that client's, for its host
+	// rules, USER() and processlist. The zero Addr when the node was told nothing.
+	Client netip.Addr
 	// Shared: the connection came back without a reset (Return), carrying the session state
 	// of its last user; a connection reset on its way back (Put) is not Shared.
 	Shared bool

@@ -32,9 +32,11 @@ import (
 // before the transaction is visible to readers; MASTER_GTID_WAIT returns once it is. What a
 // wait found visible is kept per node (topology.Positions.Confirm, any session's wait): a read
 // whose position that contains skips the wait (readTarget.seenOn), so that with a steady
-// stream of reads a replica is asked once per new position, not once per read. It is
-// forgotten when the node's connections broke (the monitor's: it may have restarted on other
-// data), when its slot changes hands, and when the primary's position went backwards.
+// stream of reads a replica is asked once per new position, not once per read; reads that
+// arrive while such a wait is under way on their replica follow it (readTarget.joinWait)
+// rather than sending one each. What was confirmed is forgotten when the node's connections
+// broke (the monitor's: it may have restarted on other data), when a check reads less than it
+// there, when its slot changes hands, and when the primary's position went backwards.
 //
 // The session's readTarget (readtarget.go) holds what this needs from one statement to the next
 // and decides with route; this file has the I/O it does over connections it is given.

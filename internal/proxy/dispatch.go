@@ -282,14 +282,21 @@ func (s *session) send(r *request, d route.Decision, snap *topology.Snapshot) er
 		r.flight = &c.flight
 	}
 	pipelined := false
-	if r.await && route.NeedsWait(d, &s.rs, snap) && !s.reads.seenOn(s.p.opts.Positions, d.Node) {
-		s.reads.waitingOn(s.p.opts.Positions, d.Node)
+	// Whether this try waits, and for how long: r's own fields stay as they are, for a retry
+	// on another node.
+	await, waitFor := r.await && route.NeedsWait(d, &s.rs, snap) && !s.reads.seenOn(s.p.opts.Positions, d.Node), r.waitFor
+	if await {
+		// Another session's wait for as much in flight there is followed, not repeated.
+		await, waitFor = s.reads.joinWait(s.p.opts.Positions, d.Node, waitFor, s.life.done())
+		defer s.reads.endFlight(s.p.opts.Positions) // led and never answered: the followers wake
+	}
+	if await {
 		// On every replica this read is tried on (a retry after a failure goes elsewhere, or
 		// on a new connection): the position must be there before the read runs. A command
 		// held whole goes in the same round trip as the wait (pipelinable).
 		pipelined = pipelinable(r, s.cmd)
 		if !pipelined {
-			reached, err := awaitPosition(c.Conn, s.reads.waitStmt(c.Handshake.ServerVersion, r.waitFor), r.waitFor, s.p.connectTimeout())
+			reached, err := awaitPosition(c.Conn, s.reads.waitStmt(c.Handshake.ServerVersion, waitFor), waitFor, s.p.connectTimeout())
 			if err != nil {
 				return err
 			}
@@ -315,10 +322,10 @@ func (s *session) send(r *request, d route.Decision, snap *topology.Snapshot) er
 	}
 	if pipelined {
 		// Last before the read: what came before (a PREPARE there) had its own answer read.
-		if err := c.WriteQuery(s.reads.waitStmt(c.Handshake.ServerVersion, r.waitFor)); err != nil {
+		if err := c.WriteQuery(s.reads.waitStmt(c.Handshake.ServerVersion, waitFor)); err != nil {
 			return &relay.Error{Err: err}
 		}
-		s.reads.sentWait(r.waitFor)
+		s.reads.sentWait(waitFor)
 		defer s.reads.takeAwait() // forgotten when the command failed before its answer was read
 	}
 	load := snap.Load[d.Node]

@@ -12,7 +12,8 @@
 //   - nodeSet (nodeset.go): the node connections (one per node, opened through a dial hook:
 //     where pools plug in), home and current node, the session state they carry (synced
 //     through backend.Conn.Sync) and the kill targets other goroutines read; nodes.go dials a
-//     node as the client; drain.go and switchover.go: leaving drained or removed nodes and
+//     node as the client (with a PROXY protocol header naming it, where the node takes one;
+//     clientaddr/ tests it on a real cluster); drain.go and switchover.go: leaving drained or removed nodes and
 //     following the primary; pool.go: pool_mode session, the node set's dial hook taking a
 //     connection from the proxy's pool (internal/pool) and the session's end resetting and
 //     giving back what may be reused (the kill targets unpublished first); minidle.go: the

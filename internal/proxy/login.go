@@ -26,11 +26,14 @@ import (
 // the client's credentials (auth.go); after that it is read only. It belongs to the session's
 // goroutine.
 type login struct {
-	host  string
-	ip    netip.Addr // the client's address (invalid when it is not an IP connection)
-	caps  uint32     // negotiated with the client
-	mcaps uint32     // MariaDB extended capabilities negotiated with the client
-	tls   bool       // the client's connection is TLS
+	host string
+	ip   netip.Addr // the client's address (invalid when it is not an IP connection)
+	// from and to are the client connection's addresses (the client's, the endpoint's): what
+	// a PROXY protocol header names (nodes.go). Invalid when it is not a TCP connection.
+	from, to netip.AddrPort
+	caps     uint32 // negotiated with the client
+	mcaps    uint32 // MariaDB extended capabilities negotiated with the client
+	tls      bool   // the client's connection is TLS
 	// tlsHeld is what the client's TLS handshake read, charged to the logins' budget until
 	// the login ends (Proxy.loggedIn).
 	tlsHeld int

@@ -58,7 +58,7 @@ func (p *Proxy) remember(l *login, n *topology.Node, readOnly bool) {
 	}
 	// A copy of what dialNode reads: the session's login lives on and changes (COM_CHANGE_USER).
 	byV[v] = &login{creds: l.creds, caps: l.caps, mcaps: l.mcaps, tls: l.tls, charset: l.charset,
-		attrs: append([]byte(nil), l.attrs...), attrsSum: l.attrsSum}
+		attrs: append([]byte(nil), l.attrs...), attrsSum: l.attrsSum, from: l.from, to: l.to}
 }
 
 // template is the login a top-up of k in variant v dials as (nil: none known).

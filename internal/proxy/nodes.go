@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
 	"sync/atomic"
 
 	"github.com/sluicedb/sluice/internal/backend"
 	"github.com/sluicedb/sluice/internal/classify"
 	"github.com/sluicedb/sluice/internal/mysql"
+	"github.com/sluicedb/sluice/internal/proxyproto"
 	"github.com/sluicedb/sluice/internal/relay"
 	"github.com/sluicedb/sluice/internal/route"
 	"github.com/sluicedb/sluice/internal/topology"
@@ -106,6 +109,11 @@ func (p *Proxy) dialNodeCtx(ctx context.Context, l *login, n *topology.Node, rea
 	o.ServerPublicKey = p.opts.BackendPublicKey
 	o.Compress = p.opts.BackendCompress
 	o.ReadOnly = readOnly
+	if n.ProxyProtocol != proxyproto.Off {
+		// Once per TCP connection: the pool hands the connection only to sessions from the
+		// same client address (poolVariant).
+		o.ProxyHeader = proxyproto.Append(nil, n.ProxyProtocol, l.from, l.to)
+	}
 	bc, err := backend.Dial(ctx, o)
 	if err != nil {
 		return nil, err
@@ -121,6 +129,25 @@ func (p *Proxy) dialNodeCtx(ctx context.Context, l *login, n *topology.Node, rea
 		return nil, &backend.ConnectError{Addr: n.Address, Err: fmt.Errorf("%w: node %s lacks %#x", errCapsMismatch, n.Name, l.mcaps&^bc.MariaDBCaps)}
 	}
 	return bc, nil
+}
+
+// addrPort is a's address and port when a is a TCP address (invalid otherwise: a pipe in
+// tests), IPv4-mapped addresses unmapped.
+func addrPort(a net.Addr) netip.AddrPort {
+	if t, ok := a.(*net.TCPAddr); ok {
+		ap := t.AddrPort()
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	}
+	return netip.AddrPort{}
+}
+
+// proxiedClient is the client address node n is told of on l's connections (PROXY
+// protocol): part of a pooled connection's variant. The zero Addr when n is told nothing.
+func proxiedClient(l *login, n *topology.Node) netip.Addr {
+	if n.ProxyProtocol == proxyproto.Off {
+		return netip.Addr{}
+	}
+	return l.from.Addr()
 }
 
 // connectNode opens the session's home connection (the primary on a read-write endpoint, a

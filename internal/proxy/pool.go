@@ -116,7 +116,8 @@ func (p *Proxy) poolKey(l *login, n *topology.Node) pool.Key {
 
 func (p *Proxy) poolVariant(l *login, n *topology.Node, readOnly bool) pool.Variant {
 	cfg, _ := p.backendTLS(n, l.tls)
-	return pool.Variant{Caps: l.caps, MariaDBCaps: l.mcaps, Charset: l.charset, ReadOnly: readOnly, TLS: cfg != nil, Attrs: l.attrsSum}
+	return pool.Variant{Caps: l.caps, MariaDBCaps: l.mcaps, Charset: l.charset, ReadOnly: readOnly, TLS: cfg != nil, Attrs: l.attrsSum,
+		Client: proxiedClient(l, n)}
 }
 
 // sumAttrs identifies a login's connection attributes (pool.Variant.Attrs): computed once per

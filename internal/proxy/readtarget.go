@@ -49,6 +49,9 @@ type readTarget struct {
 	// (topology.Positions.Epoch): where a "reached" answer is recorded (confirmed).
 	waitNode  int
 	waitEpoch uint64
+	// flight is the wait this session leads on waitNode (topology.Positions.BeginFlight),
+	// ended once its answer was read or the read given up (endFlight); nil when none.
+	flight *topology.Flight
 	// wait is the wait statement's text (waitStmt), its buffer reused.
 	wait []byte
 }
@@ -266,10 +269,53 @@ func (t *readTarget) waitingOn(positions *topology.Positions, node int) {
 }
 
 // confirmed records that the wait sent (waitingOn) answered "reached": the node has made the
-// read's position visible, and later reads of no more than it skip their wait (seenOn).
+// read's position visible, and later reads of no more than it skip their wait (seenOn). The
+// reads that followed the wait (joinWait) wake.
 func (t *readTarget) confirmed(positions *topology.Positions) {
 	if positions != nil && !t.pos.IsZero() {
 		positions.Confirm(t.waitNode, t.waitEpoch, t.pos)
+	}
+	t.endFlight(positions)
+}
+
+// joinWait is called when a read must see its position on node, which no wait there was seen
+// to confirm yet: when another session's wait for as much is in flight there, the read
+// follows it (waits for its answer, within bound, or until killed) instead of sending one of
+// its own, so that a replica is asked once per new position even when many reads arrive
+// together. It reports whether the read must still send its wait (it leads one, or the one it
+// followed did not confirm the position), and how long that wait may take (what is left of
+// bound); the wait's answer is recorded there (waitingOn).
+func (t *readTarget) joinWait(positions *topology.Positions, node int, bound time.Duration, killed <-chan struct{}) (bool, time.Duration) {
+	t.waitingOn(positions, node)
+	if positions == nil || t.pos.IsZero() {
+		return true, bound
+	}
+	f, lead := positions.BeginFlight(node, t.pos)
+	if lead {
+		t.flight = f
+		return true, bound
+	}
+	start := time.Now()
+	timer := time.NewTimer(bound)
+	select {
+	case <-f.Done():
+	case <-timer.C:
+	case <-killed:
+	}
+	timer.Stop()
+	if t.seenOn(positions, node) {
+		return false, 0
+	}
+	t.waitingOn(positions, node) // its epoch may have moved meanwhile
+	return true, max(bound-time.Since(start), 0)
+}
+
+// endFlight ends the wait this session leads (joinWait), if any: the reads following it wake
+// and look whether it confirmed their position.
+func (t *readTarget) endFlight(positions *topology.Positions) {
+	if t.flight != nil {
+		positions.EndFlight(t.waitNode, t.flight)
+		t.flight = nil
 	}
 }
 

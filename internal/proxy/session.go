@@ -89,7 +89,7 @@ func (p *Proxy) newSession(ep *endpoint, nc net.Conn) *session {
 	}
 	ip, _ := netip.ParseAddr(host)
 	s := &session{
-		login:    login{host: host, ip: ip.Unmap()},
+		login:    login{host: host, ip: ip.Unmap(), from: addrPort(nc.RemoteAddr()), to: addrPort(nc.LocalAddr())},
 		p:        p,
 		ep:       ep,
 		id:       id,

@@ -71,6 +71,9 @@ type Cluster struct {
 	TLS           bool   `json:"tls"`
 	CertFile      string `json:"cert_file,omitempty"` // self-signed, also the CA to trust
 	KeyFile       string `json:"key_file,omitempty"`
+	// ProxyProtocol: the nodes take PROXY headers from sluice's address, and sluice.yaml's
+	// backends send them (proxy_protocol: v2).
+	ProxyProtocol bool   `json:"proxy_protocol,omitempty"`
 	Server        string `json:"server"`             // the mariadbd/mysqld binary, reused by Start
 	RunUser       string `json:"run_user,omitempty"` // OS user the servers run as when started by root
 
@@ -232,6 +235,9 @@ func (c *Cluster) yaml() string {
 	b.WriteString("backends:\n")
 	for _, n := range c.Nodes {
 		fmt.Fprintf(&b, "  - name: %s\n    address: %s\n    role: %s\n", n.Name, n.Address, n.Role)
+		if c.ProxyProtocol {
+			b.WriteString("    proxy_protocol: v2\n")
+		}
 	}
 	fmt.Fprintf(&b, "monitor:\n  user: %s\n  password: %s\n", MonitorUser, MonitorPassword)
 	var rw, ro []string

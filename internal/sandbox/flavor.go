@@ -126,6 +126,7 @@ type nodeConfig struct {
 	maxConnections    int
 	performanceSchema bool
 	certFile, keyFile string // "" = no TLS
+	proxyProtocol     bool   // take PROXY headers from sluice's address (MariaDB only)
 }
 
 // File names inside a node's directory.
@@ -138,6 +139,10 @@ const (
 	instLogName = "install.log"
 	initName    = "init.sql"
 )
+
+// ProxyProtocolNetworks is the nodes' proxy_protocol_networks under Options.ProxyProtocol:
+// the address sluice connects to them from, and nothing else.
+const ProxyProtocolNetworks = "127.0.0.1/32"
 
 // cnf renders the node's option file. The [mysqld] group is read by every MariaDB and MySQL
 // version, by mariadbd, mysqld and mariadb-install-db alike.
@@ -194,6 +199,12 @@ func (f *flavor) cnf(n nodeConfig) string {
 	line("max_allowed_packet=48M")
 	line("local_infile=ON")
 	line("performance_schema=%s", onOff(n.performanceSchema))
+	if n.proxyProtocol {
+		// Only sluice's own address (the proxy dials the nodes from 127.0.0.1): a header from
+		// anywhere else is refused, and a connection from here without one (replication, the
+		// monitor) is taken as it is.
+		line("proxy_protocol_networks=%s", ProxyProtocolNetworks)
+	}
 	if n.certFile != "" {
 		line("ssl_cert=%s", n.certFile)
 		line("ssl_key=%s", n.keyFile)

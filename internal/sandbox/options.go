@@ -22,9 +22,13 @@ type Options struct {
 	// WritableReplicas leaves read_only OFF on the replicas (MariaDB's default, and common in
 	// practice), so that a write misrouted to a replica is seen instead of refused by the server.
 	WritableReplicas bool
-	MaxConnections   int       // default 200
-	BufferPoolMB     int       // innodb_buffer_pool_size per node in MiB; default 64 (small, so nodes start fast)
-	Log              io.Writer // progress lines; nil = discard
+	// ProxyProtocol lets every node take the PROXY protocol header from sluice's address
+	// (proxy_protocol_networks, MariaDB only) and sets proxy_protocol on the backends of
+	// sluice.yaml: the nodes then see each client's own address, not sluice's.
+	ProxyProtocol  bool
+	MaxConnections int       // default 200
+	BufferPoolMB   int       // innodb_buffer_pool_size per node in MiB; default 64 (small, so nodes start fast)
+	Log            io.Writer // progress lines; nil = discard
 
 	// beforeStart, when set (tests only), runs after the ports are chosen and checked and
 	// before any server starts, so a test can occupy a port in that window.

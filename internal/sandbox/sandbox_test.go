@@ -544,3 +544,24 @@ func TestWritableReplicas(t *testing.T) {
 		t.Fatalf("after a write on the replica: %v, %v", w, err)
 	}
 }
+
+// TestProxyProtocolFiles: under Options.ProxyProtocol every node takes PROXY headers from
+// sluice's address only (proxy_protocol_networks), and sluice.yaml's backends send them.
+func TestProxyProtocolFiles(t *testing.T) {
+	fl := flavorFor(FlavorMariaDB, "mariadbd")
+	for _, on := range []bool{false, true} {
+		cnf := fl.cnf(nodeConfig{dir: "/d/primary", port: 23306, serverID: 1, bufferPoolMB: 64, maxConnections: 200, proxyProtocol: on})
+		if got := strings.Contains(cnf, "\nproxy_protocol_networks=127.0.0.1/32\n"); got != on {
+			t.Errorf("ProxyProtocol %v: proxy_protocol_networks line present %v:\n%s", on, got, cnf)
+		}
+	}
+	c := &Cluster{Dir: "/d", RW: "127.0.0.1:6033", RO: "127.0.0.1:6034", ProxyProtocol: true, Nodes: []Node{
+		{Name: "primary", Role: RolePrimary, Address: "127.0.0.1:23306"},
+		{Name: "replica1", Role: RoleReplica, Address: "127.0.0.1:23307"},
+	}}
+	want := "backends:\n  - name: primary\n    address: 127.0.0.1:23306\n    role: primary\n    proxy_protocol: v2\n" +
+		"  - name: replica1\n    address: 127.0.0.1:23307\n    role: replica\n    proxy_protocol: v2\nmonitor:"
+	if got := c.yaml(); !strings.Contains(got, want) {
+		t.Errorf("sluice.yaml:\n%s\nwant the backends:\n%s", got, want)
+	}
+}

@@ -64,6 +64,9 @@ func Up(ctx context.Context, o Options) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.ProxyProtocol && !fl.mariadb() {
+		return nil, fmt.Errorf("sandbox: the PROXY protocol needs MariaDB (proxy_protocol_networks); %s has none", fl.server)
+	}
 	began := time.Now()
 	logf := func(format string, a ...any) { fmt.Fprintf(o.Log, "sandbox: "+format+"\n", a...) }
 	created, err := prepareDir(o.Dir)
@@ -220,6 +223,7 @@ func (u *upper) layout(ports []int, proxy [2]int, admin int) (*Cluster, error) {
 		AdminUser:     AdminUser,
 		AdminPassword: hex.EncodeToString(secret),
 		TLS:           o.TLS,
+		ProxyProtocol: o.ProxyProtocol,
 		Server:        u.fl.server,
 		RunUser:       u.run.name,
 		fl:            u.fl,
@@ -265,6 +269,7 @@ func (u *upper) layout(ports []int, proxy [2]int, admin int) (*Cluster, error) {
 			performanceSchema: o.PerformanceSchema,
 			certFile:          c.CertFile,
 			keyFile:           c.KeyFile,
+			proxyProtocol:     o.ProxyProtocol,
 		}
 		u.cfgs = append(u.cfgs, cfg)
 		if err := os.WriteFile(filepath.Join(dir, cnfName), []byte(u.fl.cnf(cfg)), 0o644); err != nil {

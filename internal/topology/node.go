@@ -3,6 +3,8 @@ package topology
 import (
 	"fmt"
 	"sync/atomic"
+
+	"github.com/sluicedb/sluice/internal/proxyproto"
 )
 
 // Role is what a node does in the replication topology.
@@ -42,6 +44,9 @@ type Node struct {
 	// Role is the role the configuration gives the node: the initial view. Which node is the
 	// primary now is Snapshot.Primary.
 	Role Role
+	// ProxyProtocol is the PROXY protocol header every connection sluice opens to the node
+	// for a client starts with (proxyproto.Off: none).
+	ProxyProtocol proxyproto.Version
 }
 
 // Load holds this proxy's live counters on one node. Its fields change all the time, so they

@@ -31,7 +31,21 @@ type Positions struct {
 	// Forgotten with the position (Reset, Own) and when the node's connections broke
 	// (Forget): its data may not be what it was.
 	visible []atomic.Pointer[seen]
+	// flights[i] is the wait in flight on node i that will confirm a position (nil: none):
+	// reads that need no more than its target follow it instead of sending waits of their own
+	// (BeginFlight).
+	flights []atomic.Pointer[Flight]
 }
+
+// Flight is one wait for a position sent to a node, whose answer other reads may follow
+// (BeginFlight). Done is closed when its leader ends it (EndFlight), answered or not.
+type Flight struct {
+	target gtid.Position
+	done   chan struct{}
+}
+
+// Done returns a channel closed when the flight ended.
+func (f *Flight) Done() <-chan struct{} { return f.done }
 
 // seen is one node's visible position (the zero Position: nothing confirmed), immutable once
 // published, with the epoch it belongs to: a confirmation of a wait sent before the node's
@@ -52,7 +66,7 @@ type applied struct {
 // NewPositions returns the positions of n nodes, none known yet.
 func NewPositions(n int) *Positions {
 	p := &Positions{nodes: make([]atomic.Pointer[applied], n), streaming: make([]atomic.Bool, n), owner: make([]*Node, n),
-		visible: make([]atomic.Pointer[seen], n)}
+		visible: make([]atomic.Pointer[seen], n), flights: make([]atomic.Pointer[Flight], n)}
 	for i := range p.nodes {
 		p.nodes[i].Store(&applied{changed: make(chan struct{})})
 		p.visible[i].Store(&seen{})
@@ -254,4 +268,39 @@ func (p *Positions) SetStreamingNode(n *Node, on bool) {
 // Streaming reports whether node i's position comes from its running binlog stream.
 func (p *Positions) Streaming(i int) bool {
 	return i >= 0 && i < len(p.streaming) && p.streaming[i].Load()
+}
+
+// BeginFlight finds the wait in flight on node i for target: when one is under way whose
+// target contains target, it returns it and lead false (the caller follows it: waits on its
+// Done, then looks at Visible); otherwise it starts one for target, replacing any for less,
+// and returns it with lead true (the caller sends the wait and ends the flight, EndFlight,
+// once answered or given up). Lock-free.
+func (p *Positions) BeginFlight(i int, target gtid.Position) (f *Flight, lead bool) {
+	if i < 0 || i >= len(p.flights) {
+		return nil, true
+	}
+	var mine *Flight
+	for {
+		cur := p.flights[i].Load()
+		if cur != nil && cur.target.Contains(target) {
+			return cur, false
+		}
+		if mine == nil {
+			mine = &Flight{target: target, done: make(chan struct{})}
+		}
+		if p.flights[i].CompareAndSwap(cur, mine) {
+			return mine, true
+		}
+	}
+}
+
+// EndFlight ends flight f on node i (its leader, once): its followers wake.
+func (p *Positions) EndFlight(i int, f *Flight) {
+	if f == nil {
+		return
+	}
+	if i >= 0 && i < len(p.flights) {
+		p.flights[i].CompareAndSwap(f, nil)
+	}
+	close(f.done)
 }

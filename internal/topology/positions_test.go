@@ -197,3 +197,42 @@ func TestPositionsCheckNodeForgetsOnRegression(t *testing.T) {
 		t.Fatal("a check that read less than was confirmed kept the confirmation")
 	}
 }
+
+// TestPositionsFlights: a read needing no more than the wait in flight on a node follows it; one
+// needing more leads a wait of its own (which later ones then follow); ending a flight wakes its
+// followers and leaves the node without one; a flight replaced meanwhile is not cleared by its
+// old leader.
+func TestPositionsFlights(t *testing.T) {
+	p := NewPositions(2)
+	f, lead := p.BeginFlight(0, pos(t, "0-1-10"))
+	if !lead {
+		t.Fatal("the first read does not lead")
+	}
+	g, lead := p.BeginFlight(0, pos(t, "0-1-9"))
+	if lead || g != f {
+		t.Fatal("a read needing less does not follow the wait in flight")
+	}
+	if _, lead := p.BeginFlight(1, pos(t, "0-1-9")); !lead {
+		t.Fatal("a flight on node 0 was followed on node 1")
+	}
+	h, lead := p.BeginFlight(0, pos(t, "0-1-11"))
+	if !lead || h == f {
+		t.Fatal("a read needing more follows a wait for less")
+	}
+	if k, lead := p.BeginFlight(0, pos(t, "0-1-10")); lead || k != h {
+		t.Fatal("the newer flight is not followed")
+	}
+	p.EndFlight(0, f) // the old leader: h stays
+	select {
+	case <-f.Done():
+	default:
+		t.Fatal("ending a flight did not wake its followers")
+	}
+	if k, lead := p.BeginFlight(0, pos(t, "0-1-11")); lead || k != h {
+		t.Fatal("the old leader's end cleared the newer flight")
+	}
+	p.EndFlight(0, h)
+	if _, lead := p.BeginFlight(0, pos(t, "0-1-1")); !lead {
+		t.Fatal("a flight was left after it ended")
+	}
+}
