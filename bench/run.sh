@@ -813,7 +813,7 @@ if ((want_cons)); then
 	cons_writer_start() {
 		cons_writer_pid=
 		((cons_write_rate > 0)) || return 0
-		sb "$1" oltp_update_non_index --db-ps-mode=disable --threads=1 --rate="$cons_write_rate" --time="$2" \
+		SB_EXEC=1 sb "$1" oltp_update_non_index --db-ps-mode=disable --threads=1 --rate="$cons_write_rate" --time="$2" \
 			--report-interval=0 run >"$3" 2>&1 &
 		cons_writer_pid=$!
 	}
@@ -872,7 +872,7 @@ if ((want_cons)); then
 	# primary's binlog stream must have delivered it).
 	if [[ -n ${cons_addr[latest]:-} ]]; then
 		fl_log "bypass window: $ryw_n writes straight to the primary, each read back through cons-latest, under $cons_threads point-select threads and the writer"
-		sb "${cons_addr[latest]}" oltp_point_select --threads="$cons_threads" --time=600 --report-interval=0 run >"$work/bypass-load.log" 2>&1 &
+		SB_EXEC=1 sb "${cons_addr[latest]}" oltp_point_select --threads="$cons_threads" --time=600 --report-interval=0 run >"$work/bypass-load.log" 2>&1 &
 		bypass_load=$!
 		cons_writer_start "${cons_addr[latest]}" 600 "$work/bypass-writer.log"
 		bypass_writer=$cons_writer_pid

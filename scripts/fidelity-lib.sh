@@ -257,15 +257,22 @@ fl_cleanup() {
 }
 
 # sb ADDR ARGS...: sysbench with the connection options and the table options of the caller
-# ($db, $tables, $table_size).
+# ($db, $tables, $table_size). With SB_EXEC=1 (only for a call in the background: SB_EXEC=1
+# sb ... &) the subshell becomes sysbench itself, so that $! is sysbench's pid and killing it
+# stops the load (a plain sb in the background leaves sysbench running when its subshell is
+# killed).
 # shellcheck disable=SC2154 # set by the sourcing script
 sb() {
 	local addr=$1
 	shift
 	fl_local "$addr"
-	sysbench --db-driver=mysql --mysql-host="${addr%:*}" --mysql-port="${addr##*:}" \
-		--mysql-user="$FL_USER" --mysql-password="$FL_PASSWORD" --mysql-db="$db" \
-		--tables="$tables" --table-size="$table_size" --rand-type=uniform "$@"
+	local cmd=(sysbench --db-driver=mysql --mysql-host="${addr%:*}" --mysql-port="${addr##*:}"
+		--mysql-user="$FL_USER" --mysql-password="$FL_PASSWORD" --mysql-db="$db"
+		--tables="$tables" --table-size="$table_size" --rand-type=uniform "$@")
+	if [[ ${SB_EXEC:-0} == 1 ]]; then
+		exec "${cmd[@]}"
+	fi
+	"${cmd[@]}"
 }
 
 # fl_sb_prepare LOG: recreate database $db on the primary, let sysbench prepare its tables there
