@@ -36,8 +36,8 @@ func TestProxiedClient(t *testing.T) {
 // TestAddrPort: what a PROXY header names of a client connection: its TCP address, an
 // IPv4-mapped one as IPv4; nothing for a connection that is not TCP.
 func TestAddrPort(t *testing.T) {
-	mapped := &net.TCPAddr{IP: net.ParseIP("::ffff:10.1.2.3"), Port: 5}
-	if got := addrPort(mapped); got != netip.MustParseAddrPort("10.1.2.3:5") {
+	mapped := &net.TCPAddr{IP: net.ParseIP("::ffff:127.1.2.3"), Port: 5}
+	if got := addrPort(mapped); got != netip.MustParseAddrPort("127.1.2.3:5") {
 		t.Errorf("mapped: %v", got)
 	}
 	if got := addrPort(&net.TCPAddr{IP: net.ParseIP("2001:db8::1"), Port: 6}); got != netip.MustParseAddrPort("[2001:db8::1]:6") {
