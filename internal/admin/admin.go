@@ -79,6 +79,8 @@ type Proxy struct {
 	Sessions      int        `json:"sessions"`
 	Nodes         []Node     `json:"nodes"`
 	Endpoints     []Endpoint `json:"endpoints"`
+	// Store is the link to the store the configuration is shared through (none: absent).
+	Store *StoreState `json:"store,omitempty"`
 }
 
 // Node is one node as the monitor last saw it.
@@ -200,8 +202,10 @@ type Options struct {
 	// Metrics serves /metrics when not nil.
 	Metrics http.Handler
 	// Pools serves GET /v1/pools when not nil.
-	Pools  Pools
-	Logger *slog.Logger
+	Pools Pools
+	// Cluster serves GET /v1/cluster and GET, PUT /v1/config when not nil.
+	Cluster Cluster
+	Logger  *slog.Logger
 }
 
 // Server is the admin HTTP server.
@@ -310,6 +314,7 @@ func New(o Options) *Server {
 	if o.Pools != nil {
 		mux.HandleFunc("GET /v1/pools", s.auth(servePools(o.Pools)))
 	}
+	s.clusterRoutes(mux)
 	mux.HandleFunc("GET /v1/sessions", s.auth(func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"sessions": o.Control.Sessions()})
 	}))

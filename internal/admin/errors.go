@@ -21,6 +21,7 @@ const (
 	Forbidden                // the request may not be made at all: cross-origin, not to loopback ("forbidden")
 	TooLarge                 // the body is past maxBody ("bad_request")
 	NotJSON                  // the body is not declared JSON ("bad_request")
+	Unavailable              // the store the change must go through is not reachable ("unavailable")
 )
 
 // Error returns the kind's code word, as the API's error object carries it.
@@ -40,6 +41,8 @@ func (k Kind) Error() string {
 		return "unauthorized"
 	case Forbidden:
 		return "forbidden"
+	case Unavailable:
+		return "unavailable"
 	}
 	return "internal"
 }
@@ -61,6 +64,8 @@ func httpStatus(k Kind) int {
 		return http.StatusRequestEntityTooLarge
 	case NotJSON:
 		return http.StatusUnsupportedMediaType
+	case Unavailable:
+		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError // Internal, Unreadable
 }

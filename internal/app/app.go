@@ -81,7 +81,12 @@ type App struct {
 	acctCount  int
 	// drainTimers close what is left on a drained node at the drain's timeout (under changeMu).
 	drainTimers map[int]*time.Timer
+	// cluster is the store the configuration is shared through (nil: none; Open).
+	cluster *cluster
 }
+
+// Threads is the configuration's threads (GOMAXPROCS; 0: every CPU).
+func (a *App) Threads() int { return a.boot.Threads }
 
 // SetVersion sets the version the admin API reports.
 func (a *App) SetVersion(v string) { a.version = v }
@@ -186,7 +191,7 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		a.disk = a.raw
 	}
 	if cfg.Admin.Listen != "" {
-		o := admin.Options{Control: a, Token: cfg.Admin.Token, Logger: log, Metrics: admin.MetricsHandler(a.Stats), Pools: a}
+		o := admin.Options{Control: a, Token: cfg.Admin.Token, Logger: log, Metrics: admin.MetricsHandler(a.Stats), Pools: a, Cluster: a}
 		if cfg.Admin.TLS {
 			o.TLS = opts.TLS.Clone()
 		}
@@ -486,6 +491,11 @@ func (a *App) Run(ctx context.Context) error {
 			defer cancel()
 			_ = a.admin.Shutdown(ctx)
 		}()
+	}
+	if a.cluster != nil {
+		clusterCtx, stopCluster := context.WithCancel(context.Background())
+		a.runCluster(clusterCtx)
+		defer func() { stopCluster(); a.stopCluster() }()
 	}
 	close(a.ready)
 	for i, ep := range a.boot.Endpoints {

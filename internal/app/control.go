@@ -32,7 +32,8 @@ var patchable = []string{"allow", "balance", "connections_from", "consistency", 
 func (a *App) Proxy() admin.Proxy {
 	cfg := a.config()
 	return admin.Proxy{Version: a.version, Started: a.started, UptimeSeconds: time.Since(a.started).Seconds(),
-		Zone: cfg.Zone, ConfigFile: cfg.Path, Sessions: a.proxy.Sessions(), Nodes: a.Nodes(), Endpoints: a.endpointsOf(cfg)}
+		Zone: cfg.Zone, ConfigFile: cfg.Path, Sessions: a.proxy.Sessions(), Nodes: a.Nodes(), Endpoints: a.endpointsOf(cfg),
+		Store: a.storeState()}
 }
 
 // Nodes implements admin.Control.
@@ -258,6 +259,12 @@ func (a *App) PatchEndpoint(name string, patch map[string]json.RawMessage) (ch a
 	if err != nil {
 		return admin.Change{}, err
 	}
+	if _, _, err := a.endpointIn(next, name); err != nil {
+		return admin.Change{}, admin.Errorf(admin.Invalid, "", "%v", err)
+	}
+	if err := a.share(data); err != nil {
+		return admin.Change{}, err
+	}
 	if err := a.applyEndpoint(next, name); err != nil {
 		return admin.Change{}, admin.Errorf(admin.Invalid, "", "%v", err)
 	}
@@ -348,7 +355,7 @@ func newName(body map[string]json.RawMessage, thing string) (string, error) {
 // last read or wrote it: a change of the nodes that the file would not keep would be undone,
 // surprisingly, by the reload the operator needs to make next.
 func (a *App) unchangedOnDisk() error {
-	if a.cfg.Path == "" {
+	if a.cfg.Path == "" || a.cluster != nil {
 		return nil
 	}
 	onDisk, err := os.ReadFile(a.cfg.Path)
@@ -377,7 +384,13 @@ func (a *App) edited(data []byte, err error) ([]byte, *config.Config, error) {
 // parse parses a new text of the configuration file as the one in force was: its path, and
 // the zone it runs in (serve's --zone and SLUICE_ZONE override the file's).
 func (a *App) parse(data []byte) (*config.Config, error) {
-	next, err := config.Parse(a.cfg.Path, data)
+	var next *config.Config
+	var err error
+	if c := a.cluster; c != nil {
+		next, err = config.ParseShared(c.bootPath, c.boot, c.shared, data)
+	} else {
+		next, err = config.Parse(a.cfg.Path, data)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -445,6 +458,9 @@ func (a *App) endpointIn(next *config.Config, name string) (*config.Endpoint, pr
 // persist writes data to the configuration file, unless the file changed on disk since sluice
 // last read or wrote it (the operator's edit is not overwritten: reload it first).
 func (a *App) persist(data []byte) (bool, string) {
+	if a.cluster != nil {
+		return true, "" // stored before it was applied (share)
+	}
 	path := a.cfg.Path
 	if path == "" {
 		return false, "sluice was not started from a configuration file"
@@ -474,6 +490,26 @@ func (a *App) Reload() (ch admin.Change, err error) {
 	if err != nil {
 		return admin.Change{}, admin.Errorf(admin.Unreadable, "", "reading %s: %v", a.cfg.Path, err)
 	}
+	if c := a.cluster; c != nil {
+		// With a store, the file holds this sluice's own settings: they are read again, with
+		// the stored configuration in force.
+		prev := c.boot
+		c.boot = data
+		if ch, err = a.reloadText(a.raw); err != nil {
+			c.boot = prev
+		}
+		return ch, err
+	}
+	if ch, err = a.reloadText(data); err == nil {
+		a.disk = data
+	}
+	return ch, err
+}
+
+// reloadText puts the configuration data in force as a reload does (under changeMu): what
+// changed in the endpoints and nodes takes effect, what needs a restart is listed. An invalid
+// text changes nothing.
+func (a *App) reloadText(data []byte) (ch admin.Change, err error) {
 	next, err := a.parse(data)
 	if err != nil {
 		a.log.Error("reload refused: the configuration file is invalid; nothing changed", "err", err)
@@ -556,7 +592,8 @@ func (a *App) Reload() (ch admin.Change, err error) {
 		{"admin", b.Admin, next.Admin}, {"log.format", b.Log.Format, next.Log.Format}, {"timeouts", b.Timeouts, next.Timeouts},
 		{"tls", b.TLS, next.TLS}, {"backend_tls", b.BackendTLS, next.BackendTLS},
 		{"backend_compress", b.BackendCompress, next.BackendCompress}, {"limits", b.Limits, next.Limits},
-		{"threads", b.Threads, next.Threads}, {"accounts", b.Accounts, next.Accounts}} {
+		{"threads", b.Threads, next.Threads}, {"accounts", b.Accounts, next.Accounts},
+		{"store", b.Store, next.Store}, {"name", b.Name, next.Name}} {
 		if !reflect.DeepEqual(k.old, k.new) {
 			ch.Restart = append(ch.Restart, k.key)
 		}
@@ -571,7 +608,7 @@ func (a *App) Reload() (ch admin.Change, err error) {
 		}
 	}
 	slices.Sort(ch.Restart)
-	a.cfg, a.raw, a.disk = next, data, data
+	a.cfg, a.raw = next, data
 	a.log.Info("configuration reloaded", "changed", strings.Join(ch.Changed, ","), "restart_needed", strings.Join(ch.Restart, ","))
 	return ch, nil
 }
@@ -763,6 +800,27 @@ func (a *App) CreateEndpoint(body map[string]json.RawMessage) (ch admin.Change, 
 	if err != nil {
 		return admin.Change{}, err
 	}
+	if a.cluster != nil {
+		if _, _, err := a.endpointIn(next, name); err != nil {
+			return admin.Change{}, admin.Errorf(admin.Invalid, "", "%v", err)
+		}
+		if err := a.share(data); err != nil {
+			return admin.Change{}, err
+		}
+		// Stored: every node starts it. Here too, unless its address is taken.
+		ch = admin.Change{Changed: []string{"endpoints." + name + " (new)"}, Persisted: true}
+		if err := a.startEndpoint(next, name); err != nil {
+			ch.Changed = nil
+			ch.Restart = []string{"endpoints." + name + " (new; did not start here: " + err.Error() + ")"}
+		}
+		a.cfg, a.raw = next, data
+		for _, e := range a.endpointsOf(next) {
+			if e.Name == name {
+				ch.Endpoint = &e
+			}
+		}
+		return ch, nil
+	}
 	if err := a.startEndpoint(next, name); err != nil {
 		return admin.Change{}, admin.Errorf(admin.Conflict, "listen", "%v", err)
 	}
@@ -808,6 +866,9 @@ func (a *App) DeleteEndpoint(name string) (ch admin.Change, err error) {
 	}
 	data, next, err := a.edited(config.RemoveEndpoint(a.cfg.Path, a.raw, name))
 	if err != nil {
+		return admin.Change{}, err
+	}
+	if err := a.share(data); err != nil {
 		return admin.Change{}, err
 	}
 	a.stopEndpoint(name)

@@ -90,6 +90,9 @@ func (a *App) CreateNode(body map[string]json.RawMessage) (ch admin.Change, err 
 	if err := a.unchangedOnDisk(); err != nil {
 		return admin.Change{}, err
 	}
+	if err := a.share(data); err != nil {
+		return admin.Change{}, err
+	}
 	n, err := nodeOf(*b, topology.Replica)
 	if err != nil { // validated with the file: not expected
 		return admin.Change{}, admin.Errorf(admin.Invalid, "proxy_protocol", "%v", err)
@@ -144,6 +147,9 @@ func (a *App) DeleteNode(name string) (ch admin.Change, err error) {
 		return admin.Change{}, err
 	}
 	if err := a.unchangedOnDisk(); err != nil {
+		return admin.Change{}, err
+	}
+	if err := a.share(data); err != nil {
 		return admin.Change{}, err
 	}
 	address := a.topo.Snapshot().Nodes[i].Address

@@ -300,11 +300,15 @@ func runClusterAndProxy(o sandbox.Options, stdout, stderr io.Writer) int {
 // runProxy runs sluice with the configuration at path until ctx ends; ready is called once
 // every endpoint listens.
 func runProxy(ctx context.Context, path string, stderr io.Writer, ready func()) error {
-	cfg, err := config.Load(path)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	a, err := app.New(cfg, NewLogger(cfg.Log, stderr))
+	local, err := config.ParseLocal(path, data)
+	if err != nil {
+		return err
+	}
+	a, err := app.Open(ctx, path, "", version(), NewLogger(local.Log, stderr))
 	if err != nil {
 		return err
 	}

@@ -50,40 +50,54 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sluice serve: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	cfg, err := config.Load(*path)
+	data, err := os.ReadFile(*path)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	if z := os.Getenv("SLUICE_ZONE"); z != "" {
+	// With store.etcd, the file holds this sluice's own settings (LocalKeys) and the rest is
+	// read from etcd (app.Open); without, it is the whole configuration.
+	cfg, err := config.ParseLocal(*path, data)
+	if err == nil && !cfg.Store.Enabled() {
+		cfg, err = config.Parse(*path, data)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	z := os.Getenv("SLUICE_ZONE")
+	if *zone != "" {
+		z = *zone
+	}
+	if z != "" {
 		cfg.Zone = z
 	}
-	if *zone != "" {
-		cfg.Zone = *zone
-	}
 	if *check {
+		if cfg.Store.Enabled() {
+			fmt.Fprintf(stdout, "%s: this sluice's own settings are valid; the shared configuration is in etcd (sluice ctl export --config %s)\n", *path, *path)
+			return 0
+		}
 		fmt.Fprintf(stdout, "%s: configuration is valid\n", *path)
 		return checkMonitor(cfg, stdout)
 	}
 	logger := NewLogger(cfg.Log, stderr)
-	if cfg.Threads > 0 && os.Getenv("GOMAXPROCS") == "" {
-		runtime.GOMAXPROCS(cfg.Threads)
-	}
-	logger.Info("sluice starting", "version", version(), "threads", runtime.GOMAXPROCS(0))
-	a, err := app.New(cfg, logger)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	a, err := app.Open(ctx, *path, z, version(), logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice serve: %v\n", err)
 		return 1
 	}
-	a.SetVersion(version())
+	if t := a.Threads(); t > 0 && os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(t)
+	}
+	logger.Info("sluice starting", "version", version(), "threads", runtime.GOMAXPROCS(0))
 	stopProfiling, err := startProfiling(*cpuprofile, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice serve: %v\n", err)
 		return 1
 	}
 	defer stopProfiling()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	go func() {
 		// The first signal starts the graceful shutdown; from then on the signals' default
 		// action is back, so a second one ends the process at once.

@@ -122,6 +122,19 @@ const (
 // Go name (it is taken off), defaults and accepted values (the table shows those from the code).
 type Config struct {
 	Path string `yaml:"-"` // file it was loaded from
+	// Shared names the store's configuration the settings other than LocalKeys came from
+	// (ParseShared); empty: all came from the file.
+	Shared string `yaml:"-"`
+	// Name is this sluice's name among the sluice nodes that share a store (store.etcd): unique
+	// among them; empty: the host's name. Local to each sluice.
+	Name string `yaml:"name"`
+	// Listen gives this sluice's own listen address for some endpoints (endpoint name:
+	// host:port), in place of the endpoint's listen: with a store, for nodes that cannot all
+	// listen on the same address (several on one host). Local to each sluice.
+	Listen map[string]string `yaml:"listen"`
+	// Store is where the configuration is shared with other sluice nodes (README: Running
+	// several sluice nodes). Local to each sluice.
+	Store Store `yaml:"store"`
 	// Zone is where this sluice runs (an availability zone's name), for endpoints with
 	// `nearest_zone`. The environment variable SLUICE_ZONE overrides it, and `sluice serve
 	// --zone` overrides both.
@@ -591,6 +604,10 @@ func (c *Config) applyDefaults(unset func(key string, zero bool) bool) {
 		}
 	}
 	dur(&c.Monitor.Interval, "monitor.interval", DefaultMonitorInterval)
+	if c.Store.Enabled() {
+		str(&c.Store.Etcd.Prefix, "store.etcd.prefix", DefaultStorePrefix)
+		dur(&c.Store.Etcd.DialTimeout, "store.etcd.dial_timeout", DefaultStoreDialTimeout)
+	}
 	if unset("monitor.down_after", c.Monitor.DownAfter == 0) {
 		c.Monitor.DownAfter = DefaultMonitorDownAfter
 	}

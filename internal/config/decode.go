@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"reflect"
 	"strconv"
 	"strings"
@@ -20,6 +21,17 @@ type positions struct {
 	lines map[string]int  // key path -> line of the key (or list item)
 	nulls map[string]bool // keys written without a value ("key:" or "key: ~")
 	root  int             // line of the top-level mapping, the last resort
+	// shared names the shared configuration the keys other than LocalKeys came from
+	// (ParseShared); empty: every key came from the file.
+	shared string
+}
+
+// fileOf is where key was written: file, or the shared configuration for a key not local.
+func (p *positions) fileOf(key, file string) string {
+	if p == nil || p.shared == "" || isLocal(key) {
+		return file
+	}
+	return p.shared
 }
 
 // lineOf returns the line of key, or of its closest ancestor that was
@@ -91,10 +103,22 @@ func parse(path string, data []byte, lookup func(string) (string, bool)) (*Confi
 	if err != nil {
 		return nil, err
 	}
+	return decodeRoot(path, "", root, lookup, false)
+}
+
+// decodeRoot decodes, defaults and validates a configuration's top-level node (nil: empty).
+// With shared set (ParseShared), the keys other than LocalKeys came from the shared
+// configuration of that name, and their errors name it instead of path.
+//
+// local decodes and checks only the LocalKeys (ParseLocal).
+func decodeRoot(path, shared string, root *yaml.Node, lookup func(string) (string, bool), local bool) (*Config, error) {
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
 	d := &decoder{
 		file:   path,
 		lookup: lookup,
-		pos:    &positions{lines: map[string]int{}, nulls: map[string]bool{}, root: 1},
+		pos:    &positions{lines: map[string]int{}, nulls: map[string]bool{}, root: 1, shared: shared},
 		failed: map[string]bool{},
 	}
 	c := &Config{Path: path, pos: d.pos}
@@ -108,8 +132,18 @@ func parse(path string, data []byte, lookup func(string) (string, bool)) (*Confi
 	c.applyDefaults(func(key string, _ bool) bool {
 		return !d.pos.given(key) || d.pos.nulls[key]
 	})
+	// This sluice's own listen addresses (listen: {endpoint: address}) replace the endpoints'.
+	for i, e := range c.Endpoints {
+		if a, ok := c.Listen[e.Name]; ok {
+			c.Endpoints[i].Listen = a
+		}
+	}
 	errs := d.errs
-	for _, e := range c.validate() {
+	check := c.validate
+	if local {
+		check = c.validateLocal
+	}
+	for _, e := range check() {
 		// A value that could not be decoded was left at its zero value;
 		// complaining about that zero as well would only add noise.
 		if !d.related(e.Key) {
@@ -178,7 +212,7 @@ type decoder struct {
 
 // errorf records a problem.
 func (d *decoder) errorf(line int, key, format string, args ...any) {
-	d.errs = append(d.errs, &Error{File: d.file, Line: line, Key: key, Msg: fmt.Sprintf(format, args...)})
+	d.errs = append(d.errs, &Error{File: d.pos.fileOf(key, d.file), Line: line, Key: key, Msg: fmt.Sprintf(format, args...)})
 }
 
 // fail records a problem with the value of key, which is then left at its

@@ -83,6 +83,7 @@ var defaultContexts = []struct {
 }{
 	{"when `tls.cert` is set", "tls", func(c *Config) { c.TLS.Cert, c.TLS.Key = "cert.pem", "key.pem" }},
 	{"with `monitor.user`", "monitor", func(c *Config) { c.Monitor.User = "monitor" }},
+	{"with `store.etcd.endpoints`", "store", func(c *Config) { c.Store.Etcd.Endpoints = []string{"127.0.0.1:2379"} }},
 }
 
 // refKey is one key of the reference.
@@ -380,6 +381,8 @@ func typeOf(k refKey, enum []string) string {
 		return "list of strings"
 	case ft.Kind() == reflect.Map && ft.Key().Kind() == reflect.String && ft.Elem().Kind() == reflect.Int:
 		return "map of backend name to integer"
+	case ft.Kind() == reflect.Map && ft.Key().Kind() == reflect.String && ft.Elem().Kind() == reflect.String:
+		return "map of endpoint name to host:port"
 	}
 	panic("reference: no type name for " + ft.String())
 }
@@ -411,6 +414,9 @@ func render(v reflect.Value, c *Config) string {
 			return "empty"
 		}
 	case reflect.Map:
+		if v.Type().Elem().Kind() != reflect.Int {
+			return "empty"
+		}
 		// The default weights, by role: the names of baseFile's backends mean nothing.
 		var parts []string
 		for _, b := range c.Backends {

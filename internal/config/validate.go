@@ -35,7 +35,7 @@ type checker struct {
 
 func (k *checker) errorf(key, format string, args ...any) {
 	k.errs = append(k.errs, &Error{
-		File: k.c.Path,
+		File: k.c.pos.fileOf(key, k.c.Path),
 		Line: k.c.pos.lineOf(key),
 		Key:  key,
 		Msg:  fmt.Sprintf(format, args...),
@@ -49,6 +49,7 @@ func (c *Config) validate() []*Error {
 	k.monitor()
 	k.endpoints(replicas, named)
 	k.admin()
+	k.store()
 	k.accounts()
 	k.oneOf("log.format", c.Log.Format, LogFormatText, LogFormatJSON)
 	k.oneOf("log.level", c.Log.Level, LogLevelDebug, LogLevelInfo, LogLevelWarn, LogLevelError)

@@ -1,0 +1,429 @@
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicedb/sluice/internal/admin"
+	"github.com/sluicedb/sluice/internal/config"
+	"github.com/sluicedb/sluice/internal/store"
+)
+
+// Several sluice nodes as one proxy: with store.etcd in a sluice's file, the configuration
+// other than that file's local keys lives in etcd. Every change through any node's API is a
+// compare-and-swap there first, on the revision the node applied: only a change etcd took is
+// applied, so a node cut from etcd (a minority) applies nothing the others did not, and a
+// change made on an older revision gets 409. Every node watches the key and applies what
+// another stored as a reload applies the file. Losing etcd stops no traffic: the configuration
+// last applied stays in force, and the node says so (GET /v1/proxy, /v1/cluster).
+
+// cluster is what a sluice with a store keeps of it.
+type cluster struct {
+	st       *store.Store
+	opts     config.Etcd
+	bootPath string
+	shared   string // "etcd:" + the configuration's key, as errors name it
+	name     string
+	instance string
+	// boot is this sluice's own file as last read (under changeMu): ParseShared's local part.
+	boot []byte
+	// applied is the stored configuration's revision in force.
+	applied atomic.Int64
+	// refused says why a newer stored revision is not in force (under changeMu); pending the
+	// restart-only settings the stored configuration changed since start.
+	refused    string
+	refusedRev int64
+	pending    []string
+	// members is the live nodes as last read from the store.
+	members atomic.Pointer[membersView]
+	wg      sync.WaitGroup
+}
+
+type membersView struct {
+	list []store.Member
+	at   time.Time
+}
+
+// loadRetry is how long a sluice starting with a store waits for etcd before giving up.
+const loadRetry = 30 * time.Second
+
+// Open builds sluice from its file at path. Without store.etcd the file is the whole
+// configuration (as config.Load). With it, the shared configuration comes from etcd; when etcd
+// holds none yet, the file's own shared settings are stored first (the first node seeds the
+// cluster). zone, when not empty, overrides the file's (serve --zone, SLUICE_ZONE).
+func Open(ctx context.Context, path, zone, version string, log *slog.Logger) (*App, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	local, err := config.ParseLocal(path, data)
+	if err != nil {
+		return nil, err
+	}
+	if !local.Store.Enabled() {
+		cfg, err := config.Parse(path, data)
+		if err != nil {
+			return nil, err
+		}
+		if zone != "" {
+			cfg.Zone = zone
+		}
+		a, err := New(cfg, log)
+		if a != nil {
+			a.SetVersion(version)
+		}
+		return a, err
+	}
+	c, err := openCluster(local, path, data, log)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := c.loadOrSeed(ctx, local, data, version, log)
+	if err != nil {
+		c.st.Close()
+		return nil, err
+	}
+	cfg, err := config.ParseShared(path, data, c.shared, doc.Text)
+	if err != nil {
+		c.st.Close()
+		return nil, fmt.Errorf("the stored configuration (revision %d) cannot be applied:\n%w", doc.Rev, err)
+	}
+	if zone != "" {
+		cfg.Zone = zone
+	}
+	a, err := New(cfg, log)
+	if err != nil {
+		c.st.Close()
+		return nil, err
+	}
+	a.SetVersion(version)
+	a.cluster = c
+	a.raw, a.disk = doc.Text, nil
+	c.applied.Store(doc.Rev)
+	log.Info("configuration read from the store", "key", c.shared, "revision", doc.Rev, "written_by", doc.Writer, "name", c.name)
+	return a, nil
+}
+
+// openCluster connects to the store local's file names.
+func openCluster(local *config.Config, path string, data []byte, log *slog.Logger) (*cluster, error) {
+	e := local.Store.Etcd
+	var tc *tls.Config
+	if e.UsesTLS() {
+		tc = &tls.Config{MinVersion: tls.VersionTLS12}
+		if e.TLS.CA != "" {
+			pem, err := os.ReadFile(e.TLS.CA)
+			if err != nil {
+				return nil, fmt.Errorf("store.etcd.tls.ca: %w", err)
+			}
+			tc.RootCAs = x509.NewCertPool()
+			if !tc.RootCAs.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("store.etcd.tls.ca: no certificate in %s", e.TLS.CA)
+			}
+		}
+		if e.TLS.Cert != "" {
+			cert, err := tls.LoadX509KeyPair(e.TLS.Cert, e.TLS.Key)
+			if err != nil {
+				return nil, fmt.Errorf("store.etcd.tls: %w", err)
+			}
+			tc.Certificates = []tls.Certificate{cert}
+		}
+	}
+	st, err := store.Open(store.Options{Endpoints: e.Endpoints, Prefix: e.Prefix, DialTimeout: e.DialTimeout.Duration,
+		Username: e.Username, Password: e.Password, TLS: tc, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	name := local.Name
+	if name == "" {
+		name, _ = os.Hostname()
+	}
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	return &cluster{st: st, opts: e, bootPath: path, boot: data, shared: "etcd:" + st.ConfigKey(), name: name,
+		instance: hex.EncodeToString(id[:])}, nil
+}
+
+// loadOrSeed reads the stored configuration, waiting up to loadRetry for etcd; when there is
+// none, it stores the file's shared settings (data), or says how to import one.
+func (c *cluster) loadOrSeed(ctx context.Context, local *config.Config, data []byte, version string, log *slog.Logger) (store.Doc, error) {
+	deadline := time.Now().Add(loadRetry)
+	for {
+		doc, found, err := c.st.Load(ctx)
+		switch {
+		case err == nil && found:
+			if doc.Format > store.Format {
+				return store.Doc{}, fmt.Errorf("the stored configuration (revision %d) was written by sluice %s in format %d; this sluice reads format %d: upgrade it",
+					doc.Rev, doc.Version, doc.Format, store.Format)
+			}
+			return doc, nil
+		case err == nil:
+			seed, ok, err := config.SharedPart(c.bootPath, data)
+			if err != nil {
+				return store.Doc{}, err
+			}
+			if !ok {
+				return store.Doc{}, fmt.Errorf("the store holds no configuration at %s yet, and %s gives none to store: add the shared settings (users, backends, endpoints...) to this file, or import them (sluice ctl import FILE --config %s)",
+					c.st.ConfigKey(), c.bootPath, c.bootPath)
+			}
+			if _, err := config.ParseShared(c.bootPath, data, c.shared, seed); err != nil {
+				return store.Doc{}, err
+			}
+			if err := secretsAllowed(local, c.bootPath, seed); err != nil {
+				return store.Doc{}, err
+			}
+			rev, err := c.st.Put(ctx, seed, 0, c.name, version)
+			if errors.Is(err, store.ErrConflict) {
+				continue // another node seeded it first: read theirs
+			}
+			if err != nil {
+				return store.Doc{}, err
+			}
+			log.Info("the store held no configuration: stored this file's", "key", c.st.ConfigKey(), "revision", rev)
+			return store.Doc{Text: seed, Rev: rev, Format: store.Format, Writer: c.name, Version: version}, nil
+		case time.Now().After(deadline) || ctx.Err() != nil:
+			return store.Doc{}, fmt.Errorf("reading the configuration from etcd (%s): %w", strings.Join(c.opts.Endpoints, ", "), err)
+		default:
+			log.Warn("etcd not reachable yet; retrying", "err", err)
+			time.Sleep(time.Second)
+		}
+	}
+}
+
+// secretsAllowed refuses a shared configuration with passwords in clear, unless
+// store.clear_secrets says so.
+func secretsAllowed(local *config.Config, name string, text []byte) error {
+	if local.Store.ClearSecrets {
+		return nil
+	}
+	keys, err := config.ClearSecrets(name, text)
+	if err != nil || len(keys) == 0 {
+		return err
+	}
+	return fmt.Errorf("the configuration holds passwords in clear (%s): a store keeps them only with store.clear_secrets: true; write password_hash, or a ${NAME} reference that each sluice resolves from its own environment",
+		strings.Join(keys, ", "))
+}
+
+// runCluster keeps this sluice in the cluster until ctx ends: it applies what others store,
+// keeps its registration, and follows the list of live nodes.
+func (a *App) runCluster(ctx context.Context) {
+	c := a.cluster
+	c.wg.Go(func() { c.st.Watch(ctx, c.applied.Load(), a.applyStored) })
+	c.wg.Go(func() { a.probeStore(ctx) })
+	c.wg.Go(func() {
+		c.st.WatchMembers(ctx, func(ms []store.Member) { c.members.Store(&membersView{list: ms, at: time.Now()}) })
+	})
+	host, _ := os.Hostname()
+	m := store.Member{Name: c.name, Version: a.version, Started: a.started.UTC(), Host: host, PID: os.Getpid(),
+		Instance: c.instance, Admin: a.AdminAddr(), Endpoints: map[string]string{}}
+	c.wg.Go(func() {
+		c.st.Register(ctx, m, func(m *store.Member) {
+			m.Zone = a.config().Zone
+			m.Applied = c.applied.Load()
+			a.mu.Lock()
+			clear(m.Endpoints)
+			for n, addr := range a.addrs {
+				m.Endpoints[n] = addr
+			}
+			a.mu.Unlock()
+			m.Connections = a.ownConnections(m.Connections)
+		})
+	})
+}
+
+// ownConnections is this sluice's client-session connections per node (into m, reused).
+func (a *App) ownConnections(m map[string]int64) map[string]int64 {
+	snap := a.topo.Snapshot()
+	if m == nil {
+		m = map[string]int64{}
+	}
+	clear(m)
+	for i, n := range snap.Nodes {
+		if !snap.IsRemoved(i) {
+			m[n.Name] = snap.Load[i].Conns.Load()
+		}
+	}
+	return m
+}
+
+// probeStore reads the stored revision every second: it keeps the link's state current while
+// nothing changes, and catches a revision the watch has not delivered within a second.
+func (a *App) probeStore(ctx context.Context) {
+	c := a.cluster
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var behind int64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		rev, err := c.st.Probe(ctx)
+		if err != nil || rev <= c.applied.Load() {
+			behind = 0
+			continue
+		}
+		if rev != behind {
+			behind = rev // give the watch a second to deliver it
+			continue
+		}
+		if d, found, err := c.st.Load(ctx); err == nil && found {
+			a.applyStored(d, nil)
+		}
+	}
+}
+
+// applyStored puts a configuration another node stored in force, as a reload of the file
+// would; one this sluice cannot read (a newer format, a key it does not know, an invalid
+// value) is refused whole, and the one in force stays.
+func (a *App) applyStored(d store.Doc, err error) {
+	a.changeMu.Lock()
+	defer a.changeMu.Unlock()
+	c := a.cluster
+	if d.Rev <= c.applied.Load() || d.Rev == c.refusedRev {
+		return
+	}
+	if err == nil && d.Format > store.Format {
+		err = fmt.Errorf("written by sluice %s in format %d; this sluice reads format %d: upgrade it", d.Version, d.Format, store.Format)
+	}
+	var ch admin.Change
+	if err == nil {
+		ch, err = a.reloadText(d.Text)
+	}
+	if err != nil {
+		c.refused, c.refusedRev = err.Error(), d.Rev
+		a.log.Error("store: a stored configuration was refused; the one in force stays", "revision", d.Rev,
+			"applied_revision", c.applied.Load(), "written_by", d.Writer, "err", err)
+		return
+	}
+	c.applied.Store(d.Rev)
+	c.refused, c.refusedRev = "", 0
+	c.pending = ch.Restart
+	a.log.Info("store: configuration applied", "revision", d.Rev, "written_by", d.Writer,
+		"changed", strings.Join(ch.Changed, ","), "restart_needed", strings.Join(ch.Restart, ","))
+}
+
+// share stores a change's text before it is applied (no-op without a store): a
+// compare-and-swap on the revision in force. Called under changeMu.
+func (a *App) share(data []byte) error {
+	c := a.cluster
+	if c == nil {
+		return nil
+	}
+	on := c.applied.Load()
+	rev, err := c.st.Put(context.Background(), data, on, c.name, a.version)
+	switch {
+	case errors.Is(err, store.ErrConflict):
+		return admin.Errorf(admin.Conflict, "", "the shared configuration changed (revision %d) since this sluice applied revision %d: nothing was changed; read it again and retry", rev, on)
+	case err != nil:
+		return admin.Errorf(admin.Unavailable, "", "%v: nothing was changed; the configuration last applied stays in force", err)
+	}
+	c.applied.Store(rev)
+	return nil
+}
+
+// storeState is the link's state for the API (nil without a store).
+func (a *App) storeState() *admin.StoreState {
+	c := a.cluster
+	if c == nil {
+		return nil
+	}
+	st := c.st.State()
+	a.changeMu.Lock()
+	refused, refusedRev, pending := c.refused, c.refusedRev, c.pending
+	a.changeMu.Unlock()
+	return &admin.StoreState{Kind: "etcd", Endpoints: c.opts.Endpoints, Prefix: c.opts.Prefix, Name: c.name,
+		Connected: st.Connected, Since: st.Since, LastError: st.LastError, Revision: max(st.Rev, c.applied.Load()),
+		Applied: c.applied.Load(), Refused: refused, RefusedRevision: refusedRev, PendingRestart: pending}
+}
+
+// ClusterInfo implements admin.Cluster.
+func (a *App) ClusterInfo() (admin.ClusterInfo, error) {
+	c := a.cluster
+	if c == nil {
+		return admin.ClusterInfo{}, admin.Errorf(admin.NotFound, "", "this sluice shares no store (store.etcd): it is a cluster of one")
+	}
+	info := admin.ClusterInfo{Store: *a.storeState(), Members: []admin.Member{}}
+	mv := c.members.Load()
+	if ms, err := c.st.Members(context.Background()); err == nil {
+		mv = &membersView{list: ms, at: time.Now()}
+		c.members.Store(mv)
+	}
+	if mv != nil {
+		info.MembersAsOf = mv.at
+		for _, m := range mv.list {
+			info.Members = append(info.Members, admin.Member{Name: m.Name, Zone: m.Zone, Admin: m.Admin, Endpoints: m.Endpoints,
+				Version: m.Version, Started: m.Started, Host: m.Host, PID: m.PID, Applied: m.Applied,
+				Connections: m.Connections, Self: m.Instance == c.instance})
+		}
+	}
+	return info, nil
+}
+
+// SharedConfig implements admin.Cluster.
+func (a *App) SharedConfig() (admin.SharedConfig, error) {
+	a.changeMu.Lock()
+	defer a.changeMu.Unlock()
+	if c := a.cluster; c != nil {
+		return admin.SharedConfig{Source: c.shared, Revision: c.applied.Load(), Config: string(a.raw)}, nil
+	}
+	return admin.SharedConfig{Source: a.cfg.Path, Config: string(a.raw)}, nil
+}
+
+// ImportConfig implements admin.Cluster: text replaces the stored configuration, validated
+// with this sluice's own file, if the store is still at revision rev (0: the one in force
+// here); then it is applied here as a reload, and by the others as they see it.
+func (a *App) ImportConfig(text []byte, rev int64) (ch admin.Change, err error) {
+	a.changeMu.Lock()
+	defer a.changeMu.Unlock()
+	defer func() { a.counted("import_config", err) }()
+	c := a.cluster
+	if c == nil {
+		return admin.Change{}, admin.Errorf(admin.Conflict, "", "this sluice shares no store: edit %s and reload it (POST /v1/reload)", a.cfg.Path)
+	}
+	if _, err := a.parse(text); err != nil {
+		return admin.Change{}, invalid(err)
+	}
+	local, err := config.ParseLocal(c.bootPath, c.boot)
+	if err != nil {
+		return admin.Change{}, invalid(err)
+	}
+	if err := secretsAllowed(local, c.shared, text); err != nil {
+		return admin.Change{}, admin.Errorf(admin.Invalid, "", "%v", err)
+	}
+	if rev != 0 && rev != c.applied.Load() {
+		return admin.Change{}, admin.Errorf(admin.Conflict, "revision", "this sluice has revision %d in force, not %d: read it again (GET /v1/config) and retry", c.applied.Load(), rev)
+	}
+	if err := a.share(text); err != nil {
+		return admin.Change{}, err
+	}
+	ch, err = a.reloadText(text)
+	if err != nil { // validated above: not expected
+		return admin.Change{}, err
+	}
+	c.pending = ch.Restart
+	ch.Persisted = true
+	return ch, nil
+}
+
+// stopCluster ends the cluster's goroutines (the registration is removed) once ctx ended.
+func (a *App) stopCluster() {
+	if c := a.cluster; c != nil {
+		c.wg.Wait()
+		_ = c.st.Close()
+	}
+}
