@@ -1,0 +1,517 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sluicedb/sluice/internal/sandbox"
+	"github.com/sluicedb/sluice/internal/testutil"
+)
+
+// Several sluice processes (real ones: `sluice serve`, killed and restarted) sharing their
+// configuration through a real etcd (Debian's etcd-server), in front of the test cluster.
+
+const (
+	clusterAppPW = "SLUICE_TEST_APP_PASSWORD"
+	clusterMonPW = "SLUICE_TEST_MONITOR_PASSWORD"
+)
+
+// proxyNode is one sluice process of a test cluster.
+type proxyNode struct {
+	name, zone string
+	boot       string // its own file
+	ports      map[string]int
+	admin      string
+	cmd        *exec.Cmd
+	exited     chan error
+	logs       *syncBuffer
+}
+
+func (n *proxyNode) addr(endpoint string) string {
+	return "127.0.0.1:" + strconv.Itoa(n.ports[endpoint])
+}
+
+// proxyCluster is etcd and the sluice nodes.
+type proxyCluster struct {
+	t      *testing.T
+	etcd   *sandbox.Etcd
+	prefix string
+	nodes  []*proxyNode
+}
+
+// clusterEndpoints: rw at global (the cross-node torture), latest (the cross-node window), near
+// (nearest_zone) and split (the weights the propagation test changes).
+var clusterEndpoints = []string{"rw", "latest", "near", "split"}
+
+// sharedConfig is the configuration the nodes share, for the test cluster c: passwords as
+// ${NAME} references each sluice resolves from its own environment; replica1 in az1 with the
+// primary, replica2 in az2.
+func sharedConfig(c *sandbox.Cluster) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "users:\n  - name: %s\n    password: ${%s}\n", sandbox.AppUser, clusterAppPW)
+	b.WriteString("backends:\n")
+	for _, n := range c.Nodes {
+		zone := "az1"
+		if n.Name == "replica2" {
+			zone = "az2"
+		}
+		fmt.Fprintf(&b, "  - {name: %s, address: %q, role: %s, zone: %s}\n", n.Name, n.Address, n.Role, zone)
+	}
+	fmt.Fprintf(&b, "monitor:\n  user: %s\n  password: ${%s}\n  interval: 250ms\n", sandbox.MonitorUser, clusterMonPW)
+	b.WriteString(`endpoints:
+  - {name: rw, listen: "127.0.0.1:0", read_weights: {primary: 0, replica1: 100, replica2: 100}, consistency: global}
+  - {name: latest, listen: "127.0.0.1:0", read_weights: {primary: 0, replica1: 100, replica2: 100}, consistency: latest}
+  - {name: near, listen: "127.0.0.1:0", read_weights: {primary: 0, replica1: 100, replica2: 100}, nearest_zone: true}
+  - {name: split, listen: "127.0.0.1:0", read_weights: {primary: 0, replica1: 100, replica2: 100}, balance: weighted}
+`)
+	return b.String()
+}
+
+// startProxyCluster starts etcd and n sluice nodes (zones az1, az2, az1, ...); node 1's file
+// seeds the store.
+func startProxyCluster(t *testing.T, n int) *proxyCluster {
+	t.Helper()
+	if _, err := sandbox.EtcdBinary(); err != nil {
+		t.Skip(err)
+	}
+	c := testutil.Cluster(t)
+	e, err := sandbox.StartEtcd(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Stop() })
+	var id [4]byte
+	_, _ = rand.Read(id[:])
+	pc := &proxyCluster{t: t, etcd: e, prefix: "/sluice/test-" + hex.EncodeToString(id[:]) + "/"}
+	shared := sharedConfig(c)
+	for i := range n {
+		zone := "az1"
+		if i%2 == 1 {
+			zone = "az2"
+		}
+		node := &proxyNode{name: "p" + strconv.Itoa(i+1), zone: zone, ports: map[string]int{}}
+		ports, err := sandbox.FreePorts(len(clusterEndpoints) + 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "name: %s\nzone: %s\nadmin: {listen: \"127.0.0.1:%d\"}\nlog: {level: info}\nlisten:\n", node.name, zone, ports[0])
+		for j, ep := range clusterEndpoints {
+			node.ports[ep] = ports[j+1]
+			fmt.Fprintf(&b, "  %s: \"127.0.0.1:%d\"\n", ep, node.ports[ep])
+		}
+		fmt.Fprintf(&b, "store:\n  etcd:\n    endpoints: [%q]\n    prefix: %s\n    dial_timeout: 1s\n", e.ClientAddr, pc.prefix)
+		if i == 0 {
+			b.WriteString(shared)
+		}
+		node.boot = filepath.Join(t.TempDir(), node.name+".yaml")
+		if err := os.WriteFile(node.boot, []byte(b.String()), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		pc.nodes = append(pc.nodes, node)
+		pc.start(node)
+	}
+	t.Cleanup(func() {
+		for _, n := range pc.nodes {
+			if n.cmd != nil {
+				_ = n.cmd.Process.Kill()
+			}
+		}
+	})
+	return pc
+}
+
+// start runs node's sluice process and waits until its admin API and endpoints answer.
+func (pc *proxyCluster) start(n *proxyNode) {
+	t := pc.t
+	t.Helper()
+	var env []string
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, "GOMAXPROCS=") {
+			env = append(env, e)
+		}
+	}
+	n.cmd = exec.Command(os.Args[0])
+	n.cmd.Env = append(env, childArgs+"="+strings.Join([]string{"serve", "--config", n.boot}, "\n"),
+		clusterAppPW+"="+sandbox.AppPassword, clusterMonPW+"="+sandbox.MonitorPassword)
+	n.logs = new(syncBuffer)
+	n.cmd.Stderr = n.logs
+	if err := n.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	n.exited = make(chan error, 1)
+	cmd := n.cmd
+	go func() { n.exited <- cmd.Wait() }()
+	for _, ep := range clusterEndpoints {
+		waitListen(t, n.addr(ep), n.logs)
+	}
+	data, err := os.ReadFile(n.boot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(string(data), "admin: {listen: \"")
+	n.admin, _, _ = strings.Cut(rest, "\"")
+}
+
+// kill ends node's process at once (SIGKILL).
+func (pc *proxyCluster) kill(n *proxyNode) {
+	_ = n.cmd.Process.Kill()
+	<-n.exited
+	n.cmd = nil
+}
+
+// api sends an admin request to node and decodes the answer into v (when not nil); it returns
+// the HTTP status.
+func api(t *testing.T, n *proxyNode, method, path string, body any, v any) int {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, "http://"+n.admin+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s on %s: %v", method, path, n.name, err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if s, ok := v.(*string); ok {
+		*s = string(data)
+	} else if v != nil && resp.StatusCode < 300 {
+		if err := json.Unmarshal(data, v); err != nil {
+			t.Fatalf("%s %s on %s: %v: %s", method, path, n.name, err, data)
+		}
+	}
+	return resp.StatusCode
+}
+
+// weightOf is node's read weight for backend on endpoint ep, as its API says.
+func weightOf(t *testing.T, n *proxyNode, ep, backend string) int {
+	t.Helper()
+	var e struct {
+		Settings struct {
+			ReadWeights map[string]int `json:"read_weights"`
+		}
+	}
+	if code := api(t, n, "GET", "/v1/endpoints/"+ep, nil, &e); code != 200 {
+		t.Fatalf("GET /v1/endpoints/%s on %s: %d", ep, n.name, code)
+	}
+	return e.Settings.ReadWeights[backend]
+}
+
+// storeOf is node's /v1/proxy store section.
+type storeView struct {
+	Connected       bool     `json:"connected"`
+	Revision        int64    `json:"revision"`
+	Applied         int64    `json:"applied_revision"`
+	Refused         string   `json:"refused"`
+	RefusedRevision int64    `json:"refused_revision"`
+	PendingRestart  []string `json:"pending_restart"`
+}
+
+func storeOf(t *testing.T, n *proxyNode) storeView {
+	t.Helper()
+	var p struct {
+		Store *storeView `json:"store"`
+	}
+	if code := api(t, n, "GET", "/v1/proxy", nil, &p); code != 200 || p.Store == nil {
+		t.Fatalf("GET /v1/proxy on %s: %d, store %v", n.name, code, p.Store)
+	}
+	return *p.Store
+}
+
+// eventually polls cond every 5 ms until it holds or d passes; it returns how long it took.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > d {
+			t.Fatalf("not within %s: %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+func percentile(ds []time.Duration, p float64) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(float64(len(s))*p))]
+}
+
+// portOf is the port of the node a read through addr ran on.
+func readPort(t *testing.T, db *sql.DB) int {
+	t.Helper()
+	var p int
+	if err := db.QueryRow("SELECT @@port").Scan(&p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func nodePort(t *testing.T, name string) int {
+	t.Helper()
+	n, err := testutil.Cluster(t).Node(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, p, _ := net.SplitHostPort(n.Address)
+	port, _ := strconv.Atoi(p)
+	return port
+}
+
+// TestProxyCluster: three sluice processes in two zones share one configuration in etcd.
+func TestProxyCluster(t *testing.T) {
+	pc := startProxyCluster(t, 3)
+	p1, p2, p3 := pc.nodes[0], pc.nodes[1], pc.nodes[2]
+	app := func(n *proxyNode, ep string) *sql.DB {
+		db, err := sql.Open("mysql", fmt.Sprintf("%s:%s@tcp(%s)/test?interpolateParams=true", sandbox.AppUser, sandbox.AppPassword, n.addr(ep)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+
+	t.Run("members", func(t *testing.T) {
+		for _, n := range pc.nodes {
+			eventually(t, 10*time.Second, n.name+" lists 3 live nodes", func() bool {
+				var info struct {
+					Members []struct {
+						Name, Zone string
+						Self       bool
+					}
+				}
+				if api(t, n, "GET", "/v1/cluster", nil, &info) != 200 || len(info.Members) != 3 {
+					return false
+				}
+				for i, m := range info.Members {
+					if m.Name != pc.nodes[i].name || m.Zone != pc.nodes[i].zone || m.Self != (m.Name == n.name) {
+						t.Fatalf("%s lists %+v", n.name, info.Members)
+					}
+				}
+				return true
+			})
+		}
+	})
+
+	t.Run("propagation", func(t *testing.T) {
+		// 100 weight changes through p1's API; the time from its answer until p2 and p3 both
+		// show the change.
+		var took []time.Duration
+		for i := range 100 {
+			w := 1 + i%50
+			if i%2 == 1 {
+				w += 50
+			}
+			if code := api(t, p1, "PATCH", "/v1/endpoints/split", map[string]any{"read_weights": map[string]int{"replica1": w}}, nil); code != 200 {
+				t.Fatalf("change %d: PATCH answered %d", i, code)
+			}
+			start := time.Now()
+			for _, n := range []*proxyNode{p2, p3} {
+				defer func() {
+					if t.Failed() {
+						t.Logf("%s's log:\n%s", n.name, n.logs.String())
+					}
+				}()
+				eventually(t, 5*time.Second, fmt.Sprintf("%s shows replica1 at %d", n.name, w), func() bool { return weightOf(t, n, "split", "replica1") == w })
+			}
+			took = append(took, time.Since(start))
+		}
+		p50, p99, mx := percentile(took, 0.5), percentile(took, 0.99), slices.Max(took)
+		t.Logf("propagation from p1's answer to p2 and p3 showing it, 100 changes: p50 %v, p99 %v, max %v", p50, p99, mx)
+		if p99 > time.Second {
+			t.Errorf("p99 %v, want under 1 s", p99)
+		}
+		// The read split follows on the other nodes: replica1 at 0, every read through p3 on
+		// replica2.
+		if code := api(t, p1, "PATCH", "/v1/endpoints/split", map[string]any{"read_weights": map[string]int{"replica1": 0}}, nil); code != 200 {
+			t.Fatalf("PATCH answered %d", code)
+		}
+		eventually(t, 5*time.Second, "p3 shows replica1 at 0", func() bool { return weightOf(t, p3, "split", "replica1") == 0 })
+		db := app(p3, "split")
+		want := nodePort(t, "replica2")
+		for range 20 {
+			if p := readPort(t, db); p != want {
+				t.Fatalf("a read through p3 ran on port %d, want replica2's %d", p, want)
+			}
+		}
+	})
+
+	t.Run("nearest zone per node", func(t *testing.T) {
+		// p1 and p3 run in az1 (with replica1), p2 in az2 (with replica2).
+		for _, n := range pc.nodes {
+			want := nodePort(t, "replica1")
+			if n.zone == "az2" {
+				want = nodePort(t, "replica2")
+			}
+			db := app(n, "near")
+			for range 10 {
+				if p := readPort(t, db); p != want {
+					t.Fatalf("%s (%s): a read ran on port %d, want %d (its zone's replica)", n.name, n.zone, p, want)
+				}
+			}
+		}
+	})
+
+	t.Run("conflicts", func(t *testing.T) {
+		// A change made on a revision that is no longer the stored one gets 409 and changes
+		// nothing.
+		var sc struct {
+			Revision int64
+			Config   string
+		}
+		if api(t, p2, "GET", "/v1/config", nil, &sc) != 200 {
+			t.Fatal("GET /v1/config")
+		}
+		if code := api(t, p1, "PATCH", "/v1/endpoints/split", map[string]any{"max_connections": 1000}, nil); code != 200 {
+			t.Fatalf("PATCH: %d", code)
+		}
+		var msg string
+		if code := api(t, p2, "PUT", "/v1/config", map[string]any{"config": sc.Config, "revision": sc.Revision}, &msg); code != 409 {
+			t.Fatalf("an import on stale revision %d: %d %s, want 409", sc.Revision, code, msg)
+		}
+		// Concurrent changes through p1 and p2: each answered 200 or 409, and all nodes end on
+		// the same revision and weights.
+		var ok, conflict atomic.Int32
+		for round := range 20 {
+			var wg sync.WaitGroup
+			for i, n := range []*proxyNode{p1, p2} {
+				wg.Go(func() {
+					w := 10 + round*2 + i
+					var msg string
+					switch code := api(t, n, "PATCH", "/v1/endpoints/split", map[string]any{"read_weights": map[string]int{"replica2": w}}, &msg); code {
+					case 200:
+						ok.Add(1)
+					case 409:
+						conflict.Add(1)
+					default:
+						t.Errorf("PATCH on %s: %d %s", n.name, code, msg)
+					}
+				})
+			}
+			wg.Wait()
+		}
+		t.Logf("concurrent changes: %d applied, %d refused with 409", ok.Load(), conflict.Load())
+		if ok.Load() < 20 {
+			t.Errorf("%d changes applied in 20 rounds of 2: every round should apply one", ok.Load())
+		}
+		pc.converged(t)
+	})
+
+	t.Run("unreadable configuration refused", func(t *testing.T) {
+		// A configuration this sluice cannot read (a key from a newer version) is refused by
+		// every node as it arrives: the one in force stays, and each says so.
+		var sc struct {
+			Revision int64
+			Config   string
+		}
+		api(t, p1, "GET", "/v1/config", nil, &sc)
+		before := weightOf(t, p3, "split", "replica2")
+		pc.putRaw(t, map[string]any{"format": 1, "writer": "newer", "config": sc.Config + "future_setting: 1\n"})
+		for _, n := range pc.nodes {
+			eventually(t, 5*time.Second, n.name+" refuses it", func() bool { return strings.Contains(storeOf(t, n).Refused, "future_setting") })
+		}
+		pc.putRaw(t, map[string]any{"format": 2, "writer": "newer", "version": "v9", "config": strings.ReplaceAll(sc.Config, "replica2: "+strconv.Itoa(before), "replica2: 77")})
+		for _, n := range pc.nodes {
+			eventually(t, 5*time.Second, n.name+" refuses format 2", func() bool { return strings.Contains(storeOf(t, n).Refused, "format 2") })
+			if w := weightOf(t, n, "split", "replica2"); w != before {
+				t.Errorf("%s applied a refused configuration: replica2 at %d, want %d", n.name, w, before)
+			}
+		}
+		// A change made here on the revision in force conflicts with the newer stored one: an
+		// old node cannot overwrite what it cannot read.
+		var msg string
+		if code := api(t, p1, "PATCH", "/v1/endpoints/split", map[string]any{"max_connections": 999}, &msg); code != 409 {
+			t.Errorf("a change over an unreadable stored configuration: %d %s, want 409", code, msg)
+		}
+		// A readable configuration stored again puts every node back in step.
+		pc.putRaw(t, map[string]any{"format": 1, "writer": "test", "config": sc.Config})
+		pc.converged(t)
+		for _, n := range pc.nodes {
+			if st := storeOf(t, n); st.Refused != "" {
+				t.Errorf("%s still refuses: %s", n.name, st.Refused)
+			}
+		}
+	})
+}
+
+// putRaw writes the stored configuration's key directly, as another sluice version would.
+func (pc *proxyCluster) putRaw(t *testing.T, env map[string]any) {
+	t.Helper()
+	v, err := json.Marshal(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(map[string]string{
+		"key":   b64(pc.prefix + "config"),
+		"value": b64(string(v)),
+	})
+	resp, err := http.Post("http://"+pc.etcd.ClientAddr+"/v3/kv/put", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("etcd put: %s", resp.Status)
+	}
+}
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+// converged waits until every node has the stored revision in force and the same
+// configuration text.
+func (pc *proxyCluster) converged(t *testing.T) {
+	t.Helper()
+	eventually(t, 10*time.Second, "every node on the same revision", func() bool {
+		var texts []string
+		var revs []int64
+		for _, n := range pc.nodes {
+			if n.cmd == nil {
+				continue
+			}
+			var sc struct {
+				Revision int64
+				Config   string
+			}
+			if api(t, n, "GET", "/v1/config", nil, &sc) != 200 {
+				return false
+			}
+			st := storeOf(t, n)
+			if st.Applied != st.Revision {
+				return false
+			}
+			texts, revs = append(texts, sc.Config), append(revs, sc.Revision)
+		}
+		return len(slices.Compact(texts)) == 1 && len(slices.Compact(revs)) == 1
+	})
+}
