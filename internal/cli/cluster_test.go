@@ -56,11 +56,82 @@ type proxyCluster struct {
 	etcd   *sandbox.Etcd
 	prefix string
 	nodes  []*proxyNode
+	link   *link
+}
+
+// link is a TCP relay to etcd that can be cut (every connection closed, new ones refused) and
+// healed.
+type link struct {
+	t      *testing.T
+	addr   string
+	target string
+	mu     sync.Mutex
+	ln     net.Listener
+	conns  []net.Conn
+}
+
+func newLink(t *testing.T, target string) *link {
+	l := &link{t: t, target: target}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.addr = ln.Addr().String()
+	l.serve(ln)
+	t.Cleanup(l.cut)
+	return l
+}
+
+func (l *link) serve(ln net.Listener) {
+	l.mu.Lock()
+	l.ln = ln
+	l.mu.Unlock()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			u, err := net.Dial("tcp", l.target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			l.mu.Lock()
+			l.conns = append(l.conns, c, u)
+			l.mu.Unlock()
+			go func() { _, _ = io.Copy(u, c); u.Close() }()
+			go func() { _, _ = io.Copy(c, u); c.Close() }()
+		}
+	}()
+}
+
+// cut closes the link: its listener and every connection through it.
+func (l *link) cut() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ln != nil {
+		l.ln.Close()
+		l.ln = nil
+	}
+	for _, c := range l.conns {
+		c.Close()
+	}
+	l.conns = nil
+}
+
+// heal listens again on the same address.
+func (l *link) heal() {
+	ln, err := net.Listen("tcp", l.addr)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	l.serve(ln)
 }
 
 // clusterEndpoints: rw at global (the cross-node torture), latest (the cross-node window), near
 // (nearest_zone) and split (the weights the propagation test changes).
-var clusterEndpoints = []string{"rw", "latest", "near", "split"}
+var clusterEndpoints = []string{"rw", "latest", "near", "split", "sess"}
 
 // sharedConfig is the configuration the nodes share, for the test cluster c: passwords as
 // ${NAME} references each sluice resolves from its own environment; replica1 in az1 with the
@@ -82,6 +153,7 @@ func sharedConfig(c *sandbox.Cluster) string {
   - {name: latest, listen: "127.0.0.1:0", read_weights: {primary: 0, replica1: 100, replica2: 100}, consistency: latest}
   - {name: near, listen: "127.0.0.1:0", read_weights: {primary: 0, replica1: 100, replica2: 100}, nearest_zone: true}
   - {name: split, listen: "127.0.0.1:0", read_weights: {primary: 0, replica1: 100, replica2: 100}, balance: weighted}
+  - {name: sess, listen: "127.0.0.1:0", read_weights: {primary: 0, replica1: 100, replica2: 100}, consistency: session}
 `)
 	return b.String()
 }
@@ -102,6 +174,8 @@ func startProxyCluster(t *testing.T, n int) *proxyCluster {
 	var id [4]byte
 	_, _ = rand.Read(id[:])
 	pc := &proxyCluster{t: t, etcd: e, prefix: "/sluice/test-" + hex.EncodeToString(id[:]) + "/"}
+	// The last node reaches etcd through a link the test can cut: a partition of that node alone.
+	pc.link = newLink(t, e.ClientAddr)
 	shared := sharedConfig(c)
 	for i := range n {
 		zone := "az1"
@@ -119,7 +193,11 @@ func startProxyCluster(t *testing.T, n int) *proxyCluster {
 			node.ports[ep] = ports[j+1]
 			fmt.Fprintf(&b, "  %s: \"127.0.0.1:%d\"\n", ep, node.ports[ep])
 		}
-		fmt.Fprintf(&b, "store:\n  etcd:\n    endpoints: [%q]\n    prefix: %s\n    dial_timeout: 1s\n", e.ClientAddr, pc.prefix)
+		etcdAddr := e.ClientAddr
+		if i == n-1 {
+			etcdAddr = pc.link.addr
+		}
+		fmt.Fprintf(&b, "store:\n  etcd:\n    endpoints: [%q]\n    prefix: %s\n    dial_timeout: 1s\n", etcdAddr, pc.prefix)
 		if i == 0 {
 			b.WriteString(shared)
 		}
@@ -462,6 +540,243 @@ func TestProxyCluster(t *testing.T) {
 				t.Errorf("%s still refuses: %s", n.name, st.Refused)
 			}
 		}
+	})
+
+	crossNode(t, pc, app)
+}
+
+// crossNode are TestProxyCluster's subtests that write through one node and read through
+// another, and those that cut etcd away.
+func crossNode(t *testing.T, pc *proxyCluster, app func(*proxyNode, string) *sql.DB) {
+	p1, p2, p3 := pc.nodes[0], pc.nodes[1], pc.nodes[2]
+	cl := testutil.Cluster(t)
+	ctx := context.Background()
+	setup := app(p1, "rw")
+	if _, err := setup.Exec("CREATE TABLE IF NOT EXISTS t_xnode (id INT PRIMARY KEY, v INT)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := setup.Exec("DELETE FROM t_xnode"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.WaitCaughtUp(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	var nextID atomic.Int64
+	nextID.Store(1)
+
+	t.Run("global across nodes, a replica paused", func(t *testing.T) {
+		// Write through one node, read through another at consistency global: the read sees
+		// the row every time, with replica1 paused (its reads would be stale).
+		if err := cl.Pause(ctx, "replica1"); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := cl.Resume(ctx, "replica1"); err != nil {
+				t.Error(err)
+			}
+		}()
+		const workers, pairs = 4, 500
+		var stale, done atomic.Int64
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Go(func() {
+				from, to := pc.nodes[w%3], pc.nodes[(w+1)%3]
+				wdb, rdb := app(from, "rw"), app(to, "rw")
+				for range pairs {
+					id := nextID.Add(1)
+					if _, err := wdb.Exec("INSERT INTO t_xnode VALUES (?, 1)", id); err != nil {
+						t.Error(err)
+						return
+					}
+					var n int
+					if err := rdb.QueryRow("SELECT COUNT(*) FROM t_xnode WHERE id = ?", id).Scan(&n); err != nil {
+						t.Error(err)
+						return
+					}
+					if n != 1 {
+						stale.Add(1)
+					}
+					done.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		t.Logf("global, write on one node, read on another, replica1 paused: %d stale of %d pairs", stale.Load(), done.Load())
+		if stale.Load() != 0 || done.Load() != workers*pairs {
+			t.Errorf("%d stale reads of %d pairs (want 0 of %d)", stale.Load(), done.Load(), workers*pairs)
+		}
+	})
+
+	t.Run("session on one node", func(t *testing.T) {
+		// A session's own writes, read back on the replicas through its node: nothing crosses
+		// nodes.
+		for _, n := range pc.nodes {
+			db := app(n, "sess")
+			db.SetMaxOpenConns(1)
+			for range 100 {
+				id := nextID.Add(1)
+				if _, err := db.Exec("INSERT INTO t_xnode VALUES (?, 1)", id); err != nil {
+					t.Fatal(err)
+				}
+				var c int
+				if err := db.QueryRow("SELECT COUNT(*) FROM t_xnode WHERE id = ?", id).Scan(&c); err != nil || c != 1 {
+					t.Fatalf("%s: a session did not read its own write (%d, %v)", n.name, c, err)
+				}
+			}
+		}
+	})
+
+	t.Run("latest across nodes window", func(t *testing.T) {
+		// Write through p1's latest endpoint; read through p2's until the row is there. p2
+		// knows p1's commit only from its own binlog stream of the primary: the window is how
+		// long that takes (plus the replica's wait).
+		wdb, rdb := app(p1, "latest"), app(p2, "latest")
+		var windows []time.Duration
+		missed := 0
+		for range 500 {
+			id := nextID.Add(1)
+			if _, err := wdb.Exec("INSERT INTO t_xnode VALUES (?, 1)", id); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			for try := 0; ; try++ {
+				var c int
+				if err := rdb.QueryRow("SELECT COUNT(*) FROM t_xnode WHERE id = ?", id).Scan(&c); err != nil {
+					t.Fatal(err)
+				}
+				if c == 1 {
+					if try > 0 {
+						missed++
+					}
+					break
+				}
+				if time.Since(start) > 5*time.Second {
+					t.Fatalf("row %d not seen through p2 after 5 s", id)
+				}
+			}
+			windows = append(windows, time.Since(start))
+		}
+		t.Logf("latest, write on p1, read on p2: first read missed the row %d of 500 times; until seen: p50 %v, p99 %v, max %v",
+			missed, percentile(windows, 0.5), percentile(windows, 0.99), slices.Max(windows))
+	})
+
+	t.Run("partitioned node", func(t *testing.T) {
+		// p3 is cut from etcd: it applies no change the others made, says so, refuses changes
+		// of its own (503), and goes on serving; once the link is back it catches up.
+		before := weightOf(t, p3, "split", "replica2")
+		pc.link.cut()
+		eventually(t, 10*time.Second, "p3 says it is not connected", func() bool { return !storeOf(t, p3).Connected })
+		if code := api(t, p1, "PATCH", "/v1/endpoints/split", map[string]any{"read_weights": map[string]int{"replica2": before + 1}}, nil); code != 200 {
+			t.Fatalf("PATCH through p1: %d", code)
+		}
+		eventually(t, 5*time.Second, "p2 applies it", func() bool { return weightOf(t, p2, "split", "replica2") == before+1 })
+		var msg string
+		if code := api(t, p3, "PATCH", "/v1/endpoints/split", map[string]any{"read_weights": map[string]int{"replica2": before + 2}}, &msg); code != 503 {
+			t.Errorf("a change through the cut node: %d %s, want 503", code, msg)
+		}
+		time.Sleep(300 * time.Millisecond)
+		if w := weightOf(t, p3, "split", "replica2"); w != before {
+			t.Errorf("the cut node has replica2 at %d, want %d (what it had: it can apply nothing)", w, before)
+		}
+		if w := weightOf(t, p1, "split", "replica2"); w != before+1 {
+			t.Errorf("p1 has replica2 at %d after the cut node's refused change, want %d", w, before+1)
+		}
+		if p := readPort(t, app(p3, "split")); p == 0 {
+			t.Error("no read through the cut node")
+		}
+		pc.link.heal()
+		eventually(t, 15*time.Second, "p3 catches up", func() bool { return weightOf(t, p3, "split", "replica2") == before+1 })
+		pc.converged(t)
+	})
+
+	t.Run("etcd restarted under load", func(t *testing.T) {
+		// Reads and writes through every node while etcd is down and back: no client error;
+		// changes are refused while it is down, and the configuration converges after.
+		stop := make(chan struct{})
+		var errs, stmts atomic.Int64
+		var wg sync.WaitGroup
+		for i, n := range pc.nodes {
+			wg.Go(func() {
+				db := app(n, "rw")
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					id := 1_000_000*(i+1) + int(nextID.Add(1))
+					if _, err := db.Exec("INSERT INTO t_xnode VALUES (?, 2)", id); err != nil {
+						errs.Add(1)
+						t.Errorf("%s: %v", n.name, err)
+					}
+					var c int
+					if err := db.QueryRow("SELECT COUNT(*) FROM t_xnode WHERE id = ?", id).Scan(&c); err != nil || c != 1 {
+						errs.Add(1)
+						t.Errorf("%s: read %d, %v", n.name, c, err)
+					}
+					stmts.Add(2)
+				}
+			})
+		}
+		time.Sleep(500 * time.Millisecond)
+		if err := pc.etcd.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range pc.nodes {
+			eventually(t, 10*time.Second, n.name+" says etcd is away", func() bool { return !storeOf(t, n).Connected })
+		}
+		var msg string
+		if code := api(t, p2, "PATCH", "/v1/endpoints/split", map[string]any{"max_connections": 4321}, &msg); code != 503 {
+			t.Errorf("a change while etcd is down: %d %s, want 503", code, msg)
+		}
+		time.Sleep(time.Second)
+		if err := pc.etcd.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range pc.nodes {
+			eventually(t, 20*time.Second, n.name+" reconnects", func() bool { return storeOf(t, n).Connected })
+		}
+		if code := api(t, p2, "PATCH", "/v1/endpoints/split", map[string]any{"max_connections": 4322}, &msg); code != 200 {
+			t.Errorf("a change after etcd came back: %d %s", code, msg)
+		}
+		pc.converged(t)
+		time.Sleep(500 * time.Millisecond)
+		close(stop)
+		wg.Wait()
+		t.Logf("etcd killed and restarted under load: %d statements, %d client errors", stmts.Load(), errs.Load())
+		if errs.Load() != 0 {
+			t.Errorf("%d client errors", errs.Load())
+		}
+	})
+
+	t.Run("node killed and restarted", func(t *testing.T) {
+		// p3 killed; a change made while it is away; restarted, it runs the current
+		// configuration and is listed live again.
+		pc.kill(p3)
+		w := weightOf(t, p1, "split", "replica2") + 5
+		if code := api(t, p1, "PATCH", "/v1/endpoints/split", map[string]any{"read_weights": map[string]int{"replica2": w}}, nil); code != 200 {
+			t.Fatalf("PATCH: %d", code)
+		}
+		pc.start(p3)
+		if got := weightOf(t, p3, "split", "replica2"); got != w {
+			t.Errorf("restarted p3 has replica2 at %d, want %d", got, w)
+		}
+		eventually(t, 15*time.Second, "p1 lists the restarted p3", func() bool {
+			var info struct {
+				Members []struct {
+					Name string
+					PID  int
+				}
+			}
+			api(t, p1, "GET", "/v1/cluster", nil, &info)
+			for _, m := range info.Members {
+				if m.Name == "p3" && m.PID == p3.cmd.Process.Pid {
+					return true
+				}
+			}
+			return false
+		})
+		pc.converged(t)
 	})
 }
 
