@@ -1,6 +1,9 @@
 package admin
 
 import (
+	"bufio"
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -72,10 +75,52 @@ type SharedConfig struct {
 	Config   string `json:"config"`
 }
 
+// Peers takes what the other sluice nodes of the cluster share with this one.
+type Peers interface {
+	// PeerSecret is the cluster's shared secret a peer proves itself with ("": none yet).
+	PeerSecret() string
+	// LearnCommits takes one line of a peer's stream of acknowledged commits.
+	LearnCommits(line string) error
+}
+
+// PeerHeader carries the cluster's peer secret on a peer's requests.
+const PeerHeader = "X-Sluice-Peer"
+
+// maxCommitLine bounds one line of a peer's commit stream (a GTID position).
+const maxCommitLine = 64 << 10
+
+// commits serves POST /v1/cluster/commits: a peer's stream of the positions of the commits it
+// acknowledged, one per line, for as long as the peer keeps it open. Its own secret (the
+// cluster's, from the store), not the admin token: the nodes' tokens are their own.
+func (s *Server) commits(w http.ResponseWriter, r *http.Request) {
+	p := s.o.Peers
+	secret := p.PeerSecret()
+	want := sha256.Sum256([]byte(secret))
+	got := sha256.Sum256([]byte(r.Header.Get(PeerHeader)))
+	if secret == "" || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+		writeError(w, Errorf(Unauthorized, "", "a peer request needs the cluster's peer secret"))
+		return
+	}
+	// The stream lasts as long as the peer keeps it: no read deadline.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+	sc := bufio.NewScanner(r.Body)
+	sc.Buffer(make([]byte, 0, 4096), maxCommitLine)
+	for sc.Scan() {
+		if err := p.LearnCommits(sc.Text()); err != nil {
+			writeError(w, Errorf(BadRequest, "", "%v", err))
+			return
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
 // maxConfigBody bounds PUT /v1/config's body: a whole configuration's text.
 const maxConfigBody = 4 << 20
 
 func (s *Server) clusterRoutes(mux *http.ServeMux) {
+	if s.o.Peers != nil {
+		mux.HandleFunc("POST /v1/cluster/commits", s.commits)
+	}
 	c := s.o.Cluster
 	if c == nil {
 		return

@@ -191,7 +191,7 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		a.disk = a.raw
 	}
 	if cfg.Admin.Listen != "" {
-		o := admin.Options{Control: a, Token: cfg.Admin.Token, Logger: log, Metrics: admin.MetricsHandler(a.Stats), Pools: a, Cluster: a}
+		o := admin.Options{Control: a, Token: cfg.Admin.Token, Logger: log, Metrics: admin.MetricsHandler(a.Stats), Pools: a, Cluster: a, Peers: a}
 		if cfg.Admin.TLS {
 			o.TLS = opts.TLS.Clone()
 		}

@@ -47,7 +47,9 @@ type cluster struct {
 	pending    []string
 	// members is the live nodes as last read from the store.
 	members atomic.Pointer[membersView]
-	wg      sync.WaitGroup
+	// peers streams this node's acknowledged commits to the others (peers.go).
+	peers peers
+	wg    sync.WaitGroup
 }
 
 type membersView struct {
@@ -224,11 +226,15 @@ func (a *App) runCluster(ctx context.Context) {
 	c.wg.Go(func() { c.st.Watch(ctx, c.applied.Load(), a.applyStored) })
 	c.wg.Go(func() { a.probeStore(ctx) })
 	c.wg.Go(func() {
-		c.st.WatchMembers(ctx, func(ms []store.Member) { c.members.Store(&membersView{list: ms, at: time.Now()}) })
+		c.st.WatchMembers(ctx, func(ms []store.Member) {
+			c.members.Store(&membersView{list: ms, at: time.Now()})
+			a.linkPeers(ctx, ms)
+		})
 	})
+	c.wg.Go(func() { a.sharePositions(ctx) })
 	host, _ := os.Hostname()
 	m := store.Member{Name: c.name, Version: a.version, Started: a.started.UTC(), Host: host, PID: os.Getpid(),
-		Instance: c.instance, Admin: a.AdminAddr(), Endpoints: map[string]string{}}
+		Instance: c.instance, Admin: a.AdminAddr(), AdminTLS: a.boot.Admin.TLS, Endpoints: map[string]string{}}
 	c.wg.Go(func() {
 		c.st.Register(ctx, m, func(m *store.Member) {
 			m.Zone = a.config().Zone

@@ -48,6 +48,11 @@ type knownCommits struct {
 	domains []gtid.GTID
 	mysql   gtid.Position
 	scratch []gtid.GTID // target's, to fold the primary's position in
+
+	// shared: other sluice nodes are told of this one's commits (Proxy.CommitsMoved): a
+	// commit that moves the position signals moved (never blocking).
+	shared atomic.Bool
+	moved  chan struct{}
 }
 
 // builtPosition is the known position as of version, immutable once published.
@@ -76,11 +81,15 @@ func (k *knownCommits) noteCommit(g []byte) {
 			return
 		}
 		k.mu.Lock()
-		if k.addLocked(one) || !k.known {
+		changed := k.addLocked(one) || !k.known
+		if changed {
 			k.known = true
 			k.version.Add(1)
 		}
 		k.mu.Unlock()
+		if changed {
+			k.signal()
+		}
 		return
 	}
 	if bytes.IndexByte(g, ':') < 0 {
@@ -91,12 +100,26 @@ func (k *knownCommits) noteCommit(g []byte) {
 		return
 	}
 	k.mu.Lock()
-	if !k.mysql.Contains(q) || !k.known {
+	changed := !k.mysql.Contains(q) || !k.known
+	if changed {
 		k.mysql = k.mysql.Merge(q)
 		k.known = true
 		k.version.Add(1)
 	}
 	k.mu.Unlock()
+	if changed {
+		k.signal()
+	}
+}
+
+// signal tells the goroutine that shares this node's commits that the position moved.
+func (k *knownCommits) signal() {
+	if k.shared.Load() {
+		select {
+		case k.moved <- struct{}{}:
+		default: // a signal is pending already: the sharer reads the newest position
+		}
+	}
 }
 
 // addLocked records MariaDB commit g, reporting whether it moved its domain. With k.mu held.
@@ -149,15 +172,25 @@ func (k *knownCommits) target(primary gtid.Position) gtid.Position {
 	if primary.IsZero() || (!pos.IsZero() && pos.Contains(primary)) {
 		return pos
 	}
+	k.fold(primary)
+	return k.position()
+}
+
+// fold merges pos (the primary's reported position, or commits another sluice node
+// acknowledged) into the known position.
+func (k *knownCommits) fold(pos gtid.Position) {
+	if pos.IsZero() {
+		return
+	}
 	k.mu.Lock()
 	moved := !k.known
 	k.known = true
-	if primary.Flavor() == gtid.MySQL {
-		if !k.mysql.Contains(primary) {
-			k.mysql, moved = k.mysql.Merge(primary), true
+	if pos.Flavor() == gtid.MySQL {
+		if !k.mysql.Contains(pos) {
+			k.mysql, moved = k.mysql.Merge(pos), true
 		}
 	} else {
-		k.scratch = primary.AppendGTIDs(k.scratch[:0])
+		k.scratch = pos.AppendGTIDs(k.scratch[:0])
 		for _, g := range k.scratch {
 			if k.addLocked(g) {
 				moved = true
@@ -168,7 +201,31 @@ func (k *knownCommits) target(primary gtid.Position) gtid.Position {
 		k.version.Add(1)
 	}
 	k.mu.Unlock()
-	return k.position()
+}
+
+// CommitsMoved starts sharing this sluice's acknowledged commits with the other nodes: the
+// channel gets a signal (coalesced) each time a commit moves the known position; read it
+// with KnownCommits. Called once, by the goroutine that shares them.
+func (p *Proxy) CommitsMoved() <-chan struct{} {
+	p.known.shared.Store(true)
+	return p.known.moved
+}
+
+// KnownCommits is the position of every commit this sluice knows (latest's, before a read
+// folds the primary's position in); zero when none is known, or no endpoint reads at latest.
+func (p *Proxy) KnownCommits() gtid.Position {
+	if !p.known.on.Load() {
+		return gtid.Position{}
+	}
+	return p.known.position()
+}
+
+// LearnCommits folds commits another sluice node acknowledged into the known position: the
+// latest level's reads here then wait for them too.
+func (p *Proxy) LearnCommits(pos gtid.Position) {
+	if p.known.on.Load() {
+		p.known.fold(pos)
+	}
 }
 
 // latestPosition is the target of a latest-level read that arrives now (knownCommits.target),

@@ -314,6 +314,7 @@ func New(opts Options) (*Proxy, error) {
 		listeners: make(map[net.Listener]struct{}),
 		pool:      newNodePool(),
 	}
+	p.known.moved = make(chan struct{}, 1)
 	for i := range opts.Users {
 		u := &opts.Users[i]
 		p.users[u.Name] = u

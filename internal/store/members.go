@@ -15,6 +15,7 @@ type Member struct {
 	Name      string            `json:"name"`
 	Zone      string            `json:"zone,omitempty"`
 	Admin     string            `json:"admin,omitempty"`     // admin API address
+	AdminTLS  bool              `json:"admin_tls,omitempty"` // the admin API serves HTTPS
 	Endpoints map[string]string `json:"endpoints,omitempty"` // endpoint name -> listen address
 	Version   string            `json:"version"`
 	Started   time.Time         `json:"started"`

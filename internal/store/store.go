@@ -6,7 +6,9 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -283,4 +285,31 @@ func (s *Store) Probe(ctx context.Context) (int64, error) {
 	}
 	s.seenRev(r.Kvs[0].ModRevision)
 	return r.Kvs[0].ModRevision, nil
+}
+
+// PeerSecret is the cluster's shared secret at PREFIX/peer-secret, made (32 random bytes, hex)
+// by the first node that asks: the nodes prove to each other with it that a peer request comes
+// from a node of the cluster (whoever can read the prefix in etcd).
+func (s *Store) PeerSecret(ctx context.Context) (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	key := s.prefix + "peer-secret"
+	c, cancel := s.ctx(ctx)
+	defer cancel()
+	r, err := s.cli.Txn(c).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, hex.EncodeToString(b[:]))).Else(clientv3.OpGet(key)).Commit()
+	s.saw(err)
+	if err != nil {
+		return "", unavailable(err)
+	}
+	if r.Succeeded {
+		return hex.EncodeToString(b[:]), nil
+	}
+	kvs := r.Responses[0].GetResponseRange().GetKvs()
+	if len(kvs) == 0 || len(kvs[0].Value) < 32 {
+		return "", fmt.Errorf("the cluster's peer secret at %s is missing or too short", key)
+	}
+	return string(kvs[0].Value), nil
 }
