@@ -4,8 +4,10 @@ package app
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -83,6 +85,9 @@ type App struct {
 	drainTimers map[int]*time.Timer
 	// cluster is the store the configuration is shared through (nil: none; Open).
 	cluster *cluster
+	// instance tells this App from any other (another process's, or another in this process:
+	// sluice sandbox --proxies): random.
+	instance string
 }
 
 // Threads is the configuration's threads (GOMAXPROCS; 0: every CPU).
@@ -182,6 +187,9 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		positions: positions, btls: btls, btlsMode: btlsMode, pubKey: pubKey,
 		addrs: map[string]string{}, ready: make(chan struct{}), version: "dev", started: time.Now(), errc: make(chan error, 1)}
 	self = a
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	a.instance = hex.EncodeToString(id[:])
 	if cfg.Path != "" {
 		// What the admin API's changes edit and write back.
 		if a.raw, err = os.ReadFile(cfg.Path); err != nil {
@@ -590,7 +598,7 @@ func (a *App) stream(ctx context.Context, i int, n *topology.Node) {
 	}
 	fl := gtid.FlavorOf(snap.State[i].Version)
 	o := binlog.Options{Address: n.Address, User: a.boot.Monitor.User, Password: a.boot.Monitor.Password, Flavor: fl,
-		PublicKey: a.pubKey, Logger: a.log.With("node", n.Name)}
+		PublicKey: a.pubKey, Logger: a.log.With("node", n.Name), Instance: a.instance}
 	if a.btlsMode == backend.TLSPreferred || a.btlsMode == backend.TLSRequired {
 		o.TLS = a.btls.Clone()
 		if o.TLS.ServerName == "" {

@@ -2,10 +2,8 @@ package app
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -114,6 +112,7 @@ func Open(ctx context.Context, path, zone, version string, log *slog.Logger) (*A
 	}
 	a.SetVersion(version)
 	a.cluster = c
+	c.instance = a.instance
 	a.raw, a.disk = doc.Text, nil
 	c.applied.Store(doc.Rev)
 	log.Info("configuration read from the store", "key", c.shared, "revision", doc.Rev, "written_by", doc.Writer, "name", c.name)
@@ -153,10 +152,7 @@ func openCluster(local *config.Config, path string, data []byte, log *slog.Logge
 	if name == "" {
 		name, _ = os.Hostname()
 	}
-	var id [8]byte
-	_, _ = rand.Read(id[:])
-	return &cluster{st: st, opts: e, bootPath: path, boot: data, shared: "etcd:" + st.ConfigKey(), name: name,
-		instance: hex.EncodeToString(id[:])}, nil
+	return &cluster{st: st, opts: e, bootPath: path, boot: data, shared: "etcd:" + st.ConfigKey(), name: name}, nil
 }
 
 // loadOrSeed reads the stored configuration, waiting up to loadRetry for etcd; when there is

@@ -36,10 +36,13 @@ func derivedServerID(hostname string, pid int, address string, attempt uint32) u
 
 // serverID is the id to register with: the configured one until the node reports it taken,
 // then derived ones.
-func serverID(configured uint32, address string, attempt uint32) uint32 {
+//
+// instance tells apart several sluice instances in one process (sluice sandbox --proxies):
+// the same pid, so it goes into the hash with the address.
+func serverID(configured uint32, instance, address string, attempt uint32) uint32 {
 	if configured != 0 && attempt == 0 {
 		return configured
 	}
 	host, _ := os.Hostname()
-	return derivedServerID(host, os.Getpid(), address, attempt)
+	return derivedServerID(host, os.Getpid(), instance+address, attempt)
 }

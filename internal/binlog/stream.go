@@ -34,6 +34,9 @@ type Options struct {
 	// servers use (see derivedServerID). When the node reports the id taken (ERROR 4052), the
 	// stream registers again with another derived id.
 	ServerID uint32
+	// Instance names this sluice among several in one process (empty: the only one); it makes
+	// their derived server ids differ.
+	Instance string
 	// Heartbeat is how often an idle node sends a heartbeat (0: 1 s); a stream that hears
 	// nothing for 3 heartbeats is broken, and reconnects.
 	Heartbeat time.Duration
@@ -204,7 +207,7 @@ func (s *stream) session(ctx context.Context) (streamed time.Duration, err error
 	if err != nil {
 		return 0, fmt.Errorf("binlog: %s: %w", s.o.Address, err)
 	}
-	id := serverID(s.o.ServerID, s.o.Address, s.attempt)
+	id := serverID(s.o.ServerID, s.o.Instance, s.o.Address, s.attempt)
 	syncer = replication.NewBinlogSyncer(s.config(id, nc))
 	st, err := syncer.StartSyncGTID(tr.start())
 	if err != nil {

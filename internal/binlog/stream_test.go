@@ -41,14 +41,19 @@ func TestDerivedServerID(t *testing.T) {
 		}
 		seen[id] = name
 	}
-	if got := serverID(7, "a", 0); got != 7 {
+	if got := serverID(7, "", "a", 0); got != 7 {
 		t.Errorf("configured id not used: %d", got)
 	}
-	if got := serverID(7, "a", 1); got < serverIDBase {
+	if got := serverID(7, "", "a", 1); got < serverIDBase {
 		t.Errorf("after a duplicate, configured id kept: %d", got)
 	}
-	if got := serverID(0, "a", 0); got < serverIDBase {
+	if got := serverID(0, "", "a", 0); got < serverIDBase {
 		t.Errorf("id 0 not derived: %d", got)
+	}
+	// Two sluice instances in one process (sandbox --proxies) stream the same node under
+	// different ids.
+	if a, b := serverID(0, "x", "a", 0), serverID(0, "y", "a", 0); a == b {
+		t.Errorf("two instances derive the same id %d", a)
 	}
 }
 
