@@ -56,4 +56,9 @@ type Load struct {
 	Active atomic.Int64
 	// Conns counts this proxy's open connections to the node (least-connections).
 	Conns atomic.Int64
+	// Others is the sum of the connections the other live sluice nodes of the cluster hold to
+	// the node, as they last published them in their membership records (least-connections
+	// with connections_from: cluster). Stored by the app when the list of members or the
+	// topology changes; never per statement. 0 without a cluster.
+	Others atomic.Int64
 }
