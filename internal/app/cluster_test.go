@@ -186,3 +186,17 @@ func TestConnectionsFromCluster(t *testing.T) {
 		t.Fatalf("A gone: B bound a session to node %d, want replica1 (0 against 2)", n)
 	}
 }
+
+// TestPatchConnectionsFromCluster: a sluice without a store refuses connections_from: cluster,
+// and says why; the endpoint keeps its policy.
+func TestPatchConnectionsFromCluster(t *testing.T) {
+	a, _, _ := offlineApp(t, offline)
+	_, err := a.PatchEndpoint("rw", map[string]json.RawMessage{"balance": json.RawMessage(`"least-connections"`),
+		"connections_from": json.RawMessage(`"cluster"`)})
+	if err == nil || !strings.Contains(err.Error(), "cluster needs store.etcd: the counts come from the other sluice nodes") {
+		t.Fatalf("PATCH connections_from cluster without a store: %v", err)
+	}
+	if rs, _ := a.proxy.EndpointSettings("rw"); rs.Routing.Policy.Name() != "least-active" {
+		t.Errorf("policy now %s", rs.Routing.Policy.Name())
+	}
+}
