@@ -49,8 +49,9 @@ type Node struct {
 	ProxyProtocol proxyproto.Version
 }
 
-// Load holds this proxy's live counters on one node. Its fields change all the time, so they
-// are kept apart from Node and from the snapshot's state: a snapshot swap does not reset them.
+// Load holds this proxy's live counters on one node (and the other sluice nodes' connections to
+// it, as they published them). Its fields change all the time, so they are kept apart from Node
+// and from the snapshot's state: a snapshot swap does not reset them.
 type Load struct {
 	// Active counts the statements this proxy has in flight on the node (least-active).
 	Active atomic.Int64
