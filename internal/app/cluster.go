@@ -16,6 +16,7 @@ import (
 	"github.com/sluicedb/sluice/internal/admin"
 	"github.com/sluicedb/sluice/internal/config"
 	"github.com/sluicedb/sluice/internal/store"
+	"github.com/sluicedb/sluice/internal/topology"
 )
 
 // Several sluice nodes as one proxy: with store.etcd in a sluice's file, the configuration
@@ -43,8 +44,10 @@ type cluster struct {
 	refused    string
 	refusedRev int64
 	pending    []string
-	// members is the live nodes as last read from the store.
+	// members is the live nodes as last read from the store (setMembers).
 	members atomic.Pointer[membersView]
+	// membersChanged has a token when members changed since followOthers last summed them.
+	membersChanged chan struct{}
 	// peers streams this node's acknowledged commits to the others (peers.go).
 	peers peers
 	wg    sync.WaitGroup
@@ -152,7 +155,8 @@ func openCluster(local *config.Config, path string, data []byte, log *slog.Logge
 	if name == "" {
 		name, _ = os.Hostname()
 	}
-	return &cluster{st: st, opts: e, bootPath: path, boot: data, shared: "etcd:" + st.ConfigKey(), name: name}, nil
+	return &cluster{st: st, opts: e, bootPath: path, boot: data, shared: "etcd:" + st.ConfigKey(), name: name,
+		membersChanged: make(chan struct{}, 1)}, nil
 }
 
 // loadOrSeed reads the stored configuration, waiting up to loadRetry for etcd; when there is
@@ -223,10 +227,11 @@ func (a *App) runCluster(ctx context.Context) {
 	c.wg.Go(func() { a.probeStore(ctx) })
 	c.wg.Go(func() {
 		c.st.WatchMembers(ctx, func(ms []store.Member) {
-			c.members.Store(&membersView{list: ms, at: time.Now()})
+			c.setMembers(ms)
 			a.linkPeers(ctx, ms)
 		})
 	})
+	c.wg.Go(func() { a.followOthers(ctx) })
 	c.wg.Go(func() { a.sharePositions(ctx) })
 	host, _ := os.Hostname()
 	m := store.Member{Name: c.name, Version: a.version, Started: a.started.UTC(), Host: host, PID: os.Getpid(),
@@ -259,6 +264,54 @@ func (a *App) ownConnections(m map[string]int64) map[string]int64 {
 		}
 	}
 	return m
+}
+
+// setMembers keeps ms as the live nodes, and has followOthers sum their connections again.
+func (c *cluster) setMembers(ms []store.Member) {
+	c.members.Store(&membersView{list: ms, at: time.Now()})
+	select {
+	case c.membersChanged <- struct{}{}:
+	default: // a sum is due already; it reads the newest list
+	}
+}
+
+// followOthers keeps each node's Load.Others, for least-connections counted over the cluster
+// (connections_from: cluster): the connections the other live members published, summed
+// again each time the list of members changes (a member's record is rewritten at most once a
+// second, when its counts changed; one whose lease ended is no longer listed) and each time
+// the topology does (a node added takes a slot), until ctx ends. Statements only read the sums.
+func (a *App) followOthers(ctx context.Context) {
+	c := a.cluster
+	for {
+		snap := a.topo.Snapshot()
+		var ms []store.Member
+		if mv := c.members.Load(); mv != nil {
+			ms = mv.list
+		}
+		storeOthers(snap, ms, c.instance)
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.membersChanged:
+		case <-snap.Changed():
+		}
+	}
+}
+
+// storeOthers sets each node's Load.Others in snap to the sum of the connections members other
+// than this sluice (instance self) published for it, by the node's name; a free slot's is 0.
+func storeOthers(snap *topology.Snapshot, ms []store.Member, self string) {
+	for i, n := range snap.Nodes {
+		var sum int64
+		if !snap.IsRemoved(i) {
+			for _, m := range ms {
+				if m.Instance != self {
+					sum += m.Connections[n.Name]
+				}
+			}
+		}
+		snap.Load[i].Others.Store(sum)
+	}
 }
 
 // probeStore reads the stored revision every second: it keeps the link's state current while
@@ -362,8 +415,8 @@ func (a *App) ClusterInfo() (admin.ClusterInfo, error) {
 	info := admin.ClusterInfo{Store: *a.storeState(), Members: []admin.Member{}}
 	mv := c.members.Load()
 	if ms, err := c.st.Members(context.Background()); err == nil {
-		mv = &membersView{list: ms, at: time.Now()}
-		c.members.Store(mv)
+		c.setMembers(ms)
+		mv = c.members.Load()
 	}
 	if mv != nil {
 		info.MembersAsOf = mv.at

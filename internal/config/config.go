@@ -18,8 +18,9 @@ const (
 	BalanceWeighted         = "weighted"
 	BalanceLeastConnections = "least-connections"
 
-	ConnectionsFromProxy = "proxy"
-	ConnectionsFromNodes = "nodes"
+	ConnectionsFromProxy   = "proxy"
+	ConnectionsFromNodes   = "nodes"
+	ConnectionsFromCluster = "cluster"
 
 	ConsistencyEventual = "eventual"
 	ConsistencySession  = "session"
@@ -360,8 +361,14 @@ type Endpoint struct {
 	// NearestZone: reads go to the usable nodes of this sluice's zone (the top-level zone),
 	// under the endpoint's balance, and to all usable nodes when that zone has none.
 	NearestZone bool `yaml:"nearest_zone"`
-	// ConnectionsFrom is where balance least-connections counts connections: proxy (this
-	// sluice's own) or nodes (Threads_connected, polled by the monitor: needs monitor.user).
+	// ConnectionsFrom is where balance least-connections counts connections. proxy: this
+	// sluice's own, counted live; the cheapest, and right for a single sluice, but blind to the
+	// other proxies' connections and to clients that bypass sluice. nodes: each node's
+	// Threads_connected, polled by the monitor each monitor interval (needs monitor.user; costs
+	// a monitor query): it sees every client of the node, the other proxies' and those that
+	// bypass sluice. cluster: the connections of every sluice node sharing the store (needs
+	// store.etcd): this one's own, live, plus those the others publish in their membership
+	// records (a few seconds fresh); no node query, but blind to clients that bypass sluice.
 	ConnectionsFrom string `yaml:"connections_from"`
 	// MaxReplicaLag: a replica whose lag (measured by the monitor from GTID positions) is past
 	// it takes no new reads (nor new sessions of a read-only endpoint; those bound to it move

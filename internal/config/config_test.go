@@ -346,3 +346,24 @@ func TestDurationUnmarshalYAML(t *testing.T) {
 		t.Errorf("Marshal = %q, %v", out, err)
 	}
 }
+
+// TestConnectionsFromCluster: least-connections counted over the cluster is accepted with a
+// store, in a plain file or in the shared configuration read with the node's own file.
+func TestConnectionsFromCluster(t *testing.T) {
+	store := "store: {etcd: {endpoints: ['127.0.0.1:2379']}}\n"
+	shared := strings.Replace(minimal, "    listen: 127.0.0.1:6033\n", "    listen: 127.0.0.1:6033\n    balance: least-connections\n    connections_from: cluster\n", 1)
+	c, err := parse("sluice.yaml", []byte(shared+store), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := c.Endpoints[0]; e.Balance != BalanceLeastConnections || e.ConnectionsFrom != ConnectionsFromCluster {
+		t.Errorf("endpoint = %s from %s", e.Balance, e.ConnectionsFrom)
+	}
+	if _, err := ParseShared("sluice.yaml", []byte(store), "etcd:/sluice/config", []byte(shared)); err != nil {
+		t.Errorf("shared: %v", err)
+	}
+	_, err = ParseShared("sluice.yaml", []byte("name: a\n"), "etcd:/sluice/config", []byte(shared))
+	if err == nil || !strings.Contains(err.Error(), "cluster needs store.etcd") {
+		t.Errorf("without a store: %v", err)
+	}
+}

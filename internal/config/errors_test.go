@@ -285,6 +285,12 @@ func TestParseErrors(t *testing.T) {
 		{"connections_from nodes without a monitor", edit("    connections_from: nodes\n"), []string{
 			`sluice.yaml:14: endpoints[0].connections_from: nodes needs the monitor (monitor.user), which polls Threads_connected`,
 		}},
+		{"connections_from cluster without a store", edit("    connections_from: cluster\n"), []string{
+			`sluice.yaml:14: endpoints[0].connections_from: cluster needs store.etcd: the counts come from the other sluice nodes`,
+		}},
+		{"connections_from unknown", edit("    connections_from: all\n"), []string{
+			`sluice.yaml:14: endpoints[0].connections_from: invalid value "all" (want proxy, nodes or cluster)`,
+		}},
 		{"monitor interval under 100ms", edit("monitor: {user: m, interval: 50ms}\n"), []string{
 			`sluice.yaml:14: monitor.interval: invalid value 50ms (at least 100ms)`,
 		}},

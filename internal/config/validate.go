@@ -310,9 +310,12 @@ func (k *checker) endpoints(replicas, namedReplicas int) {
 			}
 		}
 		k.oneOf(p+".balance", e.Balance, BalanceLeastActive, BalanceWeighted, BalanceLeastConnections)
-		k.oneOf(p+".connections_from", e.ConnectionsFrom, ConnectionsFromProxy, ConnectionsFromNodes)
+		k.oneOf(p+".connections_from", e.ConnectionsFrom, ConnectionsFromProxy, ConnectionsFromNodes, ConnectionsFromCluster)
 		if e.ConnectionsFrom == ConnectionsFromNodes && c.Monitor.User == "" {
 			k.errorf(p+".connections_from", "nodes needs the monitor (monitor.user), which polls Threads_connected")
+		}
+		if e.ConnectionsFrom == ConnectionsFromCluster && !c.Store.Enabled() {
+			k.errorf(p+".connections_from", "cluster needs store.etcd: the counts come from the other sluice nodes")
 		}
 		if e.Consistency == ConsistencySession || e.Consistency == ConsistencyGlobal || e.Consistency == ConsistencyLatest {
 			switch {

@@ -3,9 +3,15 @@ package proxy_test
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/sluicedb/sluice/internal/app"
 	"github.com/sluicedb/sluice/internal/config"
 	"github.com/sluicedb/sluice/internal/sandbox"
 	"github.com/sluicedb/sluice/internal/testutil"
@@ -79,6 +85,137 @@ func TestLeastConnectionsFromNodes(t *testing.T) {
 			c.Close()
 		}
 		direct.Close()
+	}
+}
+
+// TestLeastConnectionsFromCluster: two sluice nodes, A and B, share one etcd. With sessions
+// held on replica1 through A, new sessions' reads through B go to replica2, counted over the
+// cluster, even while B itself holds more on replica2; counted by B alone (connections_from:
+// proxy) they would go to replica1, where B holds none.
+func TestLeastConnectionsFromCluster(t *testing.T) {
+	cl := testutil.Cluster(t)
+	if _, err := sandbox.EtcdBinary(); err != nil && os.Getenv("CI") != "true" {
+		t.Skip(err)
+	}
+	ctx := context.Background()
+	etcd, err := sandbox.StartEtcd(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = etcd.Stop() })
+
+	dir := t.TempDir()
+	data, err := os.ReadFile(filepath.Join(cl.Dir, sandbox.ConfigFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ep := range []string{"rw", "ro"} {
+		if data, err = config.EditEndpoint(sandbox.ConfigFile, data, ep, map[string]any{"listen": "127.0.0.1:0", "consistency": nil,
+			"balance": config.BalanceLeastConnections, "connections_from": config.ConnectionsFromCluster}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := fmt.Sprintf("store: {etcd: {endpoints: ['%s'], prefix: /sluice/balance/}, clear_secrets: true}\n", etcd.ClientAddr)
+	startNode := func(name, text string) *app.App {
+		path := filepath.Join(dir, name+".yaml")
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		a, err := app.Open(ctx, path, "", "test", slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		runCtx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- a.Run(runCtx) }()
+		t.Cleanup(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("sluice %s: %v", name, err)
+			}
+		})
+		select {
+		case <-a.Ready():
+		case err := <-done:
+			t.Fatalf("sluice %s did not start: %v", name, err)
+		}
+		return a
+	}
+	a := startNode("a", "name: a\n"+st+string(data)+"timeouts: {shutdown: 5s}\n") // seeds the store
+	b := startNode("b", "name: b\n"+st)
+	dbA, dbB := open(t, dsn(a.Addr("rw"), "app", "app", "", "")), open(t, dsn(b.Addr("rw"), "app", "app", "", ""))
+	// Probes close their session for good (database/sql would keep it idle, holding its node).
+	probes := open(t, dsn(b.Addr("rw"), "app", "app", "", ""))
+	probes.SetMaxIdleConns(0)
+	read := func(c *sql.Conn, stmt string) string {
+		t.Helper()
+		if _, err := c.ExecContext(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+		node, _, _ := lastRoute(t, c)
+		return node
+	}
+
+	const k = 6 // sessions held on replica1 through A
+	for range k {
+		if node := read(conn(t, dbA), "/*FORCE_NODE='replica1'*/ SELECT 1"); node != "replica1" {
+			t.Fatalf("A: forced read on %s", node)
+		}
+	}
+	// A publishes its counts each second when they changed; B's members watch delivers them.
+	waitUntil := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 10 s", what)
+			}
+		}
+	}
+	waitUntil("B sees A's sessions on replica1", func() bool {
+		ci, err := b.ClusterInfo()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range ci.Members {
+			if m.Name == "a" && m.Connections["replica1"] == k {
+				return true
+			}
+		}
+		return false
+	})
+	bIdle := func() bool { // B holds no connection to a replica (a closed session's goes soon after)
+		for _, n := range b.Nodes() {
+			if n.Name != "primary" && n.Connections != 0 {
+				return false
+			}
+		}
+		return true
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		waitUntil("B's probe sessions close", bIdle)
+		c := conn(t, probes)
+		node := read(c, "SELECT 1")
+		c.Close()
+		if node == "replica2" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("with %d sessions on replica1 through A, B's reads still go to %s", k, node)
+		}
+	}
+	waitUntil("B's probe session closes", bIdle)
+	// Three held sessions of B: replica2, each time (B's own 0, 1, 2 there against A's 6).
+	for i := range 3 {
+		if node := read(conn(t, dbB), "SELECT 1"); node != "replica2" {
+			t.Fatalf("B's session %d read on %s, want replica2", i+1, node)
+		}
+	}
+	// Counted by B alone: replica1, where it holds nothing.
+	if _, err := b.PatchEndpoint("rw", map[string]json.RawMessage{"connections_from": json.RawMessage(`"proxy"`)}); err != nil {
+		t.Fatal(err)
+	}
+	if node := read(conn(t, dbB), "SELECT 1"); node != "replica1" {
+		t.Fatalf("connections_from proxy: B's read on %s, want replica1", node)
 	}
 }
 

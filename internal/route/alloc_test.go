@@ -51,6 +51,7 @@ func TestDecideDoesNotAllocate(t *testing.T) {
 		{"read-write, weighted", rw()},
 		{"read-write, least-active", &Settings{Name: "rw", Mode: ReadWrite, Weights: []int{0, 100, 100}, Policy: &LeastActive{}}},
 		{"read-write, least-connections", &Settings{Name: "rw", Mode: ReadWrite, Weights: []int{0, 100, 100}, Policy: LeastConnections{}}},
+		{"read-write, least-connections over the cluster", &Settings{Name: "rw", Mode: ReadWrite, Weights: []int{0, 100, 100}, Policy: LeastConnections{From: CountCluster}}},
 		{"read-write, transaction splitting", &Settings{Name: "rw", Mode: ReadWrite, Weights: []int{50, 100, 100}, Policy: NewWeighted(), SplitTx: true}},
 		{"read-only", &Settings{Name: "ro", Mode: ReadOnly, Weights: []int{0, 100, 100}, Policy: NewWeighted()}},
 	} {

@@ -248,11 +248,12 @@ func leastPerWeight(candidates []int, weights []int, start int, load func(node i
 	return best
 }
 
-// ParsePolicy returns a new policy for its configuration name; connectionsFrom ("proxy" or
-// "nodes", "" for proxy) is where least-connections counts.
+// ParsePolicy returns a new policy for its configuration name; connectionsFrom ("proxy",
+// "nodes" or "cluster", "" for proxy) is where least-connections counts.
 func ParsePolicy(name, connectionsFrom string) (Policy, error) {
-	if connectionsFrom != "" && connectionsFrom != "proxy" && connectionsFrom != "nodes" {
-		return nil, fmt.Errorf("unknown connections_from %q (want proxy or nodes)", connectionsFrom)
+	from, err := parseCountFrom(connectionsFrom)
+	if err != nil {
+		return nil, err
 	}
 	switch name {
 	case "weighted":
@@ -260,30 +261,63 @@ func ParsePolicy(name, connectionsFrom string) (Policy, error) {
 	case "least-active":
 		return &LeastActive{}, nil
 	case "least-connections":
-		return LeastConnections{FromNodes: connectionsFrom == "nodes"}, nil
+		return LeastConnections{From: from}, nil
 	}
 	return nil, fmt.Errorf("unknown balancing policy %q (want least-active, weighted or least-connections)", name)
 }
 
+// CountFrom is where LeastConnections counts a node's connections.
+type CountFrom uint8
+
+const (
+	// CountProxy counts this proxy's own connections to the node (Load.Conns).
+	CountProxy CountFrom = iota
+	// CountNodes counts the node's Threads_connected, as the monitor last polled it.
+	CountNodes
+	// CountCluster counts every sluice node's connections: this proxy's own (Load.Conns) plus
+	// those the other live members of the cluster last published (Load.Others).
+	CountCluster
+)
+
+func parseCountFrom(s string) (CountFrom, error) {
+	switch s {
+	case "", "proxy":
+		return CountProxy, nil
+	case "nodes":
+		return CountNodes, nil
+	case "cluster":
+		return CountCluster, nil
+	}
+	return 0, fmt.Errorf("unknown connections_from %q (want proxy, nodes or cluster)", s)
+}
+
 // LeastConnections picks the candidate with the fewest connections per unit of weight (ties: the
-// one listed first): this proxy's own connections to each node, or, FromNodes, the
+// one listed first), counted From: this proxy's own connections to each node; the
 // Threads_connected the monitor last polled from each (which counts every proxy and every direct
-// client; a node not polled yet counts as having none). A read-only endpoint binds sessions
-// with it when its policy is least-active, since at connect time no statement is in flight
-// anywhere to tell nodes apart.
+// client; a node not polled yet counts as having none); or the connections of every sluice node
+// of the cluster (this proxy's own live count plus the others' published ones, which the app
+// keeps in Load.Others). A read-only endpoint binds sessions with it when its policy is
+// least-active, since at connect time no statement is in flight anywhere to tell nodes apart.
+// Pick takes no lock and allocates nothing.
 type LeastConnections struct {
-	FromNodes bool
+	From CountFrom
 }
 
 func (LeastConnections) Name() string { return "least-connections" }
 
 func (p LeastConnections) Pick(snap *topology.Snapshot, candidates []int, weights []int) int {
-	if p.FromNodes {
+	switch p.From {
+	case CountNodes:
 		return leastPerWeight(candidates, weights, 0, func(i int) int64 {
 			if i < len(snap.State) && snap.State[i] != nil {
 				return snap.State[i].ThreadsConnected
 			}
 			return 0
+		})
+	case CountCluster:
+		return leastPerWeight(candidates, weights, 0, func(i int) int64 {
+			l := snap.Load[i]
+			return l.Conns.Load() + l.Others.Load()
 		})
 	}
 	return leastPerWeight(candidates, weights, 0, func(i int) int64 { return snap.Load[i].Conns.Load() })

@@ -2,6 +2,7 @@ package route
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,23 +119,56 @@ func TestLeastConnections(t *testing.T) {
 	if n := (LeastConnections{}).Pick(snap, []int{1, 2}, []int{100, 100}); n != 2 {
 		t.Fatalf("proxy's counts: %d", n)
 	}
-	if n := (LeastConnections{FromNodes: true}).Pick(snap, []int{1, 2}, []int{100, 100}); n != 1 {
+	if n := (LeastConnections{From: CountNodes}).Pick(snap, []int{1, 2}, []int{100, 100}); n != 1 {
 		t.Fatalf("nodes' counts: %d", n)
 	}
-	if n := (LeastConnections{FromNodes: true}).Pick(snap, []int{1, 2}, []int{100, 400}); n != 2 {
+	if n := (LeastConnections{From: CountNodes}).Pick(snap, []int{1, 2}, []int{100, 400}); n != 2 {
 		t.Fatalf("per weight: 30/400 beats 10/100: %d", n)
 	}
 	snap.State = nil // not polled yet: none
-	if n := (LeastConnections{FromNodes: true}).Pick(snap, []int{1, 2}, []int{100, 100}); n != 1 {
+	if n := (LeastConnections{From: CountNodes}).Pick(snap, []int{1, 2}, []int{100, 100}); n != 1 {
 		t.Fatalf("not polled, tie: %d", n)
 	}
-	for _, tc := range []struct{ name, from string }{{"least-connections", "nodes"}, {"least-connections", ""}, {"weighted", "proxy"}} {
+	for _, tc := range []struct{ name, from string }{{"least-connections", "nodes"}, {"least-connections", ""}, {"weighted", "proxy"}, {"least-connections", "cluster"}} {
 		if _, err := ParsePolicy(tc.name, tc.from); err != nil {
 			t.Errorf("%s/%s: %v", tc.name, tc.from, err)
 		}
 	}
-	if _, err := ParsePolicy("least-connections", "both"); err == nil {
-		t.Error("connections_from both accepted")
+	if p, _ := ParsePolicy("least-connections", "cluster"); p != (LeastConnections{From: CountCluster}) {
+		t.Errorf("cluster parsed as %#v", p)
+	}
+	if _, err := ParsePolicy("least-connections", "both"); err == nil || !strings.Contains(err.Error(), "want proxy, nodes or cluster") {
+		t.Errorf("connections_from both: %v", err)
+	}
+}
+
+// TestLeastConnectionsFromCluster: counted over the cluster, a node's count is this proxy's own
+// plus the other sluice nodes' (Load.Others): a node this proxy holds fewer connections to loses
+// to one the others leave idle; without others' counts it is the proxy's own count.
+func TestLeastConnectionsFromCluster(t *testing.T) {
+	snap := cluster()
+	p := LeastConnections{From: CountCluster}
+	snap.Load[1].Conns.Store(1)
+	snap.Load[2].Conns.Store(3)
+	if n := p.Pick(snap, []int{1, 2}, []int{100, 100}); n != 1 {
+		t.Fatalf("no others: %d, want 1 (own 1 < 3)", n)
+	}
+	snap.Load[1].Others.Store(5) // 6 against 3
+	if n := p.Pick(snap, []int{1, 2}, []int{100, 100}); n != 2 {
+		t.Fatalf("others on 1: %d, want 2 (1+5 > 3+0)", n)
+	}
+	if n := (LeastConnections{}).Pick(snap, []int{1, 2}, []int{100, 100}); n != 1 {
+		t.Fatalf("proxy's counts ignore the others': %d", n)
+	}
+	if n := p.Pick(snap, []int{1, 2}, []int{300, 100}); n != 1 {
+		t.Fatalf("per weight: 6/300 beats 3/100: %d", n)
+	}
+	snap.Load[2].Others.Store(3) // 6 against 6: the one listed first
+	if n := p.Pick(snap, []int{1, 2}, []int{100, 100}); n != 1 {
+		t.Fatalf("tie: %d, want 1", n)
+	}
+	if a := testing.AllocsPerRun(100, func() { p.Pick(snap, []int{0, 1, 2}, []int{100, 100, 100}) }); a != 0 {
+		t.Fatalf("%v allocs per pick", a)
 	}
 }
 

@@ -49,11 +49,17 @@ type Node struct {
 	ProxyProtocol proxyproto.Version
 }
 
-// Load holds this proxy's live counters on one node. Its fields change all the time, so they
-// are kept apart from Node and from the snapshot's state: a snapshot swap does not reset them.
+// Load holds this proxy's live counters on one node (and the other sluice nodes' connections to
+// it, as they published them). Its fields change all the time, so they are kept apart from Node
+// and from the snapshot's state: a snapshot swap does not reset them.
 type Load struct {
 	// Active counts the statements this proxy has in flight on the node (least-active).
 	Active atomic.Int64
 	// Conns counts this proxy's open connections to the node (least-connections).
 	Conns atomic.Int64
+	// Others is the sum of the connections the other live sluice nodes of the cluster hold to
+	// the node, as they last published them in their membership records (least-connections
+	// with connections_from: cluster). Stored by the app when the list of members or the
+	// topology changes; never per statement. 0 without a cluster.
+	Others atomic.Int64
 }
