@@ -238,63 +238,95 @@ func loopbackPort(name, v string) (int, error) {
 
 const runUsage = sandboxUsage + `
 Without a subcommand (sluice sandbox [--replicas N] [--base-port P] [--rw ADDR] [--ro ADDR]
-[--admin-port P]),
+[--admin-port P] [--proxies N [--zones LIST]]),
 it starts a primary and N replicas in a fresh temporary directory, then runs sluice in front
 of them with the generated configuration until SIGINT or SIGTERM; then it stops the proxy and
 the cluster and removes the directory.
+
+With --proxies N (N > 1) it runs N sluice nodes, p1 ... pN, that share their configuration
+through an etcd it starts too (Debian package etcd-server): pK is in zone K of --zones
+(round-robin), as are the cluster's nodes (primary in the first zone, replica1 in the
+second, ...), and endpoint rw reads from the proxy's own zone first (nearest_zone). pK
+listens on rw --rw + 2(K-1), ro --ro + 2(K-1) and admin --admin-port + (K-1): 6033/6034/6080,
+6035/6036/6081, 6037/6038/6082, ... Each has its own file, DIR/sluice-pK.yaml.
 `
 
-// sandboxRun is `sluice sandbox` without a subcommand: cluster and proxy in one process.
+// sandboxRun is `sluice sandbox` without a subcommand: cluster and proxy in one process, until
+// SIGINT or SIGTERM.
 func sandboxRun(args []string, stdout, stderr io.Writer) int {
+	// Captured until the cluster is down: a second Ctrl-C must not leave servers behind.
+	ctx, stop := signalContext()
+	defer stop()
+	return sandboxRunContext(ctx, args, stdout, stderr)
+}
+
+// sandboxRunContext is sandboxRun until ctx ends.
+func sandboxRunContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	f := newSandboxFlags("", runUsage, stdout, stderr)
 	var cf clusterFlags
 	cf.register(f)
-	rwFlag := f.String("rw", "6033", "read-write endpoint: PORT or 127.0.0.1:PORT (0 = a free port)")
-	roFlag := f.String("ro", "6034", "read-only endpoint: PORT or 127.0.0.1:PORT (0 = a free port)")
+	rwFlag := f.String("rw", "6033", "read-write endpoint: PORT or 127.0.0.1:PORT (0 = a free port); with --proxies, p1's (pK's: + 2(K-1))")
+	roFlag := f.String("ro", "6034", "read-only endpoint: PORT or 127.0.0.1:PORT (0 = a free port); with --proxies, p1's (pK's: + 2(K-1))")
+	proxies := f.Int("proxies", 1, "number of sluice nodes, sharing their configuration through an etcd the sandbox starts when more than 1")
+	zonesFlag := f.String("zones", "", "with --proxies: comma-separated zones of the sluice nodes and the cluster's nodes, round-robin (default "+defaultZones+")")
 	if _, code, ok := f.parse(args); !ok {
 		return code
 	}
 	rw, err := loopbackPort("rw", *rwFlag)
+	var ro int
 	if err == nil {
-		var ro int
-		if ro, err = loopbackPort("ro", *roFlag); err == nil {
-			return runClusterAndProxy(cf.options("", rw, ro, stderr), stdout, stderr)
-		}
+		ro, err = loopbackPort("ro", *roFlag)
 	}
-	fmt.Fprintf(stderr, "sluice sandbox: %v\n", err)
-	return 2
+	var zones []string
+	if err == nil {
+		zones, err = proxyZones(*proxies, *zonesFlag)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice sandbox: %v\n", err)
+		return 2
+	}
+	if *proxies > 1 {
+		return runClusterAndProxies(ctx, cf.options("", rw, ro, stderr), *proxies, zones, stdout, stderr)
+	}
+	return runClusterAndProxy(ctx, cf.options("", rw, ro, stderr), stdout, stderr)
 }
 
-func runClusterAndProxy(o sandbox.Options, stdout, stderr io.Writer) int {
-	dir, err := os.MkdirTemp("", "sluice-sandbox-")
-	if err != nil {
-		return fail(stderr, "", err)
+// proxyZones checks --proxies and reads --zones for it: nil for one proxy (which --zones
+// does not go with), else the zones (default az1,az2).
+func proxyZones(proxies int, list string) ([]string, error) {
+	if proxies < 1 || proxies > maxProxies {
+		return nil, fmt.Errorf("--proxies %d: want 1 to %d sluice nodes", proxies, maxProxies)
 	}
-	defer os.RemoveAll(dir)
-	// MkdirTemp makes 0700; as root, the servers can then run as the "mysql" OS user.
-	_ = os.Chmod(dir, 0o755)
-	o.Dir = dir
-
-	// Captured until the cluster is down: a second Ctrl-C must not leave servers behind.
-	ctx, stop := signalContext()
-	defer stop()
-	c, err := sandbox.Up(ctx, o)
-	if err != nil {
-		return fail(stderr, "", explainPorts(err, runPortFlags))
-	}
-	defer func() {
-		fmt.Fprintln(stderr, "sluice sandbox: stopping the cluster")
-		dctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if err := c.Down(dctx); err != nil {
-			fail(stderr, "", err)
+	if proxies == 1 {
+		if list != "" {
+			return nil, errors.New("--zones places several sluice nodes: use it with --proxies N (N > 1)")
 		}
-	}()
-	ready := func() { printConnectInfo(stdout, c, selfCommand()) }
-	if err := runProxy(ctx, filepath.Join(dir, sandbox.ConfigFile), stderr, ready); err != nil {
-		return fail(stderr, "", err)
+		return nil, nil
 	}
-	return 0
+	if list == "" {
+		list = defaultZones
+	}
+	var zones []string
+	for z := range strings.SplitSeq(list, ",") {
+		z = strings.TrimSpace(z)
+		if z == "" || strings.Trim(z, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != "" {
+			return nil, fmt.Errorf("--zones %q: want comma-separated zone names of letters, digits, '.', '_' and '-'", list)
+		}
+		if slices.Contains(zones, z) {
+			return nil, fmt.Errorf("--zones %q: zone %s is named twice", list, z)
+		}
+		zones = append(zones, z)
+	}
+	return zones, nil
+}
+
+// runClusterAndProxy is sluice sandbox with one proxy: the cluster, and sluice in front of it
+// with the generated sluice.yaml, until ctx ends.
+func runClusterAndProxy(ctx context.Context, o sandbox.Options, stdout, stderr io.Writer) int {
+	return withCluster(ctx, o, stderr, func(c *sandbox.Cluster) error {
+		ready := func() { printConnectInfo(stdout, c, selfCommand()) }
+		return runProxy(ctx, filepath.Join(c.Dir, sandbox.ConfigFile), stderr, ready)
+	})
 }
 
 // runProxy runs sluice with the configuration at path until ctx ends; ready is called once
@@ -403,10 +435,19 @@ func shellQuote(s string) string {
 const consistencyLine = "Reads: rw on the replicas at consistency session (a client reads its own writes back); ro on its replica, eventual."
 
 func printNodes(w io.Writer, c *sandbox.Cluster) {
+	zoned := slices.ContainsFunc(c.Nodes, func(n sandbox.Node) bool { return n.Zone != "" })
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  NODE\tROLE\tADDRESS\tPID\tSOCKET")
+	if zoned {
+		fmt.Fprintln(tw, "  NODE\tROLE\tZONE\tADDRESS\tPID\tSOCKET")
+	} else {
+		fmt.Fprintln(tw, "  NODE\tROLE\tADDRESS\tPID\tSOCKET")
+	}
 	for _, n := range c.Nodes {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\n", n.Name, n.Role, n.Address, n.PID, n.Socket)
+		if zoned {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\n", n.Name, n.Role, n.Zone, n.Address, n.PID, n.Socket)
+		} else {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\n", n.Name, n.Role, n.Address, n.PID, n.Socket)
+		}
 	}
 	tw.Flush()
 }

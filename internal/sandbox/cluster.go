@@ -48,6 +48,7 @@ type Node struct {
 	PID     int    `json:"pid"` // 0 after Stop
 	Socket  string `json:"socket"`
 	Dir     string `json:"dir"`
+	Zone    string `json:"zone,omitempty"` // backends[].zone in sluice.yaml (Options.Zones); "": none
 }
 
 // cnf is the node's option file; its path on the server's command line identifies the
@@ -226,6 +227,16 @@ func (c *Cluster) adminDB(n *Node) *sql.DB {
 	return sql.OpenDB(conn)
 }
 
+// zoned reports whether the nodes were placed in zones (Options.Zones).
+func (c *Cluster) zoned() bool {
+	for _, n := range c.Nodes {
+		if n.Zone != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // yaml renders sluice.yaml for this cluster. Written as text, in exactly the shape the config
 // package documents, so the sandbox does not depend on it.
 func (c *Cluster) yaml() string {
@@ -235,6 +246,9 @@ func (c *Cluster) yaml() string {
 	b.WriteString("backends:\n")
 	for _, n := range c.Nodes {
 		fmt.Fprintf(&b, "  - name: %s\n    address: %s\n    role: %s\n", n.Name, n.Address, n.Role)
+		if n.Zone != "" {
+			fmt.Fprintf(&b, "    zone: %s\n", n.Zone)
+		}
 		if c.ProxyProtocol {
 			b.WriteString("    proxy_protocol: v2\n")
 		}
@@ -254,6 +268,10 @@ func (c *Cluster) yaml() string {
 	// a user trying sluice first does must work.
 	fmt.Fprintf(&b, "  - name: rw\n    listen: %s\n    mode: read-write\n    read_weights: {%s}\n    balance: least-active\n    consistency: session\n",
 		c.RW, strings.Join(rw, ", "))
+	if c.zoned() {
+		// Each sluice reads from the replicas of its own zone first (its top-level zone).
+		b.WriteString("    nearest_zone: true\n")
+	}
 	fmt.Fprintf(&b, "  - name: ro\n    listen: %s\n    mode: read-only\n    read_weights: {%s}\n    balance: least-active\n",
 		c.RO, strings.Join(ro, ", "))
 	if c.TLS {

@@ -25,7 +25,12 @@ type Options struct {
 	// ProxyProtocol lets every node take the PROXY protocol header from sluice's address
 	// (proxy_protocol_networks, MariaDB only) and sets proxy_protocol on the backends of
 	// sluice.yaml: the nodes then see each client's own address, not sluice's.
-	ProxyProtocol  bool
+	ProxyProtocol bool
+	// Zones, when set, places the nodes in zones for sluice.yaml: node i (the primary first)
+	// gets backends[].zone Zones[i % len(Zones)], and endpoint rw reads from the proxy's own
+	// zone first (nearest_zone: true). For several sluice nodes in different zones (sluice
+	// sandbox --proxies N --zones LIST). Names: letters, digits, '.', '_' and '-'.
+	Zones          []string
 	MaxConnections int       // default 200
 	BufferPoolMB   int       // innodb_buffer_pool_size per node in MiB; default 64 (small, so nodes start fast)
 	Log            io.Writer // progress lines; nil = discard
@@ -85,6 +90,11 @@ func (o *Options) normalize() error {
 			return fmt.Errorf("sandbox: proxy port %d out of range", p)
 		}
 	}
+	for _, z := range o.Zones {
+		if !validZone(z) {
+			return fmt.Errorf("sandbox: zone %q: want a name of letters, digits, '.', '_' and '-'", z)
+		}
+	}
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
@@ -113,4 +123,17 @@ func prepareDir(dir string) (created bool, err error) {
 		return false, fmt.Errorf("sandbox: directory %s is not empty (run 'sluice sandbox down --dir %s' if it holds an old sandbox)", dir, dir)
 	}
 	return false, nil
+}
+
+// validZone reports whether z is a zone name the sandbox writes as it is into sluice.yaml.
+func validZone(z string) bool {
+	if z == "" || len(z) > 64 {
+		return false
+	}
+	for _, r := range z {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
 }

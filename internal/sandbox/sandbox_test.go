@@ -430,6 +430,8 @@ func TestOptionsValidation(t *testing.T) {
 		{Options{Dir: "/tmp/x", BasePort: 65535}, "BasePort"},
 		{Options{Dir: long}, "too long"},
 		{Options{Dir: "/tmp/x", MaxConnections: 1}, "MaxConnections"},
+		{Options{Dir: "/tmp/x", Zones: []string{"az1", ""}}, `zone ""`},
+		{Options{Dir: "/tmp/x", Zones: []string{"az 1"}}, `zone "az 1"`},
 	} {
 		err := tc.o.normalize()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -481,6 +483,30 @@ log: {format: text, level: info}
 `
 	if got := c.yaml(); got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestYAMLZones: with zones (Options.Zones) every backend names its zone, and endpoint rw reads
+// from the proxy's own zone first; ro is as without.
+func TestYAMLZones(t *testing.T) {
+	c := &Cluster{Dir: "/d", RW: "127.0.0.1:6033", RO: "127.0.0.1:6034", Nodes: []Node{
+		{Name: "primary", Role: RolePrimary, Address: "127.0.0.1:23306", Zone: "az1"},
+		{Name: "replica1", Role: RoleReplica, Address: "127.0.0.1:23307", Zone: "az2"},
+		{Name: "replica2", Role: RoleReplica, Address: "127.0.0.1:23308", Zone: "az1"},
+	}}
+	got := c.yaml()
+	for _, want := range []string{
+		"  - name: primary\n    address: 127.0.0.1:23306\n    role: primary\n    zone: az1\n",
+		"  - name: replica1\n    address: 127.0.0.1:23307\n    role: replica\n    zone: az2\n",
+		"  - name: replica2\n    address: 127.0.0.1:23308\n    role: replica\n    zone: az1\n",
+		"    consistency: session\n    nearest_zone: true\n  - name: ro\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("sluice.yaml:\n%s\nlacks:\n%s", got, want)
+		}
+	}
+	if n := strings.Count(got, "nearest_zone"); n != 1 {
+		t.Errorf("nearest_zone %d times, want once (rw):\n%s", n, got)
 	}
 }
 

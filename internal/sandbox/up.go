@@ -252,6 +252,9 @@ func (u *upper) layout(ports []int, proxy [2]int, admin int) (*Cluster, error) {
 			Socket:  filepath.Join(dir, socketName),
 			Dir:     dir,
 		})
+		if len(o.Zones) > 0 {
+			c.Nodes[i].Zone = o.Zones[i%len(o.Zones)]
+		}
 		for _, d := range []string{dir, filepath.Join(dir, "data"), filepath.Join(dir, "tmp")} {
 			if err := os.MkdirAll(d, 0o750); err != nil {
 				return nil, fmt.Errorf("sandbox: %w", err)
