@@ -206,8 +206,8 @@ type Options struct {
 	// Cluster serves GET /v1/cluster and GET, PUT /v1/config when not nil.
 	Cluster Cluster
 	// Peers serves POST /v1/cluster/commits when not nil.
-	Peers Peers
-	Logger  *slog.Logger
+	Peers  Peers
+	Logger *slog.Logger
 }
 
 // Server is the admin HTTP server.

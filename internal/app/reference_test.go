@@ -163,8 +163,23 @@ func newValues(f refFiles) map[string]map[string]any {
 		"backend_tls.server_public_key":   {"backend_tls.server_public_key": f.pub},
 		"limits.max_pending_login_bytes":  {"limits.max_pending_login_bytes": 1 << 20},
 		"endpoints[].consistency_timeout": {"endpoints[].consistency_timeout": "20ms"},
+		"name":                            {"name": "p9"},
+		"listen":                          {"listen": map[string]any{"rw": "127.0.0.2:0"}},
+		"store.etcd.endpoints":            {"store.etcd.endpoints": []any{etcdAddr}},
+		"store.etcd.prefix":               {"store.etcd.endpoints": []any{etcdAddr}, "store.etcd.prefix": "/x/"},
+		"store.etcd.username":             {"store.etcd.endpoints": []any{etcdAddr}, "store.etcd.username": "u"},
+		"store.etcd.password":             {"store.etcd.endpoints": []any{etcdAddr}, "store.etcd.username": "u", "store.etcd.password": "p"},
+		"store.etcd.tls.ca":               {"store.etcd.endpoints": []any{etcdAddr}, "store.etcd.tls.ca": f.cert},
+		"store.etcd.tls.cert":             {"store.etcd.endpoints": []any{etcdAddr}, "store.etcd.tls.cert": f.cert2, "store.etcd.tls.key": f.key2},
+		"store.etcd.tls.key":              {"store.etcd.endpoints": []any{etcdAddr}, "store.etcd.tls.cert": f.cert2, "store.etcd.tls.key": f.key2},
+		"store.etcd.dial_timeout":         {"store.etcd.endpoints": []any{etcdAddr}, "store.etcd.dial_timeout": "7s"},
+		"store.clear_secrets":             {"store.etcd.endpoints": []any{etcdAddr}, "store.clear_secrets": true},
 	}
 }
+
+// etcdAddr is a store address for the store keys' rows: a reload never dials it (the store is
+// read at start only).
+const etcdAddr = "127.0.0.1:2379"
 
 // newValue is a value of row's type other than its default, or nil when the type says none.
 func newValue(row refRow) any {

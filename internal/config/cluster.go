@@ -49,10 +49,9 @@ type Etcd struct {
 	Prefix string `yaml:"prefix"`
 	// DialTimeout bounds a connection to etcd, and each of sluice's requests to it.
 	DialTimeout Duration `yaml:"dial_timeout"`
-	// Username and Password log in to etcd when it has authentication on; the password usually
-	// `${ETCD_PASSWORD}`.
+	// Username is the etcd user sluice logs in as, when etcd has authentication on.
 	Username string `yaml:"username"`
-	// Password is the etcd user's password.
+	// Password is the etcd user's password, usually `${ETCD_PASSWORD}`.
 	Password string `yaml:"password"`
 	// TLS is the client certificate and CA for an etcd that serves TLS.
 	TLS EtcdTLS `yaml:"tls"`
@@ -243,7 +242,7 @@ func (k *checker) store() {
 	}
 	e := c.Store.Etcd
 	if len(e.Endpoints) == 0 {
-		if k.c.given("store") && (e.Prefix != "" && k.c.given("store.etcd.prefix") || e.Username != "" || e.TLS != (EtcdTLS{})) {
+		if k.c.given("store.etcd.prefix") || e.Username != "" || e.TLS != (EtcdTLS{}) {
 			k.errorf("store.etcd.endpoints", "required with the other store.etcd settings")
 		}
 		return

@@ -611,10 +611,8 @@ func (c *Config) applyDefaults(unset func(key string, zero bool) bool) {
 		}
 	}
 	dur(&c.Monitor.Interval, "monitor.interval", DefaultMonitorInterval)
-	if c.Store.Enabled() {
-		str(&c.Store.Etcd.Prefix, "store.etcd.prefix", DefaultStorePrefix)
-		dur(&c.Store.Etcd.DialTimeout, "store.etcd.dial_timeout", DefaultStoreDialTimeout)
-	}
+	str(&c.Store.Etcd.Prefix, "store.etcd.prefix", DefaultStorePrefix)
+	dur(&c.Store.Etcd.DialTimeout, "store.etcd.dial_timeout", DefaultStoreDialTimeout)
 	if unset("monitor.down_after", c.Monitor.DownAfter == 0) {
 		c.Monitor.DownAfter = DefaultMonitorDownAfter
 	}

@@ -64,6 +64,7 @@ func TestLoadExample(t *testing.T) {
 			Login:    dur(10 * time.Second),
 		},
 		BackendTLS: BackendTLS{Mode: "mirror"},
+		Store:      Store{Etcd: Etcd{Prefix: DefaultStorePrefix, DialTimeout: dur(DefaultStoreDialTimeout)}},
 		Limits: Limits{MaxPreparedStatements: 16382, MaxLongData: 64 << 20,
 			MaxPendingLogins: 1000, MaxPendingLoginBytes: 16 << 20,
 			MaxAuthFailures: 10, AuthBlock: Duration{time.Minute}},

@@ -83,7 +83,6 @@ var defaultContexts = []struct {
 }{
 	{"when `tls.cert` is set", "tls", func(c *Config) { c.TLS.Cert, c.TLS.Key = "cert.pem", "key.pem" }},
 	{"with `monitor.user`", "monitor", func(c *Config) { c.Monitor.User = "monitor" }},
-	{"with `store.etcd.endpoints`", "store", func(c *Config) { c.Store.Etcd.Endpoints = []string{"127.0.0.1:2379"} }},
 }
 
 // refKey is one key of the reference.
