@@ -52,6 +52,9 @@ func (c *ctl) printCluster(info admin.ClusterInfo, now time.Time) {
 	if !s.Connected && !info.MembersAsOf.IsZero() {
 		fmt.Fprintf(c.stdout, "the nodes as the store listed them at %s\n", when(info.MembersAsOf, now))
 	}
+	if !slices.ContainsFunc(info.Members, func(m admin.Member) bool { return m.Self }) {
+		fmt.Fprintf(c.stdout, "this sluice (%s) is not listed: not registered yet, or the store is not reachable\n", orWord(s.Name, "?"))
+	}
 	fmt.Fprintln(c.stdout)
 	w := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "NAME\tZONE\tADMIN\tENDPOINTS\tVERSION\tAPPLIED REV\tSTARTED")
