@@ -227,8 +227,12 @@ func (c *ctl) request(method, path string, body any) ([]byte, error) {
 func (c *ctl) status() error {
 	var p admin.Proxy
 	return c.do("GET", "/v1/proxy", nil, &p, func(any) {
-		fmt.Fprintf(c.stdout, "sluice %s, up %s, zone %q, %d sessions, config %s\n\n", p.Version,
+		fmt.Fprintf(c.stdout, "sluice %s, up %s, zone %q, %d sessions, config %s\n", p.Version,
 			time.Duration(p.UptimeSeconds*float64(time.Second)).Round(time.Second), p.Zone, p.Sessions, p.ConfigFile)
+		if p.Store != nil {
+			c.printStore(*p.Store, time.Now())
+		}
+		fmt.Fprintln(c.stdout)
 		w := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(w, "NODE\tROLE\tSTATE\tLAG\tZONE\tCONNS\tACTIVE\tRTT\tPOSITION\tSOURCE\tERROR")
 		for _, n := range p.Nodes {

@@ -71,6 +71,7 @@ func ctlRun(url string, args ...string) (int, string, string) {
 // the stored and applied revisions, a refused revision and the settings waiting for a restart,
 // then the live nodes, this one marked and those behind the stored revision flagged; -o json
 // prints the API's answer; without a store, the API's 404 is the message and exit status 1.
+// ctl status shows the store's lines too (GET /v1/proxy's store), and none without one.
 func TestCtlCluster(t *testing.T) {
 	f, srv := newFakeAdmin(t)
 	started := time.Now().Add(-90 * time.Minute).UTC()
@@ -134,6 +135,15 @@ func TestCtlCluster(t *testing.T) {
 	f.answer("GET /v1/cluster", 404, `{"error":{"code":"not_found","message":"this sluice shares no store (store.etcd): it is a cluster of one"}}`)
 	if code, _, errOut := ctlRun(srv.URL, "cluster"); code != 1 || errOut != "sluice ctl: this sluice shares no store (store.etcd): it is a cluster of one (HTTP 404)\n" {
 		t.Errorf("ctl cluster without a store: exit %d, %q", code, errOut)
+	}
+	// ctl status: the store's lines under the first, when there is a store.
+	f.answer("GET /v1/proxy", 200, admin.Proxy{Version: "1.2.0", Store: &info.Store})
+	if _, out, _ := ctlRun(srv.URL, "status"); !regexp.MustCompile(`\A[^\n]+\nstore etcd [^\n]+: NOT CONNECTED since [^\n]+\nconfiguration: revision 9 stored, 7 applied here \(BEHIND\)\n`).MatchString(out) {
+		t.Errorf("ctl status with a store:\n%s", out)
+	}
+	f.answer("GET /v1/proxy", 200, admin.Proxy{Version: "1.2.0"})
+	if _, out, _ := ctlRun(srv.URL, "status"); strings.Contains(out, "store") || !regexp.MustCompile(`\A[^\n]+\n\nNODE `).MatchString(out) {
+		t.Errorf("ctl status without a store:\n%s", out)
 	}
 	if code, _, errOut := ctlRun(srv.URL, "cluster", "x"); code != 2 || !strings.Contains(errOut, "cluster takes no arguments") {
 		t.Errorf("ctl cluster x: exit %d, %q", code, errOut)

@@ -41,6 +41,10 @@ func TestCtlStore(t *testing.T) {
 		t.Errorf("ctl cluster:\n%s", out)
 	}
 
+	if out := mustCtl("status"); !strings.Contains(out, "\nstore etcd "+etcd.ClientAddr+" prefix /sluice/ctltest/: connected\n") {
+		t.Errorf("ctl status lacks the store:\n%s", out)
+	}
+
 	db, err := sql.Open("mysql", "app:app@tcp("+addr+")/?timeout=5s")
 	if err != nil {
 		t.Fatal(err)

@@ -30,25 +30,7 @@ func (c *ctl) cluster() error {
 // time the uptimes are counted to.
 func (c *ctl) printCluster(info admin.ClusterInfo, now time.Time) {
 	s := info.Store
-	link := "connected"
-	if !s.Connected {
-		link = "NOT CONNECTED since " + when(s.Since, now)
-		if s.LastError != "" {
-			link += " (" + s.LastError + ")"
-		}
-	}
-	fmt.Fprintf(c.stdout, "store %s %s prefix %s: %s\n", orWord(s.Kind, "etcd"), strings.Join(s.Endpoints, ","), s.Prefix, link)
-	fmt.Fprintf(c.stdout, "configuration: revision %d stored, %d applied here", s.Revision, s.Applied)
-	if s.Applied < s.Revision {
-		fmt.Fprint(c.stdout, " (BEHIND)")
-	}
-	fmt.Fprintln(c.stdout)
-	if s.Refused != "" {
-		fmt.Fprintf(c.stdout, "REFUSED revision %d: %s\n", s.RefusedRevision, s.Refused)
-	}
-	if len(s.PendingRestart) > 0 {
-		fmt.Fprintf(c.stdout, "stored changes in force here only after a restart: %s\n", strings.Join(s.PendingRestart, ", "))
-	}
+	c.printStore(s, now)
 	if !s.Connected && !info.MembersAsOf.IsZero() {
 		fmt.Fprintf(c.stdout, "the nodes as the store listed them at %s\n", when(info.MembersAsOf, now))
 	}
@@ -71,6 +53,30 @@ func (c *ctl) printCluster(info admin.ClusterInfo, now time.Time) {
 			orDash(m.Version), applied, when(m.Started, now))
 	}
 	w.Flush()
+}
+
+// printStore writes the lines of this sluice's link to the store: where it is and whether it
+// answers, the revisions stored and applied, a refused one, the settings waiting for a restart.
+func (c *ctl) printStore(s admin.StoreState, now time.Time) {
+	link := "connected"
+	if !s.Connected {
+		link = "NOT CONNECTED since " + when(s.Since, now)
+		if s.LastError != "" {
+			link += " (" + s.LastError + ")"
+		}
+	}
+	fmt.Fprintf(c.stdout, "store %s %s prefix %s: %s\n", orWord(s.Kind, "etcd"), strings.Join(s.Endpoints, ","), s.Prefix, link)
+	fmt.Fprintf(c.stdout, "configuration: revision %d stored, %d applied here", s.Revision, s.Applied)
+	if s.Applied < s.Revision {
+		fmt.Fprint(c.stdout, " (BEHIND)")
+	}
+	fmt.Fprintln(c.stdout)
+	if s.Refused != "" {
+		fmt.Fprintf(c.stdout, "REFUSED revision %d: %s\n", s.RefusedRevision, s.Refused)
+	}
+	if len(s.PendingRestart) > 0 {
+		fmt.Fprintf(c.stdout, "stored changes in force here only after a restart: %s\n", strings.Join(s.PendingRestart, ", "))
+	}
 }
 
 // when words t for a table: its UTC time to the second and how long ago it was.
