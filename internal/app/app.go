@@ -178,6 +178,7 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 	if cfg.Accounts.FromPrimary {
 		opts.RefreshAccounts = func() { self.refreshAccounts(context.Background(), true) }
 	}
+	opts.Cluster = func() (proxy.ClusterView, bool) { return self.clusterView() }
 	p, err := proxy.New(opts)
 	if err != nil {
 		topo.Close()

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/sluicedb/sluice/internal/admin"
 	"github.com/sluicedb/sluice/internal/config"
+	"github.com/sluicedb/sluice/internal/proxy"
 	"github.com/sluicedb/sluice/internal/store"
 	"github.com/sluicedb/sluice/internal/topology"
 )
@@ -421,12 +424,52 @@ func (a *App) ClusterInfo() (admin.ClusterInfo, error) {
 	if mv != nil {
 		info.MembersAsOf = mv.at
 		for _, m := range mv.list {
-			info.Members = append(info.Members, admin.Member{Name: m.Name, Zone: m.Zone, Admin: m.Admin, Endpoints: m.Endpoints,
+			am := admin.Member{Name: m.Name, Zone: m.Zone, Admin: m.Admin, Endpoints: m.Endpoints,
 				Version: m.Version, Started: m.Started, Host: m.Host, PID: m.PID, Applied: m.Applied,
-				Connections: m.Connections, Self: m.Instance == c.instance})
+				Connections: m.Connections, Self: m.Instance == c.instance}
+			if am.Self {
+				am.Applied = c.applied.Load() // as it is now, not as last published (up to a second older)
+			}
+			info.Members = append(info.Members, am)
 		}
 	}
 	return info, nil
+}
+
+// clusterView is SLUICE SHOW CLUSTER's answer (ok false without a store): the live nodes as
+// the store last listed them (never asking it: a session waits for no etcd), and this sluice
+// among them even when the store has not listed it (not registered yet, or unreachable), with
+// the revision it applied as it is now (the list has it as last published, up to a second
+// older).
+func (a *App) clusterView() (v proxy.ClusterView, ok bool) {
+	c := a.cluster
+	if c == nil {
+		return v, false
+	}
+	st := a.storeState()
+	v = proxy.ClusterView{Connected: st.Connected, Since: st.Since, LastError: st.LastError, Revision: st.Revision,
+		Refused: st.Refused, RefusedRevision: st.RefusedRevision, PendingRestart: st.PendingRestart}
+	self := false
+	if mv := c.members.Load(); mv != nil {
+		for _, m := range mv.list {
+			pm := proxy.ClusterMember{Name: m.Name, Zone: m.Zone, Version: m.Version, Admin: m.Admin, Endpoints: m.Endpoints,
+				Started: m.Started, Applied: m.Applied, Self: m.Instance == c.instance}
+			if pm.Self { // its own figures now, not as last published
+				pm.Applied, self = c.applied.Load(), true
+			}
+			v.Members = append(v.Members, pm)
+		}
+	}
+	if !self {
+		me := proxy.ClusterMember{Name: c.name, Zone: a.config().Zone, Version: a.version, Admin: a.AdminAddr(),
+			Endpoints: map[string]string{}, Started: a.started.UTC(), Applied: c.applied.Load(), Self: true}
+		a.mu.Lock()
+		maps.Copy(me.Endpoints, a.addrs)
+		a.mu.Unlock()
+		v.Members = append(v.Members, me)
+		slices.SortFunc(v.Members, func(x, y proxy.ClusterMember) int { return strings.Compare(x.Name, y.Name) })
+	}
+	return v, true
 }
 
 // SharedConfig implements admin.Cluster.

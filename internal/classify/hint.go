@@ -125,6 +125,7 @@ const (
 	ShowLastRoute                // SLUICE SHOW LAST ROUTE: where the session's previous statement went, and why
 	ShowNodes                    // SLUICE SHOW NODES: every node as the monitor last saw it
 	ShowConsistency              // SLUICE SHOW CONSISTENCY: the endpoint's level and its waits
+	ShowCluster                  // SLUICE SHOW CLUSTER: the sluice nodes sharing a store, and this one's link to it
 	// ProxyUnknown: the statement is addressed to sluice (SLUICE …, or after the
 	// /*PROXY_INTERNAL*/ marker) but names no command sluice knows. It must be answered with
 	// an error listing the commands (ProxyCommands), never sent to a node: a node would answer
@@ -133,14 +134,14 @@ const (
 )
 
 // ProxyCommands lists the commands sluice answers itself, as a user types them.
-const ProxyCommands = "SLUICE SHOW LAST ROUTE, SLUICE SHOW NODES, SLUICE SHOW CONSISTENCY"
+const ProxyCommands = "SLUICE SHOW LAST ROUTE, SLUICE SHOW NODES, SLUICE SHOW CONSISTENCY, SLUICE SHOW CLUSTER"
 
 // proxyWords are the commands' words after SLUICE or the /*PROXY_INTERNAL*/ marker.
 var proxyWords = [...]struct {
 	cmd   ProxyCommand
 	words []string
 }{{ShowLastRoute, []string{"SHOW", "LAST", "ROUTE"}}, {ShowNodes, []string{"SHOW", "NODES"}},
-	{ShowConsistency, []string{"SHOW", "CONSISTENCY"}}}
+	{ShowConsistency, []string{"SHOW", "CONSISTENCY"}}, {ShowCluster, []string{"SHOW", "CLUSTER"}}}
 
 // IsProxyInternal recognises a statement addressed to sluice, in any case, with any
 // whitespace around and between the words, and an optional trailing ';':

@@ -158,39 +158,9 @@ func dialable(listen string) string {
 
 // do sends a request; the answer is decoded into out and shown by show (as JSON with -o json).
 func (c *ctl) do(method, path string, body any, out any, show func(any)) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, c.base+path, rd)
+	data, err := c.request(method, path, body)
 	if err != nil {
 		return err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.client.Do(req)
-	if err != nil {
-		return fmt.Errorf("cannot reach the admin API: %w", err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode/100 != 2 {
-		var e struct{ Error admin.Error }
-		if json.Unmarshal(data, &e) == nil && e.Error.Message != "" {
-			return fmt.Errorf("%s (HTTP %d)", printable(e.Error.Error()), resp.StatusCode)
-		}
-		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, printable(string(bytes.TrimSpace(data))))
 	}
 	if c.json {
 		_, err := c.stdout.Write(data)
@@ -206,11 +176,63 @@ func (c *ctl) do(method, path string, body any, out any, show func(any)) error {
 	return nil
 }
 
+// httpError is the admin API's refusal: its status and its error's words.
+type httpError struct {
+	status int
+	msg    string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+// request sends a request and returns the answer's body; an answer other than 2xx is an
+// *httpError.
+func (c *ctl) request(method, path string, body any) ([]byte, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, c.base+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach the admin API: %w", err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode/100 != 2 {
+		var e struct{ Error admin.Error }
+		if json.Unmarshal(data, &e) == nil && e.Error.Message != "" {
+			return nil, &httpError{resp.StatusCode, fmt.Sprintf("%s (HTTP %d)", printable(e.Error.Error()), resp.StatusCode)}
+		}
+		return nil, &httpError{resp.StatusCode, fmt.Sprintf("HTTP %d: %s", resp.StatusCode, printable(string(bytes.TrimSpace(data))))}
+	}
+	return data, nil
+}
+
 func (c *ctl) status() error {
 	var p admin.Proxy
 	return c.do("GET", "/v1/proxy", nil, &p, func(any) {
-		fmt.Fprintf(c.stdout, "sluice %s, up %s, zone %q, %d sessions, config %s\n\n", p.Version,
+		fmt.Fprintf(c.stdout, "sluice %s, up %s, zone %q, %d sessions, config %s\n", p.Version,
 			time.Duration(p.UptimeSeconds*float64(time.Second)).Round(time.Second), p.Zone, p.Sessions, p.ConfigFile)
+		if p.Store != nil {
+			c.printStore(*p.Store, time.Now())
+		}
+		fmt.Fprintln(c.stdout)
 		w := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(w, "NODE\tROLE\tSTATE\tLAG\tZONE\tCONNS\tACTIVE\tRTT\tPOSITION\tSOURCE\tERROR")
 		for _, n := range p.Nodes {

@@ -91,6 +91,14 @@ func TestCtl(t *testing.T) {
 		t.Errorf("after refused changes the reads went %v", got)
 	}
 
+	// Without a store: no cluster to show, said by the API and by SLUICE SHOW CLUSTER.
+	if code, _, errOut := ctl("cluster"); code != 1 || !strings.Contains(errOut, "shares no store") || !strings.Contains(errOut, "HTTP 404") {
+		t.Errorf("ctl cluster without a store: exit %d, %q", code, errOut)
+	}
+	if _, err := conn.ExecContext(context.Background(), "SLUICE SHOW CLUSTER"); err == nil || !strings.Contains(err.Error(), "shares no store") {
+		t.Errorf("SLUICE SHOW CLUSTER without a store: %v", err)
+	}
+
 	// The session list shows the held connection; kill ends it.
 	var cid int
 	if err := conn.QueryRowContext(context.Background(), "SELECT CONNECTION_ID()").Scan(&cid); err != nil {

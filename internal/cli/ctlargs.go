@@ -18,6 +18,8 @@ type ctlFlags struct {
 	admin, token, ca, config, output string
 	insecure                         bool
 	timeout                          string // drain
+	outFile                          string // export
+	revision                         string // import
 }
 
 // globalSet defines the flags every command takes, bound to f.
@@ -37,6 +39,8 @@ func (f *ctlFlags) globalSet() *flag.FlagSet {
 func (f *ctlFlags) commandSet() *flag.FlagSet {
 	fs := flag.NewFlagSet("sluice ctl", flag.ContinueOnError)
 	fs.StringVar(&f.timeout, "timeout", "", "close the sessions still on the node after `D` (default 30s)")
+	fs.StringVar(&f.outFile, "output", "", "write to `FILE` (default: standard output)")
+	fs.StringVar(&f.revision, "revision", "", "replace the stored configuration only if it is still at revision `N` (default: the one the\nfile's first line names, as export wrote it, else the one in force on that sluice)")
 	return fs
 }
 
@@ -117,6 +121,15 @@ at their next statement boundary, what is left is closed after --timeout`,
 			}
 			return c.do("DELETE", "/v1/sessions/"+strconv.FormatUint(id, 10), nil, nil, func(any) { fmt.Fprintf(c.stdout, "session %d killed\n", id) })
 		}},
+	{name: "cluster", help: "the store the sluice nodes share their configuration through (etcd: connected,\nrevisions) and the live nodes",
+		run: func(c *ctl, _ []string, _ *ctlFlags) error { return c.cluster() }},
+	{name: "export", flags: []string{"output"},
+		help: "the configuration in force: with a store, the stored one (without the nodes' own\nsettings: name, zone, admin, log, listen, store), first line its revision",
+		run:  func(c *ctl, _ []string, f *ctlFlags) error { return c.export(f.outFile) }},
+	{name: "import", args: "FILE", min: 1, max: 1, flags: []string{"revision"},
+		help: `replace the stored configuration with FILE's (its own settings, such as a whole
+sluice.yaml's store and admin, are left out); every sluice node applies it`,
+		run: func(c *ctl, args []string, f *ctlFlags) error { return c.importConfig(args[0], f.revision) }},
 	{name: "reload", help: "read the configuration file again and apply what changed",
 		run: func(c *ctl, _ []string, _ *ctlFlags) error {
 			var ch admin.Change

@@ -3,6 +3,8 @@ package proxy
 import (
 	"slices"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/sluicedb/sluice/internal/classify"
 	"github.com/sluicedb/sluice/internal/mysql"
@@ -29,6 +31,17 @@ func (s *session) proxyCommand(cmd classify.ProxyCommand) error {
 	switch cmd {
 	case classify.ShowNodes:
 		cols, rows = nodeRows(s.p.topo.Snapshot(), s.settings.current(), s.p.opts.Positions)
+	case classify.ShowCluster:
+		v, ok := ClusterView{}, false
+		if s.p.opts.Cluster != nil {
+			v, ok = s.p.opts.Cluster()
+		}
+		if !ok {
+			err := mysql.NewError(mysql.ErrUnknown, "HY000", "sluice: this sluice shares no store (store.etcd): it is a cluster of one")
+			s.resp.Failed, s.resp.Code = true, err.Code
+			return writeErr(s.client, err)
+		}
+		cols, rows = clusterRows(v)
 	case classify.ShowConsistency:
 		set := s.settings.current()
 		n := func(v int64) cell { return text(strconv.FormatInt(v, 10)) }
@@ -50,12 +63,16 @@ func mayRun(cmd classify.ProxyCommand, user *User, topologyUsers []string) *mysq
 	switch cmd {
 	case classify.ShowLastRoute, classify.ShowConsistency:
 		return nil
-	case classify.ShowNodes:
+	case classify.ShowNodes, classify.ShowCluster:
 		if len(topologyUsers) == 0 || user != nil && slices.Contains(topologyUsers, user.Name) {
 			return nil
 		}
+		what := "NODES"
+		if cmd == classify.ShowCluster {
+			what = "CLUSTER"
+		}
 		return mysql.NewError(errSpecificAccessDenied, "42000",
-			"Access denied: SLUICE SHOW NODES is for the users in sluice's accounts.topology_users")
+			"Access denied: SLUICE SHOW %s is for the users in sluice's accounts.topology_users", what)
 	}
 	return mysql.NewError(mysql.ErrUnknown, "HY000",
 		"sluice: unknown sluice command; the known ones are %s (also as /*PROXY_INTERNAL*/ SHOW …)", classify.ProxyCommands)
@@ -135,6 +152,59 @@ func nodeRows(snap *topology.Snapshot, ep *route.Settings, positions *topology.P
 		rows = append(rows, row)
 	}
 	return cols, rows
+}
+
+// clusterRows is SHOW CLUSTER's answer: one row per live sluice node, with the revision of the
+// stored configuration it applied beside the newest this sluice has seen (stored_revision, on
+// every row); this sluice's row (this: yes) also has its link to the store (store: connected,
+// or since when not and why), the revision it refused and why, and the settings waiting for
+// its restart, which the other rows have as NULL (this sluice does not know them).
+func clusterRows(v ClusterView) ([]string, [][]cell) {
+	cols := []string{"name", "this", "zone", "version", "started", "applied_revision", "stored_revision", "store",
+		"refused", "pending_restart", "admin", "endpoints"}
+	stored := text(strconv.FormatInt(v.Revision, 10))
+	var rows [][]cell
+	for _, m := range v.Members {
+		row := []cell{text(m.Name), text("no"), text(m.Zone), text(m.Version), null, text(strconv.FormatInt(m.Applied, 10)),
+			stored, null, null, null, text(m.Admin), text(endpointList(m.Endpoints))}
+		if !m.Started.IsZero() {
+			row[4] = text(m.Started.UTC().Format(time.DateTime))
+		}
+		if m.Self {
+			row[1] = text("yes")
+			link := "connected"
+			if !v.Connected {
+				link = "not connected since " + v.Since.UTC().Format(time.DateTime)
+				if v.LastError != "" {
+					link += ": " + v.LastError
+				}
+			}
+			refused := ""
+			if v.Refused != "" {
+				refused = "revision " + strconv.FormatInt(v.RefusedRevision, 10) + ": " + v.Refused
+			}
+			row[7], row[8], row[9] = text(link), text(refused), text(strings.Join(v.PendingRestart, ","))
+		}
+		rows = append(rows, row)
+	}
+	return cols, rows
+}
+
+// endpointList is endpoint addresses as name=address,... in name order.
+func endpointList(m map[string]string) string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	var b strings.Builder
+	for i, n := range names {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(n + "=" + m[n])
+	}
+	return b.String()
 }
 
 // cell is one value of a result sluice builds: text, or NULL.

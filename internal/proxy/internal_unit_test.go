@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicedb/sluice/internal/classify"
 	"github.com/sluicedb/sluice/internal/mysql"
@@ -152,6 +153,9 @@ func TestMayRun(t *testing.T) {
 		{classify.ShowNodes, nil, []string{"ops"}, 1227},
 		{classify.ShowLastRoute, app, []string{"ops"}, 0},
 		{classify.ShowConsistency, app, []string{"ops"}, 0},
+		{classify.ShowCluster, app, nil, 0},
+		{classify.ShowCluster, ops, []string{"ops"}, 0},
+		{classify.ShowCluster, app, []string{"ops"}, 1227},
 		{classify.ProxyUnknown, ops, nil, mysql.ErrUnknown},
 	} {
 		err := mayRun(tc.cmd, tc.user, tc.users)
@@ -162,7 +166,59 @@ func TestMayRun(t *testing.T) {
 			t.Errorf("%v %v %v: %v, want %d", tc.cmd, tc.user, tc.users, err, tc.code)
 		}
 	}
+	if err := mayRun(classify.ShowCluster, app, []string{"ops"}); !strings.Contains(err.Message, "SLUICE SHOW CLUSTER") {
+		t.Errorf("SHOW CLUSTER refused: %q", err.Message)
+	}
 	if err := mayRun(classify.ProxyUnknown, app, nil); !strings.Contains(err.Message, classify.ProxyCommands) {
 		t.Errorf("unknown command: %q does not list the commands", err.Message)
+	}
+}
+
+// TestClusterRows: SHOW CLUSTER, one row per live sluice node: every row has the stored
+// revision beside its own applied one; only this sluice's row has the store's link, the
+// revision it refused and the settings waiting for its restart (NULL elsewhere: unknown).
+func TestClusterRows(t *testing.T) {
+	started := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	v := ClusterView{Connected: false, Since: started.Add(time.Hour), LastError: "context deadline exceeded", Revision: 9,
+		Refused: "backends[1].address: required", RefusedRevision: 9, PendingRestart: []string{"threads", "log.format"},
+		Members: []ClusterMember{
+			{Name: "a", Zone: "z1", Version: "1.2.0", Admin: "10.0.0.1:6080", Started: started, Applied: 8, Self: true,
+				Endpoints: map[string]string{"rw": "10.0.0.1:6033", "ro": "10.0.0.1:6034"}},
+			{Name: "b", Version: "1.2.0", Applied: 9},
+		}}
+	cols, rows := clusterRows(v)
+	get := func(r int, col string) cell {
+		i := slices.Index(cols, col)
+		if i < 0 {
+			t.Fatalf("no column %s in %v", col, cols)
+		}
+		return rows[r][i]
+	}
+	if len(rows) != 2 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	for col, want := range map[string]string{"name": "a", "this": "yes", "zone": "z1", "started": "2026-12-02 12:00:00",
+		"applied_revision": "8", "stored_revision": "9", "store": "not connected since 2026-12-02 13:00:00: context deadline exceeded",
+		"refused": "revision 9: backends[1].address: required", "pending_restart": "threads,log.format",
+		"admin": "10.0.0.1:6080", "endpoints": "ro=10.0.0.1:6034,rw=10.0.0.1:6033"} {
+		if c := get(0, col); c.null || c.s != want {
+			t.Errorf("this sluice's %s: %+v, want %q", col, c, want)
+		}
+	}
+	for _, col := range []string{"store", "refused", "pending_restart", "started"} {
+		if !get(1, col).null {
+			t.Errorf("another sluice's %s: %+v, want NULL", col, get(1, col))
+		}
+	}
+	if get(1, "this").s != "no" || get(1, "stored_revision").s != "9" || get(1, "applied_revision").s != "9" {
+		t.Errorf("another sluice's row: %+v", rows[1])
+	}
+	v.Connected, v.Refused, v.PendingRestart = true, "", nil
+	_, rows = clusterRows(v)
+	if c := get(0, "store"); c.s != "connected" {
+		t.Errorf("connected: %+v", c)
+	}
+	if c := get(0, "refused"); c.null || c.s != "" {
+		t.Errorf("nothing refused: %+v", c)
 	}
 }

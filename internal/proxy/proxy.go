@@ -113,6 +113,33 @@ type Topology interface {
 	PrimaryReadOnly(i int)
 }
 
+// ClusterView is what SLUICE SHOW CLUSTER shows: the live sluice nodes that share this one's
+// store, as the store last listed them, and this sluice's link to the store.
+type ClusterView struct {
+	Members []ClusterMember
+	// Connected is whether the store answered last; Since when that last changed; LastError
+	// the last failure's reason.
+	Connected bool
+	Since     time.Time
+	LastError string
+	// Revision is the stored configuration's newest revision this sluice has seen. Refused
+	// says why RefusedRevision is not in force here; PendingRestart lists the settings the
+	// stored configuration changed that take effect here only at a restart.
+	Revision        int64
+	Refused         string
+	RefusedRevision int64
+	PendingRestart  []string
+}
+
+// ClusterMember is one live sluice node.
+type ClusterMember struct {
+	Name, Zone, Version, Admin string
+	Endpoints                  map[string]string // endpoint name -> listen address
+	Started                    time.Time
+	Applied                    int64 // the stored configuration's revision in force there
+	Self                       bool  // this sluice
+}
+
 // Options configure the proxy.
 type Options struct {
 	Users []User
@@ -127,6 +154,9 @@ type Options struct {
 	TopologyUsers []string
 	// Topology gives the nodes and their state (required).
 	Topology Topology
+	// Cluster gives SLUICE SHOW CLUSTER its answer; ok false (or Cluster nil): this sluice
+	// shares no store. Called from sessions: it answers from what it keeps, never asking the store.
+	Cluster func() (v ClusterView, ok bool)
 	// Endpoints are the addresses sluice serves (names unique).
 	Endpoints      []Endpoint
 	ConnectTimeout time.Duration // dial + handshake to a node
