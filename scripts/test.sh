@@ -84,8 +84,10 @@ step() {
 }
 
 deps() {
-	if ensure_packages "mariadbd mariadb mariadb-test sysbench haproxy" \
-		"mariadb-server mariadb-client mariadb-test sysbench haproxy"; then
+	# etcd (etcd-server): the store several sluice nodes share (internal/cli TestProxyCluster,
+	# the sandbox's --proxies).
+	if ensure_packages "mariadbd mariadb mariadb-test sysbench haproxy etcd" \
+		"mariadb-server mariadb-client mariadb-test sysbench haproxy etcd-server"; then
 		return 0
 	fi
 	if [[ $ci == true ]]; then

@@ -53,7 +53,9 @@ type cluster struct {
 	membersChanged chan struct{}
 	// peers streams this node's acknowledged commits to the others (peers.go).
 	peers peers
-	wg    sync.WaitGroup
+	// drains are the drains the store recorded, as last applied (under changeMu).
+	drains map[string]store.Drain
+	wg     sync.WaitGroup
 }
 
 type membersView struct {
@@ -235,6 +237,7 @@ func (a *App) runCluster(ctx context.Context) {
 		})
 	})
 	c.wg.Go(func() { a.followOthers(ctx) })
+	c.wg.Go(func() { c.st.WatchDrains(ctx, a.applyDrains) })
 	c.wg.Go(func() { a.sharePositions(ctx) })
 	host, _ := os.Hostname()
 	m := store.Member{Name: c.name, Version: a.version, Started: a.started.UTC(), Host: host, PID: os.Getpid(),
@@ -360,7 +363,7 @@ func (a *App) applyStored(d store.Doc, err error) {
 	}
 	var ch admin.Change
 	if err == nil {
-		ch, err = a.reloadText(d.Text)
+		ch, err = a.reloadText(d.Text, true)
 	}
 	if err != nil {
 		c.refused, c.refusedRev = err.Error(), d.Rev
@@ -509,7 +512,7 @@ func (a *App) ImportConfig(text []byte, rev int64) (ch admin.Change, err error) 
 	if err := a.share(text); err != nil {
 		return admin.Change{}, err
 	}
-	ch, err = a.reloadText(text)
+	ch, err = a.reloadText(text, false)
 	if err != nil { // validated above: not expected
 		return admin.Change{}, err
 	}
@@ -524,4 +527,71 @@ func (a *App) stopCluster() {
 		c.wg.Wait()
 		_ = c.st.Close()
 	}
+}
+
+// shareDrain records a drain (drained) or its end in the store, before this node applies it
+// (no-op without a store): every sluice node drains the node, and one that starts later finds
+// it drained. Under changeMu.
+func (a *App) shareDrain(node string, timeout time.Duration, drained bool) error {
+	c := a.cluster
+	if c == nil {
+		return nil
+	}
+	var err error
+	if drained {
+		err = c.st.PutDrain(context.Background(), store.Drain{Node: node, Timeout: timeout, By: c.name, At: time.Now().UTC()})
+	} else {
+		err = c.st.DeleteDrain(context.Background(), node)
+	}
+	if err != nil {
+		return admin.Errorf(admin.Unavailable, "", "%v: nothing was changed (the other sluice nodes must drain it too)", err)
+	}
+	return nil
+}
+
+// applyDrains follows the drains the store records: a node drained through any sluice node
+// is drained here, one undrained is back in service.
+func (a *App) applyDrains(ds map[string]store.Drain) {
+	a.changeMu.Lock()
+	defer a.changeMu.Unlock()
+	c := a.cluster
+	snap := a.topo.Snapshot()
+	for i, n := range snap.Nodes {
+		if snap.IsRemoved(i) || snap.IsPrimary(i) {
+			continue
+		}
+		d, drained := ds[n.Name]
+		_, was := c.drains[n.Name]
+		switch {
+		case drained && !snap.IsDraining(i):
+			if err := a.drain(i, n.Name, d.Timeout, "sluice "+d.By+" (through the store)"); err != nil {
+				a.log.Error("store: a drain was not applied", "node", n.Name, "err", err)
+			}
+		case !drained && was && snap.IsDraining(i):
+			if err := a.undrain(i, n.Name, "the store"); err != nil {
+				a.log.Error("store: an undrain was not applied", "node", n.Name, "err", err)
+			}
+		}
+	}
+	c.drains = ds
+}
+
+// othersHold names the other live sluice nodes that last reported connections to node (nil:
+// none): a node leaves the configuration only once no sluice holds one.
+func (a *App) othersHold(node string) []string {
+	c := a.cluster
+	mv := c.members.Load()
+	if ms, err := c.st.Members(context.Background()); err == nil {
+		mv = &membersView{list: ms, at: time.Now()}
+	}
+	if mv == nil {
+		return nil
+	}
+	var out []string
+	for _, m := range mv.list {
+		if m.Instance != c.instance && m.Connections[node] > 0 {
+			out = append(out, fmt.Sprintf("%s (%d)", m.Name, m.Connections[node]))
+		}
+	}
+	return out
 }

@@ -495,12 +495,12 @@ func (a *App) Reload() (ch admin.Change, err error) {
 		// the stored configuration in force.
 		prev := c.boot
 		c.boot = data
-		if ch, err = a.reloadText(a.raw); err != nil {
+		if ch, err = a.reloadText(a.raw, false); err != nil {
 			c.boot = prev
 		}
 		return ch, err
 	}
-	if ch, err = a.reloadText(data); err == nil {
+	if ch, err = a.reloadText(data, false); err == nil {
 		a.disk = data
 	}
 	return ch, err
@@ -508,8 +508,9 @@ func (a *App) Reload() (ch admin.Change, err error) {
 
 // reloadText puts the configuration data in force as a reload does (under changeMu): what
 // changed in the endpoints and nodes takes effect, what needs a restart is listed. An invalid
-// text changes nothing.
-func (a *App) reloadText(data []byte) (ch admin.Change, err error) {
+// text changes nothing. stored: the text is one another sluice node stored, which this one
+// follows (a node it removed is removed here even if this node still holds connections to it).
+func (a *App) reloadText(data []byte, stored bool) (ch admin.Change, err error) {
 	next, err := a.parse(data)
 	if err != nil {
 		a.log.Error("reload refused: the configuration file is invalid; nothing changed", "err", err)
@@ -545,7 +546,7 @@ func (a *App) reloadText(data []byte) (ch admin.Change, err error) {
 			}
 		}
 	}
-	nodesChanged, err := a.reloadNodes(next, &ch)
+	nodesChanged, err := a.reloadNodes(next, &ch, stored)
 	if err != nil {
 		a.log.Error("reload refused; nothing changed", "err", err)
 		return admin.Change{}, err
@@ -705,8 +706,24 @@ func (a *App) DrainNode(name string, timeout time.Duration) (n admin.Node, err e
 	if i < 0 {
 		return admin.Node{}, admin.Errorf(admin.NotFound, "", "no node is named %q", name)
 	}
+	if snap := a.topo.Snapshot(); snap.IsPrimary(i) {
+		return admin.Node{}, admin.Errorf(admin.Conflict, "", "%s is the primary: switch over to another node first", name)
+	}
+	// With a store, every sluice node drains it: recorded there first.
+	if err := a.shareDrain(name, timeout, true); err != nil {
+		return admin.Node{}, err
+	}
+	if err := a.drain(i, name, timeout, "the admin API"); err != nil {
+		return admin.Node{}, err
+	}
+	return a.nodesOf(0)[i], nil
+}
+
+// drain takes node i out of service (under changeMu): new reads and bindings at once,
+// sessions at their next statement boundary, what is left closed after timeout.
+func (a *App) drain(i int, name string, timeout time.Duration, from string) error {
 	if err := a.topo.SetDraining(i, true); err != nil {
-		return admin.Node{}, admin.Errorf(admin.Conflict, "", "%v", err)
+		return admin.Errorf(admin.Conflict, "", "%v", err)
 	}
 	if t := a.drainTimers[i]; t != nil {
 		t.Stop()
@@ -723,7 +740,7 @@ func (a *App) DrainNode(name string, timeout time.Duration) (n admin.Node, err e
 		}
 	})
 	released := a.proxy.ReleaseIdle(i)
-	a.log.Info("drain started from the admin API", "node", name, "timeout", timeout, "idle_connections_closed", released)
+	a.log.Info("drain started from "+from, "node", name, "timeout", timeout, "idle_connections_closed", released)
 	// Sessions that were idle too briefly at the start are released as they stay idle.
 	go func(deadline time.Time) {
 		for time.Now().Before(deadline) {
@@ -735,7 +752,7 @@ func (a *App) DrainNode(name string, timeout time.Duration) (n admin.Node, err e
 			a.proxy.ReleaseIdle(i)
 		}
 	}(time.Now().Add(timeout))
-	return a.nodesOf(0)[i], nil
+	return nil
 }
 
 // UndrainNode implements admin.Control.
@@ -747,15 +764,26 @@ func (a *App) UndrainNode(name string) (n admin.Node, err error) {
 	if i < 0 {
 		return admin.Node{}, admin.Errorf(admin.NotFound, "", "no node is named %q", name)
 	}
+	if err := a.shareDrain(name, 0, false); err != nil {
+		return admin.Node{}, err
+	}
+	if err := a.undrain(i, name, "the admin API"); err != nil {
+		return admin.Node{}, err
+	}
+	return a.nodesOf(0)[i], nil
+}
+
+// undrain puts node i back in service (under changeMu).
+func (a *App) undrain(i int, name, from string) error {
 	if t := a.drainTimers[i]; t != nil {
 		t.Stop()
 		delete(a.drainTimers, i)
 	}
 	if err := a.topo.SetDraining(i, false); err != nil {
-		return admin.Node{}, admin.Errorf(admin.Conflict, "", "%v", err)
+		return admin.Errorf(admin.Conflict, "", "%v", err)
 	}
-	a.log.Info("drain ended from the admin API: the node takes reads again", "node", name)
-	return a.nodesOf(0)[i], nil
+	a.log.Info("drain ended from "+from+": the node takes reads again", "node", name)
+	return nil
 }
 
 // nodeIndex is the slot of node name, or -1.

@@ -1,12 +1,14 @@
 package app
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/sluicedb/sluice/internal/admin"
 	"github.com/sluicedb/sluice/internal/config"
@@ -90,6 +92,13 @@ func (a *App) CreateNode(body map[string]json.RawMessage) (ch admin.Change, err 
 	if err := a.unchangedOnDisk(); err != nil {
 		return admin.Change{}, err
 	}
+	if a.cluster != nil {
+		// A node removed under this name left its drain record (kept until now, so that no
+		// sluice undrained it on its way out): the new node starts in service everywhere.
+		if err := a.cluster.st.DeleteDrain(context.Background(), name); err != nil {
+			return admin.Change{}, admin.Errorf(admin.Unavailable, "", "%v: nothing was changed", err)
+		}
+	}
 	if err := a.share(data); err != nil {
 		return admin.Change{}, err
 	}
@@ -149,6 +158,12 @@ func (a *App) DeleteNode(name string) (ch admin.Change, err error) {
 	if err := a.unchangedOnDisk(); err != nil {
 		return admin.Change{}, err
 	}
+	if a.cluster != nil {
+		if held := a.othersHold(name); held != nil {
+			return admin.Change{}, admin.Errorf(admin.Conflict, "", "%s is still draining on other sluice nodes, which hold connections to it: %s (as they last reported, each second); nothing was changed",
+				name, strings.Join(held, ", "))
+		}
+	}
 	if err := a.share(data); err != nil {
 		return admin.Change{}, err
 	}
@@ -161,6 +176,19 @@ func (a *App) DeleteNode(name string) (ch admin.Change, err error) {
 	a.cfg, a.raw = next, data
 	a.log.Info("node removed from the admin API", "node", name, "address", address, "persisted", ch.Persisted)
 	return ch, nil
+}
+
+// forceDrained drains node i at once: its connections closed, waiting (up to 2 s) until the
+// sessions let go of them.
+func (a *App) forceDrained(i int) {
+	if !a.topo.Snapshot().IsDraining(i) {
+		_ = a.topo.SetDraining(i, true)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for a.topo.Snapshot().Load[i].Conns.Load() > 0 && time.Now().Before(deadline) {
+		a.proxy.CloseNodeConns(i)
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // nodeAt names the node in the topology at address, or is "".
@@ -217,7 +245,11 @@ func (a *App) removeNode(i int, next *config.Config) error {
 // replicas are added, drained nodes no longer listed are removed. What it cannot apply (a node
 // still in service, a changed address, a new primary) it refuses before changing anything (an
 // error), or lists for a restart. It reports whether the nodes changed.
-func (a *App) reloadNodes(next *config.Config, ch *admin.Change) (bool, error) {
+//
+// follow: the change was stored by another sluice node, which checked that the node leaving
+// was drained everywhere; one this sluice still holds connections to is closed now (a
+// connection opened just before the drain reached it), so that the nodes do not part ways.
+func (a *App) reloadNodes(next *config.Config, ch *admin.Change, follow bool) (bool, error) {
 	snap := a.topo.Snapshot()
 	var add []config.Backend
 	var remove []int
@@ -231,8 +263,11 @@ func (a *App) reloadNodes(next *config.Config, ch *admin.Change) (bool, error) {
 			continue
 		}
 		if err := a.removable(i); err != nil {
-			return false, admin.Errorf(admin.Conflict, "backends",
-				"the file no longer lists backend %s: %v; nothing was changed", n.Name, err)
+			if !follow || snap.IsPrimary(i) {
+				return false, admin.Errorf(admin.Conflict, "backends",
+					"the file no longer lists backend %s: %v; nothing was changed", n.Name, err)
+			}
+			a.log.Warn("the stored configuration removes a node this sluice still used; its connections are closed", "node", n.Name, "why", err)
 		}
 		remove = append(remove, i)
 		leaving[n.Address] = true
@@ -281,6 +316,9 @@ func (a *App) reloadNodes(next *config.Config, ch *admin.Change) (bool, error) {
 	}
 	for _, i := range remove {
 		name, address := snap.Nodes[i].Name, snap.Nodes[i].Address
+		if follow {
+			a.forceDrained(i)
+		}
 		if err := a.removeNode(i, next); err != nil {
 			ch.Restart = append(ch.Restart, "backends."+name+" (not removed: "+err.Error()+")")
 			continue

@@ -163,6 +163,9 @@ func sharedConfig(c *sandbox.Cluster) string {
 func startProxyCluster(t *testing.T, n int) *proxyCluster {
 	t.Helper()
 	if _, err := sandbox.EtcdBinary(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err) // CI installs it (scripts/test.sh)
+		}
 		t.Skip(err)
 	}
 	c := testutil.Cluster(t)
@@ -746,6 +749,80 @@ func crossNode(t *testing.T, pc *proxyCluster, app func(*proxyNode, string) *sql
 		t.Logf("etcd killed and restarted under load: %d statements, %d client errors", stmts.Load(), errs.Load())
 		if errs.Load() != 0 {
 			t.Errorf("%d client errors", errs.Load())
+		}
+	})
+
+	t.Run("drain, remove and add back through different nodes", func(t *testing.T) {
+		// A drain through p2 drains replica2 on every node; its removal through p1 waits until
+		// no sluice holds a connection to it, then every node removes it; added back through
+		// p3, every node reads from it again.
+		nodeState := func(n *proxyNode, name string) string {
+			var node struct{ State string }
+			if api(t, n, "GET", "/v1/nodes/"+name, nil, &node) != 200 {
+				return "absent"
+			}
+			return node.State
+		}
+		var msg string
+		// The propagation test left split with replica1 at 0: removing replica2 would leave it
+		// no node to read from, which the configuration refuses (400).
+		if code := api(t, p1, "PATCH", "/v1/endpoints/split", map[string]any{"read_weights": map[string]int{"replica1": 100}}, &msg); code != 200 {
+			t.Fatalf("PATCH: %d %s", code, msg)
+		}
+		if code := api(t, p2, "POST", "/v1/nodes/replica2/drain", map[string]any{"timeout": "2s"}, &msg); code != 200 {
+			t.Fatalf("drain through p2: %d %s", code, msg)
+		}
+		for _, n := range pc.nodes {
+			eventually(t, 5*time.Second, n.name+" drains replica2", func() bool {
+				st := nodeState(n, "replica2")
+				return st == "draining" || st == "drained"
+			})
+		}
+		r1 := nodePort(t, "replica1")
+		for _, n := range pc.nodes {
+			if p := readPort(t, app(n, "sess")); p != r1 {
+				t.Errorf("%s read on port %d while replica2 is drained everywhere, want replica1's %d", n.name, p, r1)
+			}
+		}
+		eventually(t, 15*time.Second, "replica2 removed through p1", func() bool {
+			code := api(t, p1, "DELETE", "/v1/nodes/replica2", nil, &msg)
+			if code != 200 && code != 409 {
+				t.Fatalf("DELETE through p1: %d %q", code, msg)
+			}
+			return code == 200
+		})
+		for _, n := range pc.nodes {
+			eventually(t, 5*time.Second, n.name+" removes replica2", func() bool { return nodeState(n, "replica2") == "absent" })
+		}
+		pc.converged(t)
+		rn, err := cl.Node("replica2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		weights := map[string]int{}
+		for _, ep := range clusterEndpoints {
+			weights[ep] = 100
+		}
+		if code := api(t, p3, "POST", "/v1/nodes", map[string]any{"name": "replica2", "address": rn.Address, "zone": "az2", "read_weights": weights}, &msg); code != 201 {
+			t.Fatalf("add back through p3: %d %s", code, msg)
+		}
+		r2 := nodePort(t, "replica2")
+		for _, n := range pc.nodes {
+			eventually(t, 15*time.Second, n.name+" reads from replica2 again", func() bool {
+				db := app(n, "sess")
+				for range 10 {
+					if readPort(t, db) == r2 {
+						return true
+					}
+				}
+				return false
+			})
+		}
+		pc.converged(t)
+		for _, n := range pc.nodes {
+			if st := storeOf(t, n); st.Refused != "" {
+				t.Errorf("%s refused a stored configuration: %s", n.name, st.Refused)
+			}
 		}
 	})
 

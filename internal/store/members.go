@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -165,4 +166,87 @@ func (s *Store) WatchMembers(ctx context.Context, fn func([]Member)) {
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// Drain is a node drained through some sluice node's API: every node drains it.
+type Drain struct {
+	Node    string        `json:"node"`
+	Timeout time.Duration `json:"timeout"`
+	By      string        `json:"by"` // the sluice node whose API drained it
+	At      time.Time     `json:"at"`
+}
+
+func (s *Store) drainKey(node string) string { return s.prefix + "drains/" + node }
+
+// PutDrain records that node is drained, for every sluice node.
+func (s *Store) PutDrain(ctx context.Context, d Drain) error {
+	v, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	c, cancel := s.ctx(ctx)
+	defer cancel()
+	_, err = s.cli.Put(c, s.drainKey(d.Node), string(v))
+	s.saw(err)
+	if err != nil {
+		return unavailable(err)
+	}
+	return nil
+}
+
+// DeleteDrain records that node is back in service (or gone), for every sluice node.
+func (s *Store) DeleteDrain(ctx context.Context, node string) error {
+	c, cancel := s.ctx(ctx)
+	defer cancel()
+	_, err := s.cli.Delete(c, s.drainKey(node))
+	s.saw(err)
+	if err != nil {
+		return unavailable(err)
+	}
+	return nil
+}
+
+// WatchDrains calls fn with every drained node's record each time the set changes (and once at
+// the start, and after each reconnection), until ctx ends.
+func (s *Store) WatchDrains(ctx context.Context, fn func(map[string]Drain)) {
+	for ctx.Err() == nil {
+		c, cancel := s.ctx(ctx)
+		r, err := s.cli.Get(c, s.prefix+"drains/", clientv3.WithPrefix())
+		cancel()
+		s.saw(err)
+		if err == nil {
+			fn(decodeDrains(r.Kvs))
+			wctx, wcancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+			wc := s.cli.Watch(wctx, s.prefix+"drains/", clientv3.WithPrefix(), clientv3.WithRev(r.Header.Revision+1))
+			for wr := range wc {
+				if wr.Err() != nil {
+					break
+				}
+				c, cancel := s.ctx(ctx)
+				r, err := s.cli.Get(c, s.prefix+"drains/", clientv3.WithPrefix())
+				cancel()
+				if err != nil {
+					break
+				}
+				fn(decodeDrains(r.Kvs))
+			}
+			wcancel()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func decodeDrains(kvs []*mvccpb.KeyValue) map[string]Drain {
+	out := make(map[string]Drain, len(kvs))
+	for _, kv := range kvs {
+		var d Drain
+		if json.Unmarshal(kv.Value, &d) == nil && d.Node != "" {
+			out[d.Node] = d
+		}
+	}
+	return out
 }
