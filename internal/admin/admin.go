@@ -19,6 +19,7 @@ import (
 	"net/http/pprof"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -214,6 +215,10 @@ type Options struct {
 type Server struct {
 	o   Options
 	srv *http.Server
+	// streams are the peers' commit streams (hijacked connections), closed at Shutdown.
+	mu      sync.Mutex
+	streams map[net.Conn]struct{}
+	closed  bool
 }
 
 // create serves a POST that makes something (an endpoint, a node) from the JSON body.
@@ -253,7 +258,7 @@ func New(o Options) *Server {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{o: o}
+	s := &Server{o: o, streams: map[net.Conn]struct{}{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -389,7 +394,10 @@ func (s *Server) Serve(ln net.Listener) error {
 }
 
 // Shutdown stops the server, letting requests under way finish until ctx ends.
-func (s *Server) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx) }
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.closeStreams()
+	return s.srv.Shutdown(ctx)
+}
 
 // sameOriginOnly refuses cross-origin requests from browsers (by Sec-Fetch-Site, else Origin
 // against Host; requests without either, from non-browser clients, pass) whatever their method,

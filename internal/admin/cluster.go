@@ -43,6 +43,12 @@ type StoreState struct {
 	// PendingRestart lists the settings the stored configuration changed that take effect
 	// here only at a restart.
 	PendingRestart []string `json:"pending_restart,omitempty"`
+	// PeersStreaming is how many other nodes this one streams its commits to now;
+	// CommitWaits how many latest-level writes waited for them before their OK, and
+	// CommitWaitTimeouts how many stopped waiting at the timeout (a peer too slow).
+	PeersStreaming     int    `json:"peers_streaming"`
+	CommitWaits        uint64 `json:"commit_waits"`
+	CommitWaitTimeouts uint64 `json:"commit_wait_timeouts"`
 }
 
 // Member is one live sluice node, as it registered itself in the store.
@@ -79,19 +85,26 @@ type SharedConfig struct {
 type Peers interface {
 	// PeerSecret is the cluster's shared secret a peer proves itself with ("": none yet).
 	PeerSecret() string
-	// LearnCommits takes one line of a peer's stream of acknowledged commits.
-	LearnCommits(line string) error
+	// LearnCommits takes one position from a peer's stream of acknowledged commits: "mariadb
+	// POSITION" or "mysql GTID-SET".
+	LearnCommits(pos string) error
 }
 
-// PeerHeader carries the cluster's peer secret on a peer's requests.
-const PeerHeader = "X-Sluice-Peer"
+// PeerHeader carries the cluster's peer secret on a peer's requests; PeerProtocol is the
+// Upgrade token of the commit stream.
+const (
+	PeerHeader   = "X-Sluice-Peer"
+	PeerProtocol = "sluice-commits/1"
+)
 
-// maxCommitLine bounds one line of a peer's commit stream (a GTID position).
+// maxCommitLine bounds one line of a peer's commit stream (a version and a GTID position).
 const maxCommitLine = 64 << 10
 
-// commits serves POST /v1/cluster/commits: a peer's stream of the positions of the commits it
-// acknowledged, one per line, for as long as the peer keeps it open. Its own secret (the
-// cluster's, from the store), not the admin token: the nodes' tokens are their own.
+// commits serves POST /v1/cluster/commits, upgraded (HTTP 101) to a peer's stream of the
+// positions of the commits it acknowledged: it sends "VERSION KIND POSITION\n", this node
+// folds the position in and answers "VERSION\n", which the peer waits for before it lets a
+// latest-level write's OK go (SetPeerGate). Its own secret (the cluster's, from the store),
+// not the admin token: the nodes' tokens are their own.
 func (s *Server) commits(w http.ResponseWriter, r *http.Request) {
 	p := s.o.Peers
 	secret := p.PeerSecret()
@@ -101,17 +114,64 @@ func (s *Server) commits(w http.ResponseWriter, r *http.Request) {
 		writeError(w, Errorf(Unauthorized, "", "a peer request needs the cluster's peer secret"))
 		return
 	}
-	// The stream lasts as long as the peer keeps it: no read deadline.
-	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
-	sc := bufio.NewScanner(r.Body)
-	sc.Buffer(make([]byte, 0, 4096), maxCommitLine)
-	for sc.Scan() {
-		if err := p.LearnCommits(sc.Text()); err != nil {
-			writeError(w, Errorf(BadRequest, "", "%v", err))
+	if !strings.EqualFold(r.Header.Get("Upgrade"), PeerProtocol) {
+		writeError(w, Errorf(BadRequest, "", "the commit stream needs Upgrade: %s", PeerProtocol))
+		return
+	}
+	conn, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		writeError(w, Errorf(Internal, "", "%v", err))
+		return
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		conn.Close()
+		return
+	}
+	s.streams[conn] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.streams, conn)
+		s.mu.Unlock()
+		conn.Close()
+	}()
+	_ = conn.SetDeadline(time.Time{})
+	_, _ = brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: " + PeerProtocol + "\r\nConnection: Upgrade\r\n\r\n")
+	if brw.Flush() != nil {
+		return
+	}
+	rd := bufio.NewReaderSize(brw.Reader, maxCommitLine)
+	for {
+		line, err := rd.ReadSlice('\n')
+		if err != nil {
+			return // the peer left, or sent a line past maxCommitLine
+		}
+		v, pos, ok := strings.Cut(strings.TrimSuffix(string(line), "\n"), " ")
+		if !ok {
+			return
+		}
+		if err := p.LearnCommits(pos); err != nil {
+			s.o.Logger.Warn("a peer sent a position this sluice cannot read; its stream is closed", "peer", r.RemoteAddr, "err", err)
+			return
+		}
+		_, _ = brw.WriteString(v + "\n")
+		if rd.Buffered() == 0 && brw.Flush() != nil {
 			return
 		}
 	}
-	w.WriteHeader(http.StatusNoContent)
+}
+
+// closeStreams ends the peers' commit streams (hijacked: the HTTP server's Shutdown does not
+// know them).
+func (s *Server) closeStreams() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	for c := range s.streams {
+		c.Close()
+	}
 }
 
 // maxConfigBody bounds PUT /v1/config's body: a whole configuration's text.

@@ -160,8 +160,11 @@ func openCluster(local *config.Config, path string, data []byte, log *slog.Logge
 	if name == "" {
 		name, _ = os.Hostname()
 	}
-	return &cluster{st: st, opts: e, bootPath: path, boot: data, shared: "etcd:" + st.ConfigKey(), name: name,
-		membersChanged: make(chan struct{}, 1)}, nil
+	c := &cluster{st: st, opts: e, bootPath: path, boot: data, shared: "etcd:" + st.ConfigKey(), name: name,
+		membersChanged: make(chan struct{}, 1)}
+	c.peers.nudge = make(chan struct{}, 1)
+	c.peers.ackMoved()
+	return c, nil
 }
 
 // loadOrSeed reads the stored configuration, waiting up to loadRetry for etcd; when there is
@@ -407,9 +410,18 @@ func (a *App) storeState() *admin.StoreState {
 	a.changeMu.Lock()
 	refused, refusedRev, pending := c.refused, c.refusedRev, c.pending
 	a.changeMu.Unlock()
+	streaming := 0
+	if ls := c.peers.live.Load(); ls != nil {
+		for _, l := range *ls {
+			if l.up.Load() {
+				streaming++
+			}
+		}
+	}
 	return &admin.StoreState{Kind: "etcd", Endpoints: c.opts.Endpoints, Prefix: c.opts.Prefix, Name: c.name,
 		Connected: st.Connected, Since: st.Since, LastError: st.LastError, Revision: max(st.Rev, c.applied.Load()),
-		Applied: c.applied.Load(), Refused: refused, RefusedRevision: refusedRev, PendingRestart: pending}
+		Applied: c.applied.Load(), Refused: refused, RefusedRevision: refusedRev, PendingRestart: pending,
+		PeersStreaming: streaming, CommitWaits: c.peers.waits.Load(), CommitWaitTimeouts: c.peers.timeouts.Load()}
 }
 
 // ClusterInfo implements admin.Cluster.

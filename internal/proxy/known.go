@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/sluicedb/sluice/internal/gtid"
 	"github.com/sluicedb/sluice/internal/route"
@@ -210,6 +211,18 @@ func (p *Proxy) CommitsMoved() <-chan struct{} {
 	p.known.shared.Store(true)
 	return p.known.moved
 }
+
+// KnownVersion counts the moves of the known position: a position read after it returned v
+// holds every commit noted before.
+func (p *Proxy) KnownVersion() uint64 { return p.known.version.Load() }
+
+// SetPeerGate makes a write through an endpoint at the latest level wait, before its OK
+// reaches the client, for gate(v, timeout): v the known position's version once the write's
+// commit is in it, timeout the endpoint's consistency_timeout. The app's gate returns once
+// every other sluice node it streams commits to has acknowledged a position of version v or
+// later (or the timeout passed), so that a read the client sends to another node after the OK
+// finds the write.
+func (p *Proxy) SetPeerGate(gate func(v uint64, timeout time.Duration)) { p.peerGate.Store(&gate) }
 
 // KnownCommits is the position of every commit this sluice knows (latest's, before a read
 // folds the primary's position in); zero when none is known, or no endpoint reads at latest.

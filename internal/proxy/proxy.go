@@ -248,6 +248,9 @@ type Proxy struct {
 	// known is the latest position sluice knows was committed (the latest level's target):
 	// the GTIDs acknowledged to any session, and the primary's stream.
 	known knownCommits
+	// peerGate, when set (SetPeerGate), holds a latest-level write's OK until the other sluice
+	// nodes have its position.
+	peerGate atomic.Pointer[func(version uint64, timeout time.Duration)]
 
 	rsaOnce sync.Once
 	rsaKey  *rsa.PrivateKey

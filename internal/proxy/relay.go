@@ -3,6 +3,7 @@ package proxy
 import (
 	"github.com/sluicedb/sluice/internal/backend"
 	"github.com/sluicedb/sluice/internal/mysql"
+	"github.com/sluicedb/sluice/internal/route"
 )
 
 // The session's side of relaying a response (package relay): what it hands the relay is built
@@ -21,6 +22,7 @@ func (s *session) OK(src *backend.Conn, ok mysql.OK, classicEOF bool) {
 		s.nodes.share.varsReported = true
 	}
 	s.reader.observeStatus(ok.Status, s.nodes.all(), s.nodes.cur())
+	committed := false
 	for block := ok.SessionState; len(block) > 0; {
 		sc, rest, err := mysql.NextSessionChange(block)
 		if err != nil {
@@ -40,6 +42,7 @@ func (s *session) OK(src *backend.Conn, ok mysql.OK, classicEOF bool) {
 			s.reads.noteGTID(sc.Value)
 			if !src.ReadOnly() {
 				s.p.known.noteCommit(sc.Value)
+				committed = true
 			}
 		}
 		if sc.Type == mysql.SessionTrackSystemVariables && string(sc.Name) != "last_gtid" {
@@ -48,6 +51,15 @@ func (s *session) OK(src *backend.Conn, ok mysql.OK, classicEOF bool) {
 		block = rest
 	}
 	s.reads.noteOK(ok.Status, ok.AffectedRows, !src.ReadOnly()) // the primary's commits (a replica's commit nothing)
+	if committed && s.p.known.shared.Load() {
+		// Other sluice nodes share this one's commits: at the latest level, the OK waits until
+		// they have this one (SetPeerGate).
+		if gate := s.p.peerGate.Load(); gate != nil {
+			if set := s.ep.route.Settings(); set.Consistency == route.Latest {
+				(*gate)(s.p.known.version.Load(), set.ConsistencyTimeout)
+			}
+		}
+	}
 }
 
 // keepScratch hands b, built in c's scratch buffer (mysql.Conn.Scratch), back to c for reuse
