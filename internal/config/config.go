@@ -384,7 +384,9 @@ type Endpoint struct {
 	// committed on the primary before the read arrived (its position is read from the primary,
 	// one reading shared by the reads that arrive together); latest, everything sluice knew to
 	// be committed when the read arrived, with no statement to the primary: every commit
-	// acknowledged to any of its sessions, and the primary's binlog as its stream delivered it
+	// acknowledged to any of its sessions (with store.etcd, to any sluice node's: a write's OK
+	// waits up to consistency_timeout until the other nodes have it), and the primary's binlog
+	// as its stream delivered it
 	// (a write that bypassed sluice, or went through a connection that does not report its
 	// GTID, is seen once the stream delivered it). session, global and latest need
 	// monitor.user and a read-write endpoint.
