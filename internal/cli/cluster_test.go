@@ -216,10 +216,21 @@ func startProxyCluster(t *testing.T, n int) *proxyCluster {
 		for _, n := range pc.nodes {
 			if n.cmd != nil {
 				_ = n.cmd.Process.Kill()
+				pc.checkLog(n)
 			}
 		}
 	})
 	return pc
+}
+
+// checkLog fails the test when node's log shows a crash or, under -race, a data race.
+func (pc *proxyCluster) checkLog(n *proxyNode) {
+	log := n.logs.String()
+	for _, bad := range []string{"WARNING: DATA RACE", "panic:", "fatal error:"} {
+		if i := strings.Index(log, bad); i >= 0 {
+			pc.t.Errorf("%s's log has %q:\n%s", n.name, bad, log[i:min(len(log), i+4000)])
+		}
+	}
 }
 
 // start runs node's sluice process and waits until its admin API and endpoints answer.
@@ -258,6 +269,7 @@ func (pc *proxyCluster) start(n *proxyNode) {
 func (pc *proxyCluster) kill(n *proxyNode) {
 	_ = n.cmd.Process.Kill()
 	<-n.exited
+	pc.checkLog(n)
 	n.cmd = nil
 }
 
@@ -546,6 +558,32 @@ func TestProxyCluster(t *testing.T) {
 			if st := storeOf(t, n); st.Refused != "" {
 				t.Errorf("%s still refuses: %s", n.name, st.Refused)
 			}
+		}
+	})
+
+	t.Run("restart-only setting pending everywhere", func(t *testing.T) {
+		// An import through p2 that changes a setting only a restart applies reaches every
+		// node's configuration, and each lists it as pending its restart.
+		var sc struct {
+			Revision int64
+			Config   string
+		}
+		api(t, p2, "GET", "/v1/config", nil, &sc)
+		var msg string
+		if code := api(t, p2, "PUT", "/v1/config", map[string]any{"config": sc.Config + "timeouts: {connect: 3s}\n", "revision": sc.Revision}, &msg); code != 200 {
+			t.Fatalf("import: %d %s", code, msg)
+		}
+		for _, n := range pc.nodes {
+			eventually(t, 5*time.Second, n.name+" lists timeouts as pending a restart", func() bool {
+				return slices.Contains(storeOf(t, n).PendingRestart, "timeouts")
+			})
+		}
+		pc.converged(t)
+		// A password in clear is not stored (the nodes' files do not say clear_secrets).
+		clear := strings.Replace(sc.Config, "${"+clusterAppPW+"}", "hunter2", 1)
+		st := storeOf(t, p2)
+		if code := api(t, p2, "PUT", "/v1/config", map[string]any{"config": clear, "revision": st.Applied}, &msg); code != 400 || !strings.Contains(msg, "in clear") {
+			t.Errorf("an import with a clear password: %d %s, want 400", code, msg)
 		}
 	})
 
