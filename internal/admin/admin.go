@@ -214,6 +214,8 @@ type Options struct {
 type Server struct {
 	o   Options
 	srv *http.Server
+	// stopping is closed when Shutdown starts: long requests (a peer's commit stream) end.
+	stopping chan struct{}
 }
 
 // create serves a POST that makes something (an endpoint, a node) from the JSON body.
@@ -253,7 +255,7 @@ func New(o Options) *Server {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{o: o}
+	s := &Server{o: o, stopping: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -368,6 +370,7 @@ func New(o Options) *Server {
 		MaxHeaderBytes: 16 << 10,
 		ErrorLog:       slog.NewLogLogger(o.Logger.Handler(), slog.LevelDebug),
 	}
+	s.srv.RegisterOnShutdown(func() { close(s.stopping) })
 	return s
 }
 

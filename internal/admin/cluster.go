@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -101,8 +102,29 @@ func (s *Server) commits(w http.ResponseWriter, r *http.Request) {
 		writeError(w, Errorf(Unauthorized, "", "a peer request needs the cluster's peer secret"))
 		return
 	}
-	// The stream lasts as long as the peer keeps it: no read deadline.
-	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+	// The stream lasts as long as the peer keeps it: no read deadline, until Shutdown, which
+	// would otherwise wait for it (and leave it running once its own time is up).
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{})
+	var mu sync.Mutex
+	returned := false
+	defer func() {
+		mu.Lock()
+		returned = true
+		mu.Unlock()
+	}()
+	go func() {
+		select {
+		case <-s.stopping:
+		case <-r.Context().Done():
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !returned {
+			_ = rc.SetReadDeadline(time.Now())
+		}
+	}()
 	sc := bufio.NewScanner(r.Body)
 	sc.Buffer(make([]byte, 0, 4096), maxCommitLine)
 	for sc.Scan() {
