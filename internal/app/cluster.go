@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -241,7 +243,7 @@ func (a *App) runCluster(ctx context.Context) {
 	c.wg.Go(func() { a.sharePositions(ctx) })
 	host, _ := os.Hostname()
 	m := store.Member{Name: c.name, Version: a.version, Started: a.started.UTC(), Host: host, PID: os.Getpid(),
-		Instance: c.instance, Admin: a.AdminAddr(), AdminTLS: a.boot.Admin.TLS, Endpoints: map[string]string{}}
+		Instance: c.instance, Admin: advertised(a.AdminAddr(), host), AdminTLS: a.boot.Admin.TLS, Endpoints: map[string]string{}}
 	c.wg.Go(func() {
 		c.st.Register(ctx, m, func(m *store.Member) {
 			m.Zone = a.config().Zone
@@ -249,12 +251,26 @@ func (a *App) runCluster(ctx context.Context) {
 			a.mu.Lock()
 			clear(m.Endpoints)
 			for n, addr := range a.addrs {
-				m.Endpoints[n] = addr
+				m.Endpoints[n] = advertised(addr, host)
 			}
 			a.mu.Unlock()
 			m.Connections = a.ownConnections(m.Connections)
 		})
 	})
+}
+
+// advertised is a listener's address as the other nodes reach it: one bound to every interface
+// ([::]:9090, from admin.listen ":9090") names this host instead, or the peers would dial
+// their own host (and stream their commits to themselves).
+func advertised(addr, host string) string {
+	h, port, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return addr
+	}
+	if ip, err := netip.ParseAddr(h); h != "" && (err != nil || !ip.IsUnspecified()) {
+		return addr
+	}
+	return net.JoinHostPort(host, port)
 }
 
 // ownConnections is this sluice's client-session connections per node (into m, reused).
