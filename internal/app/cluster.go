@@ -406,6 +406,8 @@ func (a *App) share(data []byte) error {
 	switch {
 	case errors.Is(err, store.ErrConflict):
 		return admin.Errorf(admin.Conflict, "", "the shared configuration changed (revision %d) since this sluice applied revision %d: nothing was changed; read it again and retry", rev, on)
+	case errors.Is(err, store.ErrTooLarge):
+		return admin.Errorf(admin.TooLarge, "", "%v: nothing was changed", err)
 	case err != nil:
 		return admin.Errorf(admin.Unavailable, "", "%v: nothing was changed; the configuration last applied stays in force", err)
 	}

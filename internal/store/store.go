@@ -20,6 +20,8 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // Format is the version of the stored configuration's envelope and rules that this sluice
@@ -66,7 +68,17 @@ var (
 	ErrConflict = errors.New("the stored configuration changed since this sluice applied it")
 	// ErrUnavailable: etcd did not answer (no quorum reachable) within the dial timeout.
 	ErrUnavailable = errors.New("the store (etcd) is not reachable")
+	// ErrTooLarge: the configuration is larger than etcd takes in one request (its
+	// --max-request-bytes, 1.5 MiB by default).
+	ErrTooLarge = errors.New("the configuration is larger than etcd takes (its --max-request-bytes, 1.5 MiB by default)")
 )
+
+// tooLarge is whether err is etcd's refusal of a request past its size limit, or the client's
+// own (past its 2 MiB send limit): the request's fault, not the link's.
+func tooLarge(err error) bool {
+	return errors.Is(err, rpctypes.ErrRequestTooLarge) || errors.Is(err, rpctypes.ErrGRPCRequestTooLarge) ||
+		status.Code(err) == codes.ResourceExhausted
+}
 
 // Store is a connection to the cluster's keys in etcd.
 type Store struct {
@@ -210,6 +222,9 @@ func (s *Store) Put(ctx context.Context, text []byte, rev int64, writer, version
 	key := s.ConfigKey()
 	r, err := s.cli.Txn(c).If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
 		Then(clientv3.OpPut(key, string(v))).Else(clientv3.OpGet(key, clientv3.WithKeysOnly())).Commit()
+	if tooLarge(err) {
+		return 0, fmt.Errorf("%w: %d bytes stored: %v", ErrTooLarge, len(v), err)
+	}
 	s.saw(err)
 	if err != nil {
 		return 0, unavailable(err)
