@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -198,5 +199,34 @@ func TestPatchConnectionsFromCluster(t *testing.T) {
 	}
 	if rs, _ := a.proxy.EndpointSettings("rw"); rs.Routing.Policy.Name() != "least-active" {
 		t.Errorf("policy now %s", rs.Routing.Policy.Name())
+	}
+}
+
+// TestPeerLinksEndWithRun: the links streaming commits to the other nodes are the cluster's
+// goroutines too: none is left once Run returned.
+func TestPeerLinksEndWithRun(t *testing.T) {
+	e := startEtcd(t)
+	dir := t.TempDir()
+	st := fmt.Sprintf("store: {etcd: {endpoints: ['%s'], prefix: /sluice/links/}, clear_secrets: true}\nadmin: {listen: 127.0.0.1:0}\n", e.ClientAddr)
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a, stopA := runOpen(t, write("a.yaml", "name: a\n"+st+offline+"timeouts: {connect: 200ms}\n"))
+	b, stopB := runOpen(t, write("b.yaml", "name: b\n"+st))
+	links := func(x *App) int {
+		x.cluster.peers.mu.Lock()
+		defer x.cluster.peers.mu.Unlock()
+		return len(x.cluster.peers.links)
+	}
+	waitFor(t, "each node links to the other", func() bool { return links(a) == 1 && links(b) == 1 })
+	stopA()
+	stopB()
+	buf := make([]byte, 1<<20)
+	if stacks := string(buf[:runtime.Stack(buf, true)]); strings.Contains(stacks, ").streamTo(") {
+		t.Fatalf("a peer link still runs after Run returned:\n%s", stacks)
 	}
 }

@@ -148,7 +148,9 @@ func (a *App) linkPeers(ctx context.Context, ms []store.Member) {
 		lctx, cancel := context.WithCancel(ctx)
 		l := &peerLink{url: scheme + "://" + m.Admin + "/v1/cluster/commits", cancel: cancel, wake: make(chan struct{}, 1)}
 		c.peers.links[m.Instance] = l
-		go a.streamTo(lctx, l)
+		// In the cluster's group (linkPeers runs in one of its goroutines): stopCluster waits
+		// for the links too.
+		c.wg.Go(func() { a.streamTo(lctx, l) })
 	}
 	for id, l := range c.peers.links {
 		if !live[id] {
