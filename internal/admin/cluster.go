@@ -99,6 +99,10 @@ func (s *Server) commits(w http.ResponseWriter, r *http.Request) {
 	want := sha256.Sum256([]byte(secret))
 	got := sha256.Sum256([]byte(r.Header.Get(PeerHeader)))
 	if secret == "" || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+		// The body is a stream that may have nothing to send for long: Go's server would read
+		// it to its end before answering (to keep the connection), and the peer would learn
+		// of its refusal only at the read timeout (30 s). The connection ends instead.
+		w.Header().Set("Connection", "close")
 		writeError(w, Errorf(Unauthorized, "", "a peer request needs the cluster's peer secret"))
 		return
 	}
@@ -129,6 +133,7 @@ func (s *Server) commits(w http.ResponseWriter, r *http.Request) {
 	sc.Buffer(make([]byte, 0, 4096), maxCommitLine)
 	for sc.Scan() {
 		if err := p.LearnCommits(sc.Text()); err != nil {
+			w.Header().Set("Connection", "close")
 			writeError(w, Errorf(BadRequest, "", "%v", err))
 			return
 		}

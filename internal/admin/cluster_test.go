@@ -67,3 +67,37 @@ func TestShutdownEndsPeerStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A peer refused (a wrong secret) learns it at once, though its stream has sent nothing yet:
+// Go's server would otherwise read the body to its end first, i.e. until its read timeout.
+func TestPeerRefusedAtOnce(t *testing.T) {
+	s := New(Options{Control: &fake{}, Peers: &fakePeers{}, Token: "t"})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = s.Serve(ln) }()
+	defer s.Shutdown(context.Background())
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+ln.Addr().String()+"/v1/cluster/commits", pr)
+	req.Header.Set(PeerHeader, "not the secret")
+	got := make(chan int, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			got <- 0
+			return
+		}
+		resp.Body.Close()
+		got <- resp.StatusCode
+	}()
+	select {
+	case code := <-got:
+		if code != http.StatusUnauthorized {
+			t.Fatalf("status %d, want 401", code)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("no answer within 3 s to a refused peer stream")
+	}
+}
