@@ -230,3 +230,26 @@ func TestPeerLinksEndWithRun(t *testing.T) {
 		t.Fatalf("a peer link still runs after Run returned:\n%s", stacks)
 	}
 }
+
+// TestPeerSecretHeals: a node whose peer secret is no longer the store's (the key deleted and
+// made anew by a node started since) is refused by its peers, reads the secret again, and its
+// links stream again, instead of being refused for as long as it runs.
+func TestPeerSecretHeals(t *testing.T) {
+	e := startEtcd(t)
+	dir := t.TempDir()
+	st := fmt.Sprintf("store: {etcd: {endpoints: ['%s'], prefix: /sluice/heal/}, clear_secrets: true}\nadmin: {listen: 127.0.0.1:0}\n", e.ClientAddr)
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a, _ := runOpen(t, write("a.yaml", "name: a\n"+st+offline+"timeouts: {connect: 200ms}\n"))
+	waitFor(t, "A knows the secret", func() bool { return a.PeerSecret() != "" })
+	stale := strings.Repeat("0", 64)
+	a.cluster.peers.secret.Store(&stale)
+	b, _ := runOpen(t, write("b.yaml", "name: b\n"+st))
+	waitFor(t, "B knows the secret", func() bool { return b.PeerSecret() != "" })
+	waitFor(t, "A reads the secret again once B refuses it", func() bool { return a.PeerSecret() == b.PeerSecret() })
+}

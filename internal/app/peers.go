@@ -161,11 +161,15 @@ func (a *App) linkPeers(ctx context.Context, ms []store.Member) {
 }
 
 // streamTo keeps one streaming request open to a peer and writes the newest position on each
-// wake; it reconnects after a failure.
+// wake; it reconnects after a failure. A link that keeps failing (a peer that refuses the
+// secret, an address this host cannot reach, a certificate it does not trust) is logged, once
+// until it streams again: latest reads through the peer miss this node's commits meanwhile.
+// A refused secret is read from the store again (the key was deleted and made anew).
 func (a *App) streamTo(ctx context.Context, l *peerLink) {
 	c := a.cluster
 	client := &http.Client{Transport: &http.Transport{DisableCompression: true, ResponseHeaderTimeout: 0}}
 	defer client.CloseIdleConnections()
+	failures, logged := 0, false
 	for ctx.Err() == nil {
 		pr, pw := io.Pipe()
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.url, pr)
@@ -175,12 +179,21 @@ func (a *App) streamTo(ctx context.Context, l *peerLink) {
 		req.Header.Set(admin.PeerHeader, a.PeerSecret())
 		req.Header.Set("Content-Type", "text/plain")
 		done := make(chan struct{})
+		var failed string // why the stream ended, unless the peer ended it (204)
+		var refused bool
+		start := time.Now()
 		go func() {
 			defer close(done)
 			resp, err := client.Do(req)
-			if err == nil {
-				_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+			if err != nil {
+				failed = err.Error()
+			} else {
+				body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 				resp.Body.Close()
+				if resp.StatusCode != http.StatusNoContent {
+					failed = fmt.Sprintf("%s: %.200s", resp.Status, body)
+					refused = resp.StatusCode == http.StatusUnauthorized
+				}
 			}
 			pr.CloseWithError(io.EOF)
 		}()
@@ -203,6 +216,28 @@ func (a *App) streamTo(ctx context.Context, l *peerLink) {
 		}
 		pw.Close()
 		<-done
+		if ctx.Err() != nil {
+			return
+		}
+		switch {
+		case failed == "" || time.Since(start) >= 5*time.Second:
+			if logged {
+				a.log.Info("peer link: streaming commits again", "peer", l.url)
+			}
+			failures, logged = 0, false
+		default:
+			failures++
+			if failures >= 3 && !logged {
+				a.log.Warn("peer link: this node's commits do not reach a peer (latest reads through it may miss them); retrying",
+					"peer", l.url, "err", failed)
+				logged = true
+			}
+			if refused {
+				if s, err := c.st.PeerSecret(ctx); err == nil {
+					c.peers.secret.Store(&s)
+				}
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return
