@@ -397,13 +397,22 @@ func (a *App) applyStored(d store.Doc, err error) {
 // share stores a change's text before it is applied (no-op without a store): a
 // compare-and-swap on the revision in force. Called under changeMu.
 func (a *App) share(data []byte) error {
-	c := a.cluster
-	if c == nil {
+	if a.cluster == nil {
 		return nil
 	}
-	on := c.applied.Load()
+	return a.shareOn(data, a.cluster.applied.Load())
+}
+
+// shareOn is share on revision on: the one in force, or (an import) the one this sluice refused.
+func (a *App) shareOn(data []byte, on int64) error {
+	c := a.cluster
 	rev, err := c.st.Put(context.Background(), data, on, c.name, a.version)
 	switch {
+	case errors.Is(err, store.ErrConflict) && c.refusedRev != 0 && rev == c.refusedRev:
+		// Retrying cannot help: every change here is made on the revision in force, and the
+		// stored one is newer. An import naming the refused revision replaces it.
+		return admin.Errorf(admin.Conflict, "", "this sluice refused the stored configuration (revision %d: %s) and keeps revision %d in force: nothing was changed; replace the stored one with one it can apply (sluice ctl import FILE --revision %d, PUT /v1/config with that revision)",
+			c.refusedRev, c.refused, on, c.refusedRev)
 	case errors.Is(err, store.ErrConflict):
 		return admin.Errorf(admin.Conflict, "", "the shared configuration changed (revision %d) since this sluice applied revision %d: nothing was changed; read it again and retry", rev, on)
 	case errors.Is(err, store.ErrTooLarge):
@@ -505,7 +514,8 @@ func (a *App) SharedConfig() (admin.SharedConfig, error) {
 
 // ImportConfig implements admin.Cluster: text replaces the stored configuration, validated
 // with this sluice's own file, if the store is still at revision rev (0: the one in force
-// here); then it is applied here as a reload, and by the others as they see it.
+// here; or the stored one this sluice refused, which it replaces); then it is applied here as a
+// reload, and by the others as they see it.
 func (a *App) ImportConfig(text []byte, rev int64) (ch admin.Change, err error) {
 	a.changeMu.Lock()
 	defer a.changeMu.Unlock()
@@ -524,10 +534,16 @@ func (a *App) ImportConfig(text []byte, rev int64) (ch admin.Change, err error) 
 	if err := secretsAllowed(local, c.shared, text); err != nil {
 		return admin.Change{}, admin.Errorf(admin.Invalid, "", "%v", err)
 	}
-	if rev != 0 && rev != c.applied.Load() {
-		return admin.Change{}, admin.Errorf(admin.Conflict, "revision", "this sluice has revision %d in force, not %d: read it again (GET /v1/config) and retry", c.applied.Load(), rev)
+	on := c.applied.Load()
+	switch {
+	case rev != 0 && rev == c.refusedRev:
+		// The operator replaces a stored configuration no node could apply (every change
+		// made on the revision in force conflicts with it): the way back through the API.
+		on = rev
+	case rev != 0 && rev != on:
+		return admin.Change{}, admin.Errorf(admin.Conflict, "revision", "this sluice has revision %d in force, not %d: read it again (GET /v1/config) and retry", on, rev)
 	}
-	if err := a.share(text); err != nil {
+	if err := a.shareOn(text, on); err != nil {
 		return admin.Change{}, err
 	}
 	ch, err = a.reloadText(text, false)
@@ -535,6 +551,7 @@ func (a *App) ImportConfig(text []byte, rev int64) (ch admin.Change, err error) 
 		return admin.Change{}, err
 	}
 	c.pending = ch.Restart
+	c.refused, c.refusedRev = "", 0
 	ch.Persisted = true
 	return ch, nil
 }

@@ -253,3 +253,41 @@ func TestPeerSecretHeals(t *testing.T) {
 	waitFor(t, "B knows the secret", func() bool { return b.PeerSecret() != "" })
 	waitFor(t, "A reads the secret again once B refuses it", func() bool { return a.PeerSecret() == b.PeerSecret() })
 }
+
+// TestImportReplacesRefused: a stored configuration this sluice refused (here, a key it does
+// not know) makes every change through its API conflict, and retrying cannot help: the 409
+// says so, and an import naming the refused revision replaces it (before, the only way back
+// was writing to etcd by hand).
+func TestImportReplacesRefused(t *testing.T) {
+	e := startEtcd(t)
+	path := filepath.Join(t.TempDir(), "a.yaml")
+	st := fmt.Sprintf("store: {etcd: {endpoints: ['%s'], prefix: /sluice/refused/}, clear_secrets: true}\n", e.ClientAddr)
+	if err := os.WriteFile(path, []byte("name: a\n"+st+offline+"timeouts: {connect: 200ms}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := runOpen(t, path)
+	raw, err := store.Open(store.Options{Endpoints: []string{e.ClientAddr}, Prefix: "/sluice/refused/", DialTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	good, _ := a.SharedConfig()
+	bad, err := raw.Put(context.Background(), []byte(good.Config+"future_setting: 1\n"), good.Revision, "newer", "v9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "A refuses it", func() bool { return a.storeState().RefusedRevision == bad })
+	_, err = a.PatchEndpoint("ro", map[string]json.RawMessage{"max_connections": json.RawMessage("7")})
+	if err == nil || !strings.Contains(err.Error(), "--revision "+fmt.Sprint(bad)) {
+		t.Fatalf("a change over the refused revision: %v, want a 409 naming the import", err)
+	}
+	if _, err := a.ImportConfig([]byte(good.Config), bad); err != nil {
+		t.Fatalf("import on the refused revision: %v", err)
+	}
+	if s := a.storeState(); s.Refused != "" || s.Applied <= bad {
+		t.Fatalf("after the import: %+v", s)
+	}
+	if _, err := a.PatchEndpoint("ro", map[string]json.RawMessage{"max_connections": json.RawMessage("7")}); err != nil {
+		t.Fatalf("a change after the import: %v", err)
+	}
+}
