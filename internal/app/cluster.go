@@ -44,8 +44,11 @@ type cluster struct {
 	boot []byte
 	// applied is the stored configuration's revision in force.
 	applied atomic.Int64
-	// refused says why a newer stored revision is not in force (under changeMu); pending the
-	// restart-only settings the stored configuration changed since start.
+	// refused says why a newer stored revision is not in force; pending the restart-only
+	// settings the stored configuration changed since start. Written under changeMu and
+	// stateMu; read under either: the API's and SHOW CLUSTER's readers take stateMu only, so
+	// that they wait for no change in flight (one waits up to the store's dial timeout).
+	stateMu    sync.Mutex
 	refused    string
 	refusedRev int64
 	pending    []string
@@ -382,14 +385,18 @@ func (a *App) applyStored(d store.Doc, err error) {
 		ch, err = a.reloadText(d.Text, true)
 	}
 	if err != nil {
+		c.stateMu.Lock()
 		c.refused, c.refusedRev = err.Error(), d.Rev
+		c.stateMu.Unlock()
 		a.log.Error("store: a stored configuration was refused; the one in force stays", "revision", d.Rev,
 			"applied_revision", c.applied.Load(), "written_by", d.Writer, "err", err)
 		return
 	}
 	c.applied.Store(d.Rev)
+	c.stateMu.Lock()
 	c.refused, c.refusedRev = "", 0
 	c.pending = ch.Restart
+	c.stateMu.Unlock()
 	a.log.Info("store: configuration applied", "revision", d.Rev, "written_by", d.Writer,
 		"changed", strings.Join(ch.Changed, ","), "restart_needed", strings.Join(ch.Restart, ","))
 }
@@ -431,9 +438,9 @@ func (a *App) storeState() *admin.StoreState {
 		return nil
 	}
 	st := c.st.State()
-	a.changeMu.Lock()
+	c.stateMu.Lock()
 	refused, refusedRev, pending := c.refused, c.refusedRev, c.pending
-	a.changeMu.Unlock()
+	c.stateMu.Unlock()
 	return &admin.StoreState{Kind: "etcd", Endpoints: c.opts.Endpoints, Prefix: c.opts.Prefix, Name: c.name,
 		Connected: st.Connected, Since: st.Since, LastError: st.LastError, Revision: max(st.Rev, c.applied.Load()),
 		Applied: c.applied.Load(), Refused: refused, RefusedRevision: refusedRev, PendingRestart: pending}
@@ -550,8 +557,10 @@ func (a *App) ImportConfig(text []byte, rev int64) (ch admin.Change, err error) 
 	if err != nil { // validated above: not expected
 		return admin.Change{}, err
 	}
+	c.stateMu.Lock()
 	c.pending = ch.Restart
 	c.refused, c.refusedRev = "", 0
+	c.stateMu.Unlock()
 	ch.Persisted = true
 	return ch, nil
 }

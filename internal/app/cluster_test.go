@@ -291,3 +291,29 @@ func TestImportReplacesRefused(t *testing.T) {
 		t.Fatalf("a change after the import: %v", err)
 	}
 }
+
+// TestStoreStateWaitsForNoChange: GET /v1/proxy's store and SLUICE SHOW CLUSTER answer while a
+// change is in flight (holding changeMu, which one does for up to the store's dial timeout when
+// etcd does not answer): a client session waits for no etcd.
+func TestStoreStateWaitsForNoChange(t *testing.T) {
+	e := startEtcd(t)
+	path := filepath.Join(t.TempDir(), "a.yaml")
+	st := fmt.Sprintf("store: {etcd: {endpoints: ['%s'], prefix: /sluice/state/}, clear_secrets: true}\n", e.ClientAddr)
+	if err := os.WriteFile(path, []byte("name: a\n"+st+offline+"timeouts: {connect: 200ms}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := runOpen(t, path)
+	a.changeMu.Lock()
+	defer a.changeMu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.clusterView()
+		a.Proxy()
+	}()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		t.Fatal("SHOW CLUSTER and GET /v1/proxy wait for the change in flight")
+	}
+}
