@@ -182,6 +182,9 @@ func (c *cluster) loadOrSeed(ctx context.Context, local *config.Config, data []b
 					doc.Rev, doc.Version, doc.Format, store.Format)
 			}
 			return doc, nil
+		case found: // there, but not what sluice writes: etcd answered, waiting changes nothing
+			return store.Doc{}, fmt.Errorf("%s: %w; replace it (through a running sluice: sluice ctl import FILE --revision %d; else with etcdctl)",
+				c.st.ConfigKey(), err, doc.Rev)
 		case err == nil:
 			seed, ok, err := config.SharedPart(c.bootPath, data)
 			if err != nil {

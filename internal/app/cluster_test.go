@@ -15,6 +15,7 @@ import (
 	"github.com/sluicedb/sluice/internal/sandbox"
 	"github.com/sluicedb/sluice/internal/store"
 	"github.com/sluicedb/sluice/internal/topology"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // TestStoreOthers: each node's Others is the sum of what the other members published for it
@@ -315,5 +316,32 @@ func TestStoreStateWaitsForNoChange(t *testing.T) {
 	case <-done:
 	case <-time.After(2 * time.Second):
 		t.Fatal("SHOW CLUSTER and GET /v1/proxy wait for the change in flight")
+	}
+}
+
+// TestOpenGarbageStored: a stored value sluice did not write is said at once, not taken for
+// etcd being away (30 s of "etcd not reachable yet; retrying", then the real reason).
+func TestOpenGarbageStored(t *testing.T) {
+	e := startEtcd(t)
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{e.ClientAddr}, DialTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	if _, err := cli.Put(context.Background(), "/sluice/garbage/config", "not json"); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "a.yaml")
+	st := fmt.Sprintf("store: {etcd: {endpoints: ['%s'], prefix: /sluice/garbage/}, clear_secrets: true}\n", e.ClientAddr)
+	if err := os.WriteFile(path, []byte("name: a\n"+st+offline), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = Open(context.Background(), path, "", "test", slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), "not one sluice wrote") {
+		t.Fatalf("Open over garbage: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Open took %v to say so", d)
 	}
 }
