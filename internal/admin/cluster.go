@@ -35,6 +35,9 @@ type StoreState struct {
 	// Since is when Connected last changed; LastError the last failure's reason.
 	Since     time.Time `json:"since"`
 	LastError string    `json:"last_error,omitempty"`
+	// NameTakenBy: another live sluice is registered under this one's name (its host, pid and
+	// start); this one is not listed until that one's registration ends.
+	NameTakenBy string `json:"name_taken_by,omitempty"`
 	// Revision is the stored configuration's newest revision this sluice has seen; Applied the
 	// one in force here. Refused says why a newer one is not (RefusedRevision).
 	Revision        int64  `json:"revision"`

@@ -445,7 +445,7 @@ func (a *App) storeState() *admin.StoreState {
 	refused, refusedRev, pending := c.refused, c.refusedRev, c.pending
 	c.stateMu.Unlock()
 	return &admin.StoreState{Kind: "etcd", Endpoints: c.opts.Endpoints, Prefix: c.opts.Prefix, Name: c.name,
-		Connected: st.Connected, Since: st.Since, LastError: st.LastError, Revision: max(st.Rev, c.applied.Load()),
+		Connected: st.Connected, Since: st.Since, LastError: st.LastError, NameTakenBy: st.NameTakenBy, Revision: max(st.Rev, c.applied.Load()),
 		Applied: c.applied.Load(), Refused: refused, RefusedRevision: refusedRev, PendingRestart: pending}
 }
 

@@ -345,3 +345,30 @@ func TestOpenGarbageStored(t *testing.T) {
 		t.Errorf("Open took %v to say so", d)
 	}
 }
+
+// TestNameTaken: a second live sluice under a name already registered is not listed (its
+// connections count nowhere, no peer streams to it); its store state says who has the name.
+func TestNameTaken(t *testing.T) {
+	e := startEtcd(t)
+	dir := t.TempDir()
+	st := fmt.Sprintf("store: {etcd: {endpoints: ['%s'], prefix: /sluice/twins/}, clear_secrets: true}\n", e.ClientAddr)
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a, _ := runOpen(t, write("a.yaml", "name: twin\n"+st+offline+"timeouts: {connect: 200ms}\n"))
+	waitFor(t, "A registered", func() bool {
+		info, err := a.ClusterInfo()
+		return err == nil && len(info.Members) == 1 && info.Members[0].Self
+	})
+	b, _ := runOpen(t, write("b.yaml", "name: twin\n"+st))
+	waitFor(t, "B says its name is taken", func() bool {
+		return strings.Contains(b.storeState().NameTakenBy, fmt.Sprintf("pid %d", os.Getpid()))
+	})
+	if s := a.storeState(); s.NameTakenBy != "" {
+		t.Errorf("A, registered, says its name is taken by %s", s.NameTakenBy)
+	}
+}

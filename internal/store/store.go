@@ -97,6 +97,17 @@ type State struct {
 	Since     time.Time `json:"since"`                // when Connected last changed
 	LastError string    `json:"last_error,omitempty"` // the last failure's reason
 	Rev       int64     `json:"revision"`             // the stored configuration's revision last seen
+	// NameTakenBy says which other live sluice holds this one's name in the list of members
+	// (its host, pid and start), while this one waits for its registration to end: unlisted,
+	// this sluice's connections count nowhere and no peer streams its commits to it.
+	NameTakenBy string `json:"name_taken_by,omitempty"`
+}
+
+// nameTaken records who holds this sluice's name ("": no one, or this sluice).
+func (s *Store) nameTaken(by string) {
+	s.mu.Lock()
+	s.state.NameTakenBy = by
+	s.mu.Unlock()
 }
 
 // Open connects (lazily: etcd need not be up yet).
