@@ -34,6 +34,9 @@ type StoreState struct {
 	// Since is when Connected last changed; LastError the last failure's reason.
 	Since     time.Time `json:"since"`
 	LastError string    `json:"last_error,omitempty"`
+	// NameTakenBy: another live sluice is registered under this one's name (its host, pid and
+	// start); this one is not listed until that one's registration ends.
+	NameTakenBy string `json:"name_taken_by,omitempty"`
 	// Revision is the stored configuration's newest revision this sluice has seen; Applied the
 	// one in force here. Refused says why a newer one is not (RefusedRevision).
 	Revision        int64  `json:"revision"`
@@ -111,10 +114,15 @@ func (s *Server) commits(w http.ResponseWriter, r *http.Request) {
 	want := sha256.Sum256([]byte(secret))
 	got := sha256.Sum256([]byte(r.Header.Get(PeerHeader)))
 	if secret == "" || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+		// The body is a stream that may have nothing to send for long: Go's server would read
+		// it to its end before answering (to keep the connection), and the peer would learn
+		// of its refusal only at the read timeout (30 s). The connection ends instead.
+		w.Header().Set("Connection", "close")
 		writeError(w, Errorf(Unauthorized, "", "a peer request needs the cluster's peer secret"))
 		return
 	}
 	if !strings.EqualFold(r.Header.Get("Upgrade"), PeerProtocol) {
+		w.Header().Set("Connection", "close")
 		writeError(w, Errorf(BadRequest, "", "the commit stream needs Upgrade: %s", PeerProtocol))
 		return
 	}

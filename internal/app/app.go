@@ -39,6 +39,8 @@ type App struct {
 	// configuration in force, replaced by the admin API's changes (under changeMu).
 	boot *config.Config
 	cfg  *config.Config
+	// live is cfg for config's readers (setConfig).
+	live atomic.Pointer[config.Config]
 	log  *slog.Logger
 	// level is the process logger's level when NewLogger built the logger (nil otherwise): a
 	// reload sets it (setLogLevel).
@@ -187,6 +189,7 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 	a := &App{boot: cfg, cfg: cfg, log: log, level: logLevel(log), topo: topo, mon: newMonitor(cfg, topo, positions, log, btls, btlsMode, pubKey), proxy: p,
 		positions: positions, btls: btls, btlsMode: btlsMode, pubKey: pubKey,
 		addrs: map[string]string{}, ready: make(chan struct{}), version: "dev", started: time.Now(), errc: make(chan error, 1)}
+	a.live.Store(cfg)
 	self = a
 	var id [8]byte
 	_, _ = rand.Read(id[:])

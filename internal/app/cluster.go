@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -42,8 +44,11 @@ type cluster struct {
 	boot []byte
 	// applied is the stored configuration's revision in force.
 	applied atomic.Int64
-	// refused says why a newer stored revision is not in force (under changeMu); pending the
-	// restart-only settings the stored configuration changed since start.
+	// refused says why a newer stored revision is not in force; pending the restart-only
+	// settings the stored configuration changed since start. Written under changeMu and
+	// stateMu; read under either: the API's and SHOW CLUSTER's readers take stateMu only, so
+	// that they wait for no change in flight (one waits up to the store's dial timeout).
+	stateMu    sync.Mutex
 	refused    string
 	refusedRev int64
 	pending    []string
@@ -180,6 +185,9 @@ func (c *cluster) loadOrSeed(ctx context.Context, local *config.Config, data []b
 					doc.Rev, doc.Version, doc.Format, store.Format)
 			}
 			return doc, nil
+		case found: // there, but not what sluice writes: etcd answered, waiting changes nothing
+			return store.Doc{}, fmt.Errorf("%s: %w; replace it (through a running sluice: sluice ctl import FILE --revision %d; else with etcdctl)",
+				c.st.ConfigKey(), err, doc.Rev)
 		case err == nil:
 			seed, ok, err := config.SharedPart(c.bootPath, data)
 			if err != nil {
@@ -244,7 +252,7 @@ func (a *App) runCluster(ctx context.Context) {
 	c.wg.Go(func() { a.sharePositions(ctx) })
 	host, _ := os.Hostname()
 	m := store.Member{Name: c.name, Version: a.version, Started: a.started.UTC(), Host: host, PID: os.Getpid(),
-		Instance: c.instance, Admin: a.AdminAddr(), AdminTLS: a.boot.Admin.TLS, Endpoints: map[string]string{}}
+		Instance: c.instance, Admin: advertised(a.AdminAddr(), host), AdminTLS: a.boot.Admin.TLS, Endpoints: map[string]string{}}
 	c.wg.Go(func() {
 		c.st.Register(ctx, m, func(m *store.Member) {
 			m.Zone = a.config().Zone
@@ -252,12 +260,26 @@ func (a *App) runCluster(ctx context.Context) {
 			a.mu.Lock()
 			clear(m.Endpoints)
 			for n, addr := range a.addrs {
-				m.Endpoints[n] = addr
+				m.Endpoints[n] = advertised(addr, host)
 			}
 			a.mu.Unlock()
 			m.Connections = a.ownConnections(m.Connections)
 		})
 	})
+}
+
+// advertised is a listener's address as the other nodes reach it: one bound to every interface
+// ([::]:9090, from admin.listen ":9090") names this host instead, or the peers would dial
+// their own host (and stream their commits to themselves).
+func advertised(addr, host string) string {
+	h, port, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return addr
+	}
+	if ip, err := netip.ParseAddr(h); h != "" && (err != nil || !ip.IsUnspecified()) {
+		return addr
+	}
+	return net.JoinHostPort(host, port)
 }
 
 // ownConnections is this sluice's client-session connections per node (into m, reused).
@@ -369,14 +391,18 @@ func (a *App) applyStored(d store.Doc, err error) {
 		ch, err = a.reloadText(d.Text, true)
 	}
 	if err != nil {
+		c.stateMu.Lock()
 		c.refused, c.refusedRev = err.Error(), d.Rev
+		c.stateMu.Unlock()
 		a.log.Error("store: a stored configuration was refused; the one in force stays", "revision", d.Rev,
 			"applied_revision", c.applied.Load(), "written_by", d.Writer, "err", err)
 		return
 	}
 	c.applied.Store(d.Rev)
+	c.stateMu.Lock()
 	c.refused, c.refusedRev = "", 0
 	c.pending = ch.Restart
+	c.stateMu.Unlock()
 	a.log.Info("store: configuration applied", "revision", d.Rev, "written_by", d.Writer,
 		"changed", strings.Join(ch.Changed, ","), "restart_needed", strings.Join(ch.Restart, ","))
 }
@@ -384,15 +410,26 @@ func (a *App) applyStored(d store.Doc, err error) {
 // share stores a change's text before it is applied (no-op without a store): a
 // compare-and-swap on the revision in force. Called under changeMu.
 func (a *App) share(data []byte) error {
-	c := a.cluster
-	if c == nil {
+	if a.cluster == nil {
 		return nil
 	}
-	on := c.applied.Load()
+	return a.shareOn(data, a.cluster.applied.Load())
+}
+
+// shareOn is share on revision on: the one in force, or (an import) the one this sluice refused.
+func (a *App) shareOn(data []byte, on int64) error {
+	c := a.cluster
 	rev, err := c.st.Put(context.Background(), data, on, c.name, a.version)
 	switch {
+	case errors.Is(err, store.ErrConflict) && c.refusedRev != 0 && rev == c.refusedRev:
+		// Retrying cannot help: every change here is made on the revision in force, and the
+		// stored one is newer. An import naming the refused revision replaces it.
+		return admin.Errorf(admin.Conflict, "", "this sluice refused the stored configuration (revision %d: %s) and keeps revision %d in force: nothing was changed; replace the stored one with one it can apply (sluice ctl import FILE --revision %d, PUT /v1/config with that revision)",
+			c.refusedRev, c.refused, on, c.refusedRev)
 	case errors.Is(err, store.ErrConflict):
 		return admin.Errorf(admin.Conflict, "", "the shared configuration changed (revision %d) since this sluice applied revision %d: nothing was changed; read it again and retry", rev, on)
+	case errors.Is(err, store.ErrTooLarge):
+		return admin.Errorf(admin.TooLarge, "", "%v: nothing was changed", err)
 	case err != nil:
 		return admin.Errorf(admin.Unavailable, "", "%v: nothing was changed; the configuration last applied stays in force", err)
 	}
@@ -407,9 +444,9 @@ func (a *App) storeState() *admin.StoreState {
 		return nil
 	}
 	st := c.st.State()
-	a.changeMu.Lock()
+	c.stateMu.Lock()
 	refused, refusedRev, pending := c.refused, c.refusedRev, c.pending
-	a.changeMu.Unlock()
+	c.stateMu.Unlock()
 	streaming := 0
 	if ls := c.peers.live.Load(); ls != nil {
 		for _, l := range *ls {
@@ -419,7 +456,7 @@ func (a *App) storeState() *admin.StoreState {
 		}
 	}
 	return &admin.StoreState{Kind: "etcd", Endpoints: c.opts.Endpoints, Prefix: c.opts.Prefix, Name: c.name,
-		Connected: st.Connected, Since: st.Since, LastError: st.LastError, Revision: max(st.Rev, c.applied.Load()),
+		Connected: st.Connected, Since: st.Since, LastError: st.LastError, NameTakenBy: st.NameTakenBy, Revision: max(st.Rev, c.applied.Load()),
 		Applied: c.applied.Load(), Refused: refused, RefusedRevision: refusedRev, PendingRestart: pending,
 		PeersStreaming: streaming, CommitWaits: c.peers.waits.Load(), CommitWaitTimeouts: c.peers.timeouts.Load()}
 }
@@ -499,7 +536,8 @@ func (a *App) SharedConfig() (admin.SharedConfig, error) {
 
 // ImportConfig implements admin.Cluster: text replaces the stored configuration, validated
 // with this sluice's own file, if the store is still at revision rev (0: the one in force
-// here); then it is applied here as a reload, and by the others as they see it.
+// here; or the stored one this sluice refused, which it replaces); then it is applied here as a
+// reload, and by the others as they see it.
 func (a *App) ImportConfig(text []byte, rev int64) (ch admin.Change, err error) {
 	a.changeMu.Lock()
 	defer a.changeMu.Unlock()
@@ -518,17 +556,26 @@ func (a *App) ImportConfig(text []byte, rev int64) (ch admin.Change, err error) 
 	if err := secretsAllowed(local, c.shared, text); err != nil {
 		return admin.Change{}, admin.Errorf(admin.Invalid, "", "%v", err)
 	}
-	if rev != 0 && rev != c.applied.Load() {
-		return admin.Change{}, admin.Errorf(admin.Conflict, "revision", "this sluice has revision %d in force, not %d: read it again (GET /v1/config) and retry", c.applied.Load(), rev)
+	on := c.applied.Load()
+	switch {
+	case rev != 0 && rev == c.refusedRev:
+		// The operator replaces a stored configuration no node could apply (every change
+		// made on the revision in force conflicts with it): the way back through the API.
+		on = rev
+	case rev != 0 && rev != on:
+		return admin.Change{}, admin.Errorf(admin.Conflict, "revision", "this sluice has revision %d in force, not %d: read it again (GET /v1/config) and retry", on, rev)
 	}
-	if err := a.share(text); err != nil {
+	if err := a.shareOn(text, on); err != nil {
 		return admin.Change{}, err
 	}
 	ch, err = a.reloadText(text, false)
 	if err != nil { // validated above: not expected
 		return admin.Change{}, err
 	}
+	c.stateMu.Lock()
 	c.pending = ch.Restart
+	c.refused, c.refusedRev = "", 0
+	c.stateMu.Unlock()
 	ch.Persisted = true
 	return ch, nil
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/sluicedb/sluice/internal/sandbox"
 	"github.com/sluicedb/sluice/internal/store"
 	"github.com/sluicedb/sluice/internal/topology"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // TestStoreOthers: each node's Others is the sum of what the other members published for it
@@ -198,5 +200,175 @@ func TestPatchConnectionsFromCluster(t *testing.T) {
 	}
 	if rs, _ := a.proxy.EndpointSettings("rw"); rs.Routing.Policy.Name() != "least-active" {
 		t.Errorf("policy now %s", rs.Routing.Policy.Name())
+	}
+}
+
+// TestPeerLinksEndWithRun: the links streaming commits to the other nodes are the cluster's
+// goroutines too: none is left once Run returned.
+func TestPeerLinksEndWithRun(t *testing.T) {
+	e := startEtcd(t)
+	dir := t.TempDir()
+	st := fmt.Sprintf("store: {etcd: {endpoints: ['%s'], prefix: /sluice/links/}, clear_secrets: true}\nadmin: {listen: 127.0.0.1:0}\n", e.ClientAddr)
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a, stopA := runOpen(t, write("a.yaml", "name: a\n"+st+offline+"timeouts: {connect: 200ms}\n"))
+	b, stopB := runOpen(t, write("b.yaml", "name: b\n"+st))
+	links := func(x *App) int {
+		x.cluster.peers.mu.Lock()
+		defer x.cluster.peers.mu.Unlock()
+		return len(x.cluster.peers.links)
+	}
+	waitFor(t, "each node links to the other", func() bool { return links(a) == 1 && links(b) == 1 })
+	stopA()
+	stopB()
+	buf := make([]byte, 1<<20)
+	if stacks := string(buf[:runtime.Stack(buf, true)]); strings.Contains(stacks, ").streamTo(") {
+		t.Fatalf("a peer link still runs after Run returned:\n%s", stacks)
+	}
+}
+
+// TestPeerSecretHeals: a node whose peer secret is no longer the store's (the key deleted and
+// made anew by a node started since) is refused by its peers, reads the secret again, and its
+// links stream again, instead of being refused for as long as it runs.
+func TestPeerSecretHeals(t *testing.T) {
+	e := startEtcd(t)
+	dir := t.TempDir()
+	st := fmt.Sprintf("store: {etcd: {endpoints: ['%s'], prefix: /sluice/heal/}, clear_secrets: true}\nadmin: {listen: 127.0.0.1:0}\n", e.ClientAddr)
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a, _ := runOpen(t, write("a.yaml", "name: a\n"+st+offline+"timeouts: {connect: 200ms}\n"))
+	waitFor(t, "A knows the secret", func() bool { return a.PeerSecret() != "" })
+	stale := strings.Repeat("0", 64)
+	a.cluster.peers.secret.Store(&stale)
+	b, _ := runOpen(t, write("b.yaml", "name: b\n"+st))
+	waitFor(t, "B knows the secret", func() bool { return b.PeerSecret() != "" })
+	waitFor(t, "A reads the secret again once B refuses it", func() bool { return a.PeerSecret() == b.PeerSecret() })
+}
+
+// TestImportReplacesRefused: a stored configuration this sluice refused (here, a key it does
+// not know) makes every change through its API conflict, and retrying cannot help: the 409
+// says so, and an import naming the refused revision replaces it (before, the only way back
+// was writing to etcd by hand).
+func TestImportReplacesRefused(t *testing.T) {
+	e := startEtcd(t)
+	path := filepath.Join(t.TempDir(), "a.yaml")
+	st := fmt.Sprintf("store: {etcd: {endpoints: ['%s'], prefix: /sluice/refused/}, clear_secrets: true}\n", e.ClientAddr)
+	if err := os.WriteFile(path, []byte("name: a\n"+st+offline+"timeouts: {connect: 200ms}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := runOpen(t, path)
+	raw, err := store.Open(store.Options{Endpoints: []string{e.ClientAddr}, Prefix: "/sluice/refused/", DialTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	good, _ := a.SharedConfig()
+	bad, err := raw.Put(context.Background(), []byte(good.Config+"future_setting: 1\n"), good.Revision, "newer", "v9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "A refuses it", func() bool { return a.storeState().RefusedRevision == bad })
+	_, err = a.PatchEndpoint("ro", map[string]json.RawMessage{"max_connections": json.RawMessage("7")})
+	if err == nil || !strings.Contains(err.Error(), "--revision "+fmt.Sprint(bad)) {
+		t.Fatalf("a change over the refused revision: %v, want a 409 naming the import", err)
+	}
+	if _, err := a.ImportConfig([]byte(good.Config), bad); err != nil {
+		t.Fatalf("import on the refused revision: %v", err)
+	}
+	if s := a.storeState(); s.Refused != "" || s.Applied <= bad {
+		t.Fatalf("after the import: %+v", s)
+	}
+	if _, err := a.PatchEndpoint("ro", map[string]json.RawMessage{"max_connections": json.RawMessage("7")}); err != nil {
+		t.Fatalf("a change after the import: %v", err)
+	}
+}
+
+// TestStoreStateWaitsForNoChange: GET /v1/proxy's store and SLUICE SHOW CLUSTER answer while a
+// change is in flight (holding changeMu, which one does for up to the store's dial timeout when
+// etcd does not answer): a client session waits for no etcd.
+func TestStoreStateWaitsForNoChange(t *testing.T) {
+	e := startEtcd(t)
+	path := filepath.Join(t.TempDir(), "a.yaml")
+	st := fmt.Sprintf("store: {etcd: {endpoints: ['%s'], prefix: /sluice/state/}, clear_secrets: true}\n", e.ClientAddr)
+	if err := os.WriteFile(path, []byte("name: a\n"+st+offline+"timeouts: {connect: 200ms}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := runOpen(t, path)
+	a.changeMu.Lock()
+	defer a.changeMu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.clusterView()
+		a.Proxy()
+	}()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		t.Fatal("SHOW CLUSTER and GET /v1/proxy wait for the change in flight")
+	}
+}
+
+// TestOpenGarbageStored: a stored value sluice did not write is said at once, not taken for
+// etcd being away (30 s of "etcd not reachable yet; retrying", then the real reason).
+func TestOpenGarbageStored(t *testing.T) {
+	e := startEtcd(t)
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{e.ClientAddr}, DialTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	if _, err := cli.Put(context.Background(), "/sluice/garbage/config", "not json"); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "a.yaml")
+	st := fmt.Sprintf("store: {etcd: {endpoints: ['%s'], prefix: /sluice/garbage/}, clear_secrets: true}\n", e.ClientAddr)
+	if err := os.WriteFile(path, []byte("name: a\n"+st+offline), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = Open(context.Background(), path, "", "test", slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), "not one sluice wrote") {
+		t.Fatalf("Open over garbage: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Open took %v to say so", d)
+	}
+}
+
+// TestNameTaken: a second live sluice under a name already registered is not listed (its
+// connections count nowhere, no peer streams to it); its store state says who has the name.
+func TestNameTaken(t *testing.T) {
+	e := startEtcd(t)
+	dir := t.TempDir()
+	st := fmt.Sprintf("store: {etcd: {endpoints: ['%s'], prefix: /sluice/twins/}, clear_secrets: true}\n", e.ClientAddr)
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a, _ := runOpen(t, write("a.yaml", "name: twin\n"+st+offline+"timeouts: {connect: 200ms}\n"))
+	waitFor(t, "A registered", func() bool {
+		info, err := a.ClusterInfo()
+		return err == nil && len(info.Members) == 1 && info.Members[0].Self
+	})
+	b, _ := runOpen(t, write("b.yaml", "name: twin\n"+st))
+	waitFor(t, "B says its name is taken", func() bool {
+		return strings.Contains(b.storeState().NameTakenBy, fmt.Sprintf("pid %d", os.Getpid()))
+	})
+	if s := a.storeState(); s.NameTakenBy != "" {
+		t.Errorf("A, registered, says its name is taken by %s", s.NameTakenBy)
 	}
 }

@@ -208,9 +208,20 @@ func (a *App) Readiness() error {
 
 // config is the configuration in force.
 func (a *App) config() *config.Config {
+	if c := a.live.Load(); c != nil {
+		return c
+	}
 	a.changeMu.Lock()
 	defer a.changeMu.Unlock()
 	return a.cfg
+}
+
+// setConfig puts next (its text data) in force as a.cfg and a.raw (under changeMu), and for
+// config's readers, who wait for no change in flight (one that waits on the store, up to its
+// dial timeout, or on a removed node's connections).
+func (a *App) setConfig(next *config.Config, data []byte) {
+	a.cfg, a.raw = next, data
+	a.live.Store(next)
 }
 
 // PatchEndpoint implements admin.Control: the file's text, as last applied, is edited (a map
@@ -277,7 +288,7 @@ func (a *App) PatchEndpoint(name string, patch map[string]json.RawMessage) (ch a
 	}
 	slices.Sort(ch.Changed)
 	ch.Persisted, ch.PersistError = a.persist(data)
-	a.cfg, a.raw = next, data
+	a.setConfig(next, data)
 	a.log.Info("endpoint changed from the admin API", "endpoint", name, "persisted", ch.Persisted, slog.Group("changed", changes...))
 	for _, e := range a.endpointsOf(next) {
 		if e.Name == name {
@@ -609,7 +620,7 @@ func (a *App) reloadText(data []byte, stored bool) (ch admin.Change, err error) 
 		}
 	}
 	slices.Sort(ch.Restart)
-	a.cfg, a.raw = next, data
+	a.setConfig(next, data)
 	a.log.Info("configuration reloaded", "changed", strings.Join(ch.Changed, ","), "restart_needed", strings.Join(ch.Restart, ","))
 	return ch, nil
 }
@@ -841,7 +852,7 @@ func (a *App) CreateEndpoint(body map[string]json.RawMessage) (ch admin.Change, 
 			ch.Changed = nil
 			ch.Restart = []string{"endpoints." + name + " (new; did not start here: " + err.Error() + ")"}
 		}
-		a.cfg, a.raw = next, data
+		a.setConfig(next, data)
 		for _, e := range a.endpointsOf(next) {
 			if e.Name == name {
 				ch.Endpoint = &e
@@ -854,7 +865,7 @@ func (a *App) CreateEndpoint(body map[string]json.RawMessage) (ch admin.Change, 
 	}
 	ch = admin.Change{Changed: []string{"endpoints." + name + " (new)"}}
 	ch.Persisted, ch.PersistError = a.persist(data)
-	a.cfg, a.raw = next, data
+	a.setConfig(next, data)
 	a.log.Info("endpoint created from the admin API", "endpoint", name, "persisted", ch.Persisted,
 		slog.Group("settings", endpointChanges(nil, next.Endpoint(name))...))
 	for _, e := range a.endpointsOf(next) {
@@ -902,7 +913,7 @@ func (a *App) DeleteEndpoint(name string) (ch admin.Change, err error) {
 	a.stopEndpoint(name)
 	ch = admin.Change{Changed: []string{"endpoints." + name + " (removed)"}}
 	ch.Persisted, ch.PersistError = a.persist(data)
-	a.cfg, a.raw = next, data
+	a.setConfig(next, data)
 	a.log.Info("endpoint deleted from the admin API", "endpoint", name, "grace", a.boot.Timeouts.Shutdown.Duration, "persisted", ch.Persisted)
 	return ch, nil
 }

@@ -125,7 +125,7 @@ func (a *App) CreateNode(body map[string]json.RawMessage) (ch admin.Change, err 
 		ch.Changed = append(ch.Changed, fmt.Sprintf("endpoints.%s.read_weights.%s: %d", e.Name, name, e.ReadWeights[name]))
 	}
 	ch.Persisted, ch.PersistError = a.persist(data)
-	a.cfg, a.raw = next, data
+	a.setConfig(next, data)
 	// Every endpoint's weight for the new node: what the node's arrival changed.
 	var w []any
 	for _, e := range next.Endpoints {
@@ -173,7 +173,7 @@ func (a *App) DeleteNode(name string) (ch admin.Change, err error) {
 	}
 	ch = admin.Change{Changed: []string{"backends." + name + " (removed)"}}
 	ch.Persisted, ch.PersistError = a.persist(data)
-	a.cfg, a.raw = next, data
+	a.setConfig(next, data)
 	a.log.Info("node removed from the admin API", "node", name, "address", address, "persisted", ch.Persisted)
 	return ch, nil
 }

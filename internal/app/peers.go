@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -54,6 +55,9 @@ type peerLine struct {
 	v    uint64
 	text string
 }
+
+// errPeerRefused: the peer refused this node's secret.
+var errPeerRefused = errors.New("the peer refused the cluster's secret")
 
 // peerLink streams positions to one other node.
 type peerLink struct {
@@ -235,7 +239,9 @@ func (a *App) linkPeers(ctx context.Context, ms []store.Member) {
 		lctx, cancel := context.WithCancel(ctx)
 		l := &peerLink{name: m.Name, addr: m.Admin, tls: m.AdminTLS, cancel: cancel, wake: make(chan struct{}, 1)}
 		p.links[m.Instance] = l
-		go a.streamTo(lctx, l)
+		// In the cluster's group (linkPeers runs in one of its goroutines): stopCluster waits
+		// for the links too.
+		c.wg.Go(func() { a.streamTo(lctx, l) })
 	}
 	for id, l := range p.links {
 		if !live[id] {
@@ -259,16 +265,41 @@ func (p *peers) ackMoved() {
 }
 
 // streamTo keeps the commit stream to one peer open, sending the newest position on each
-// wake and reading its acknowledgements; it reconnects after a failure.
+// wake and reading its acknowledgements; it reconnects after a failure. A link that keeps
+// failing (a peer that refuses the secret, an address this host cannot reach, a certificate it
+// does not trust) is logged, once until it streams again: latest reads through the peer miss
+// this node's commits meanwhile. A refused secret is read from the store again (the key was
+// deleted and made anew).
 func (a *App) streamTo(ctx context.Context, l *peerLink) {
+	c := a.cluster
+	failures, logged := 0, false
 	for ctx.Err() == nil {
+		start := time.Now()
 		err := a.streamOnce(ctx, l)
 		l.up.Store(false)
 		a.cluster.peers.ackMoved() // a gate waiting for this link stops waiting
 		if ctx.Err() != nil {
 			return
 		}
-		a.log.Debug("commit stream to a peer ended; reconnecting", "peer", l.name, "err", err)
+		switch {
+		case err == nil || time.Since(start) >= 5*time.Second:
+			if logged {
+				a.log.Info("peer link: streaming commits again", "peer", l.name)
+			}
+			failures, logged = 0, false
+		default:
+			failures++
+			if failures >= 3 && !logged {
+				a.log.Warn("peer link: this node's commits do not reach a peer (latest reads through it may miss them); retrying",
+					"peer", l.name, "address", l.addr, "err", err)
+				logged = true
+			}
+			if errors.Is(err, errPeerRefused) {
+				if s, err := c.st.PeerSecret(ctx); err == nil {
+					c.peers.secret.Store(&s)
+				}
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -307,8 +338,13 @@ func (a *App) streamOnce(ctx context.Context, l *peerLink) error {
 		return err
 	}
 	if resp.StatusCode != http.StatusSwitchingProtocols {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		resp.Body.Close()
-		return fmt.Errorf("the peer answered %s", resp.Status)
+		err := fmt.Errorf("the peer answered %s: %.200s", resp.Status, body)
+		if resp.StatusCode == http.StatusUnauthorized {
+			err = fmt.Errorf("%w: %v", errPeerRefused, err)
+		}
+		return err
 	}
 	_ = conn.SetDeadline(time.Time{})
 	l.up.Store(true)

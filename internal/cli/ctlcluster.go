@@ -34,7 +34,9 @@ func (c *ctl) printCluster(info admin.ClusterInfo, now time.Time) {
 	if !s.Connected && !info.MembersAsOf.IsZero() {
 		fmt.Fprintf(c.stdout, "the nodes as the store listed them at %s\n", when(info.MembersAsOf, now))
 	}
-	if !slices.ContainsFunc(info.Members, func(m admin.Member) bool { return m.Self }) {
+	if s.NameTakenBy != "" {
+		fmt.Fprintf(c.stdout, "this sluice (%s) is not listed: another live sluice has its name (%s); give each sluice its own name (name: in its file)\n", orWord(s.Name, "?"), s.NameTakenBy)
+	} else if !slices.ContainsFunc(info.Members, func(m admin.Member) bool { return m.Self }) {
 		fmt.Fprintf(c.stdout, "this sluice (%s) is not listed: not registered yet, or the store is not reachable\n", orWord(s.Name, "?"))
 	}
 	fmt.Fprintln(c.stdout)

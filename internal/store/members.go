@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -102,11 +103,14 @@ func (s *Store) renew(ctx context.Context, key string, v []byte, lease *clientv3
 	s.saw(err)
 	if err != nil || !r.Succeeded {
 		_, _ = s.cli.Revoke(c, g.ID)
-		if err == nil && !*waitingLogged {
-			var other Member
+		var other Member
+		if err == nil {
 			if kv := r.Responses[0].GetResponseRange().GetKvs(); len(kv) > 0 {
 				_ = json.Unmarshal(kv[0].Value, &other)
 			}
+			s.nameTaken(fmt.Sprintf("host %s pid %d started %s", orDash(other.Host), other.PID, other.Started.Format(time.RFC3339)))
+		}
+		if err == nil && !*waitingLogged {
 			s.log.Warn("store: another sluice is registered under this name; waiting for its registration to end",
 				"name", other.Name, "its_host", other.Host, "its_pid", other.PID, "its_start", other.Started, "ttl", MemberTTL)
 			*waitingLogged = true
@@ -114,8 +118,16 @@ func (s *Store) renew(ctx context.Context, key string, v []byte, lease *clientv3
 		return err
 	}
 	*lease, *written, *waitingLogged = g.ID, v, false
+	s.nameTaken("")
 	s.log.Info("store: registered as a live sluice node", "key", key)
 	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 func rpcNotFound(err error) bool {

@@ -20,6 +20,8 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // Format is the version of the stored configuration's envelope and rules that this sluice
@@ -66,7 +68,17 @@ var (
 	ErrConflict = errors.New("the stored configuration changed since this sluice applied it")
 	// ErrUnavailable: etcd did not answer (no quorum reachable) within the dial timeout.
 	ErrUnavailable = errors.New("the store (etcd) is not reachable")
+	// ErrTooLarge: the configuration is larger than etcd takes in one request (its
+	// --max-request-bytes, 1.5 MiB by default).
+	ErrTooLarge = errors.New("the configuration is larger than etcd takes (its --max-request-bytes, 1.5 MiB by default)")
 )
+
+// tooLarge is whether err is etcd's refusal of a request past its size limit, or the client's
+// own (past its 2 MiB send limit): the request's fault, not the link's.
+func tooLarge(err error) bool {
+	return errors.Is(err, rpctypes.ErrRequestTooLarge) || errors.Is(err, rpctypes.ErrGRPCRequestTooLarge) ||
+		status.Code(err) == codes.ResourceExhausted
+}
 
 // Store is a connection to the cluster's keys in etcd.
 type Store struct {
@@ -85,6 +97,17 @@ type State struct {
 	Since     time.Time `json:"since"`                // when Connected last changed
 	LastError string    `json:"last_error,omitempty"` // the last failure's reason
 	Rev       int64     `json:"revision"`             // the stored configuration's revision last seen
+	// NameTakenBy says which other live sluice holds this one's name in the list of members
+	// (its host, pid and start), while this one waits for its registration to end: unlisted,
+	// this sluice's connections count nowhere and no peer streams its commits to it.
+	NameTakenBy string `json:"name_taken_by,omitempty"`
+}
+
+// nameTaken records who holds this sluice's name ("": no one, or this sluice).
+func (s *Store) nameTaken(by string) {
+	s.mu.Lock()
+	s.state.NameTakenBy = by
+	s.mu.Unlock()
 }
 
 // Open connects (lazily: etcd need not be up yet).
@@ -210,6 +233,9 @@ func (s *Store) Put(ctx context.Context, text []byte, rev int64, writer, version
 	key := s.ConfigKey()
 	r, err := s.cli.Txn(c).If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
 		Then(clientv3.OpPut(key, string(v))).Else(clientv3.OpGet(key, clientv3.WithKeysOnly())).Commit()
+	if tooLarge(err) {
+		return 0, fmt.Errorf("%w: %d bytes stored: %v", ErrTooLarge, len(v), err)
+	}
 	s.saw(err)
 	if err != nil {
 		return 0, unavailable(err)
