@@ -67,6 +67,10 @@ type Member struct {
 	Applied     int64             `json:"applied_revision"`
 	Connections map[string]int64  `json:"connections,omitempty"`
 	Self        bool              `json:"self"`
+	// Refused says why the node does not run the newest stored configuration
+	// (RefusedRevision): a key it does not know, a ${NAME} its environment lacks...
+	Refused         string `json:"refused,omitempty"`
+	RefusedRevision int64  `json:"refused_revision,omitempty"`
 }
 
 // ClusterInfo is GET /v1/cluster.

@@ -264,6 +264,11 @@ func (a *App) runCluster(ctx context.Context) {
 			}
 			a.mu.Unlock()
 			m.Connections = a.ownConnections(m.Connections)
+			// A refused stored configuration is published, so that every node's view (ctl
+			// cluster) shows which nodes run an older one and why.
+			c.stateMu.Lock()
+			m.Refused, m.RefusedRevision = c.refused, c.refusedRev
+			c.stateMu.Unlock()
 		})
 	})
 }
@@ -478,7 +483,7 @@ func (a *App) ClusterInfo() (admin.ClusterInfo, error) {
 		for _, m := range mv.list {
 			am := admin.Member{Name: m.Name, Zone: m.Zone, Admin: m.Admin, Endpoints: m.Endpoints,
 				Version: m.Version, Started: m.Started, Host: m.Host, PID: m.PID, Applied: m.Applied,
-				Connections: m.Connections, Self: m.Instance == c.instance}
+				Connections: m.Connections, Self: m.Instance == c.instance, Refused: m.Refused, RefusedRevision: m.RefusedRevision}
 			if am.Self {
 				am.Applied = c.applied.Load() // as it is now, not as last published (up to a second older)
 			}

@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,6 +56,22 @@ type peers struct {
 type peerLine struct {
 	v    uint64
 	text string
+}
+
+// peerRoots are the certificates a peer's admin API may present (admin.tls): the system's
+// roots, and the certificates of this node's own tls.cert file (the configuration is shared,
+// so the nodes serve the same certificate, or ones its chain's CA signed).
+func (a *App) peerRoots() *x509.CertPool {
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	if f := a.boot.TLS.Cert; f != "" {
+		if pem, err := os.ReadFile(f); err == nil {
+			pool.AppendCertsFromPEM(pem)
+		}
+	}
+	return pool
 }
 
 // errPeerRefused: the peer refused this node's secret.
@@ -141,7 +159,7 @@ func (a *App) sharePositions(ctx context.Context) {
 		case <-p.nudge:
 		}
 		v := a.proxy.KnownVersion()
-		pos := a.proxy.KnownCommits()
+		pos := a.proxy.OwnCommits()
 		if pos.IsZero() {
 			continue
 		}
@@ -316,7 +334,7 @@ func (a *App) streamOnce(ctx context.Context, l *peerLink) error {
 	var err error
 	if l.tls {
 		host, _, _ := net.SplitHostPort(l.addr)
-		conn, err = (&tls.Dialer{NetDialer: &d, Config: &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}}).DialContext(ctx, "tcp", l.addr)
+		conn, err = (&tls.Dialer{NetDialer: &d, Config: &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12, RootCAs: a.peerRoots()}}).DialContext(ctx, "tcp", l.addr)
 	} else {
 		conn, err = d.DialContext(ctx, "tcp", l.addr)
 	}

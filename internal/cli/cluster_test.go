@@ -538,6 +538,23 @@ func TestProxyCluster(t *testing.T) {
 		for _, n := range pc.nodes {
 			eventually(t, 5*time.Second, n.name+" refuses it", func() bool { return strings.Contains(storeOf(t, n).Refused, "future_setting") })
 		}
+		// Each node publishes its refusal: the others' view says who runs what, and why.
+		eventually(t, 5*time.Second, "p1 sees p2 and p3 refuse it", func() bool {
+			var info struct {
+				Members []struct {
+					Name    string
+					Refused string
+				}
+			}
+			api(t, p1, "GET", "/v1/cluster", nil, &info)
+			n := 0
+			for _, m := range info.Members {
+				if m.Name != "p1" && strings.Contains(m.Refused, "future_setting") {
+					n++
+				}
+			}
+			return n == 2
+		})
 		pc.putRaw(t, map[string]any{"format": 2, "writer": "newer", "version": "v9", "config": strings.ReplaceAll(sc.Config, "replica2: "+strconv.Itoa(before), "replica2: 77")})
 		for _, n := range pc.nodes {
 			eventually(t, 5*time.Second, n.name+" refuses format 2", func() bool { return strings.Contains(storeOf(t, n).Refused, "format 2") })

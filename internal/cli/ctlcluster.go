@@ -55,6 +55,11 @@ func (c *ctl) printCluster(info admin.ClusterInfo, now time.Time) {
 			orDash(m.Version), applied, when(m.Started, now))
 	}
 	w.Flush()
+	for _, m := range info.Members {
+		if m.Refused != "" && !m.Self {
+			fmt.Fprintf(c.stdout, "%s REFUSED revision %d: %s\n", m.Name, m.RefusedRevision, m.Refused)
+		}
+	}
 }
 
 // printStore writes the lines of this sluice's link to the store: where it is and whether it

@@ -51,9 +51,13 @@ type knownCommits struct {
 	scratch []gtid.GTID // target's, to fold the primary's position in
 
 	// shared: other sluice nodes are told of this one's commits (Proxy.CommitsMoved): a
-	// commit that moves the position signals moved (never blocking).
+	// commit that moves own signals moved (never blocking). own holds only the commits
+	// acknowledged by this sluice's own sessions since then: what is streamed to the others.
+	// What they stream back is folded into the known position, never into own, so a position
+	// one node learned is not passed on (a wrong one stops at the node that received it).
 	shared atomic.Bool
 	moved  chan struct{}
+	own    atomic.Pointer[knownCommits]
 }
 
 // builtPosition is the known position as of version, immutable once published.
@@ -71,15 +75,24 @@ func (k *knownCommits) use(level route.Consistency) {
 }
 
 // noteCommit merges g, the GTID of one commit as a primary connection's OK reported it
-// (MariaDB's last_gtid, MySQL's OWN_GTID), into the known position. A MariaDB GTID costs no
-// allocation; one already contained in the position built last takes no lock either.
+// (MariaDB's last_gtid, MySQL's OWN_GTID), into the known position (and into own, once this
+// sluice shares its commits). A MariaDB GTID costs no allocation; one already contained in the
+// position built last takes no lock either.
 func (k *knownCommits) noteCommit(g []byte) {
 	if len(g) == 0 || !k.on.Load() {
 		return
 	}
+	if o := k.own.Load(); o != nil && o.add(g) {
+		k.signal()
+	}
+	k.add(g)
+}
+
+// add merges g into the position, reporting whether it moved.
+func (k *knownCommits) add(g []byte) bool {
 	if one, ok := gtid.ParseGTID(g); ok {
 		if b := k.built.Load(); b != nil && b.pos.ContainsGTID(g) {
-			return
+			return false
 		}
 		k.mu.Lock()
 		changed := k.addLocked(one) || !k.known
@@ -88,17 +101,14 @@ func (k *knownCommits) noteCommit(g []byte) {
 			k.version.Add(1)
 		}
 		k.mu.Unlock()
-		if changed {
-			k.signal()
-		}
-		return
+		return changed
 	}
 	if bytes.IndexByte(g, ':') < 0 {
-		return // neither a MariaDB GTID nor a MySQL one (uuid:n): nothing to know
+		return false // neither a MariaDB GTID nor a MySQL one (uuid:n): nothing to know
 	}
 	q, err := gtid.Parse(gtid.MySQL, string(g))
 	if err != nil {
-		return
+		return false
 	}
 	k.mu.Lock()
 	changed := !k.mysql.Contains(q) || !k.known
@@ -108,9 +118,7 @@ func (k *knownCommits) noteCommit(g []byte) {
 		k.version.Add(1)
 	}
 	k.mu.Unlock()
-	if changed {
-		k.signal()
-	}
+	return changed
 }
 
 // signal tells the goroutine that shares this node's commits that the position moved.
@@ -208,13 +216,23 @@ func (k *knownCommits) fold(pos gtid.Position) {
 // channel gets a signal (coalesced) each time a commit moves the known position; read it
 // with KnownCommits. Called once, by the goroutine that shares them.
 func (p *Proxy) CommitsMoved() <-chan struct{} {
+	if p.known.own.Load() == nil {
+		own := &knownCommits{}
+		own.on.Store(true)
+		p.known.own.Store(own)
+	}
 	p.known.shared.Store(true)
 	return p.known.moved
 }
 
-// KnownVersion counts the moves of the known position: a position read after it returned v
-// holds every commit noted before.
-func (p *Proxy) KnownVersion() uint64 { return p.known.version.Load() }
+// KnownVersion counts the moves of this sluice's own commits once it shares them
+// (CommitsMoved): OwnCommits read after it returned v holds every commit noted before.
+func (p *Proxy) KnownVersion() uint64 {
+	if o := p.known.own.Load(); o != nil {
+		return o.version.Load()
+	}
+	return 0
+}
 
 // SetPeerGate makes a write through an endpoint at the latest level wait, before its OK
 // reaches the client, for gate(v, timeout): v the known position's version once the write's
@@ -224,13 +242,13 @@ func (p *Proxy) KnownVersion() uint64 { return p.known.version.Load() }
 // finds the write.
 func (p *Proxy) SetPeerGate(gate func(v uint64, timeout time.Duration)) { p.peerGate.Store(&gate) }
 
-// KnownCommits is the position of every commit this sluice knows (latest's, before a read
-// folds the primary's position in); zero when none is known, or no endpoint reads at latest.
-func (p *Proxy) KnownCommits() gtid.Position {
-	if !p.known.on.Load() {
-		return gtid.Position{}
+// OwnCommits is the position of the commits this sluice's own sessions acknowledged since it
+// began sharing them (CommitsMoved): what it streams to the other nodes; zero when none.
+func (p *Proxy) OwnCommits() gtid.Position {
+	if o := p.known.own.Load(); o != nil {
+		return o.position()
 	}
-	return p.known.position()
+	return gtid.Position{}
 }
 
 // LearnCommits folds commits another sluice node acknowledged into the known position: the

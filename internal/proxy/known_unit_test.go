@@ -232,3 +232,46 @@ func TestKnownCommitsOff(t *testing.T) {
 		t.Fatalf("switched off by another level: %q", p.String())
 	}
 }
+
+// TestOwnCommitsShared: once this sluice shares its commits (CommitsMoved), what its sessions
+// acknowledge is in OwnCommits, with a signal and a new version per move; what other nodes sent
+// (LearnCommits) is in the known position the reads wait for, never in OwnCommits: a position
+// one node learned is not passed on.
+func TestOwnCommitsShared(t *testing.T) {
+	p := &Proxy{}
+	p.known.moved = make(chan struct{}, 1)
+	p.known.use(route.Latest)
+	p.known.noteCommit([]byte("0-1-3")) // before sharing: known, not own
+	moved := p.CommitsMoved()
+	if !p.OwnCommits().IsZero() || p.KnownVersion() != 0 {
+		t.Fatalf("own before any shared commit: %q v%d", p.OwnCommits(), p.KnownVersion())
+	}
+	p.known.noteCommit([]byte("0-1-5"))
+	select {
+	case <-moved:
+	default:
+		t.Fatal("no signal for an own commit")
+	}
+	v := p.KnownVersion()
+	learned, err := gtid.Parse(gtid.MariaDB, "0-1-900,7-2-4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.LearnCommits(learned)
+	if got := p.OwnCommits().String(); got != "0-1-5" || p.KnownVersion() != v {
+		t.Errorf("own after a learned position: %q v%d, want 0-1-5 v%d", got, p.KnownVersion(), v)
+	}
+	if got := p.known.target(gtid.Position{}).String(); got != "0-1-900,7-2-4" {
+		t.Errorf("known after a learned position: %q, want 0-1-900,7-2-4", got)
+	}
+	select {
+	case <-moved:
+		t.Error("a learned position signalled the sharer")
+	default:
+	}
+	// A commit already known (learned) is still this node's own: shared, with a new version.
+	p.known.noteCommit([]byte("0-1-6"))
+	if got := p.OwnCommits().String(); got != "0-1-6" || p.KnownVersion() <= v {
+		t.Errorf("own after a commit the known position held: %q v%d", got, p.KnownVersion())
+	}
+}

@@ -56,7 +56,7 @@ func (s *session) OK(src *backend.Conn, ok mysql.OK, classicEOF bool) {
 		// they have this one (SetPeerGate).
 		if gate := s.p.peerGate.Load(); gate != nil {
 			if set := s.ep.route.Settings(); set.Consistency == route.Latest {
-				(*gate)(s.p.known.version.Load(), set.ConsistencyTimeout)
+				(*gate)(s.p.KnownVersion(), set.ConsistencyTimeout)
 			}
 		}
 	}

@@ -26,8 +26,11 @@ type Member struct {
 	// Instance tells this process from an earlier one of the same name whose lease has not
 	// ended yet (a node killed and restarted at once).
 	Instance string `json:"instance"`
-	// Applied is the configuration revision the node has in force.
-	Applied int64 `json:"applied_revision"`
+	// Applied is the configuration revision the node has in force; Refused says why it does
+	// not run a newer stored one (RefusedRevision).
+	Applied         int64  `json:"applied_revision"`
+	Refused         string `json:"refused,omitempty"`
+	RefusedRevision int64  `json:"refused_revision,omitempty"`
 	// Connections is the node's own client-session connections per backend (for balance
 	// least-connections with connections_from: cluster).
 	Connections map[string]int64 `json:"connections,omitempty"`
