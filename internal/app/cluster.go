@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -56,6 +57,8 @@ type cluster struct {
 	members atomic.Pointer[membersView]
 	// membersChanged has a token when members changed since followOthers last summed them.
 	membersChanged chan struct{}
+	// cacheFile is store.cache_file: the copy of the configuration applied (cacheLoop).
+	cacheFile string
 	// peers streams this node's acknowledged commits to the others (peers.go).
 	peers peers
 	// drains are the drains the store recorded, as last applied (under changeMu).
@@ -106,6 +109,16 @@ func Open(ctx context.Context, path, zone, version string, log *slog.Logger) (*A
 		return nil, err
 	}
 	doc, err := c.loadOrSeed(ctx, local, data, version, log)
+	if err != nil && errors.Is(err, store.ErrUnavailable) && c.cacheFile != "" {
+		cached, cerr := readCache(c.cacheFile)
+		if cerr != nil {
+			c.st.Close()
+			return nil, fmt.Errorf("%w; and store.cache_file: %v", err, cerr)
+		}
+		log.Warn("etcd not reachable: starting from the copy of the stored configuration last applied; changes are refused until etcd is back",
+			"cache_file", c.cacheFile, "revision", cached.Rev, "err", err)
+		doc, err = cached, nil
+	}
 	if err != nil {
 		c.st.Close()
 		return nil, err
@@ -166,7 +179,7 @@ func openCluster(local *config.Config, path string, data []byte, log *slog.Logge
 		name, _ = os.Hostname()
 	}
 	c := &cluster{st: st, opts: e, bootPath: path, boot: data, shared: "etcd:" + st.ConfigKey(), name: name,
-		membersChanged: make(chan struct{}, 1)}
+		membersChanged: make(chan struct{}, 1), cacheFile: local.Store.CacheFile}
 	c.peers.nudge = make(chan struct{}, 1)
 	c.peers.ackMoved()
 	return c, nil
@@ -176,6 +189,10 @@ func openCluster(local *config.Config, path string, data []byte, log *slog.Logge
 // none, it stores the file's shared settings (data), or says how to import one.
 func (c *cluster) loadOrSeed(ctx context.Context, local *config.Config, data []byte, version string, log *slog.Logger) (store.Doc, error) {
 	deadline := time.Now().Add(loadRetry)
+	if c.cacheFile != "" {
+		// A copy to start from: a few tries, not 30 s.
+		deadline = time.Now().Add(3 * c.opts.DialTimeout.Duration)
+	}
 	for {
 		doc, found, err := c.st.Load(ctx)
 		switch {
@@ -250,6 +267,9 @@ func (a *App) runCluster(ctx context.Context) {
 	c.wg.Go(func() { a.followOthers(ctx) })
 	c.wg.Go(func() { c.st.WatchDrains(ctx, a.applyDrains) })
 	c.wg.Go(func() { a.sharePositions(ctx) })
+	if c.cacheFile != "" {
+		c.wg.Go(func() { a.cacheLoop(ctx) })
+	}
 	host, _ := os.Hostname()
 	m := store.Member{Name: c.name, Version: a.version, Started: a.started.UTC(), Host: host, PID: os.Getpid(),
 		Instance: c.instance, Admin: advertised(a.AdminAddr(), host), AdminTLS: a.boot.Admin.TLS, Endpoints: map[string]string{}}
@@ -658,4 +678,54 @@ func (a *App) othersHold(node string) []string {
 		}
 	}
 	return out
+}
+
+// cached is store.cache_file's content.
+type cached struct {
+	Revision int64  `json:"revision"`
+	Key      string `json:"key"`
+	Config   string `json:"config"`
+}
+
+// cacheLoop keeps store.cache_file a copy of the stored configuration in force: checked each
+// second, written (to a temporary file renamed over it) when the revision in force moved.
+func (a *App) cacheLoop(ctx context.Context) {
+	c := a.cluster
+	var written int64 = -1
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		if rev := c.applied.Load(); rev != written {
+			a.changeMu.Lock()
+			rev, text := c.applied.Load(), string(a.raw)
+			a.changeMu.Unlock()
+			data, _ := json.Marshal(cached{Revision: rev, Key: c.shared, Config: text})
+			if f, err := os.OpenFile(c.cacheFile, os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+				f.Close() // made 0600 first: WriteFile keeps an existing file's mode
+			}
+			if err := config.WriteFile(c.cacheFile, data); err != nil {
+				a.log.Warn("store.cache_file not written", "file", c.cacheFile, "err", err)
+			} else {
+				written = rev
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// readCache reads store.cache_file.
+func readCache(path string) (store.Doc, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return store.Doc{}, err
+	}
+	var c cached
+	if err := json.Unmarshal(data, &c); err != nil || c.Config == "" {
+		return store.Doc{}, fmt.Errorf("%s is not a copy sluice wrote (%v)", path, err)
+	}
+	return store.Doc{Text: []byte(c.Config), Rev: c.Revision, Format: store.Format, Writer: "store.cache_file"}, nil
 }

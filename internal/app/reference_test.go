@@ -174,6 +174,7 @@ func newValues(f refFiles) map[string]map[string]any {
 		"store.etcd.tls.key":              {"store.etcd.endpoints": []any{etcdAddr}, "store.etcd.tls.cert": f.cert2, "store.etcd.tls.key": f.key2},
 		"store.etcd.dial_timeout":         {"store.etcd.endpoints": []any{etcdAddr}, "store.etcd.dial_timeout": "7s"},
 		"store.clear_secrets":             {"store.etcd.endpoints": []any{etcdAddr}, "store.clear_secrets": true},
+		"store.cache_file":                {"store.etcd.endpoints": []any{etcdAddr}, "store.cache_file": "/tmp/sluice-cache.json"},
 	}
 }
 

@@ -201,7 +201,8 @@ func startProxyCluster(t *testing.T, n int) *proxyCluster {
 		if i == n-1 {
 			etcdAddr = pc.link.addr
 		}
-		fmt.Fprintf(&b, "store:\n  etcd:\n    endpoints: [%q]\n    prefix: %s\n    dial_timeout: 1s\n", etcdAddr, pc.prefix)
+		fmt.Fprintf(&b, "store:\n  etcd:\n    endpoints: [%q]\n    prefix: %s\n    dial_timeout: 1s\n  cache_file: %q\n", etcdAddr, pc.prefix,
+			filepath.Join(t.TempDir(), node.name+".cache.json"))
 		if i == 0 {
 			b.WriteString(shared)
 		}
@@ -988,6 +989,36 @@ func crossNode(t *testing.T, pc *proxyCluster, app func(*proxyNode, string) *sql
 			}
 			return false
 		})
+		pc.converged(t)
+	})
+
+	t.Run("node restarted while etcd is down", func(t *testing.T) {
+		// With store.cache_file, a node that starts while etcd is unreachable starts from its
+		// copy of the configuration it last applied, serves, and catches up once etcd is back.
+		w := weightOf(t, p1, "split", "replica2")
+		time.Sleep(1200 * time.Millisecond) // the copy is written within a second of a change
+		pc.kill(p3)
+		if err := pc.etcd.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		pc.start(p3)
+		if got := weightOf(t, p3, "split", "replica2"); got != w {
+			t.Errorf("p3 started from its copy with replica2 at %d, want %d", got, w)
+		}
+		if st := storeOf(t, p3); st.Connected {
+			t.Error("p3 says it is connected with etcd down")
+		}
+		if p := readPort(t, app(p3, "split")); p == 0 {
+			t.Error("no read through p3")
+		}
+		if err := pc.etcd.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 20*time.Second, "p3 reconnects", func() bool { return storeOf(t, p3).Connected })
+		if code := api(t, p1, "PATCH", "/v1/endpoints/split", map[string]any{"read_weights": map[string]int{"replica2": w + 1}}, nil); code != 200 {
+			t.Fatalf("PATCH after etcd came back: %d", code)
+		}
+		eventually(t, 10*time.Second, "p3 applies a change made after", func() bool { return weightOf(t, p3, "split", "replica2") == w+1 })
 		pc.converged(t)
 	})
 }

@@ -36,6 +36,11 @@ type Store struct {
 	// monitor.password). Without it such a configuration is refused: write password_hash, or
 	// a ${NAME} reference that each sluice resolves from its own environment.
 	ClearSecrets bool `yaml:"clear_secrets"`
+	// CacheFile is where this sluice keeps a copy of the stored configuration it applied
+	// (written within a second of each change, mode 0600): a sluice that starts while etcd is
+	// unreachable starts from it (saying so) instead of waiting for etcd, and catches up when
+	// etcd is back. Empty: no copy; such a start waits up to 30s for etcd, then fails.
+	CacheFile string `yaml:"cache_file"`
 }
 
 // Etcd is how sluice reaches etcd.
