@@ -103,6 +103,13 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	for name, addr := range cfg.Listen {
+		if cfg.Endpoint(name) == nil {
+			// Not an error: the endpoint may be created later (through any node's API), and
+			// then listens there.
+			log.Warn("listen names no endpoint (yet); it applies once an endpoint of that name is created", "endpoint", name, "address", addr)
+		}
+	}
 	btlsMode, err := backend.ParseTLSMode(cfg.BackendTLS.Mode)
 	if err != nil {
 		return nil, err

@@ -17,27 +17,7 @@ import (
 func TestConsistencyWaitsOncePerPosition(t *testing.T) {
 	cl := testutil.Cluster(t)
 	ctx := context.Background()
-	var admins []*sql.DB
-	for _, r := range []string{"replica1", "replica2"} {
-		db, err := cl.AdminDB(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		admins = append(admins, db)
-	}
-	replicaSelects := func() int64 {
-		var sum int64
-		for _, db := range admins {
-			var name string
-			var v int64
-			if err := db.QueryRow("SHOW GLOBAL STATUS LIKE 'Com_select'").Scan(&name, &v); err != nil {
-				t.Fatal(err)
-			}
-			sum += v
-		}
-		return sum
-	}
+	replicaSelects := replicaSelectCounter(t)
 	for _, level := range []string{config.ConsistencySession, config.ConsistencyLatest, config.ConsistencyGlobal} {
 		t.Run(level, func(t *testing.T) {
 			s := startSluice(t, consistencyAt(level))
@@ -97,27 +77,7 @@ func TestConsistencyWaitsOncePerPosition(t *testing.T) {
 func TestConsistencyWaitsFollowedAcrossSessions(t *testing.T) {
 	cl := testutil.Cluster(t)
 	ctx := context.Background()
-	var admins []*sql.DB
-	for _, r := range []string{"replica1", "replica2"} {
-		db, err := cl.AdminDB(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		admins = append(admins, db)
-	}
-	replicaSelects := func() int64 {
-		var sum int64
-		for _, db := range admins {
-			var name string
-			var v int64
-			if err := db.QueryRow("SHOW GLOBAL STATUS LIKE 'Com_select'").Scan(&name, &v); err != nil {
-				t.Fatal(err)
-			}
-			sum += v
-		}
-		return sum
-	}
+	replicaSelects := replicaSelectCounter(t)
 	s := startSluice(t, consistencyAt(config.ConsistencyLatest))
 	db := open(t, dsn(s.rw, "app", "app", "test", ""))
 	writer := conn(t, db)
@@ -190,6 +150,33 @@ func TestConsistencyWaitsFollowedAcrossSessions(t *testing.T) {
 // monitorSelects is how many SELECTs the monitor's checks (consistencyAt: every 200 ms; two
 // SELECTs per check of a node) may have run on the two replicas in d, rounded up: what a count
 // of the replicas' Com_select over d takes off before judging the reads' cost.
+// replicaSelectCounter returns a function that sums the replicas' Com_select (the statements
+// sluice's reads and waits cost them), on admin connections closed with the test.
+func replicaSelectCounter(t *testing.T) func() int64 {
+	cl := testutil.Cluster(t)
+	var admins []*sql.DB
+	for _, r := range []string{"replica1", "replica2"} {
+		db, err := cl.AdminDB(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		admins = append(admins, db)
+	}
+	return func() int64 {
+		var sum int64
+		for _, db := range admins {
+			var name string
+			var v int64
+			if err := db.QueryRow("SHOW GLOBAL STATUS LIKE 'Com_select'").Scan(&name, &v); err != nil {
+				t.Fatal(err)
+			}
+			sum += v
+		}
+		return sum
+	}
+}
+
 func monitorSelects(d time.Duration) int64 {
 	return (int64(d/(200*time.Millisecond)) + 2) * 2 * 2
 }

@@ -58,11 +58,15 @@ func (s *Store) Register(ctx context.Context, m Member, update func(*Member)) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	key := s.memberKey(m.Name)
+	rounds := 0
 	for {
 		if update != nil {
 			update(&m)
 		}
 		v, _ := json.Marshal(m)
+		if rounds++; rounds%30 == 0 {
+			written = nil // written again now and then, even unchanged: a record deleted by hand comes back
+		}
 		if err := s.renew(ctx, key, v, &lease, &written, &waitingLogged); err != nil {
 			s.log.Debug("store: membership not renewed", "err", err)
 		}
