@@ -834,6 +834,11 @@ func crossNode(t *testing.T, pc *proxyCluster, app func(*proxyNode, string) *sql
 		stop := make(chan struct{})
 		var errs, stmts atomic.Int64
 		var wg sync.WaitGroup
+		// The load ends with the subtest whatever ends it: a goroutine that logged after its
+		// test ended would crash the test binary and leave etcd running.
+		var stopOnce sync.Once
+		endLoad := func() { stopOnce.Do(func() { close(stop) }); wg.Wait() }
+		defer endLoad()
 		for i, n := range pc.nodes {
 			wg.Go(func() {
 				db := app(n, "rw")
@@ -880,8 +885,7 @@ func crossNode(t *testing.T, pc *proxyCluster, app func(*proxyNode, string) *sql
 		}
 		pc.converged(t)
 		time.Sleep(500 * time.Millisecond)
-		close(stop)
-		wg.Wait()
+		endLoad()
 		t.Logf("etcd killed and restarted under load: %d statements, %d client errors", stmts.Load(), errs.Load())
 		if errs.Load() != 0 {
 			t.Errorf("%d client errors", errs.Load())
