@@ -76,10 +76,10 @@ func TestCtlCluster(t *testing.T) {
 	f, srv := newFakeAdmin(t)
 	started := time.Now().Add(-90 * time.Minute).UTC()
 	info := admin.ClusterInfo{
-		Store: admin.StoreState{Kind: "etcd", Endpoints: []string{"10.0.0.1:2379", "10.0.0.2:2379"}, Prefix: "/sluice/prod/",
+		Store: admin.StoreState{Kind: "etcd", Endpoints: []string{"127.0.0.11:2379", "127.0.0.12:2379"}, Prefix: "/sluice/prod/",
 			Name: "a", Connected: true, Since: started, Revision: 7, Applied: 7},
 		Members: []admin.Member{
-			{Name: "a", Zone: "z1", Admin: "10.0.1.1:6080", Endpoints: map[string]string{"rw": "10.0.1.1:6033", "ro": "10.0.1.1:6034"},
+			{Name: "a", Zone: "z1", Admin: "127.0.1.1:6080", Endpoints: map[string]string{"rw": "127.0.1.1:6033", "ro": "127.0.1.1:6034"},
 				Version: "1.2.0", Started: started, Applied: 7, Self: true},
 			{Name: "b", Version: "1.2.0", Started: started, Applied: 6},
 		},
@@ -91,10 +91,10 @@ func TestCtlCluster(t *testing.T) {
 		t.Fatalf("ctl cluster: exit %d: %s", code, errOut)
 	}
 	for _, re := range []string{
-		`(?m)^store etcd 10\.0\.0\.1:2379,10\.0\.0\.2:2379 prefix /sluice/prod/: connected$`,
+		`(?m)^store etcd 127\.0\.0\.11:2379,127\.0\.0\.12:2379 prefix /sluice/prod/: connected$`,
 		`(?m)^configuration: revision 7 stored, 7 applied here$`,
 		`(?m)^NAME +ZONE +ADMIN +ENDPOINTS +VERSION +APPLIED REV +STARTED$`,
-		`(?m)^a \(this\) +z1 +10\.0\.1\.1:6080 +ro=10\.0\.1\.1:6034,rw=10\.0\.1\.1:6033 +1\.2\.0 +7 +` + regexp.QuoteMeta(started.Format("2006-01-02 15:04:05")) + ` \(1h30m0s ago\)$`,
+		`(?m)^a \(this\) +z1 +127\.0\.1\.1:6080 +ro=127\.0\.1\.1:6034,rw=127\.0\.1\.1:6033 +1\.2\.0 +7 +` + regexp.QuoteMeta(started.Format("2006-01-02 15:04:05")) + ` \(1h30m0s ago\)$`,
 		`(?m)^b +- +- +- +1\.2\.0 +6 \(behind\) `,
 	} {
 		if !regexp.MustCompile(re).MatchString(out) {

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -192,19 +193,11 @@ func clusterRows(v ClusterView) ([]string, [][]cell) {
 
 // endpointList is endpoint addresses as name=address,... in name order.
 func endpointList(m map[string]string) string {
-	names := make([]string, 0, len(m))
-	for n := range m {
-		names = append(names, n)
+	parts := make([]string, 0, len(m))
+	for _, n := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, n+"="+m[n])
 	}
-	slices.Sort(names)
-	var b strings.Builder
-	for i, n := range names {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(n + "=" + m[n])
-	}
-	return b.String()
+	return strings.Join(parts, ",")
 }
 
 // cell is one value of a result sluice builds: text, or NULL.

@@ -182,8 +182,8 @@ func TestClusterRows(t *testing.T) {
 	v := ClusterView{Connected: false, Since: started.Add(time.Hour), LastError: "context deadline exceeded", Revision: 9,
 		Refused: "backends[1].address: required", RefusedRevision: 9, PendingRestart: []string{"threads", "log.format"},
 		Members: []ClusterMember{
-			{Name: "a", Zone: "z1", Version: "1.2.0", Admin: "10.0.0.1:6080", Started: started, Applied: 8, Self: true,
-				Endpoints: map[string]string{"rw": "10.0.0.1:6033", "ro": "10.0.0.1:6034"}},
+			{Name: "a", Zone: "z1", Version: "1.2.0", Admin: "127.0.0.21:6080", Started: started, Applied: 8, Self: true,
+				Endpoints: map[string]string{"rw": "127.0.0.21:6033", "ro": "127.0.0.21:6034"}},
 			{Name: "b", Version: "1.2.0", Applied: 9},
 		}}
 	cols, rows := clusterRows(v)
@@ -200,7 +200,7 @@ func TestClusterRows(t *testing.T) {
 	for col, want := range map[string]string{"name": "a", "this": "yes", "zone": "z1", "started": "2026-12-02 12:00:00",
 		"applied_revision": "8", "stored_revision": "9", "store": "not connected since 2026-12-02 13:00:00: context deadline exceeded",
 		"refused": "revision 9: backends[1].address: required", "pending_restart": "threads,log.format",
-		"admin": "10.0.0.1:6080", "endpoints": "ro=10.0.0.1:6034,rw=10.0.0.1:6033"} {
+		"admin": "127.0.0.21:6080", "endpoints": "ro=127.0.0.21:6034,rw=127.0.0.21:6033"} {
 		if c := get(0, col); c.null || c.s != want {
 			t.Errorf("this sluice's %s: %+v, want %q", col, c, want)
 		}
